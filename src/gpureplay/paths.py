@@ -1,0 +1,49 @@
+"""Where bundled data lives and how a trace or node-list path is resolved."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+#: Environment variable naming extra folders (``:``-separated) to search for trace files.
+DATA_PATH_ENV = "GPUREPLAY_DATA"
+
+_REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def data_roots() -> list[Path]:
+    """Folders searched, in order, for a relative trace or node-list path.
+
+    1. each folder in ``$GPUREPLAY_DATA``;
+    2. the project's bundled ``traces/`` folder;
+    3. ``../shared/traces`` beside the checkout (the team's full copy).
+    """
+    roots = [Path(p) for p in os.environ.get(DATA_PATH_ENV, "").split(os.pathsep) if p]
+    roots.append(_REPO_ROOT / "traces")
+    roots.append(_REPO_ROOT.parent / "shared" / "traces")
+    return roots
+
+
+def resolve_data_path(path: str | Path) -> Path:
+    """Return an existing file for ``path``: absolute, relative to the cwd, or under a data root.
+
+    Raises
+    ------
+    FileNotFoundError
+        Listing every place that was searched.
+    """
+    candidate = Path(path).expanduser()
+    if candidate.is_absolute() or candidate.exists():
+        if candidate.exists():
+            return candidate
+        raise FileNotFoundError(f"trace file not found: {candidate}")
+    tried = []
+    for root in data_roots():
+        full = root / candidate
+        if full.exists():
+            return full
+        tried.append(str(full))
+    raise FileNotFoundError(
+        f"file {str(path)!r} not found; looked in: {', '.join(tried)}. "
+        f"Set ${DATA_PATH_ENV} or run `gpureplay trace fetch NAME` for traces too large to bundle."
+    )

@@ -1,0 +1,294 @@
+"""Canonical ``jobs`` and ``nodes`` tables: schemas, defaults and validation.
+
+Every adapter ends by calling :func:`validate_jobs` (or :func:`validate_nodes`);
+nothing downstream checks again. Each table carries a ``source_row`` column,
+the 1-based data row of the raw file the record came from (the header is not
+counted), so an error can point at the line a person would open.
+
+The tables are the ones of DESIGN.md ("Canonical tables"):
+
+- ``jobs``: one row per job, a job being a gang of ``num_pods`` identical pods
+  each asking for ``gpu_milli`` thousandths of a GPU (above 1000 only whole
+  multiples: 4000 is four whole GPUs on one node).
+- ``nodes``: one row per machine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import polars as pl
+
+from gpureplay.cluster.catalog import alias_table
+from gpureplay.errors import InputError, Problem
+
+#: The canonical jobs schema, in column order. ``source_row`` and ``source_*``
+#: columns follow these.
+JOBS_SCHEMA: dict[str, pl.DataType] = {
+    "job_id": pl.Int64(),
+    "submit_time": pl.Float64(),
+    "duration": pl.Float64(),
+    "num_pods": pl.Int32(),
+    "gpu_milli": pl.Int32(),
+    "gpu_mem_mib": pl.Int32(),
+    "gpu_models": pl.List(pl.String()),
+    "mig_profile": pl.String(),
+    "cpu_milli": pl.Int32(),
+    "mem_mib": pl.Int32(),
+    "queue": pl.String(),
+    "user": pl.String(),
+    "priority": pl.Int32(),
+    "preemptible": pl.Boolean(),
+}
+
+#: Columns a generic trace must carry; the rest default as in :data:`JOB_DEFAULTS`.
+REQUIRED_JOB_COLUMNS: tuple[str, ...] = ("job_id", "submit_time", "duration", "num_pods", "gpu_milli")
+
+#: Defaults for the optional job columns. ``None`` means null ("not given"):
+#: no GPU-memory request, any GPU model, no MIG profile, no user.
+#: ``preemptible`` defaults to True because in Kubernetes any pod below a
+#: higher PriorityClass can be preempted unless a policy says otherwise.
+JOB_DEFAULTS: dict[str, object] = {
+    "gpu_mem_mib": None,
+    "gpu_models": None,
+    "mig_profile": None,
+    "cpu_milli": 0,
+    "mem_mib": 0,
+    "queue": "default",
+    "user": None,
+    "priority": 0,
+    "preemptible": True,
+}
+
+#: Columns that may hold nulls; every other canonical column must be filled.
+NULLABLE_JOB_COLUMNS: frozenset[str] = frozenset({"gpu_mem_mib", "gpu_models", "mig_profile", "user"})
+
+#: The canonical nodes schema, in column order.
+NODES_SCHEMA: dict[str, pl.DataType] = {
+    "node_id": pl.Int32(),
+    "node_name": pl.String(),
+    "gpu_model": pl.String(),
+    "num_gpus": pl.Int32(),
+    "gpu_mem_mib": pl.Int32(),
+    "cpu_milli": pl.Int32(),
+    "mem_mib": pl.Int32(),
+    "numa_of_gpu": pl.List(pl.Int8()),
+    "nvlink_domain": pl.Int32(),
+    "rack": pl.Int32(),
+    "spine": pl.Int32(),
+    "mig_layout": pl.String(),
+}
+
+NULLABLE_NODE_COLUMNS: frozenset[str] = frozenset({"gpu_model", "numa_of_gpu", "mig_layout"})
+
+#: How many problems an error lists before it says "... and N more".
+MAX_SHOWN = 10
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A row-level check: rows where ``bad`` is true are reported.
+
+    ``detail`` is an expression rendered into the message for each bad row
+    (usually the offending value), so the user sees what was found.
+    """
+
+    column: str
+    bad: pl.Expr
+    message: str
+    detail: pl.Expr | None = None
+
+
+def cast_columns(
+    df: pl.DataFrame, dtypes: Mapping[str, pl.DataType], source: str, raw_names: Mapping[str, str] | None = None
+) -> pl.DataFrame:
+    """Cast ``df``'s columns to ``dtypes``, reporting every value that does not convert.
+
+    Parameters
+    ----------
+    df
+        Table with a ``source_row`` column; columns in ``dtypes`` that are absent
+        are left alone (the caller adds defaults).
+    dtypes
+        Target dtype per column.
+    source
+        File name used in error messages.
+    raw_names
+        Canonical → raw column names, so a message names the column as it is
+        spelled in the file.
+
+    Raises
+    ------
+    InputError
+        Naming the file, row and column of each value that cannot be read, e.g.
+        ``trace.csv, row 3, column 'duration': cannot read 'abc' as Float64``.
+    """
+    raw_names = raw_names or {}
+    present = {c: t for c, t in dtypes.items() if c in df.columns and df.schema[c] != t}
+    if not present:
+        return df
+    casted = df.with_columns(pl.col(c).cast(t, strict=False) for c, t in present.items())
+    problems: list[Problem] = []
+    total = 0
+    for col, dtype in present.items():
+        failed = (df[col].is_not_null()) & casted[col].is_null()
+        if df.schema[col] == pl.String:
+            # Empty cells read as "" in string columns mean "missing", not "bad".
+            failed &= df[col].str.strip_chars() != ""
+        bad = df.filter(failed)
+        total += bad.height
+        for row, value in bad.select("source_row", col).head(MAX_SHOWN).iter_rows():
+            problems.append(
+                Problem(f"cannot read {value!r} as {dtype}", source, int(row), raw_names.get(col, col))
+            )
+    if total:
+        raise InputError(problems, total=total)
+    return casted
+
+
+def check_rules(df: pl.DataFrame, rules: Iterable[Rule], source: str, raw_names: Mapping[str, str] | None = None) -> None:
+    """Raise :class:`InputError` listing the rows that break any rule."""
+    raw_names = raw_names or {}
+    problems: list[Problem] = []
+    total = 0
+    for rule in rules:
+        detail = rule.detail if rule.detail is not None else pl.col(rule.column)
+        bad = df.filter(rule.bad.fill_null(False)).select(pl.col("source_row"), detail.alias("_detail"))
+        total += bad.height
+        for row, value in bad.head(MAX_SHOWN).iter_rows():
+            problems.append(
+                Problem(f"{rule.message} (found {value!r})", source, int(row), raw_names.get(rule.column, rule.column))
+            )
+    if total:
+        problems.sort(key=lambda p: p.row or 0)
+        raise InputError(problems, total=total)
+
+
+def canonical_model_expr(expr: pl.Expr) -> pl.Expr:
+    """Map GPU model spellings (aliases, any case) to catalog names; unknown ones pass through.
+
+    Unknown names are left as they are so the validation rules can report them.
+    """
+    return expr.str.strip_chars().str.to_lowercase().replace_strict(alias_table(), default=expr.str.strip_chars())
+
+
+def with_job_defaults(df: pl.DataFrame) -> pl.DataFrame:
+    """Add every optional canonical column that ``df`` lacks, at its default value."""
+    missing = [c for c in JOBS_SCHEMA if c not in df.columns and c in JOB_DEFAULTS]
+    return df.with_columns(pl.lit(JOB_DEFAULTS[c], dtype=JOBS_SCHEMA[c]).alias(c) for c in missing)
+
+
+def _ordered(df: pl.DataFrame, schema: Mapping[str, pl.DataType]) -> pl.DataFrame:
+    extra = sorted(c for c in df.columns if c.startswith("source_") and c != "source_row")
+    return df.select(*schema, "source_row", *extra)
+
+
+def _require_columns(df: pl.DataFrame, columns: Iterable[str], source: str) -> None:
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise InputError.single(
+            f"missing column(s) {', '.join(missing)}; found {', '.join(df.columns) or 'none'}", source
+        )
+
+
+def _null_rules(schema: Mapping[str, pl.DataType], nullable: frozenset[str]) -> list[Rule]:
+    return [Rule(c, pl.col(c).is_null(), "missing value") for c in schema if c not in nullable]
+
+
+def _nonfinite_or_negative(column: str) -> Rule:
+    return Rule(column, pl.col(column).is_nan() | pl.col(column).is_infinite() | (pl.col(column) < 0),
+                "must be a finite number >= 0")
+
+
+def job_rules() -> list[Rule]:
+    """Row rules of the canonical jobs table (see module docstring)."""
+    known = set(alias_table().values())
+    return [
+        *_null_rules(JOBS_SCHEMA, NULLABLE_JOB_COLUMNS),
+        _nonfinite_or_negative("submit_time"),
+        _nonfinite_or_negative("duration"),
+        Rule("num_pods", pl.col("num_pods") < 1, "a job needs at least one pod"),
+        Rule("gpu_milli", pl.col("gpu_milli") < 0, "gpu_milli must be >= 0"),
+        Rule("gpu_milli", (pl.col("gpu_milli") > 1000) & (pl.col("gpu_milli") % 1000 != 0),
+             "gpu_milli above 1000 must be a whole multiple of 1000 (whole GPUs)"),
+        Rule("gpu_mem_mib", pl.col("gpu_mem_mib") < 0, "gpu_mem_mib must be >= 0"),
+        Rule("cpu_milli", pl.col("cpu_milli") < 0, "cpu_milli must be >= 0"),
+        Rule("mem_mib", pl.col("mem_mib") < 0, "mem_mib must be >= 0"),
+        Rule("gpu_models",
+             pl.col("gpu_models").list.eval(pl.element().is_in(list(known)).not_()).list.any(),
+             f"unknown GPU model; known models: {', '.join(sorted(known))}"),
+        Rule("job_id", pl.col("job_id").is_duplicated(), "duplicate job_id"),
+    ]
+
+
+def validate_jobs(df: pl.DataFrame, source: str, raw_names: Mapping[str, str] | None = None) -> pl.DataFrame:
+    """Check a canonical jobs table and return it in canonical column order and dtypes.
+
+    Parameters
+    ----------
+    df
+        Candidate table: the canonical columns (optional ones may be missing and
+        take :data:`JOB_DEFAULTS`), ``source_row`` and any ``source_*`` columns.
+    source
+        The raw file's name, for messages.
+    raw_names
+        Canonical → raw column names used in messages.
+
+    Returns
+    -------
+    polars.DataFrame
+        The same rows, columns ordered as :data:`JOBS_SCHEMA` then ``source_row``
+        then the sorted ``source_*`` columns.
+
+    Raises
+    ------
+    InputError
+        On an empty trace, a missing required column, a value of the wrong type,
+        a missing, negative, NaN or infinite time or duration, zero pods,
+        ``gpu_milli`` above 1000 that is not a whole multiple, an unknown GPU
+        model, or a duplicate ``job_id``; each problem names file, row and column.
+    """
+    if df.height == 0:
+        raise InputError.single("the trace has no jobs", source)
+    _require_columns(df, ("source_row", *REQUIRED_JOB_COLUMNS), source)
+    df = cast_columns(with_job_defaults(df), JOBS_SCHEMA, source, raw_names)
+    df = df.with_columns(pl.col("gpu_models").list.eval(canonical_model_expr(pl.element())))
+    check_rules(df, job_rules(), source, raw_names)
+    return _ordered(df, JOBS_SCHEMA)
+
+
+def node_rules() -> list[Rule]:
+    """Row rules of the canonical nodes table."""
+    known = set(alias_table().values())
+    return [
+        *_null_rules(NODES_SCHEMA, NULLABLE_NODE_COLUMNS),
+        Rule("node_id", pl.col("node_id").is_duplicated(), "duplicate node_id"),
+        Rule("num_gpus", pl.col("num_gpus") < 0, "num_gpus must be >= 0"),
+        Rule("gpu_model", (pl.col("num_gpus") > 0) & pl.col("gpu_model").is_null(), "a node with GPUs needs a gpu_model"),
+        Rule("gpu_model", pl.col("gpu_model").is_not_null() & pl.col("gpu_model").is_in(list(known)).not_(),
+             f"unknown GPU model; known models: {', '.join(sorted(known))}"),
+        Rule("gpu_mem_mib", pl.col("gpu_mem_mib") < 0, "gpu_mem_mib must be >= 0"),
+        Rule("cpu_milli", pl.col("cpu_milli") < 0, "cpu_milli must be >= 0"),
+        Rule("mem_mib", pl.col("mem_mib") < 0, "mem_mib must be >= 0"),
+        Rule("numa_of_gpu", pl.col("numa_of_gpu").is_not_null() & (pl.col("numa_of_gpu").list.len() != pl.col("num_gpus")),
+             "numa_of_gpu must list one NUMA node per GPU"),
+    ]
+
+
+def validate_nodes(df: pl.DataFrame, source: str, raw_names: Mapping[str, str] | None = None) -> pl.DataFrame:
+    """Check a canonical nodes table and return it in canonical order and dtypes.
+
+    Raises
+    ------
+    InputError
+        On an empty node list, a missing column, a wrong type, a duplicate node,
+        negative capacities, or an unknown GPU model; each names file, row, column.
+    """
+    if df.height == 0:
+        raise InputError.single("the node list has no nodes", source)
+    _require_columns(df, ("source_row", *NODES_SCHEMA), source)
+    df = cast_columns(df, NODES_SCHEMA, source, raw_names)
+    df = df.with_columns(canonical_model_expr(pl.col("gpu_model")))
+    check_rules(df, node_rules(), source, raw_names)
+    return _ordered(df, NODES_SCHEMA)
