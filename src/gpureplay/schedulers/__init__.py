@@ -1,0 +1,1 @@
+"""Scheduler presets: named policies mapped to engine codes."""
