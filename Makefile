@@ -16,8 +16,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# The main job: the full real Philly trace on Philly's machines, strict FIFO vs Volcano-like gang-binpack.
 run: $(STAMP)
-	$(BIN)/gpureplay run hydra.run.dir=results/make-run
+	rm -rf results/make-run
+	$(BIN)/gpureplay run trace=philly cluster=philly scheduler=fifo hydra.run.dir=results/make-run/fifo
+	$(BIN)/gpureplay run trace=philly cluster=philly scheduler=gang-binpack hydra.run.dir=results/make-run/gang-binpack
+	$(BIN)/gpureplay compare results/make-run
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests asv_benchmarks

@@ -11,6 +11,11 @@ DATA_PATH_ENV = "GPUREPLAY_DATA"
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
+def bundled_traces_dir() -> Path:
+    """The project's own ``traces/`` folder: bundled samples and ``manifest.toml``."""
+    return _REPO_ROOT / "traces"
+
+
 def data_roots() -> list[Path]:
     """Folders searched, in order, for a relative trace or node-list path.
 

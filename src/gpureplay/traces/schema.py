@@ -82,6 +82,10 @@ NODES_SCHEMA: dict[str, pl.DataType] = {
 
 NULLABLE_NODE_COLUMNS: frozenset[str] = frozenset({"gpu_model", "numa_of_gpu", "mig_layout"})
 
+#: Node capacity used when a node list does not give CPU or memory (Philly,
+#: the spot-GPU list's memory): large enough never to constrain a pod.
+UNKNOWN_CAPACITY: int = 2**31 - 1
+
 #: How many problems an error lists before it says "... and N more".
 MAX_SHOWN = 10
 
@@ -100,8 +104,36 @@ class Rule:
     detail: pl.Expr | None = None
 
 
+#: Text spellings accepted for booleans (case-insensitive).
+TRUE_WORDS = ("true", "t", "yes", "y", "1")
+FALSE_WORDS = ("false", "f", "no", "n", "0")
+
+#: Separator of several GPU models in one text cell ("V100M16|V100M32", as openb writes them).
+MODEL_SEPARATOR = "|"
+
+
+def _lenient_cast(column: str, source: pl.DataType, target: pl.DataType) -> pl.Expr:
+    """Cast that yields null (not an error) for a value that does not convert.
+
+    polars cannot cast text to Boolean or List directly, so those two are
+    parsed here: booleans from the usual words, lists by splitting on
+    :data:`MODEL_SEPARATOR` (an empty cell is null).
+    """
+    col = pl.col(column)
+    if source == pl.String and target == pl.Boolean:
+        word = col.str.strip_chars().str.to_lowercase()
+        return pl.when(word.is_in(TRUE_WORDS)).then(True).when(word.is_in(FALSE_WORDS)).then(False)
+    if source == pl.String and isinstance(target, pl.List):
+        parts = col.str.split(MODEL_SEPARATOR).list.eval(pl.element().str.strip_chars())
+        return pl.when(col.str.strip_chars() != "").then(parts.cast(target, strict=False))
+    return col.cast(target, strict=False)
+
+
 def cast_columns(
-    df: pl.DataFrame, dtypes: Mapping[str, pl.DataType], source: str, raw_names: Mapping[str, str] | None = None
+    df: pl.DataFrame,
+    dtypes: Mapping[str, pl.DataType],
+    source: str,
+    raw_names: Mapping[str, str] | None = None,
 ) -> pl.DataFrame:
     """Cast ``df``'s columns to ``dtypes``, reporting every value that does not convert.
 
@@ -128,7 +160,7 @@ def cast_columns(
     present = {c: t for c, t in dtypes.items() if c in df.columns and df.schema[c] != t}
     if not present:
         return df
-    casted = df.with_columns(pl.col(c).cast(t, strict=False) for c, t in present.items())
+    casted = df.with_columns(_lenient_cast(c, df.schema[c], t).alias(c) for c, t in present.items())
     problems: list[Problem] = []
     total = 0
     for col, dtype in present.items():
@@ -147,7 +179,9 @@ def cast_columns(
     return casted
 
 
-def check_rules(df: pl.DataFrame, rules: Iterable[Rule], source: str, raw_names: Mapping[str, str] | None = None) -> None:
+def check_rules(
+    df: pl.DataFrame, rules: Iterable[Rule], source: str, raw_names: Mapping[str, str] | None = None
+) -> None:
     """Raise :class:`InputError` listing the rows that break any rule."""
     raw_names = raw_names or {}
     problems: list[Problem] = []
@@ -158,7 +192,12 @@ def check_rules(df: pl.DataFrame, rules: Iterable[Rule], source: str, raw_names:
         total += bad.height
         for row, value in bad.head(MAX_SHOWN).iter_rows():
             problems.append(
-                Problem(f"{rule.message} (found {value!r})", source, int(row), raw_names.get(rule.column, rule.column))
+                Problem(
+                    f"{rule.message} (found {value!r})",
+                    source,
+                    int(row),
+                    raw_names.get(rule.column, rule.column),
+                )
             )
     if total:
         problems.sort(key=lambda p: p.row or 0)
@@ -170,7 +209,11 @@ def canonical_model_expr(expr: pl.Expr) -> pl.Expr:
 
     Unknown names are left as they are so the validation rules can report them.
     """
-    return expr.str.strip_chars().str.to_lowercase().replace_strict(alias_table(), default=expr.str.strip_chars())
+    return (
+        expr.str.strip_chars()
+        .str.to_lowercase()
+        .replace_strict(alias_table(), default=expr.str.strip_chars())
+    )
 
 
 def with_job_defaults(df: pl.DataFrame) -> pl.DataFrame:
@@ -181,7 +224,7 @@ def with_job_defaults(df: pl.DataFrame) -> pl.DataFrame:
 
 def _ordered(df: pl.DataFrame, schema: Mapping[str, pl.DataType]) -> pl.DataFrame:
     extra = sorted(c for c in df.columns if c.startswith("source_") and c != "source_row")
-    return df.select(*schema, "source_row", *extra)
+    return df.select(*schema, pl.col("source_row").cast(pl.Int64), *extra)
 
 
 def _require_columns(df: pl.DataFrame, columns: Iterable[str], source: str) -> None:
@@ -197,8 +240,11 @@ def _null_rules(schema: Mapping[str, pl.DataType], nullable: frozenset[str]) -> 
 
 
 def _nonfinite_or_negative(column: str) -> Rule:
-    return Rule(column, pl.col(column).is_nan() | pl.col(column).is_infinite() | (pl.col(column) < 0),
-                "must be a finite number >= 0")
+    return Rule(
+        column,
+        pl.col(column).is_nan() | pl.col(column).is_infinite() | (pl.col(column) < 0),
+        "must be a finite number >= 0",
+    )
 
 
 def job_rules() -> list[Rule]:
@@ -210,14 +256,19 @@ def job_rules() -> list[Rule]:
         _nonfinite_or_negative("duration"),
         Rule("num_pods", pl.col("num_pods") < 1, "a job needs at least one pod"),
         Rule("gpu_milli", pl.col("gpu_milli") < 0, "gpu_milli must be >= 0"),
-        Rule("gpu_milli", (pl.col("gpu_milli") > 1000) & (pl.col("gpu_milli") % 1000 != 0),
-             "gpu_milli above 1000 must be a whole multiple of 1000 (whole GPUs)"),
+        Rule(
+            "gpu_milli",
+            (pl.col("gpu_milli") > 1000) & (pl.col("gpu_milli") % 1000 != 0),
+            "gpu_milli above 1000 must be a whole multiple of 1000 (whole GPUs)",
+        ),
         Rule("gpu_mem_mib", pl.col("gpu_mem_mib") < 0, "gpu_mem_mib must be >= 0"),
         Rule("cpu_milli", pl.col("cpu_milli") < 0, "cpu_milli must be >= 0"),
         Rule("mem_mib", pl.col("mem_mib") < 0, "mem_mib must be >= 0"),
-        Rule("gpu_models",
-             pl.col("gpu_models").list.eval(pl.element().is_in(list(known)).not_()).list.any(),
-             f"unknown GPU model; known models: {', '.join(sorted(known))}"),
+        Rule(
+            "gpu_models",
+            pl.col("gpu_models").list.eval(pl.element().is_in(list(known)).not_()).list.any(),
+            f"unknown GPU model; known models: {', '.join(sorted(known))}",
+        ),
         Rule("job_id", pl.col("job_id").is_duplicated(), "duplicate job_id"),
     ]
 
@@ -265,14 +316,24 @@ def node_rules() -> list[Rule]:
         *_null_rules(NODES_SCHEMA, NULLABLE_NODE_COLUMNS),
         Rule("node_id", pl.col("node_id").is_duplicated(), "duplicate node_id"),
         Rule("num_gpus", pl.col("num_gpus") < 0, "num_gpus must be >= 0"),
-        Rule("gpu_model", (pl.col("num_gpus") > 0) & pl.col("gpu_model").is_null(), "a node with GPUs needs a gpu_model"),
-        Rule("gpu_model", pl.col("gpu_model").is_not_null() & pl.col("gpu_model").is_in(list(known)).not_(),
-             f"unknown GPU model; known models: {', '.join(sorted(known))}"),
+        Rule(
+            "gpu_model",
+            (pl.col("num_gpus") > 0) & pl.col("gpu_model").is_null(),
+            "a node with GPUs needs a gpu_model",
+        ),
+        Rule(
+            "gpu_model",
+            pl.col("gpu_model").is_not_null() & pl.col("gpu_model").is_in(list(known)).not_(),
+            f"unknown GPU model; known models: {', '.join(sorted(known))}",
+        ),
         Rule("gpu_mem_mib", pl.col("gpu_mem_mib") < 0, "gpu_mem_mib must be >= 0"),
         Rule("cpu_milli", pl.col("cpu_milli") < 0, "cpu_milli must be >= 0"),
         Rule("mem_mib", pl.col("mem_mib") < 0, "mem_mib must be >= 0"),
-        Rule("numa_of_gpu", pl.col("numa_of_gpu").is_not_null() & (pl.col("numa_of_gpu").list.len() != pl.col("num_gpus")),
-             "numa_of_gpu must list one NUMA node per GPU"),
+        Rule(
+            "numa_of_gpu",
+            pl.col("numa_of_gpu").is_not_null() & (pl.col("numa_of_gpu").list.len() != pl.col("num_gpus")),
+            "numa_of_gpu must list one NUMA node per GPU",
+        ),
     ]
 
 

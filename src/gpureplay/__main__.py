@@ -1,0 +1,3 @@
+from gpureplay.cli import main
+
+main()

@@ -1,0 +1,236 @@
+"""The ``gpureplay`` command line: ``run``, ``trace list|inspect|convert|fetch``.
+
+Thin by design: each command parses arguments and calls one function.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import click
+
+from gpureplay import __version__
+from gpureplay.errors import InputError
+
+
+def _options(group: str) -> list[str]:
+    folder = files("gpureplay.conf").joinpath(group)
+    return sorted(p.name.removesuffix(".yaml") for p in folder.iterdir() if p.name.endswith(".yaml"))
+
+
+def _run_help() -> str:
+    groups = "\n".join(
+        f"  {g:<10} {', '.join(_options(g))}"
+        for g in ("trace", "cluster", "scheduler", "workload", "experiment", "sweep")
+    )
+    return f"""Replay a trace on a cluster under a scheduler (a Hydra app).
+
+OVERRIDES are Hydra overrides, e.g.:
+  gpureplay run trace=openb cluster=openb scheduler=kube-default seed=3
+  gpureplay run trace=csv trace.path=jobs.csv cluster=homogeneous cluster.nodes=4 \\
+      cluster.gpus_per_node=8 cluster.gpu_model=A100-80GB scheduler=fifo hydra.run.dir=out
+  gpureplay run -m scheduler=fifo,gang-binpack        (multirun: one replay per point)
+  gpureplay run --cfg job                             (print the composed config and stop)
+
+Config groups and their options:
+{groups}
+
+Top-level keys: seed (int), sample_interval (s), horizon (s or null), debug (bool).
+Writes jobs.parquet, timeline.parquet, summary.parquet and a DONE marker into
+hydra.run.dir (default results/runs/<time>_<trace>_<scheduler>). A bad input exits
+with status 2 and a message naming the file, row and column (or config key).
+Hydra's own options: gpureplay run --hydra-help."""
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="gpureplay")
+def main() -> None:
+    """gpureplay: replay real GPU-cluster job traces through scheduler models.
+
+    Traces (Philly, Alibaba openb/PAI, Microsoft ITP, Helios, any CSV) are read
+    into one canonical jobs table, replayed on a cluster (real node lists or a
+    generated one) by a numba-compiled engine under a scheduler preset, and the
+    results are written as Parquet.
+    """
+
+
+class _RunCommand(click.Command):
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        formatter.write_usage("gpureplay run", "[-m] [OVERRIDES]...")
+        formatter.write_paragraph()
+        for line in _run_help().splitlines():
+            formatter.write(line + "\n")
+
+
+@main.command(
+    "run",
+    cls=_RunCommand,
+    context_settings={
+        "ignore_unknown_options": True,
+        "allow_extra_args": True,
+        "help_option_names": ["--help", "-h"],
+    },
+)
+@click.argument("overrides", nargs=-1, type=click.UNPROCESSED)
+def run(overrides: Sequence[str]) -> None:
+    """Replay a trace (Hydra app; see `gpureplay run --help`)."""
+    from gpureplay import app
+
+    sys.argv = ["gpureplay run", *overrides]
+    app.main()
+
+
+@main.command("compare")
+@click.argument(
+    "run_dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path)
+)
+def compare(run_dirs: Sequence[Path]) -> None:
+    """Print headline metrics of every complete run found under RUN_DIRS side by side."""
+    import polars as pl
+
+    from gpureplay.results.compare import compare_table
+
+    try:
+        table = compare_table(run_dirs)
+    except FileNotFoundError as err:
+        _fail(err)
+    with pl.Config(
+        tbl_rows=-1,
+        tbl_cols=-1,
+        tbl_width_chars=200,
+        tbl_hide_dataframe_shape=True,
+        tbl_hide_column_data_types=True,
+    ):
+        click.echo(str(table))
+
+
+@main.group("trace")
+def trace() -> None:
+    """List, inspect, convert and fetch traces."""
+
+
+def _load_named_or_path(name_or_path: str, overrides: Sequence[str]) -> Any:
+    from gpureplay.traces.registry import load_trace
+
+    if name_or_path in _options("trace"):
+        from hydra import compose, initialize_config_module
+        from omegaconf import OmegaConf
+
+        from gpureplay.config import register_configs
+
+        register_configs()
+        with initialize_config_module(config_module="gpureplay.conf", version_base="1.3"):
+            cfg = compose("config", overrides=[f"trace={name_or_path}", *overrides])
+        resolved = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+        assert isinstance(resolved, dict)
+        return load_trace(resolved["trace"], int(cfg.seed))
+    path = Path(name_or_path)
+    if not path.exists():
+        raise click.BadParameter(
+            f"{name_or_path!r} is neither a trace name ({', '.join(_options('trace'))}) nor a file",
+            param_hint="NAME_OR_PATH",
+        )
+    if path.suffix == ".json" or path.name.startswith("cluster_job_log"):
+        from gpureplay.traces.philly_raw import load_philly_raw
+
+        return load_philly_raw(path)
+    from gpureplay.traces.generic import load_table
+
+    return load_table(path)
+
+
+def _fail(err: Exception) -> None:
+    click.echo(f"gpureplay: error:\n{err}", err=True)
+    sys.exit(2)
+
+
+@trace.command("list")
+def trace_list() -> None:
+    """Known public traces: source, license, rows, and whether they are bundled."""
+    from gpureplay.traces.manifest import load_manifest
+
+    try:
+        entries = load_manifest()
+    except (InputError, FileNotFoundError) as err:
+        _fail(err)
+    click.echo(f"{'name':<20} {'rows':>11}  {'bundled':<8} {'adapter':<11} {'license':<28} origin")
+    for entry in entries.values():
+        rows = f"{entry.rows:,}" if entry.rows is not None else "-"
+        bundled = "yes" if entry.bundled else "fetch"
+        click.echo(
+            f"{entry.name:<20} {rows:>11}  {bundled:<8} {entry.format:<11} {entry.license:<28} {entry.origin}"
+        )
+
+
+@trace.command("inspect", context_settings={"ignore_unknown_options": True})
+@click.argument("name_or_path")
+@click.argument("overrides", nargs=-1, type=click.UNPROCESSED)
+def trace_inspect(name_or_path: str, overrides: Sequence[str]) -> None:
+    """Schema, counts, demand histogram and time span of a trace.
+
+    NAME_OR_PATH is a trace config name (philly, openb, itp, ...) or a CSV/Parquet
+    file with canonical column names. OVERRIDES are Hydra overrides of the trace
+    group, e.g. `gpureplay trace inspect itp trace.cluster_id=4`.
+    """
+    from gpureplay.traces.inspect import describe
+
+    try:
+        click.echo(describe(_load_named_or_path(name_or_path, overrides)))
+    except (InputError, FileNotFoundError) as err:
+        _fail(err)
+
+
+@trace.command("convert", context_settings={"ignore_unknown_options": True})
+@click.argument("name_or_path")
+@click.argument("overrides", nargs=-1, type=click.UNPROCESSED)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="Parquet file to write (canonical jobs table).",
+)
+def trace_convert(name_or_path: str, overrides: Sequence[str], output: Path) -> None:
+    """Write a trace as a canonical jobs Parquet file (replayable with trace=csv trace.path=FILE)."""
+    from gpureplay.results.writer import write_parquet_atomic
+
+    try:
+        adapted = _load_named_or_path(name_or_path, overrides)
+    except (InputError, FileNotFoundError) as err:
+        _fail(err)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    write_parquet_atomic(
+        adapted.jobs,
+        output,
+        {
+            "version": __version__,
+            "trace_source": adapted.source,
+            "trace_sha256": adapted.sha256,
+            "adapter_changes": adapted.describe_changes(),
+        },
+    )
+    click.echo(f"wrote {adapted.jobs.height:,} jobs to {output}")
+
+
+@trace.command("fetch")
+@click.argument("name")
+@click.option(
+    "--dest",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Folder to download into (default: the project's traces/<name>/).",
+)
+def trace_fetch(name: str, dest: Path | None) -> None:
+    """Download and verify a trace too large to bundle (raw Philly, PAI 2020, Helios)."""
+    from gpureplay.traces.fetch import FetchError, fetch
+
+    try:
+        paths = fetch(name, dest)
+    except (FetchError, InputError, KeyError) as err:
+        _fail(err)
+    for path in paths:
+        click.echo(str(path))

@@ -1,0 +1,83 @@
+"""Cluster config (the ``cluster`` group) → node-table builder → :class:`ClusterNodes`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from gpureplay.cluster.nodes import ClusterNodes
+from gpureplay.errors import InputError
+
+
+def _philly(cfg: Mapping[str, Any]) -> ClusterNodes:
+    from gpureplay.cluster.philly import philly_nodes
+
+    return philly_nodes(
+        cfg["machine_list"],
+        revised=cfg["revised"],
+        revised_list=cfg["revised_list"],
+        rack_size=cfg["rack_size"],
+        racks_per_spine=cfg["racks_per_spine"],
+    )
+
+
+def _openb(cfg: Mapping[str, Any]) -> ClusterNodes:
+    from gpureplay.cluster.openb import openb_nodes
+
+    return openb_nodes(cfg["path"])
+
+
+def _pai(cfg: Mapping[str, Any]) -> ClusterNodes:
+    from gpureplay.cluster.pai import pai_nodes
+
+    return pai_nodes(cfg["path"])
+
+
+def _spot(cfg: Mapping[str, Any]) -> ClusterNodes:
+    from gpureplay.cluster.spot import spot_nodes
+
+    return spot_nodes(cfg["path"])
+
+
+def _homogeneous(cfg: Mapping[str, Any]) -> ClusterNodes:
+    from gpureplay.cluster.homogeneous import homogeneous_nodes
+
+    return homogeneous_nodes(
+        cfg["nodes"],
+        cfg["gpus_per_node"],
+        cfg["gpu_model"],
+        cpu_milli=cfg["cpu_milli"],
+        mem_mib=cfg["mem_mib"],
+        numa_per_node=cfg["numa_per_node"],
+        nvlink_domain_size=cfg["nvlink_domain_size"],
+        rack_size=cfg["rack_size"],
+        racks_per_spine=cfg["racks_per_spine"],
+    )
+
+
+BUILDERS: dict[str, Callable[[Mapping[str, Any]], ClusterNodes]] = {
+    "philly": _philly,
+    "openb": _openb,
+    "pai": _pai,
+    "spot": _spot,
+    "homogeneous": _homogeneous,
+}
+
+
+def build_cluster(cfg: Mapping[str, Any]) -> ClusterNodes:
+    """Build the node table a ``cluster`` config describes.
+
+    Raises
+    ------
+    InputError
+        For an unknown ``cluster.kind`` or any problem in the node list.
+    """
+    kind = cfg.get("kind")
+    builder = BUILDERS.get(str(kind))
+    if builder is None:
+        raise InputError.single(
+            f"unknown cluster kind {kind!r}; known: {', '.join(sorted(BUILDERS))}",
+            "config",
+            column="cluster.kind",
+        )
+    return builder(cfg)

@@ -1,0 +1,1 @@
+"""Hydra config tree (a package so Hydra can find it after a normal install)."""

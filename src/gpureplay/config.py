@@ -1,0 +1,295 @@
+"""Structured-config schemas of the Hydra config tree, registered in Hydra's ConfigStore.
+
+Every YAML option under ``conf/<group>/`` starts from one of these schemas
+(``defaults: [schema_name, _self_]``), so a misspelt key or a value of the
+wrong type (``seed=abc``, ``cluster.nodes=many``) fails at compose time with
+Hydra's own message, before any data is read.
+
+Groups (DESIGN.md, "Config tree"):
+
+- ``trace``: which real trace to read and the adapter's options;
+- ``cluster``: which node list (or generator) to build;
+- ``scheduler``: a :class:`~gpureplay.schedulers.policy.Policy` preset;
+- ``workload``: transforms applied to the trace (window, sampling, load scaling);
+- ``experiment``: ``@package _global_`` bundles for published comparisons;
+- ``sweep``: declared grids for ``-m`` runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
+
+from gpureplay.schedulers.policy import Policy
+
+
+class ItpVariant(Enum):
+    """ITP file set: ``raw`` (observed fields) or ``elasticflow`` (plus the authors' synthetic fields)."""
+
+    raw = 0
+    elasticflow = 1
+
+
+class OpenbTiming(Enum):
+    """``timed``: creation/deletion times; ``packing``: FGD-style arrival order, pods never depart."""
+
+    timed = 0
+    packing = 1
+
+
+class OpenbPending(Enum):
+    """What to do with pods that were never scheduled in the real cluster."""
+
+    drop = 0
+    keep = 1
+
+
+class TimeUnit(Enum):
+    """Unit of ``submit_time`` and ``duration`` in a generic trace."""
+
+    s = 0
+    ms = 1
+    us = 2
+    min = 3
+    h = 4
+
+
+# --- trace group -------------------------------------------------------------------------------
+
+
+@dataclass
+class TraceConf:
+    """Fields every trace option has."""
+
+    name: str = MISSING
+    kind: str = MISSING
+
+
+@dataclass
+class PhillyTraceConf(TraceConf):
+    """Microsoft Philly job table (Pollux's derivation of cluster_job_log)."""
+
+    name: str = "philly"
+    kind: str = "philly"
+    path: str = "philly/philly_jobs_pollux.csv.gz"
+    max_gpus_per_pod: int = 8
+
+
+@dataclass
+class PhillyRawTraceConf(TraceConf):
+    """The raw Philly ``cluster_job_log`` JSON (fetched, not bundled)."""
+
+    name: str = "philly_raw"
+    kind: str = "philly_raw"
+    path: str = "philly_raw/cluster_job_log"
+    max_gpus_per_pod: int = 8
+
+
+@dataclass
+class ItpTraceConf(TraceConf):
+    """Microsoft ITP clusters (ElasticFlow release); ``cluster_id`` null = all ten."""
+
+    name: str = "itp"
+    kind: str = "itp"
+    cluster_id: int | None = None
+    variant: ItpVariant = ItpVariant.raw
+    root: str = "itp"
+    max_gpus_per_pod: int = 8
+
+
+@dataclass
+class OpenbTraceConf(TraceConf):
+    """Alibaba openb 2023 pod list (FGD, ATC'23)."""
+
+    name: str = "openb"
+    kind: str = "openb"
+    path: str = "openb/openb_pod_list_default.csv.gz"
+    timing: OpenbTiming = OpenbTiming.timed
+    # Pods the real cluster never scheduled are demand a what-if scheduler must face;
+    # dropping them would flatter every policy. Their run time is taken as creation→deletion.
+    pending: OpenbPending = OpenbPending.keep
+    packing_duration: float = 1e9
+
+
+@dataclass
+class Pai2020TraceConf(TraceConf):
+    """Alibaba PAI 2020 job, task and instance tables (fetched, not bundled)."""
+
+    name: str = "pai2020"
+    kind: str = "pai2020"
+    job_table: str = "pai2020/pai_job_table.csv"
+    task_table: str = "pai2020/pai_task_table.csv"
+    instance_table: str | None = None
+
+
+@dataclass
+class HeliosTraceConf(TraceConf):
+    """SenseTime Helios cluster_log.csv (fetched, not bundled)."""
+
+    name: str = "helios"
+    kind: str = "helios"
+    path: str = "helios/venus/cluster_log.csv"
+    gpu_only: bool = True
+
+
+@dataclass
+class CsvTraceConf(TraceConf):
+    """Any CSV or Parquet file, columns mapped to canonical names."""
+
+    name: str = "csv"
+    kind: str = "csv"
+    path: str = MISSING
+    columns: dict[str, str] = field(default_factory=dict)
+    column_defaults: dict[str, Any] = field(default_factory=dict)
+    time_unit: TimeUnit = TimeUnit.s
+    datetime_format: str | None = None
+    model_separator: str = "|"
+
+
+@dataclass
+class SyntheticTraceConf(TraceConf):
+    """Synthetic jobs resampled from a real trace's size and duration mix (for scale tests)."""
+
+    name: str = "synthetic"
+    kind: str = "synthetic"
+    n_jobs: int = 10_000
+    load: float = 1.0
+
+
+# --- cluster group -----------------------------------------------------------------------------
+
+
+@dataclass
+class ClusterConf:
+    """Fields every cluster option has."""
+
+    name: str = MISSING
+    kind: str = MISSING
+
+
+@dataclass
+class PhillyClusterConf(ClusterConf):
+    """Philly machines: the official list, or Qinghao Hu's revised GPU counts."""
+
+    name: str = "philly"
+    kind: str = "philly"
+    machine_list: str = "philly/cluster_machine_list.csv.gz"
+    revised: bool = False
+    revised_list: str = "philly/revised_machine_list_qhu.csv.gz"
+    rack_size: int = 16
+    racks_per_spine: int = 8
+
+
+@dataclass
+class NodeListClusterConf(ClusterConf):
+    """A node list read from one file (openb, PAI 2020, spot-GPU)."""
+
+    path: str = MISSING
+
+
+@dataclass
+class HomogeneousClusterConf(ClusterConf):
+    """``nodes`` identical servers of ``gpus_per_node`` GPUs of one model."""
+
+    name: str = "homogeneous"
+    kind: str = "homogeneous"
+    nodes: int = 16
+    gpus_per_node: int = 8
+    gpu_model: str = "A100-80GB"
+    cpu_milli: int | None = None
+    mem_mib: int | None = None
+    numa_per_node: int = 2
+    nvlink_domain_size: int | None = None
+    rack_size: int = 32
+    racks_per_spine: int = 8
+
+
+# --- workload group ----------------------------------------------------------------------------
+
+
+@dataclass
+class WorkloadConf:
+    """Transforms applied to the canonical jobs before the replay, in this order.
+
+    Parameters
+    ----------
+    window_start, window_end
+        Keep jobs submitted in ``[window_start, window_end)`` seconds (null = open).
+    sample_fraction
+        Keep a seeded random fraction of jobs (1.0 = all).
+    max_jobs
+        Keep the first N jobs by submit time (null = all).
+    load
+        Arrival compression: submit times are divided by ``load`` (2.0 = twice the
+        arrival rate, as in load-scaling studies), after re-basing the window at 0.
+    """
+
+    name: str = "none"
+    window_start: float | None = None
+    window_end: float | None = None
+    sample_fraction: float = 1.0
+    max_jobs: int | None = None
+    load: float = 1.0
+
+
+# --- top level ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Config:
+    """The whole run configuration (``conf/config.yaml``).
+
+    Parameters
+    ----------
+    seed
+        Seed of every random choice (sampling, random placement, synthetic traces).
+    sample_interval
+        Seconds between timeline samples.
+    horizon
+        Stop the replay at this simulated time (null = run until nothing is left).
+    debug
+        Check the engine's invariants every cycle (slower; always on in tests).
+    """
+
+    trace: Any = MISSING
+    cluster: Any = MISSING
+    scheduler: Policy = field(default_factory=Policy)
+    workload: WorkloadConf = field(default_factory=WorkloadConf)
+    seed: int = 0
+    sample_interval: float = 3600.0
+    horizon: float | None = None
+    debug: bool = False
+
+
+TRACE_SCHEMAS: dict[str, type[TraceConf]] = {
+    "philly": PhillyTraceConf,
+    "philly_raw": PhillyRawTraceConf,
+    "itp": ItpTraceConf,
+    "openb": OpenbTraceConf,
+    "pai2020": Pai2020TraceConf,
+    "helios": HeliosTraceConf,
+    "csv": CsvTraceConf,
+    "synthetic": SyntheticTraceConf,
+}
+
+CLUSTER_SCHEMAS: dict[str, type[ClusterConf]] = {
+    "philly": PhillyClusterConf,
+    "node_list": NodeListClusterConf,
+    "homogeneous": HomogeneousClusterConf,
+}
+
+
+def register_configs() -> None:
+    """Register every schema in Hydra's ConfigStore (idempotent)."""
+    cs = ConfigStore.instance()
+    cs.store(name="base_config", node=Config)
+    for kind, trace_schema in TRACE_SCHEMAS.items():
+        cs.store(group="trace", name=f"schema_{kind}", node=trace_schema)
+    for kind, cluster_schema in CLUSTER_SCHEMAS.items():
+        cs.store(group="cluster", name=f"schema_{kind}", node=cluster_schema)
+    cs.store(group="scheduler", name="schema", node=Policy)
+    cs.store(group="workload", name="schema", node=WorkloadConf)

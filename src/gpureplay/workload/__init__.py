@@ -1,0 +1,1 @@
+"""Workloads: transforms of canonical jobs (window, sample, load scaling) and synthetic generators."""

@@ -1,0 +1,30 @@
+"""Shared pytest set-up: numba cache outside the tree, small canonical tables."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+os.environ.setdefault("NUMBA_CACHE_DIR", str(Path(__file__).resolve().parents[1] / ".cache" / "numba"))
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def tiny_jobs_csv(tmp_path: Path) -> Path:
+    """A 4-job canonical CSV (the `trace=csv` contract)."""
+    path = tmp_path / "jobs.csv"
+    pl.DataFrame(
+        {
+            "job_id": [1, 2, 3, 4],
+            "submit_time": [0.0, 0.0, 10.0, 20.0],
+            "duration": [100.0, 50.0, 30.0, 5.0],
+            "num_pods": [1, 2, 1, 1],
+            "gpu_milli": [1000, 4000, 500, 0],
+            "queue": ["a", "b", "a", "b"],
+        }
+    ).write_csv(path)
+    return path

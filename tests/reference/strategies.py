@@ -1,0 +1,192 @@
+"""Canonical input builders and hypothesis strategies for engine-vs-reference tests.
+
+The strategies aim at the corners of the semantics rather than at realism:
+ties in submit time, jobs larger than any node, zero-GPU pods, fractional pods
+with and without GPU memory, multi-pod gangs, GPU-model constraints naming
+models the cluster lacks, zero durations, priorities, CPU/memory limits.
+Times are integers or halves and intervals are dyadic, so every sum the two
+simulators compute is exact in float64 and results compare with ``==``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import polars as pl
+from hypothesis import strategies as st
+
+from gpureplay.cluster.catalog import gpu_model
+from gpureplay.schedulers.policy import Backfill, GangMode, Placement, Policy, QueueOrder
+from gpureplay.traces.schema import (
+    JOB_DEFAULTS,
+    JOBS_SCHEMA,
+    NODES_SCHEMA,
+    UNKNOWN_CAPACITY,
+    validate_jobs,
+    validate_nodes,
+)
+
+#: Models the random clusters are built from (different memory sizes: 16, 40, 80 GiB).
+CLUSTER_MODELS: tuple[str, ...] = ("V100", "T4", "A100-40GB", "A100-80GB")
+#: Models jobs may ask for: the cluster's plus some no node of a random cluster has.
+REQUESTABLE_MODELS: tuple[str, ...] = (*CLUSTER_MODELS, "H100-80GB", "P100")
+
+
+# --------------------------------------------------------------------------------------------------
+# Builders
+# --------------------------------------------------------------------------------------------------
+
+
+def jobs_frame(rows: Sequence[Mapping[str, Any]], source: str = "test-jobs") -> pl.DataFrame:
+    """A validated canonical jobs table from dicts (optional columns take :data:`JOB_DEFAULTS`).
+
+    Each row needs ``job_id``, ``submit_time``, ``duration``, ``num_pods`` and ``gpu_milli``.
+    """
+    full = [{c: row.get(c, JOB_DEFAULTS.get(c)) for c in JOBS_SCHEMA} for row in rows]
+    df = pl.DataFrame(full, schema=JOBS_SCHEMA)
+    return validate_jobs(df.with_row_index("source_row", offset=1), source)
+
+
+def nodes_frame(rows: Sequence[Mapping[str, Any]], source: str = "test-nodes") -> pl.DataFrame:
+    """A validated canonical nodes table from dicts with ``gpu_model`` and ``num_gpus``.
+
+    ``gpu_mem_mib`` defaults to the catalog's memory of the model, ``cpu_milli`` and
+    ``mem_mib`` to ``UNKNOWN_CAPACITY``; ``node_id`` is the row index.
+    """
+    full = []
+    for i, row in enumerate(rows):
+        model = row.get("gpu_model")
+        full.append(
+            {
+                "node_id": i,
+                "node_name": f"node-{i}",
+                "gpu_model": model,
+                "num_gpus": row["num_gpus"],
+                "gpu_mem_mib": row.get("gpu_mem_mib", gpu_model(model).memory_mib if model else 0),
+                "cpu_milli": row.get("cpu_milli", UNKNOWN_CAPACITY),
+                "mem_mib": row.get("mem_mib", UNKNOWN_CAPACITY),
+                "numa_of_gpu": None,
+                "nvlink_domain": i,
+                "rack": 0,
+                "spine": 0,
+                "mig_layout": None,
+            }
+        )
+    df = pl.DataFrame(full, schema=NODES_SCHEMA)
+    return validate_nodes(df.with_row_index("source_row", offset=1), source)
+
+
+# --------------------------------------------------------------------------------------------------
+# Strategies
+# --------------------------------------------------------------------------------------------------
+
+
+@st.composite
+def node_rows(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """1-5 nodes, 0-8 GPUs each, of 1-3 catalog models, CPU/memory finite or unknown."""
+    models = draw(st.lists(st.sampled_from(CLUSTER_MODELS), min_size=1, max_size=3, unique=True))
+    n = draw(st.integers(1, 5))
+    rows = []
+    for _ in range(n):
+        num_gpus = draw(st.sampled_from([0, 1, 2, 2, 3, 4, 4, 8, 8]))
+        model = draw(st.sampled_from(models))
+        if num_gpus == 0 and draw(st.booleans()):
+            model = None  # a CPU-only node with no GPU model at all
+        row: dict[str, Any] = {"gpu_model": model, "num_gpus": num_gpus}
+        row["cpu_milli"] = draw(st.sampled_from([UNKNOWN_CAPACITY, UNKNOWN_CAPACITY, 4000, 16000, 64000]))
+        row["mem_mib"] = draw(st.sampled_from([UNKNOWN_CAPACITY, UNKNOWN_CAPACITY, 16384, 131072]))
+        rows.append(row)
+    return rows
+
+
+#: Times and durations: small integers and halves (exact in float64), with many ties.
+_times = st.one_of(st.integers(0, 12).map(float), st.integers(0, 60).map(lambda x: x / 2))
+_durations = st.one_of(
+    st.just(0.0), st.integers(1, 40).map(float), st.sampled_from([0.5, 2.5, 100.0, 1000.0])
+)
+
+
+@st.composite
+def job_rows(draw: st.DrawFn, max_jobs: int = 25) -> list[dict[str, Any]]:
+    """1-``max_jobs`` jobs in arbitrary input order with unique, non-contiguous job ids."""
+    n = draw(st.integers(1, max_jobs))
+    ids = draw(st.lists(st.integers(0, 10_000), min_size=n, max_size=n, unique=True))
+    rows = []
+    for job_id in ids:
+        milli = draw(st.sampled_from([0, 0, 100, 250, 300, 500, 700, 1000, 1000, 1000, 2000, 3000, 4000, 8000, 16000]))
+        models: list[str] | None = None
+        if draw(st.integers(0, 3)) == 0:
+            models = draw(st.lists(st.sampled_from(REQUESTABLE_MODELS), min_size=0, max_size=2, unique=True))
+        rows.append(
+            {
+                "job_id": job_id,
+                "submit_time": draw(_times),
+                "duration": draw(_durations),
+                "num_pods": draw(st.sampled_from([1, 1, 1, 2, 2, 3, 4, 6, 8])),
+                "gpu_milli": milli,
+                "gpu_mem_mib": draw(st.sampled_from([None, None, None, 0, 4096, 12000, 16384, 20000, 40960])),
+                "gpu_models": models,
+                "cpu_milli": draw(st.sampled_from([0, 0, 0, 500, 2000, 8000, 32000])),
+                "mem_mib": draw(st.sampled_from([0, 0, 0, 1024, 8192, 65536])),
+                "priority": draw(st.sampled_from([0, 0, 1, 2, 3])),
+            }
+        )
+    return rows
+
+
+@st.composite
+def cases(draw: st.DrawFn, max_jobs: int = 25) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A validated (jobs, nodes) pair."""
+    nodes = nodes_frame(draw(node_rows()))
+    jobs = jobs_frame(draw(job_rows(max_jobs)))
+    return jobs, nodes
+
+
+#: Preset-shaped policies (the conf/scheduler presets), by name.
+PRESETS: dict[str, Policy] = {
+    "fifo": Policy("fifo", QueueOrder.fifo, GangMode.gang, Placement.first_fit, Placement.first_fit, Backfill.none),
+    "sjf": Policy("sjf", QueueOrder.sjf, GangMode.gang, Placement.first_fit, Placement.first_fit, Backfill.none),
+    "kube-default": Policy(
+        "kube-default", QueueOrder.priority, GangMode.pod_by_pod, Placement.worst_fit, Placement.worst_fit
+    ),
+    "gang-binpack": Policy(
+        "gang-binpack", QueueOrder.priority, GangMode.gang, Placement.best_fit, Placement.best_fit, Backfill.skip
+    ),
+    "gang-spread": Policy(
+        "gang-spread", QueueOrder.priority, GangMode.gang, Placement.worst_fit, Placement.worst_fit, Backfill.skip
+    ),
+    "easy-backfill": Policy(
+        "easy-backfill", QueueOrder.fifo, GangMode.gang, Placement.first_fit, Placement.first_fit, Backfill.easy
+    ),
+    "easy-backfill-depth2": Policy(
+        "easy-backfill-depth2",
+        QueueOrder.fifo,
+        GangMode.gang,
+        Placement.first_fit,
+        Placement.first_fit,
+        Backfill.easy,
+        backfill_depth=2,
+    ),
+}
+
+
+@st.composite
+def policies(draw: st.DrawFn) -> Policy:
+    """Any combination of the policy enums, random placement weighted up, periodic cycles included."""
+    placements = st.sampled_from([*Placement, Placement.random, Placement.random])
+    return Policy(
+        name="random",
+        queue_order=draw(st.sampled_from(list(QueueOrder))),
+        gang=draw(st.sampled_from(list(GangMode))),
+        node_placement=draw(placements),
+        gpu_placement=draw(placements),
+        backfill=draw(st.sampled_from(list(Backfill))),
+        backfill_depth=draw(st.sampled_from([0, 0, 1, 2, 3])),
+        session_interval=draw(st.sampled_from([0.0, 0.0, 0.5, 1.0, 3.0, 4.0])),
+    )
+
+
+#: Sample intervals: dyadic so ``next_sample += interval`` stays exact.
+sample_intervals = st.sampled_from([0.5, 1.0, 2.5, 4.0, 7.0, 3600.0])
+seeds = st.sampled_from([0, 1, 42, 123_456_789, 2**63 - 1])

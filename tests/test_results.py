@@ -1,0 +1,136 @@
+"""Result files: explicit schemas, key-value metadata, atomic writes, metrics definitions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from gpureplay.results.metrics import flatten_config, job_results, summary_metrics, timeline_results
+from gpureplay.results.schemas import JOBS_RESULT_SCHEMA, TIMELINE_SCHEMA
+from gpureplay.results.writer import (
+    clear_run,
+    conform,
+    is_done,
+    mark_done,
+    read_metadata,
+    write_parquet_atomic,
+)
+
+
+def canonical_jobs() -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "job_id": [1, 2, 3, 4],
+            "queue": ["a", "a", "b", "b"],
+            "user": [None, "u", None, None],
+            "priority": [0, 0, 1, 0],
+            "num_pods": [1, 2, 1, 8],
+            "gpu_milli": [1000, 4000, 500, 1000],
+            "submit_time": [0.0, 10.0, 20.0, 30.0],
+            "duration": [100.0, 50.0, 5.0, 10.0],
+        },
+        schema_overrides={"num_pods": pl.Int32, "gpu_milli": pl.Int32, "priority": pl.Int32},
+    )
+
+
+def outcome() -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "job_id": [1, 2, 3, 4],
+            "start_time": [0.0, 100.0, 20.0, None],
+            "finish_time": [100.0, 150.0, 25.0, None],
+            "state": ["finished", "finished", "finished", "deadlocked"],
+            "reject_reason": [None, None, None, None],
+            "nodes_spanned": [1, 1, 1, 1],
+            "held_milli": [0, 0, 0, 4000],
+            "preemptions": [0, 0, 0, 0],
+        },
+        schema_overrides={"nodes_spanned": pl.Int32, "preemptions": pl.Int32, "reject_reason": pl.String},
+    )
+
+
+def test_job_results_derive_wait_jct_run_time() -> None:
+    jobs = job_results(canonical_jobs(), outcome())
+    assert jobs.schema == pl.Schema(JOBS_RESULT_SCHEMA)
+    row = jobs.row(1, named=True)
+    assert (row["wait_time"], row["jct"], row["run_time"], row["gpus"]) == (90.0, 140.0, 50.0, 8.0)
+    last = jobs.row(3, named=True)
+    assert last["state"] == "deadlocked" and last["jct"] is None and last["wait_time"] is None
+
+
+def test_summary_metrics_match_hand_computation() -> None:
+    jobs = job_results(canonical_jobs(), outcome())
+    timeline = timeline_results(
+        pl.DataFrame(
+            {
+                "time": [0.0],
+                "allocated_gpus": [1],
+                "allocated_milli": [1000],
+                "pending_jobs": [0],
+                "running_jobs": [1],
+                "fragmented_gpus": [3],
+            },
+            schema_overrides={
+                "allocated_gpus": pl.Int32,
+                "pending_jobs": pl.Int32,
+                "running_jobs": pl.Int32,
+                "fragmented_gpus": pl.Int32,
+            },
+        ),
+        total_gpus=16,
+    )
+    assert timeline.schema == pl.Schema(TIMELINE_SCHEMA)
+    assert timeline["allocated_fraction"][0] == pytest.approx(1000 / 16000)
+    gpu_ms = 1000 * 100 + 8000 * 50 + 500 * 5
+    summary = summary_metrics(jobs, timeline, float(gpu_ms), total_gpus=16, replay_seconds=0.1).row(
+        0, named=True
+    )
+    assert (summary["jobs"], summary["finished"], summary["deadlocked"]) == (4, 3, 1)
+    assert summary["jct_mean"] == pytest.approx((100 + 140 + 5) / 3)
+    assert summary["wait_median"] == pytest.approx(0.0)
+    assert summary["makespan"] == 150.0
+    assert summary["gpu_allocation_rate"] == pytest.approx(gpu_ms / 1000 / (16 * 150))
+    # bounded slowdown: job 2 (90+50)/50 = 2.8, jobs 1 and 3 -> 1
+    assert summary["bounded_slowdown_mean"] == pytest.approx((1 + 2.8 + 1) / 3)
+    assert summary["fragmented_gpus_mean"] == 3.0
+
+
+def test_conform_rejects_missing_columns_and_lossy_casts() -> None:
+    with pytest.raises(ValueError, match="lacks"):
+        conform(pl.DataFrame({"time": [1.0]}), TIMELINE_SCHEMA)
+    with pytest.raises(pl.exceptions.InvalidOperationError):
+        conform(pl.DataFrame({"a": ["x"]}), {"a": pl.Int32()})
+
+
+def test_atomic_write_keeps_metadata_and_leaves_no_temp_file(tmp_path: Path) -> None:
+    path = tmp_path / "jobs.parquet"
+    write_parquet_atomic(pl.DataFrame({"a": [1, 2]}), path, {"seed": "7", "config": "trace: {name: x}\n"})
+    assert read_metadata(path) == {"seed": "7", "config": "trace: {name: x}\n"}
+    assert pl.read_parquet(path)["a"].to_list() == [1, 2]
+    assert [p.name for p in tmp_path.iterdir()] == ["jobs.parquet"]
+
+
+def test_write_killed_half_way_leaves_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def half_write(table: object, where: Path, **kwargs: object) -> None:
+        Path(where).write_bytes(b"PAR1 half a file")
+        raise OSError("disk full")
+
+    monkeypatch.setattr("gpureplay.results.writer.pq.write_table", half_write)
+    with pytest.raises(OSError, match="disk full"):
+        write_parquet_atomic(pl.DataFrame({"a": [1]}), tmp_path / "jobs.parquet", {})
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_done_marker_is_removed_before_results(tmp_path: Path) -> None:
+    (tmp_path / "jobs.parquet").write_text("stale")
+    mark_done(tmp_path, {"jobs.parquet": 3})
+    assert is_done(tmp_path)
+    clear_run(tmp_path, ("jobs.parquet",))
+    assert not is_done(tmp_path) and not (tmp_path / "jobs.parquet").exists()
+
+
+def test_flatten_config_is_stable() -> None:
+    flat = flatten_config({"b": {"x": 1.5, "y": None}, "a": True})
+    assert flat == {"b.x": "1.5", "b.y": "null", "a": "True"}

@@ -1,0 +1,161 @@
+"""Synthetic jobs: reproducible, faithful to the source mix, arrival rate scaled by load."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import polars as pl
+import pytest
+
+from gpureplay.errors import InputError
+from gpureplay.traces.schema import JOBS_SCHEMA, validate_jobs
+from gpureplay.workload.synthetic import SyntheticMix, fit_philly_mix, synthetic_jobs
+
+
+@pytest.fixture(scope="module")
+def source_jobs() -> pl.DataFrame:
+    """2,000 canonical jobs with a Philly-like skew: mostly 1 GPU, a few gangs, size tied to duration."""
+    rng = np.random.default_rng(123)
+    n = 2000
+    size = rng.choice([1, 2, 4, 8, 16], size=n, p=[0.85, 0.05, 0.05, 0.04, 0.01])
+    # Bigger jobs run longer, so a sampler that broke the pairing would show in the joint check.
+    duration = np.round(rng.lognormal(6.0, 1.5, size=n) * size)
+    return validate_jobs(
+        pl.DataFrame(
+            {
+                "job_id": np.arange(1, n + 1),
+                "submit_time": np.sort(rng.uniform(0, 100_000, size=n)),
+                "duration": duration,
+                "num_pods": np.where(size > 8, size // 8, 1).astype(np.int32),
+                "gpu_milli": (np.minimum(size, 8) * 1000).astype(np.int32),
+                "queue": rng.choice(["vc-a", "vc-b", "vc-c"], size=n, p=[0.6, 0.3, 0.1]),
+                "source_row": np.arange(1, n + 1),
+            }
+        ),
+        "fixture",
+    )
+
+
+def _span(jobs: pl.DataFrame) -> float:
+    return float(jobs.select(pl.col("submit_time").max() - pl.col("submit_time").min()).item())
+
+
+@pytest.fixture(scope="module")
+def mix(source_jobs: pl.DataFrame) -> SyntheticMix:
+    return fit_philly_mix(source_jobs, source="fixture")
+
+
+def test_fit(source_jobs: pl.DataFrame, mix: SyntheticMix) -> None:
+    span = _span(source_jobs)
+    assert mix.rate == pytest.approx((source_jobs.height - 1) / span)
+    assert mix.pool.height == source_jobs.height
+    assert mix.pool["source_job_id"].to_list() == source_jobs["job_id"].to_list()
+
+
+def test_canonical_and_validated(mix: SyntheticMix) -> None:
+    jobs = synthetic_jobs(500, 1, mix)
+    assert list(jobs.columns[: len(JOBS_SCHEMA)]) == list(JOBS_SCHEMA)
+    assert jobs["job_id"].to_list() == list(range(1, 501))
+    assert jobs["source_row"].to_list() == list(range(1, 501))
+    assert jobs["submit_time"][0] == 0.0
+    assert jobs["submit_time"].is_sorted()
+    assert jobs["submit_time"].diff().drop_nulls().min() > 0  # type: ignore[operator]
+
+
+def test_deterministic_per_seed(mix: SyntheticMix) -> None:
+    assert synthetic_jobs(1000, 7, mix).equals(synthetic_jobs(1000, 7, mix))
+    a, b = synthetic_jobs(1000, 7, mix), synthetic_jobs(1000, 8, mix)
+    assert not a["submit_time"].equals(b["submit_time"])
+    assert not a["source_job_id"].equals(b["source_job_id"])
+
+
+def test_pairs_are_resampled_jointly(source_jobs: pl.DataFrame, mix: SyntheticMix) -> None:
+    jobs = synthetic_jobs(5000, 3, mix)
+    columns = ["num_pods", "gpu_milli", "duration", "queue"]
+    copied = jobs.select("source_job_id", *columns).join(
+        source_jobs.select(pl.col("job_id").alias("source_job_id"), *columns),
+        on="source_job_id",
+        suffix="_real",
+    )
+    assert copied.height == 5000
+    for column in columns:
+        assert (copied[column] == copied[f"{column}_real"]).all()
+
+
+def test_marginals_match_source(source_jobs: pl.DataFrame, mix: SyntheticMix) -> None:
+    jobs = synthetic_jobs(50_000, 11, mix)
+
+    def one_gpu(df: pl.DataFrame) -> float:
+        return float(df.select(((pl.col("num_pods") == 1) & (pl.col("gpu_milli") == 1000)).mean()).item())
+
+    assert one_gpu(jobs) == pytest.approx(one_gpu(source_jobs), abs=0.01)
+    assert jobs["duration"].median() == pytest.approx(source_jobs["duration"].median(), rel=0.05)
+    gpus = pl.col("num_pods") * pl.col("gpu_milli")
+    big = float(jobs.select((gpus >= 8000).mean()).item())
+    assert big == pytest.approx(float(source_jobs.select((gpus >= 8000).mean()).item()), abs=0.01)
+    queues = jobs["queue"].value_counts(normalize=True).sort("queue")["proportion"].to_numpy()
+    real = source_jobs["queue"].value_counts(normalize=True).sort("queue")["proportion"].to_numpy()
+    np.testing.assert_allclose(queues, real, atol=0.01)
+
+
+def test_rate_scales_with_load(mix: SyntheticMix) -> None:
+    n = 50_000
+    gap_1 = synthetic_jobs(n, 5, mix, load=1.0)["submit_time"].max() / (n - 1)  # type: ignore[operator]
+    gap_2 = synthetic_jobs(n, 5, mix, load=2.0)["submit_time"].max() / (n - 1)  # type: ignore[operator]
+    # The mean of 50k exponential gaps is within ~0.45% (one standard error) of 1 / rate.
+    assert gap_1 == pytest.approx(1 / mix.rate, rel=0.02)
+    assert gap_2 == pytest.approx(1 / (2 * mix.rate), rel=0.02)
+    gaps = np.diff(synthetic_jobs(n, 6, mix)["submit_time"].to_numpy())
+    # Exponential gaps: standard deviation equals the mean (coefficient of variation 1).
+    assert gaps.std() / gaps.mean() == pytest.approx(1.0, abs=0.03)
+
+
+def test_a_million_jobs_is_fast(mix: SyntheticMix) -> None:
+    start = time.perf_counter()
+    jobs = synthetic_jobs(1_000_000, 0, mix)
+    elapsed = time.perf_counter() - start
+    assert jobs.height == 1_000_000
+    assert elapsed < 10.0, f"1M synthetic jobs took {elapsed:.1f} s"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "key"),
+    [
+        ({"n_jobs": 0}, "trace.n_jobs"),
+        ({"seed": -1}, "seed"),
+        ({"load": 0.0}, "trace.load"),
+        ({"load": float("nan")}, "trace.load"),
+        ({"load": -2}, "trace.load"),
+    ],
+)
+def test_bad_settings_name_config_key(mix: SyntheticMix, kwargs: dict[str, object], key: str) -> None:
+    args: dict[str, object] = {"n_jobs": 10, "seed": 0, "mix": mix, **kwargs}
+    with pytest.raises(InputError, match=rf"config, column '{key}'"):
+        synthetic_jobs(**args)  # type: ignore[arg-type]
+
+
+def test_fit_needs_an_arrival_rate(source_jobs: pl.DataFrame) -> None:
+    with pytest.raises(InputError, match="at least 2 jobs"):
+        fit_philly_mix(source_jobs.head(1))
+    with pytest.raises(InputError, match="same time"):
+        fit_philly_mix(source_jobs.head(5).with_columns(pl.lit(3.0).alias("submit_time")))
+    with pytest.raises(InputError, match=r"missing column\(s\) duration"):
+        fit_philly_mix(source_jobs.drop("duration"))
+
+
+def test_default_mix_is_the_bundled_philly_trace() -> None:
+    philly = pytest.importorskip("gpureplay.traces.philly", reason="the Philly adapter is not importable")
+    from gpureplay.workload.synthetic import default_mix
+
+    real = philly.load_philly().jobs
+    mix = default_mix()
+    assert mix.pool.height == 82_247
+    span = _span(real)
+    assert mix.rate == pytest.approx(82_246 / span)
+    jobs = synthetic_jobs(20_000, 0)
+    assert jobs.equals(synthetic_jobs(20_000, 0, mix))
+    # Philly: 76,627 of 82,247 jobs ask for one GPU (SOURCE.md).
+    one_gpu = float(jobs.select(((pl.col("num_pods") == 1) & (pl.col("gpu_milli") == 1000)).mean()).item())
+    assert one_gpu == pytest.approx(76_627 / 82_247, abs=0.01)
+    assert set(jobs["queue"].unique()) <= set(real["queue"].unique())

@@ -1,0 +1,192 @@
+"""Generic CSV / Parquet adapter: round trips, column mapping, defaults and located errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from gpureplay.errors import InputError
+from gpureplay.traces.generic import load_table
+from gpureplay.traces.openb import load_openb
+from gpureplay.traces.schema import JOBS_SCHEMA
+
+MAPPED_HEADER = "id,arrival,runtime,workers,gpu_share,allowed,team,row,prio"
+MAPPED_ROWS = [
+    "7,2.0,1.5,2,500,A100;H100,vision,a,1",
+    "3,1.0,0.5,1,1000,,speech,b,",
+    "5,1.0,3.0,4,8000,V100M32,vision,c,2",
+]
+MAPPING = {
+    "job_id": "id", "submit_time": "arrival", "duration": "runtime", "num_pods": "workers",
+    "gpu_milli": "gpu_share", "gpu_models": "allowed", "priority": "prio",
+}  # fmt: skip
+
+
+def _write(tmp_path: Path, header: str, rows: list[str], name: str = "jobs.csv") -> Path:
+    path = tmp_path / name
+    path.write_text(header + "\n" + "\n".join(rows) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def openb_jobs() -> pl.DataFrame:
+    """Canonical columns of a real trace (openb, timed), as written by ``trace convert``."""
+    return load_openb().jobs.select(list(JOBS_SCHEMA))
+
+
+def test_csv_with_canonical_names_round_trips(tmp_path: Path, openb_jobs: pl.DataFrame) -> None:
+    path = tmp_path / "openb.csv"
+    openb_jobs.with_columns(pl.col("gpu_models").list.join("|")).write_csv(path)
+    trace = load_table(path)
+    assert trace.jobs.drop("source_row").equals(openb_jobs)
+    assert not trace.changes
+    assert trace.jobs["source_row"].to_list() == list(range(1, openb_jobs.height + 1))
+
+
+def test_parquet_with_canonical_names_round_trips(tmp_path: Path, openb_jobs: pl.DataFrame) -> None:
+    path = tmp_path / "openb.parquet"
+    openb_jobs.with_columns(pl.col("job_id").alias("source_row")).write_parquet(path)
+    trace = load_table(path)
+    assert trace.jobs.select(list(JOBS_SCHEMA)).equals(openb_jobs)
+    # The file's own source_row is kept, renamed, beside this file's row numbers.
+    assert trace.jobs["source_original_row"].equals(openb_jobs["job_id"].alias("source_original_row"))
+
+
+def test_gzipped_csv_is_read(tmp_path: Path, tiny_jobs_csv: Path) -> None:
+    import gzip
+
+    path = tmp_path / "jobs.csv.gz"
+    path.write_bytes(gzip.compress(tiny_jobs_csv.read_bytes()))
+    assert load_table(path).jobs.height == 4
+
+
+def test_mapped_csv(tmp_path: Path) -> None:
+    path = _write(tmp_path, MAPPED_HEADER, MAPPED_ROWS)
+    trace = load_table(path, columns=MAPPING, time_unit="min", model_separator=";")
+    jobs = trace.jobs
+    assert jobs["job_id"].to_list() == [3, 5, 7]
+    assert jobs["submit_time"].to_list() == [0.0, 0.0, 60.0]
+    assert jobs["duration"].to_list() == [30.0, 180.0, 90.0]
+    assert jobs["num_pods"].to_list() == [1, 4, 2]
+    assert jobs["gpu_models"].to_list() == [None, ["V100-32GB"], ["A100-40GB", "H100-80GB"]]
+    assert jobs["priority"].to_list() == [0, 2, 1]
+    assert jobs["source_team"].to_list() == ["speech", "vision", "vision"]
+    assert jobs["source_original_row"].to_list() == ["b", "c", "a"]
+    assert jobs["source_row"].to_list() == [2, 3, 1]
+    assert trace.changes == {
+        "empty priority: set to the default 0": 1,
+        "submit_time shifted so the first job arrives at 0": 3,
+    }
+
+
+def test_defaults_fill_absent_columns_and_empty_cells(tmp_path: Path) -> None:
+    path = _write(tmp_path, "job_id,submit_time,duration,num_pods,gpu_milli,queue",
+                  ["1,0,10,1,250,", "2,5,10,1,1000,prod"])  # fmt: skip
+    trace = load_table(path, defaults={"queue": "batch", "priority": 5, "gpu_models": "A100|H100", "user": "ann"})
+    jobs = trace.jobs
+    assert jobs["queue"].to_list() == ["batch", "prod"]
+    assert jobs["priority"].to_list() == [5, 5]
+    assert jobs["gpu_models"].to_list() == [["A100-40GB", "H100-80GB"]] * 2
+    assert jobs["user"].to_list() == ["ann", "ann"]
+    assert jobs["preemptible"].to_list() == [True, True]
+    assert jobs["cpu_milli"].to_list() == [0, 0]
+    assert trace.changes == {"empty queue: set to the default 'batch'": 1}
+
+
+def test_datetime_submit_times(tmp_path: Path) -> None:
+    path = _write(tmp_path, "job_id,submit_time,duration,num_pods,gpu_milli",
+                  ["1,2017-10-09 07:01:55,66,1,1000", "2,2017-10-09 06:00:00,5,2,2000"])  # fmt: skip
+    trace = load_table(path, datetime_format="%Y-%m-%d %H:%M:%S")
+    assert trace.jobs.select("job_id", "submit_time").rows() == [(2, 0.0), (1, 3715.0)]
+
+
+def test_parquet_datetime_and_bool_columns(tmp_path: Path) -> None:
+    from datetime import datetime
+
+    path = tmp_path / "jobs.parquet"
+    pl.DataFrame({
+        "job_id": [1, 2], "submit_time": [datetime(2020, 1, 1, 0, 0, 30), datetime(2020, 1, 1)],
+        "duration": [1.0, 2.0], "num_pods": [1, 1], "gpu_milli": [100, 200], "preemptible": [False, True],
+    }).write_parquet(path)  # fmt: skip
+    jobs = load_table(path).jobs
+    assert jobs.select("job_id", "submit_time", "preemptible").rows() == [(2, 0.0, True), (1, 30.0, False)]
+
+
+HEADER = "job_id,submit_time,duration,num_pods,gpu_milli,gpu_models,preemptible,cpu_milli"
+OK = ["1,0,10,1,500,A100,true,1000", "2,1,10,2,2000,,no,0"]
+
+
+@pytest.mark.parametrize(
+    ("bad_row", "column"),
+    [
+        ("x,2,10,1,500,,yes,0", "job_id"),
+        ("3,soon,10,1,500,,yes,0", "submit_time"),
+        ("3,2,-5,1,500,,yes,0", "duration"),
+        ("3,2,10,0,500,,yes,0", "num_pods"),
+        ("3,2,10,1,1500,,yes,0", "gpu_milli"),
+        ("3,2,10,1,500,TPUv4,yes,0", "gpu_models"),
+        ("3,2,10,1,500,,maybe,0", "preemptible"),
+        ("3,2,10,1,500,,yes,1.5", "cpu_milli"),
+    ],
+)
+def test_bad_values_name_file_row_and_column(tmp_path: Path, bad_row: str, column: str) -> None:
+    path = _write(tmp_path, HEADER, [*OK, bad_row])
+    with pytest.raises(InputError) as err:
+        load_table(path)
+    problem = err.value.problems[0]
+    assert (problem.source, problem.row, problem.column) == (str(path), 3, column)
+
+
+def test_duplicate_job_ids_name_both_rows(tmp_path: Path) -> None:
+    path = _write(tmp_path, HEADER, [*OK, "1,2,10,1,500,,yes,0"])
+    with pytest.raises(InputError) as err:
+        load_table(path)
+    assert {(p.row, p.column) for p in err.value.problems} == {(1, "job_id"), (3, "job_id")}
+
+
+def test_errors_use_the_file_spelling_of_mapped_columns(tmp_path: Path) -> None:
+    path = _write(tmp_path, MAPPED_HEADER, [*MAPPED_ROWS, "9,later,1,1,1,,x,d,1"])
+    with pytest.raises(InputError) as err:
+        load_table(path, columns=MAPPING)
+    assert (err.value.problems[0].row, err.value.problems[0].column) == (4, "arrival")
+    path = _write(tmp_path, "job_id,submit_time,duration,num_pods,gpu_milli,when",
+                  ["1,a,1,1,1,x", "2,2020-01-01,1,1,1,y"])  # fmt: skip
+    with pytest.raises(InputError) as err:
+        load_table(path, datetime_format="%Y-%m-%d")
+    assert (err.value.problems[0].row, err.value.problems[0].column) == (1, "submit_time")
+
+
+def test_parquet_fractional_integer_is_reported(tmp_path: Path) -> None:
+    path = tmp_path / "jobs.parquet"
+    pl.DataFrame({"job_id": [1, 2], "submit_time": [0.0, 1.0], "duration": [1.0, 1.0], "num_pods": [1.0, 2.5],
+                  "gpu_milli": [0, 0]}).write_parquet(path)  # fmt: skip
+    with pytest.raises(InputError) as err:
+        load_table(path)
+    assert (err.value.problems[0].row, err.value.problems[0].column) == (2, "num_pods")
+
+
+def test_missing_columns_list_what_was_looked_for_and_found(tmp_path: Path) -> None:
+    path = _write(tmp_path, "id,arrival,gpus", ["1,0,1"])
+    with pytest.raises(InputError) as err:
+        load_table(path, columns={"job_id": "id", "submit_time": "arrival", "user": "owner"})
+    message = str(err.value)
+    assert "duration, num_pods, gpu_milli, user (as 'owner')" in message
+    assert "found id, arrival, gpus" in message
+
+
+def test_bad_arguments(tmp_path: Path, tiny_jobs_csv: Path) -> None:
+    other = tmp_path / "jobs.json"
+    other.write_text("{}")
+    with pytest.raises(InputError, match="unsupported file type"):
+        load_table(other)
+    with pytest.raises(InputError, match="unknown canonical column"):
+        load_table(tiny_jobs_csv, columns={"arrival": "submit_time"})
+    with pytest.raises(InputError, match="is required"):
+        load_table(tiny_jobs_csv, defaults={"num_pods": 1})
+    with pytest.raises(InputError) as err:
+        load_table(tiny_jobs_csv, defaults={"priority": "high"})
+    assert err.value.problems[0].column == "priority"
+    with pytest.raises(InputError, match="time_unit"):
+        load_table(tiny_jobs_csv, time_unit="days")  # type: ignore[arg-type]
