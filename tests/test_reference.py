@@ -12,10 +12,10 @@ from typing import Any
 
 import polars as pl
 import pytest
-
-from gpureplay.schedulers.policy import Backfill, GangMode, Placement, Policy, QueueOrder
 from tests.reference.simulator import SplitMix64, simulate
 from tests.reference.strategies import PRESETS, jobs_frame, nodes_frame
+
+from gpureplay.schedulers.policy import Backfill, GangMode, Placement, Policy, QueueOrder
 
 FIFO = PRESETS["fifo"]
 SKIP = replace(FIFO, name="fifo-skip", backfill=Backfill.skip)
@@ -201,6 +201,21 @@ def test_easy_backfills_a_long_job_that_leaves_room_for_the_head() -> None:
     assert spans(result.jobs) == {1: (0.0, 100.0), 2: (100.0, 150.0), 3: (11.0, 511.0)}
 
 
+def test_easy_shadow_state_releases_running_jobs_only_until_the_head_fits() -> None:
+    rows = [
+        job(1, 0.0, 100.0, 1, 2000),  # X1 and X2 both end at 100
+        job(2, 0.0, 100.0, 1, 2000),
+        job(3, 0.0, 200.0, 1, 3000),
+        job(4, 10.0, 50.0, 3, 1000),  # H: 1 GPU free now; fits once X1 is released -> S = 100
+        job(5, 11.0, 500.0, 1, 1000),  # J: fits now, ends after S
+    ]
+    # The projected state at S has released X1 only (H fits there), not X2, which ends at the
+    # same time: 3 free, minus J's GPU = 2 < 3, so J would delay H and is not backfilled.
+    result = simulate(jobs_frame(rows), one_node(8), EASY, debug=True)
+    assert spans(result.jobs)[4] == (100.0, 150.0)
+    assert spans(result.jobs)[5] == (100.0, 600.0)
+
+
 # --------------------------------------------------------------------------------------------------
 # Queue order
 # --------------------------------------------------------------------------------------------------
@@ -353,7 +368,9 @@ def test_whole_gpu_pod_takes_memory_per_gpu() -> None:
     assert result.jobs["reject_reason"].to_list() == ["pod_too_large", None]
 
 
-@pytest.mark.parametrize(("node_placement", "wide_start"), [(Placement.best_fit, 0.0), (Placement.worst_fit, 10.0)])
+@pytest.mark.parametrize(
+    ("node_placement", "wide_start"), [(Placement.best_fit, 0.0), (Placement.worst_fit, 10.0)]
+)
 def test_node_placement_binpack_vs_spread(node_placement: Placement, wide_start: float) -> None:
     nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": 4}, {"gpu_model": "V100", "num_gpus": 4}])
     rows = [job(1, 0.0, 10.0, 1, 1000), job(2, 0.0, 10.0, 1, 1000), job(3, 0.0, 10.0, 1, 4000)]
@@ -372,7 +389,11 @@ def test_gang_may_put_several_pods_on_one_node_and_counts_nodes_spanned() -> Non
 
 def test_random_node_choice_uses_rng_modulo_candidates() -> None:
     nodes = nodes_frame(
-        [{"gpu_model": "V100", "num_gpus": 1}, {"gpu_model": "T4", "num_gpus": 1}, {"gpu_model": "A10", "num_gpus": 1}]
+        [
+            {"gpu_model": "V100", "num_gpus": 1},
+            {"gpu_model": "T4", "num_gpus": 1},
+            {"gpu_model": "A10", "num_gpus": 1},
+        ]
     )
     chosen = 0xE220A8397B1DCDAF % 3  # first splitmix64 output for seed 0, three candidates
     models = ["V100", "T4", "A10"]
@@ -471,7 +492,11 @@ def test_horizon_cuts_the_run() -> None:
     rows = [job(1, 0.0, 100.0, 1, 1000), job(2, 60.0, 10.0, 1, 1000), job(3, 5.0, 1.0, 1, 0)]
     result = simulate(jobs_frame(rows), one_node(1), FIFO, sample_interval=20.0, horizon=50.0, debug=True)
     rows_out = by_id(result.jobs)
-    assert (rows_out[1]["state"], rows_out[1]["start_time"], rows_out[1]["finish_time"]) == ("unfinished", 0.0, None)
+    assert (rows_out[1]["state"], rows_out[1]["start_time"], rows_out[1]["finish_time"]) == (
+        "unfinished",
+        0.0,
+        None,
+    )
     assert (rows_out[2]["state"], rows_out[2]["start_time"]) == ("unfinished", None)
     assert spans(result.jobs)[3] == (5.0, 6.0)
     assert result.timeline["time"].to_list() == [0.0, 20.0, 40.0]
@@ -514,7 +539,9 @@ def test_cpu_and_memory_limit_placement_and_unknown_capacity_does_not() -> None:
 
 
 def test_policy_gang_mode_pod_by_pod_ignores_queue_order_and_backfill() -> None:
-    base = Policy("x", QueueOrder.sjf, GangMode.pod_by_pod, Placement.first_fit, Placement.first_fit, Backfill.none)
+    base = Policy(
+        "x", QueueOrder.sjf, GangMode.pod_by_pod, Placement.first_fit, Placement.first_fit, Backfill.none
+    )
     other = replace(base, queue_order=QueueOrder.fifo, backfill=Backfill.easy, backfill_depth=1)
     jobs = jobs_frame(BACKFILL + [{**r, "job_id": r["job_id"] + 10} for r in ORDERING])
     a = simulate(jobs, one_node(8), base, debug=True)

@@ -84,7 +84,9 @@ def test_mapped_csv(tmp_path: Path) -> None:
 def test_defaults_fill_absent_columns_and_empty_cells(tmp_path: Path) -> None:
     path = _write(tmp_path, "job_id,submit_time,duration,num_pods,gpu_milli,queue",
                   ["1,0,10,1,250,", "2,5,10,1,1000,prod"])  # fmt: skip
-    trace = load_table(path, defaults={"queue": "batch", "priority": 5, "gpu_models": "A100|H100", "user": "ann"})
+    trace = load_table(
+        path, defaults={"queue": "batch", "priority": 5, "gpu_models": "A100|H100", "user": "ann"}
+    )
     jobs = trace.jobs
     assert jobs["queue"].to_list() == ["batch", "prod"]
     assert jobs["priority"].to_list() == [5, 5]
@@ -181,6 +183,10 @@ def test_bad_arguments(tmp_path: Path, tiny_jobs_csv: Path) -> None:
     other.write_text("{}")
     with pytest.raises(InputError, match="unsupported file type"):
         load_table(other)
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    with pytest.raises(InputError, match="the file is empty"):
+        load_table(empty)
     with pytest.raises(InputError, match="unknown canonical column"):
         load_table(tiny_jobs_csv, columns={"arrival": "submit_time"})
     with pytest.raises(InputError, match="is required"):

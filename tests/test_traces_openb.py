@@ -20,7 +20,10 @@ TIMED = {
     **{f"gpuspec{n:02d}": 8152 for n in (5, 10, 20, 25, 33)},
 }  # fmt: skip
 TRACE_END = 12_902_960.0
-HEADER = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
+HEADER = ",".join(
+    ["name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec", "qos", "pod_phase",
+     "creation_time", "deletion_time", "scheduled_time"]
+) + "\n"  # fmt: skip
 GOOD = [
     "p0,12000,16384,1,1000,,LS,Running,0,500,0",
     "p1,6000,12288,1,460,V100M16|T4,BE,Failed,10,90,20",
@@ -159,9 +162,21 @@ def test_bad_values_name_file_row_and_column(tmp_path: Path, bad_row: str, colum
 
 
 def test_missing_columns_and_bad_arguments(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="missing column.*num_gpu"):
+    with pytest.raises(InputError, match=r"missing column.*num_gpu"):
         load_openb(_csv(tmp_path, ["p0,1,1,1"], header="name,cpu_milli,memory_mib,gpu_milli\n"))
     with pytest.raises(InputError, match="timing"):
         load_openb(timing="fast")  # type: ignore[arg-type]
     with pytest.raises(InputError, match="packing_duration"):
         load_openb(timing="packing", packing_duration=float("inf"))
+
+
+def test_empty_files(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    with pytest.raises(InputError, match="the file is empty"):
+        load_openb(empty)
+    with pytest.raises(InputError, match="the trace has no jobs"):
+        load_openb(_csv(tmp_path, []))
+    # polars reads a blank line as a row of nulls: it is dropped and counted, not reported as bad.
+    trace = load_openb(_csv(tmp_path, [*GOOD, ""]))
+    assert trace.changes["blank line: ignored"] == 1 and trace.jobs.height == 3

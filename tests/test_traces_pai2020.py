@@ -43,12 +43,15 @@ j8,worker,inst_d,w_d,i8,Terminated,100.0,200.0,m4
 """
 
 
+FILES = {"jobs": "pai_job_table.csv", "tasks": "pai_task_table.csv", "instances": "pai_instance_table.csv"}
+
+
 def _write(tmp_path: Path, jobs: str = JOBS, tasks: str = TASKS, instances: str | None = None) -> list[Path]:
-    paths = [tmp_path / "pai_job_table.csv", tmp_path / "pai_task_table.csv"]
+    paths = [tmp_path / FILES["jobs"], tmp_path / FILES["tasks"]]
     paths[0].write_text(jobs)
     paths[1].write_text(tasks)
     if instances is not None:
-        paths.append(tmp_path / "pai_instance_table.csv")
+        paths.append(tmp_path / FILES["instances"])
         paths[2].write_text(instances)
     return paths
 
@@ -72,7 +75,7 @@ def test_tasks_become_canonical_jobs(tmp_path: Path) -> None:
     rows = _by_task(jobs)
 
     worker = rows[("j1", "worker")]
-    assert (worker["num_pods"], worker["gpu_milli"], worker["cpu_milli"], worker["mem_mib"]) == (2, 500, 6000, 30000)
+    assert [worker[c] for c in ("num_pods", "gpu_milli", "cpu_milli", "mem_mib")] == [2, 500, 6000, 30000]
     assert worker["gpu_models"] == ["T4"]
     assert worker["submit_time"] == 0.0 and worker["duration"] == 500.0
     assert worker["user"] == "u1" and worker["queue"] == "default"
@@ -82,11 +85,12 @@ def test_tasks_become_canonical_jobs(tmp_path: Path) -> None:
     assert (ps["gpu_milli"], ps["gpu_models"], ps["source_plan_gpu"]) == (0, None, None)
 
     tf = rows[("j2", "tensorflow")]
-    assert (tf["gpu_milli"], tf["gpu_models"], tf["submit_time"], tf["duration"]) == (2000, ["V100-32GB"], 500.0, 1000.0)
+    assert (tf["gpu_milli"], tf["gpu_models"]) == (2000, ["V100-32GB"])
+    assert (tf["submit_time"], tf["duration"]) == (500.0, 1000.0)
     assert tf["source_status"] == "Failed"
 
     evaluator = rows[("j2", "evaluator")]
-    assert (evaluator["gpu_milli"], evaluator["gpu_models"], evaluator["source_plan_gpu"]) == (2000, ["MISC"], 150.0)
+    assert [evaluator[c] for c in ("gpu_milli", "gpu_models", "source_plan_gpu")] == [2000, ["MISC"], 150.0]
 
     cpu = rows[("j1", "cpu")]
     assert (cpu["gpu_milli"], cpu["cpu_milli"], cpu["mem_mib"], cpu["gpu_models"]) == (250, 333, 1025, None)
@@ -135,19 +139,23 @@ def test_instance_table_overrides_task_durations(tmp_path: Path) -> None:
         ("instances", 1, "end_time", INSTANCES.replace("1020.0,1400.0", "1020.0,1010.0")),
     ],
 )
-def test_bad_values_name_file_row_and_column(tmp_path: Path, which: str, row: int, column: str, text: str) -> None:
+def test_bad_values_name_file_row_and_column(
+    tmp_path: Path, which: str, row: int, column: str, text: str
+) -> None:
     kwargs = {"jobs": JOBS, "tasks": TASKS, which: text}
     with pytest.raises(InputError) as err:
         load_pai2020(*_write(tmp_path, **kwargs))
     problem = err.value.problems[0]
-    file = {"jobs": "pai_job_table.csv", "tasks": "pai_task_table.csv", "instances": "pai_instance_table.csv"}[which]
-    assert problem.source.endswith(file)
+    assert problem.source.endswith(FILES[which])
     assert (problem.row, problem.column) == (row, column)
 
 
-def test_wrong_column_count_is_reported(tmp_path: Path) -> None:
+def test_wrong_column_count_and_empty_files_are_reported(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="expected 10 columns"):
         load_pai2020(*_write(tmp_path, tasks="j1,worker,1.0,Terminated,1010.0,1510.0\n"))
+    with pytest.raises(InputError, match="the file is empty") as err:
+        load_pai2020(*_write(tmp_path, tasks=""))
+    assert err.value.problems[0].source.endswith(FILES["tasks"])
 
 
 def test_a_header_row_is_skipped(tmp_path: Path) -> None:

@@ -108,6 +108,34 @@ def compare(run_dirs: Sequence[Path]) -> None:
         click.echo(str(table))
 
 
+@main.command("report")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "-o",
+    "--output",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Folder for report.md, report.html and the PNG figures (default: reports/<first input name>).",
+)
+def report(inputs: Sequence[Path], out_dir: Path | None) -> None:
+    """Build a comparison report from sweep or run folders (SWEEP_OR_RUN_DIR...).
+
+    Reads every complete run (a folder with a DONE marker) under INPUTS and writes
+    report.md and a self-contained report.html with headline metrics per configuration
+    (mean and 95% interval across seeds), the largest differences in words, wait and
+    JCT CDFs, GPU allocation and fragmentation over time and per-queue usage.
+    """
+    from gpureplay.report.build import build_report
+
+    target = out_dir if out_dir is not None else Path("reports") / Path(inputs[0]).resolve().name
+    try:
+        html = build_report(list(inputs), target)
+    except (InputError, FileNotFoundError) as err:
+        _fail(err)
+    click.echo(f"report: {html.resolve()}")
+
+
 @main.group("trace")
 def trace() -> None:
     """List, inspect, convert and fetch traces."""

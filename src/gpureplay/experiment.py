@@ -123,9 +123,14 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
     return RunOutcome(out_dir, row)
 
 
+def load_summary(out_dir: Path) -> dict[str, Any]:
+    """The headline row of a complete run folder's ``summary.parquet``."""
+    return pl.read_parquet(Path(out_dir) / "summary.parquet").row(0, named=True)
+
+
 def _workload_args(workload: Mapping[str, Any]) -> dict[str, Any]:
     keys = ("window_start", "window_end", "sample_fraction", "max_jobs", "load")
     return {k: workload[k] for k in keys}
 
 
-__all__ = ["RESULT_FILES", "RunOutcome", "run_experiment"]
+__all__ = ["RESULT_FILES", "RunOutcome", "load_summary", "run_experiment"]

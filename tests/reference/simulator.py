@@ -277,7 +277,14 @@ def release(cluster: Cluster, placement: PodPlacement) -> None:
 def clone(cluster: Cluster) -> Cluster:
     """An independent copy of the cluster state (``copy.deepcopy`` is the same, only slower)."""
     return [
-        Node(n.index, n.model, n.gpu_mem, n.free_cpu, n.free_mem, [Gpu(g.free_milli, g.free_mem) for g in n.gpus])
+        Node(
+            n.index,
+            n.model,
+            n.gpu_mem,
+            n.free_cpu,
+            n.free_mem,
+            [Gpu(g.free_milli, g.free_mem) for g in n.gpus],
+        )
         for n in cluster
     ]
 
@@ -419,7 +426,9 @@ class _Replay:
 
     def pod_queue(self) -> list[tuple[Job, int]]:
         """[Pod-by-pod mode] Unplaced pods of pending jobs, (-priority, submit_time, pod_index, job_id)."""
-        pods = [(job, i) for job in self.with_state("pending") for i in range(len(job.placements), job.num_pods)]
+        pods = [
+            (job, i) for job in self.with_state("pending") for i in range(len(job.placements), job.num_pods)
+        ]
         return sorted(pods, key=lambda p: (-p[0].priority, p[0].submit, p[1], p[0].job_id))
 
     # -- state changes -------------------------------------------------------------------------
@@ -539,7 +548,9 @@ class _Replay:
         """[Pod-by-pod mode] One pass over the pod queue; placed pods stay placed."""
         p = self.policy
         for job, _pod_index in self.pod_queue():
-            placement = place_pod(self.cluster, job.pod, p.node_placement, p.gpu_placement, self.rng, self.now)
+            placement = place_pod(
+                self.cluster, job.pod, p.node_placement, p.gpu_placement, self.rng, self.now
+            )
             if placement is None:
                 continue
             job.placements.append(placement)
@@ -582,7 +593,9 @@ class _Replay:
 
     # -- event loop  [Time and events] -------------------------------------------------------------
 
-    def run(self, sample_interval: float, horizon: float | None) -> tuple[list[dict[str, float | int]], float]:
+    def run(
+        self, sample_interval: float, horizon: float | None
+    ) -> tuple[list[dict[str, float | int]], float]:
         periodic = self.policy.session_interval > 0
         arrivals = sorted(self.jobs, key=lambda j: (j.submit, j.job_id))
         next_arrival = 0  # index into ``arrivals``

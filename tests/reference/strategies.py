@@ -102,9 +102,7 @@ def node_rows(draw: st.DrawFn) -> list[dict[str, Any]]:
 
 #: Times and durations: small integers and halves (exact in float64), with many ties.
 _times = st.one_of(st.integers(0, 12).map(float), st.integers(0, 60).map(lambda x: x / 2))
-_durations = st.one_of(
-    st.just(0.0), st.integers(1, 40).map(float), st.sampled_from([0.5, 2.5, 100.0, 1000.0])
-)
+_durations = st.one_of(st.just(0.0), st.integers(1, 40).map(float), st.sampled_from([0.5, 2.5, 100.0]))
 
 
 @st.composite
@@ -114,7 +112,9 @@ def job_rows(draw: st.DrawFn, max_jobs: int = 25) -> list[dict[str, Any]]:
     ids = draw(st.lists(st.integers(0, 10_000), min_size=n, max_size=n, unique=True))
     rows = []
     for job_id in ids:
-        milli = draw(st.sampled_from([0, 0, 100, 250, 300, 500, 700, 1000, 1000, 1000, 2000, 3000, 4000, 8000, 16000]))
+        milli = draw(
+            st.sampled_from([0, 0, 100, 250, 300, 500, 700, 1000, 1000, 1000, 2000, 3000, 4000, 8000, 16000])
+        )
         models: list[str] | None = None
         if draw(st.integers(0, 3)) == 0:
             models = draw(st.lists(st.sampled_from(REQUESTABLE_MODELS), min_size=0, max_size=2, unique=True))
@@ -145,27 +145,39 @@ def cases(draw: st.DrawFn, max_jobs: int = 25) -> tuple[pl.DataFrame, pl.DataFra
 
 #: Preset-shaped policies (the conf/scheduler presets), by name.
 PRESETS: dict[str, Policy] = {
-    "fifo": Policy("fifo", QueueOrder.fifo, GangMode.gang, Placement.first_fit, Placement.first_fit, Backfill.none),
-    "sjf": Policy("sjf", QueueOrder.sjf, GangMode.gang, Placement.first_fit, Placement.first_fit, Backfill.none),
+    "fifo": Policy("fifo", queue_order=QueueOrder.fifo, gang=GangMode.gang, backfill=Backfill.none),
+    "sjf": Policy("sjf", queue_order=QueueOrder.sjf, gang=GangMode.gang, backfill=Backfill.none),
     "kube-default": Policy(
-        "kube-default", QueueOrder.priority, GangMode.pod_by_pod, Placement.worst_fit, Placement.worst_fit
+        "kube-default",
+        queue_order=QueueOrder.priority,
+        gang=GangMode.pod_by_pod,
+        node_placement=Placement.worst_fit,
+        gpu_placement=Placement.worst_fit,
     ),
     "gang-binpack": Policy(
-        "gang-binpack", QueueOrder.priority, GangMode.gang, Placement.best_fit, Placement.best_fit, Backfill.skip
+        "gang-binpack",
+        queue_order=QueueOrder.priority,
+        gang=GangMode.gang,
+        node_placement=Placement.best_fit,
+        gpu_placement=Placement.best_fit,
+        backfill=Backfill.skip,
     ),
     "gang-spread": Policy(
-        "gang-spread", QueueOrder.priority, GangMode.gang, Placement.worst_fit, Placement.worst_fit, Backfill.skip
+        "gang-spread",
+        queue_order=QueueOrder.priority,
+        gang=GangMode.gang,
+        node_placement=Placement.worst_fit,
+        gpu_placement=Placement.worst_fit,
+        backfill=Backfill.skip,
     ),
     "easy-backfill": Policy(
-        "easy-backfill", QueueOrder.fifo, GangMode.gang, Placement.first_fit, Placement.first_fit, Backfill.easy
+        "easy-backfill", queue_order=QueueOrder.fifo, gang=GangMode.gang, backfill=Backfill.easy
     ),
     "easy-backfill-depth2": Policy(
         "easy-backfill-depth2",
-        QueueOrder.fifo,
-        GangMode.gang,
-        Placement.first_fit,
-        Placement.first_fit,
-        Backfill.easy,
+        queue_order=QueueOrder.fifo,
+        gang=GangMode.gang,
+        backfill=Backfill.easy,
         backfill_depth=2,
     ),
 }
@@ -188,5 +200,100 @@ def policies(draw: st.DrawFn) -> Policy:
 
 
 #: Sample intervals: dyadic so ``next_sample += interval`` stays exact.
-sample_intervals = st.sampled_from([0.5, 1.0, 2.5, 4.0, 7.0, 3600.0])
+sample_intervals = st.sampled_from([1.0, 2.5, 4.0, 10.0, 3600.0])
 seeds = st.sampled_from([0, 1, 42, 123_456_789, 2**63 - 1])
+
+
+# --------------------------------------------------------------------------------------------------
+# Hand-made corner cases
+# --------------------------------------------------------------------------------------------------
+
+
+def _job(job_id: int, submit: float, duration: float, pods: int, milli: int, **extra: Any) -> dict[str, Any]:
+    row = {"job_id": job_id, "submit_time": submit, "duration": duration, "num_pods": pods}
+    return row | {"gpu_milli": milli} | extra
+
+
+_EIGHT_V100 = [{"gpu_model": "V100", "num_gpus": 8}]
+
+#: Small cases that random generation rarely reaches, by name: (job rows, node rows).
+CORNER_CASES: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {
+    # Two 8-pod jobs at the same second on one 8-GPU node: the pod-by-pod deadlock.
+    "gang-deadlock": ([_job(1, 0, 10, 8, 1000), _job(2, 0, 10, 8, 1000)], _EIGHT_V100),
+    # Job A (4 pods) before job B (3 pods) with 3 GPUs free.
+    "three-free-slots": (
+        [_job(1, 0, 100, 1, 5000), _job(2, 10, 50, 4, 1000), _job(3, 11, 50, 3, 1000)],
+        _EIGHT_V100,
+    ),
+    # EASY: B would delay the wide head A, C ends before the shadow time.
+    "backfill": (
+        [
+            _job(1, 0, 100, 1, 5000),
+            _job(2, 10, 50, 6, 1000),
+            _job(3, 11, 200, 3, 1000),
+            _job(4, 12, 30, 2, 1000),
+        ],
+        _EIGHT_V100,
+    ),
+    # EASY: two running jobs end at the shadow time; only the first is released in the projection.
+    "easy-same-finish-time": (
+        [
+            _job(1, 0, 100, 1, 2000),
+            _job(2, 0, 100, 1, 2000),
+            _job(3, 0, 200, 1, 3000),
+            _job(4, 10, 50, 3, 1000),
+            _job(5, 11, 500, 1, 1000),
+        ],
+        _EIGHT_V100,
+    ),
+    # Zero-duration jobs that each free the GPU for the next one: several passes at one time.
+    "zero-duration-chain": (
+        [_job(i, 0, 0, 1, 1000) for i in range(1, 5)] + [_job(9, 0, 5, 1, 1000), _job(10, 5, 0, 2, 500)],
+        [{"gpu_model": "T4", "num_gpus": 1}],
+    ),
+    # Every rejection reason and their order, on a mixed cluster with a CPU-only node.
+    "rejections": (
+        [
+            _job(1, 0, 5, 1, 1000, gpu_models=["A100-80GB"]),
+            _job(2, 0, 5, 1, 8000),
+            _job(3, 0, 5, 3, 4000),
+            _job(4, 0, 5, 1, 1000, gpu_mem_mib=20000),
+            _job(5, 0, 5, 1, 0, cpu_milli=100_000),
+            _job(6, 0, 5, 3, 1000, gpu_models=["T4"]),
+            _job(7, 0, 5, 1, 0, gpu_models=["A100-80GB"], cpu_milli=32000),
+            _job(8, 0, 5, 4, 500, gpu_models=["T4"]),
+            _job(9, 0, 5, 3, 600, gpu_models=["T4"]),
+            _job(10, 0, 5, 3, 250, gpu_mem_mib=10000, gpu_models=["T4"]),
+            _job(11, 0, 5, 6, 0, cpu_milli=16000),
+            _job(12, 0, 5, 7, 0, cpu_milli=16000),
+            _job(13, 0, 5, 1, 250, gpu_models=[]),
+        ],
+        [
+            {"gpu_model": "V100", "num_gpus": 4, "cpu_milli": 16000},
+            {"gpu_model": "T4", "num_gpus": 2, "cpu_milli": 16000},
+            {"gpu_model": None, "num_gpus": 0, "cpu_milli": 64000},
+        ],
+    ),
+    # Fractional pods limited by GPU memory next to whole-GPU pods, binpack vs spread.
+    "fractional-memory": (
+        [
+            _job(1, 0, 10, 3, 300),
+            _job(2, 0, 10, 1, 1000),
+            _job(3, 1, 10, 2, 250, gpu_mem_mib=10000),
+            _job(4, 2, 10, 1, 4000),
+            _job(5, 2, 3, 4, 100),
+        ],
+        [{"gpu_model": "V100", "num_gpus": 2}, {"gpu_model": "A100-80GB", "num_gpus": 4}],
+    ),
+    # Pod queue order: priority, then submit time, then pod index (pods interleave).
+    "pod-queue-order": (
+        [
+            _job(1, 0, 10, 1, 4000),
+            _job(2, 1, 10, 2, 1000, priority=0),
+            _job(3, 2, 10, 2, 1000, priority=1),
+            _job(4, 2, 10, 2, 1000, priority=1),
+            _job(5, 2, 100, 1, 1000, priority=1),
+        ],
+        [{"gpu_model": "V100", "num_gpus": 4}],
+    ),
+}

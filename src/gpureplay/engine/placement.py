@@ -29,11 +29,9 @@ from gpureplay.engine.state import (
     G_MILLI,
     K_ALLOC,
     K_FREE_WHOLE,
-    N_CPU,
     N_GPU0,
     N_GPU_MEM,
     N_GPUS,
-    N_MEM,
     N_MODEL,
     NT_COUNT,
     NT_CPU,
@@ -168,10 +166,43 @@ def cluster_capacity(
     gang placement of ``limit`` pods places before it fails (or ``limit`` when it
     succeeds), for every node and GPU policy: Volcano's gang plugin
     (``JobReady``: allocated >= minAvailable) decided without trial placements.
+    The per-node rule of :func:`node_capacity` is written out in the loop
+    because numba does not inline calls into this hot loop.
     """
     total = 0
     for n in range(node_int.shape[1]):
-        total += node_capacity(n, m, q, c, r, mask, k, limit - total, node_int, node_free, gpu_free)
+        cap = limit - total
+        if c > 0:
+            cap = min(cap, node_free[F_CPU, n] // c)
+        if r > 0:
+            cap = min(cap, node_free[F_MEM, n] // r)
+        if cap <= 0:
+            continue
+        if m > 0:
+            model = node_int[N_MODEL, n]
+            if model < 0 or ((mask >> np.uint64(model)) & np.uint64(1)) == np.uint64(0):
+                continue
+            if m >= WHOLE:
+                if node_int[N_GPU_MEM, n] < q:
+                    continue
+                cap = min(cap, node_free[F_WHOLE, n] // k)
+            else:
+                if node_free[F_MILLI, n] < m:
+                    continue
+                gpu_cap = 0
+                g0 = node_int[N_GPU0, n]
+                for g in range(g0, g0 + node_int[N_GPUS, n]):
+                    free = gpu_free[G_MILLI, g]
+                    if free < m:
+                        continue
+                    x = free // m
+                    if q > 0:
+                        x = min(x, gpu_free[G_MEM, g] // q)
+                    gpu_cap += x
+                    if gpu_cap >= cap:
+                        break
+                cap = min(cap, gpu_cap)
+        total += cap
         if total >= limit:
             return limit
     return total
@@ -219,34 +250,63 @@ def capacity_bound(
 
 
 @kernel
-def node_fits(
-    n: int,
+def scan_nodes(
     m: int,
     q: int,
     c: int,
     r: int,
     mask: np.uint64,
     k: int,
+    policy: int,
+    target: int,
     node_int: Int64Array,
     node_free: Int64Array,
     gpu_free: Int64Array,
-) -> bool:
-    """Whether one pod fits node ``n`` now (the spec's fit rule, see :func:`node_capacity`)."""
-    if node_free[F_CPU, n] < c or node_free[F_MEM, n] < r:
-        return False
-    if m == 0:
-        return True
-    if node_int[N_GPUS, n] == 0 or not model_allowed(mask, node_int[N_MODEL, n]):
-        return False
-    if m >= WHOLE:
-        return node_free[F_WHOLE, n] >= k and node_int[N_GPU_MEM, n] >= q
-    if node_free[F_MILLI, n] < m:
-        return False
-    g0 = node_int[N_GPU0, n]
-    for g in range(g0, g0 + node_int[N_GPUS, n]):
-        if gpu_free[G_MILLI, g] >= m and gpu_free[G_MEM, g] >= q:
-            return True
-    return False
+) -> int:
+    """One pass over the nodes a pod fits (the fit rule of :func:`node_capacity`, written inline).
+
+    ``policy`` FIRST/BEST/WORST_FIT returns the chosen node (-1: none);
+    ``RANDOM`` with ``target < 0`` returns the number of fitting nodes, with
+    ``target >= 0`` the fitting node number ``target`` in index order.
+    """
+    best = -1
+    best_free = 0
+    count = 0
+    for n in range(node_int.shape[1]):
+        if node_free[F_CPU, n] < c or node_free[F_MEM, n] < r:
+            continue
+        if m > 0:
+            model = node_int[N_MODEL, n]
+            if model < 0 or ((mask >> np.uint64(model)) & np.uint64(1)) == np.uint64(0):
+                continue
+            if m >= WHOLE:
+                if node_free[F_WHOLE, n] < k or node_int[N_GPU_MEM, n] < q:
+                    continue
+            else:
+                if node_free[F_MILLI, n] < m:
+                    continue
+                some = False
+                g0 = node_int[N_GPU0, n]
+                for g in range(g0, g0 + node_int[N_GPUS, n]):
+                    if gpu_free[G_MILLI, g] >= m and gpu_free[G_MEM, g] >= q:
+                        some = True
+                        break
+                if not some:
+                    continue
+        if policy == FIRST_FIT:
+            return n
+        if policy == RANDOM:
+            if count == target:
+                return n
+            count += 1
+            continue
+        free = node_free[F_MILLI, n]
+        if best < 0 or (policy == BEST_FIT and free < best_free) or (policy == WORST_FIT and free > best_free):
+            best = n
+            best_free = free
+    if policy == RANDOM:
+        return count if target < 0 else -1
+    return best
 
 
 @kernel
@@ -279,37 +339,12 @@ def choose_node(
     ``binpack`` / KAI ``gpupack`` scoring reduced to one resource; worst fit is
     kube-scheduler ``LeastAllocated`` / KAI ``gpuspread``.
     """
-    num_nodes = node_int.shape[1]
-    if policy == RANDOM:
-        count = 0
-        for n in range(num_nodes):
-            if node_fits(n, m, q, c, r, mask, k, node_int, node_free, gpu_free):
-                count += 1
-        if count == 0:
-            return -1
-        pick = rng_below(rng, count)
-        for n in range(num_nodes):
-            if node_fits(n, m, q, c, r, mask, k, node_int, node_free, gpu_free):
-                if pick == 0:
-                    return n
-                pick -= 1
+    if policy != RANDOM:
+        return scan_nodes(m, q, c, r, mask, k, policy, -1, node_int, node_free, gpu_free)
+    count = scan_nodes(m, q, c, r, mask, k, RANDOM, -1, node_int, node_free, gpu_free)
+    if count == 0:
         return -1
-    best = -1
-    best_free = 0
-    for n in range(num_nodes):
-        if not node_fits(n, m, q, c, r, mask, k, node_int, node_free, gpu_free):
-            continue
-        if policy == FIRST_FIT:
-            return n
-        free = node_free[F_MILLI, n]
-        if (
-            best < 0
-            or (policy == BEST_FIT and free < best_free)
-            or (policy == WORST_FIT and free > best_free)
-        ):
-            best = n
-            best_free = free
-    return best
+    return scan_nodes(m, q, c, r, mask, k, RANDOM, rng_below(rng, count), node_int, node_free, gpu_free)
 
 
 @kernel

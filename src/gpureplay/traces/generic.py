@@ -11,7 +11,8 @@ each canonical column is when the file spells it differently, e.g.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
@@ -60,6 +61,33 @@ def model_list_expr(expr: pl.Expr, separator: str = "|") -> pl.Expr:
         .list.eval(pl.element().filter(pl.element() != ""))
         .list.eval(canonical_model_expr(pl.element()))
     )
+
+
+@contextmanager
+def reading(source: str) -> Iterator[None]:
+    """Turn polars' errors while reading a raw file into an :class:`InputError` naming the file.
+
+    Wrap only the statements that read (scan, schema, collect of the raw table),
+    so that errors in the adapter's own expressions are not disguised as bad input.
+    """
+    try:
+        yield
+    except pl.exceptions.NoDataError as err:
+        raise InputError.single("the file is empty", source) from err
+    except pl.exceptions.PolarsError as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise InputError.single(f"cannot read the file: {first}", source) from err
+
+
+def drop_blank_rows(df: pl.DataFrame, changes: Counter[str]) -> pl.DataFrame:
+    """Drop rows whose every cell is empty (polars reads a blank line as one), counting them."""
+    cells = [c for c in df.columns if c != "source_row"]
+    if not cells:
+        return df
+    kept = df.filter(~pl.all_horizontal(pl.col(c).is_null() for c in cells))
+    if kept.height != df.height:
+        changes["blank line: ignored"] += df.height - kept.height
+    return kept
 
 
 def load_table(
@@ -134,7 +162,8 @@ def load_table(
     fill = _defaults(defaults, model_separator)
 
     lazy = _scan(file, source)
-    found = lazy.collect_schema().names()
+    with reading(source):
+        found = lazy.collect_schema().names()
     _require(mapping, columns or {}, found, source)
     used = {c: mapping[c] for c in JOBS_SCHEMA if mapping[c] in found}
     extras = [f for f in found if f not in used.values()]
@@ -145,15 +174,19 @@ def load_table(
             f"columns {', '.join(extras)} give clashing names {', '.join(clashes)}", source
         )
     raw_names = dict(used)
-    df = (
-        lazy.select(
-            *(pl.col(f).alias(c) for c, f in used.items()), *(pl.col(f).alias(n) for f, n in renamed.items())
+    with reading(source):
+        df = (
+            lazy.select(
+                *(pl.col(f).alias(c) for c, f in used.items()),
+                *(pl.col(f).alias(n) for f, n in renamed.items()),
+            )
+            .with_row_index("source_row", offset=1)
+            .collect()
         )
-        .with_row_index("source_row", offset=1)
-        .collect()
-    )
 
     changes: Counter[str] = Counter()
+    if file.name.lower().endswith((".csv", ".csv.gz")):
+        df = drop_blank_rows(df, changes)
     df = _read_models(df, model_separator, changes, source, raw_names)
     df = _read_preemptible(df, source, raw_names)
     df = _read_times(df, TIME_UNITS[time_unit], datetime_format, source, raw_names)

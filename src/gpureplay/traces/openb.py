@@ -33,7 +33,7 @@ import polars as pl
 from gpureplay.errors import InputError
 from gpureplay.paths import resolve_data_path
 from gpureplay.traces.adapted import AdaptedTrace, file_sha256
-from gpureplay.traces.generic import model_list_expr
+from gpureplay.traces.generic import drop_blank_rows, model_list_expr, reading
 from gpureplay.traces.schema import Rule, cast_columns, check_rules, validate_jobs
 
 #: Columns every openb pod list has (the ``multigpuNN`` variants have only these).
@@ -153,7 +153,8 @@ def load_openb(
         )
     file = resolve_data_path(path)
     source = str(file)
-    raw = pl.scan_csv(file, infer_schema=False).with_row_index("source_row", offset=1).collect()
+    with reading(source):
+        raw = pl.scan_csv(file, infer_schema=False).with_row_index("source_row", offset=1).collect()
 
     found = [c for c in raw.columns if c != "source_row"]
     missing = [c for c in BASE_COLUMNS if c not in found]
@@ -175,18 +176,19 @@ def load_openb(
         for c in (*_OPTIONAL_TEXT, *TIME_COLUMNS)
         if c not in raw.columns
     )
+    changes: Counter[str] = Counter()
+    raw = drop_blank_rows(raw, changes)
     raw = cast_columns(raw, _RAW_DTYPES, source)
-    raw = raw.with_columns(
-        pl.col(*_OPTIONAL_TEXT).str.strip_chars(), pl.col(*TIME_COLUMNS).cast(pl.Float64())
-    )
+    raw = raw.with_columns(pl.col(*_OPTIONAL_TEXT).str.strip_chars())
     check_rules(raw, _demand_rules(has_qos="qos" in found), source)
 
-    changes: Counter[str] = Counter()
     pods = _with_demand(raw.lazy(), has_qos="qos" in found)
     if has_times:
         last = raw.get_column("deletion_time").max()
         pods = pods.with_columns(
-            (pl.col("source_deletion_time") == last).fill_null(False).alias("source_censored"),
+            (pl.col("source_deletion_time") == pl.lit(last, dtype=pl.Float64()))
+            .fill_null(False)
+            .alias("source_censored"),
             pl.col("source_scheduled_time").is_null().alias("_pending"),
         )
     else:
@@ -204,7 +206,6 @@ def load_openb(
     flagged = pods.select(
         pl.col("_cpu_with_milli").sum().alias("cpu_with_milli"),
         pl.col("_duplicate_models").sum().alias("dup"),
-        pl.len().alias("n"),
     ).collect()
     if flagged["cpu_with_milli"][0]:
         changes["num_gpu 0 with gpu_milli > 0: gpu_milli set to 0"] += int(flagged["cpu_with_milli"][0])
@@ -254,7 +255,6 @@ def _with_demand(raw: pl.LazyFrame, *, has_qos: bool) -> pl.LazyFrame:
         pl.when(models.list.len() > 0).then(models.list.unique(maintain_order=True)).alias("gpu_models"),
         (models.list.len() > models.list.n_unique()).fill_null(False).alias("_duplicate_models"),
         ((num_gpu == 0) & (milli > 0)).alias("_cpu_with_milli"),
-        pl.col("cpu_milli"),
         pl.col("memory_mib").alias("mem_mib"),
         pl.lit("default").alias("queue"),
         pl.lit(None, dtype=pl.String()).alias("user"),
@@ -274,8 +274,7 @@ def _with_demand(raw: pl.LazyFrame, *, has_qos: bool) -> pl.LazyFrame:
 
 def _timed(pods: pl.LazyFrame, pending: str, changes: Counter[str], source: str) -> pl.LazyFrame:
     """Real arrivals: creation → submit, scheduled..deletion → run time."""
-    counts = pods.select(pl.col("_pending").sum().alias("pending"), pl.len().alias("n")).collect()
-    n_pending = int(counts["pending"][0])
+    n_pending = int(pods.select(pl.col("_pending").sum()).collect().item())
     if pending == "drop":
         pods = pods.filter(~pl.col("_pending"))
         if n_pending:

@@ -27,6 +27,7 @@ from gpureplay.cluster.catalog import alias_table
 from gpureplay.errors import InputError
 from gpureplay.paths import resolve_data_path
 from gpureplay.traces.adapted import AdaptedTrace, count_dropped, file_sha256
+from gpureplay.traces.generic import drop_blank_rows, reading
 from gpureplay.traces.schema import Rule, canonical_model_expr, cast_columns, check_rules, validate_jobs
 
 #: Column order of ``pai_job_table.csv`` (``pai_job_table.header``).
@@ -127,16 +128,18 @@ def load_pai2020(
     inst_file = resolve_data_path(instance_table) if instance_table is not None else None
     changes: Counter[str] = Counter()
 
-    jobs = _read_headerless(job_file, JOB_COLUMNS).collect()
-    jobs = cast_columns(jobs, {"start_time": _TIME}, str(job_file))
+    with reading(str(job_file)):
+        jobs = _read_headerless(job_file, JOB_COLUMNS).collect()
+    jobs = cast_columns(drop_blank_rows(jobs, changes), {"start_time": _TIME}, str(job_file))
     check_rules(
         jobs, [Rule("job_name", ~pl.col("job_name").is_first_distinct(), "job listed twice")], str(job_file)
     )
 
-    tasks = _read_headerless(task_file, TASK_COLUMNS).collect()
     task_source = str(task_file)
+    with reading(task_source):
+        tasks = _read_headerless(task_file, TASK_COLUMNS).collect()
     tasks = cast_columns(
-        tasks,
+        drop_blank_rows(tasks, changes),
         {c: pl.Float64() for c in ("inst_num", "start_time", "end_time", "plan_cpu", "plan_mem", "plan_gpu")},
         task_source,
     )
@@ -227,7 +230,8 @@ def _read_headerless(file: Path, names: tuple[str, ...]) -> pl.LazyFrame:
     A first row that repeats the header (a copy someone gave a header) is skipped.
     """
     lazy = pl.scan_csv(file, has_header=False, infer_schema=False)
-    width = len(lazy.collect_schema())
+    with reading(str(file)):
+        width = len(lazy.collect_schema())
     if width != len(names):
         raise InputError.single(
             f"expected {len(names)} columns ({', '.join(names)}) but the file has {width}", str(file)
@@ -263,15 +267,16 @@ def _instance_times(merged: pl.LazyFrame, file: Path, changes: Counter[str]) -> 
     )
     both = _recorded(pl.col("_s")).is_not_null() & _recorded(pl.col("_e")).is_not_null()
     backwards = both & (pl.col("_e") < pl.col("_s"))
-    bad_rows, bad_count, back_rows, back_count, untimed, spans = pl.collect_all([
-        typed.filter(unreadable).head(10),
-        typed.select(unreadable.sum()),
-        typed.filter(backwards).head(10),
-        typed.select(backwards.sum()),
-        typed.select((~both).sum()),
-        typed.filter(both).group_by(*_KEY)
-        .agg(pl.col("_s").min().alias("_i_start"), pl.col("_e").max().alias("_i_end")),
-    ])  # fmt: skip
+    with reading(source):
+        bad_rows, bad_count, back_rows, back_count, untimed, spans = pl.collect_all([
+            typed.filter(unreadable).head(10),
+            typed.select(unreadable.sum()),
+            typed.filter(backwards).head(10),
+            typed.select(backwards.sum()),
+            typed.select((~both).sum()),
+            typed.filter(both).group_by(*_KEY)
+            .agg(pl.col("_s").min().alias("_i_start"), pl.col("_e").max().alias("_i_end")),
+        ])  # fmt: skip
     if bad_count.item():
         try:
             cast_columns(bad_rows.select("source_row", "start_time", "end_time"),

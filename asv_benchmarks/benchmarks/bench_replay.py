@@ -1,0 +1,76 @@
+"""Replay speed: the full Philly trace under three presets, and synthetic traces of growing size.
+
+Kernels are compiled (or loaded from numba's cache) in ``setup()`` by a tiny replay,
+so the timings are of the replay alone. ``track_seconds_per_job`` makes the cost per
+job of a 1M-job replay directly comparable with a 10k-job one: it should stay flat
+if no per-event cost grows with the queue (DESIGN.md, "Engine").
+"""
+
+from __future__ import annotations
+
+import time
+from typing import ClassVar
+
+from gpureplay.replay.simulate import simulate
+
+from .common import (
+    PHILLY_PRESETS,
+    PRESETS,
+    SEED,
+    SYNTHETIC_PRESET,
+    SYNTHETIC_SIZES,
+    philly_cluster,
+    philly_jobs,
+    synthetic_inputs,
+    warm_engine,
+)
+
+
+class PhillyReplay:
+    """82,247 Philly jobs on the 552-node Philly cluster (2,490 GPUs)."""
+
+    params: ClassVar[list[list[str]]] = [PHILLY_PRESETS]
+    param_names: ClassVar[list[str]] = ["preset"]
+    timeout = 900
+    number = 1
+    repeat = (1, 5, 120.0)
+    warmup_time = 0.0
+
+    def setup(self, preset: str) -> None:
+        self.jobs = philly_jobs()
+        self.nodes = philly_cluster()
+        self.policy = PRESETS[preset]
+        warm_engine()
+
+    def time_replay(self, preset: str) -> None:
+        simulate(self.jobs, self.nodes, self.policy, seed=SEED)
+
+    def peakmem_replay(self, preset: str) -> None:
+        simulate(self.jobs, self.nodes, self.policy, seed=SEED)
+
+
+class SyntheticReplay:
+    """Synthetic Philly-like traces (Poisson arrivals, resampled demands) on a cluster sized for them."""
+
+    params: ClassVar[list[list[int]]] = [SYNTHETIC_SIZES]
+    param_names: ClassVar[list[str]] = ["n_jobs"]
+    timeout = 1800
+    number = 1
+    repeat = (1, 3, 60.0)
+    rounds = 1
+    warmup_time = 0.0
+
+    def setup(self, n_jobs: int) -> None:
+        self.jobs, self.nodes = synthetic_inputs(n_jobs)
+        self.policy = PRESETS[SYNTHETIC_PRESET]
+        warm_engine()
+
+    def time_replay(self, n_jobs: int) -> None:
+        simulate(self.jobs, self.nodes, self.policy, seed=SEED)
+
+    def track_seconds_per_job(self, n_jobs: int) -> float:
+        start = time.perf_counter()
+        simulate(self.jobs, self.nodes, self.policy, seed=SEED)
+        return (time.perf_counter() - start) / n_jobs
+
+    track_seconds_per_job.unit = "seconds"  # type: ignore[attr-defined]

@@ -1,0 +1,115 @@
+"""Fixed seeds and input builders shared by the benchmarks.
+
+Append-only: a benchmark's history is only comparable while its inputs stay the
+same, so add new seeds, sizes and builders instead of changing these.
+"""
+
+from __future__ import annotations
+
+import math
+
+import polars as pl
+
+from gpureplay.cluster.homogeneous import homogeneous_nodes
+from gpureplay.cluster.philly import philly_nodes
+from gpureplay.schedulers.policy import Backfill, GangMode, Placement, Policy, QueueOrder
+from gpureplay.traces.philly import load_philly
+from gpureplay.workload.synthetic import synthetic_jobs
+
+#: Seed of every synthetic trace and of every replay.
+SEED = 20_240_601
+
+#: Synthetic trace sizes: the 1M vs 10k time per job shows whether cost grows with the queue.
+SYNTHETIC_SIZES = [10_000, 100_000, 1_000_000]
+
+#: Homogeneous cluster for synthetic traces: 8-GPU servers of the Philly large-server class,
+#: as many as keep the offered GPU load at this fraction of capacity.
+SYNTHETIC_GPU_MODEL = "PHILLY-24GB"
+SYNTHETIC_GPUS_PER_NODE = 8
+SYNTHETIC_UTILISATION = 0.8
+
+#: The scheduler presets (conf/scheduler/*.yaml), as Policy objects.
+PRESETS: dict[str, Policy] = {
+    "fifo": Policy("fifo", queue_order=QueueOrder.fifo, gang=GangMode.gang, backfill=Backfill.none),
+    "sjf": Policy("sjf", queue_order=QueueOrder.sjf, gang=GangMode.gang, backfill=Backfill.none),
+    "kube-default": Policy(
+        "kube-default",
+        queue_order=QueueOrder.priority,
+        gang=GangMode.pod_by_pod,
+        node_placement=Placement.worst_fit,
+        gpu_placement=Placement.worst_fit,
+    ),
+    "gang-binpack": Policy(
+        "gang-binpack",
+        queue_order=QueueOrder.priority,
+        gang=GangMode.gang,
+        node_placement=Placement.best_fit,
+        gpu_placement=Placement.best_fit,
+        backfill=Backfill.skip,
+    ),
+    "gang-spread": Policy(
+        "gang-spread",
+        queue_order=QueueOrder.priority,
+        gang=GangMode.gang,
+        node_placement=Placement.worst_fit,
+        gpu_placement=Placement.worst_fit,
+        backfill=Backfill.skip,
+    ),
+    "easy-backfill": Policy(
+        "easy-backfill", queue_order=QueueOrder.fifo, gang=GangMode.gang, backfill=Backfill.easy
+    ),
+}
+
+#: Presets the Philly replay is timed under: head-of-line FIFO, gang binpack, EASY backfill.
+PHILLY_PRESETS = ["fifo", "gang-binpack", "easy-backfill"]
+
+#: Preset of the synthetic scaling benchmarks (the default scheduler of conf/config.yaml).
+SYNTHETIC_PRESET = "gang-binpack"
+
+
+def philly_jobs() -> pl.DataFrame:
+    """The full bundled Philly job table (82,247 jobs), canonical and validated."""
+    return load_philly().jobs
+
+
+def philly_cluster() -> pl.DataFrame:
+    """The Philly cluster from its official machine list (552 nodes, 2,490 GPUs)."""
+    return philly_nodes().nodes
+
+
+def offered_gpus(jobs: pl.DataFrame) -> float:
+    """Mean GPUs the trace asks for: GPU-seconds of all jobs over the arrival span."""
+    gpu_seconds = (pl.col("num_pods") * pl.col("gpu_milli") / 1000 * pl.col("duration")).sum()
+    span = pl.col("submit_time").max() - pl.col("submit_time").min()
+    return float(jobs.select(gpu_seconds / pl.max_horizontal(span, pl.lit(1.0))).item())
+
+
+def cluster_for_load(jobs: pl.DataFrame) -> pl.DataFrame:
+    """Homogeneous 8-GPU servers sized so the offered load is ``SYNTHETIC_UTILISATION`` of capacity.
+
+    At least as many servers as the widest job needs.
+    """
+    gpus_per_job = pl.col("num_pods") * pl.col("gpu_milli") / 1000
+    widest = float(jobs.select(gpus_per_job.max()).item())
+    needed = offered_gpus(jobs) / SYNTHETIC_UTILISATION
+    servers = max(math.ceil(needed / SYNTHETIC_GPUS_PER_NODE), math.ceil(widest / SYNTHETIC_GPUS_PER_NODE), 1)
+    return homogeneous_nodes(servers, SYNTHETIC_GPUS_PER_NODE, SYNTHETIC_GPU_MODEL).nodes
+
+
+def synthetic_inputs(n_jobs: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``n_jobs`` synthetic Philly-like jobs (seed ``SEED``) and a cluster sized for them."""
+    jobs = synthetic_jobs(n_jobs, SEED)
+    return jobs, cluster_for_load(jobs)
+
+
+def warm_engine() -> None:
+    """Compile (or load from cache) the engine's kernels with a tiny replay under every preset.
+
+    Call from ``setup()`` so that asv never times numba compilation.
+    """
+    from gpureplay.replay.simulate import simulate
+
+    jobs = synthetic_jobs(20, SEED)
+    nodes = homogeneous_nodes(4, SYNTHETIC_GPUS_PER_NODE, SYNTHETIC_GPU_MODEL).nodes
+    for policy in PRESETS.values():
+        simulate(jobs, nodes, policy, seed=SEED)

@@ -1,0 +1,403 @@
+"""The event loop: one replay of a job trace on a cluster, start to end.
+
+Total order of work (the one place it is written down)
+------------------------------------------------------
+Time is float64 seconds from the trace start. Event times are the submit
+times, the finish times of running jobs, the sample times ``k *
+sample_interval`` (k = 0, 1, ...) and, in periodic mode, the cycle ticks ``k *
+session_interval``. The loop visits each distinct event time ``t`` once, in
+increasing order, and at ``t`` does, in this order:
+
+1. **completions**: every running job with ``finish_time == t`` finishes, in
+   ``(finish_time, job_id)`` order (the completion heap's key), releasing its
+   resources;
+2. **arrivals**: every job with ``submit_time == t`` is admitted, in
+   ``(submit_time, job_id)`` order: rejected if it cannot run on the empty
+   cluster, queued otherwise;
+3. **scheduling cycle**: event-driven mode (``session_interval == 0``) runs one
+   cycle iff step 1 or 2 did anything (a rejected arrival counts); periodic
+   mode runs one iff ``t`` is a tick, whatever changed;
+4. **sample**: if ``t`` is the next sample time, one timeline row.
+
+If step 3 started jobs of duration 0 they finish at ``t``: steps 1-3 repeat at
+the same ``t`` (no new arrivals, no second sample) until no running job ends
+at ``t``. Within a cycle the order is the queue order of
+:mod:`gpureplay.engine.cycles` (ties by job id, pods of a pod-by-pod group by
+pod index then job id). Random choices draw node first, then GPU.
+
+The run ends, after some ``t``, when nothing runs, nothing is left to arrive
+and (periodic mode) a cycle has run since the last completion or arrival; its
+end time is that ``t``. With a horizon, no ``t > horizon`` is processed and the
+end time is the last ``t`` processed (a skipped idle tick counts as processed).
+
+Periodic idle ticks
+-------------------
+A periodic cycle that placed nothing, with no completion or arrival since,
+would repeat itself exactly (same state, same queue); the loop jumps over such
+ticks and advances the RNG by the draws the skipped cycles would have made
+(failed gang attempts draw a fixed number of times). EASY backfill with random
+placement is the exception (its outcome depends on the draws), so there every
+tick runs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import numpy.typing as npt
+
+from gpureplay.engine.config import kernel
+from gpureplay.engine.cycles import gang_cycle, pod_cycle
+from gpureplay.engine.fitindex import index_build, index_layout
+from gpureplay.engine.invariants import check_state
+from gpureplay.engine.jobs import admit_job, complete_job
+from gpureplay.engine.queueing import heap_pop
+from gpureplay.engine.rng import rng_skip
+from gpureplay.engine.state import (
+    BF_EASY,
+    CD_APOS,
+    CD_FAIL,
+    CD_RESV,
+    CLASS_DYN_FIELDS,
+    D_STATUS,
+    F_CPU,
+    F_MEM,
+    F_MILLI,
+    F_WHOLE,
+    G_MEM,
+    G_MILLI,
+    GANG,
+    JF_SUBMIT,
+    JOB_DYN_FIELDS,
+    JOB_TIME_FIELDS,
+    K_ALLOC,
+    K_CYCLES,
+    K_EVENTS,
+    K_FREE_WHOLE,
+    K_NRUN,
+    N_COUNTERS,
+    N_CPU,
+    N_GPU0,
+    N_GPU_MEM,
+    N_GPUS,
+    N_MEM,
+    N_MODEL,
+    NODE_FREE_FIELDS,
+    P_BACKFILL,
+    P_GANG,
+    P_GPU,
+    P_NODE,
+    RANDOM,
+    S_FUTURE,
+    TIMELINE_FIELDS,
+    WHOLE,
+)
+from gpureplay.engine.timeline import record_sample
+
+Int64Array = npt.NDArray[np.int64]
+UInt64Array = npt.NDArray[np.uint64]
+Float64Array = npt.NDArray[np.float64]
+
+
+@kernel
+def init_cluster(
+    node_int: Int64Array, num_models: int, hist_width: int
+) -> tuple[Int64Array, Int64Array, Int64Array, Int64Array, Int64Array]:
+    """The empty cluster: free arrays per node and GPU, per-model aggregates, counters."""
+    num_nodes = node_int.shape[1]
+    num_gpus = 0
+    for n in range(num_nodes):
+        num_gpus += node_int[N_GPUS, n]
+    node_free = np.zeros((NODE_FREE_FIELDS, num_nodes), dtype=np.int64)
+    gpu_free = np.zeros((2, num_gpus), dtype=np.int64)
+    model_hist = np.zeros((max(num_models, 1), hist_width), dtype=np.int64)
+    model_milli = np.zeros(max(num_models, 1), dtype=np.int64)
+    counters = np.zeros(N_COUNTERS, dtype=np.int64)
+    for n in range(num_nodes):
+        gpus = node_int[N_GPUS, n]
+        node_free[F_CPU, n] = node_int[N_CPU, n]
+        node_free[F_MEM, n] = node_int[N_MEM, n]
+        node_free[F_WHOLE, n] = gpus
+        node_free[F_MILLI, n] = gpus * WHOLE
+        for g in range(node_int[N_GPU0, n], node_int[N_GPU0, n] + gpus):
+            gpu_free[G_MILLI, g] = WHOLE
+            gpu_free[G_MEM, g] = node_int[N_GPU_MEM, n]
+        model = node_int[N_MODEL, n]
+        if model >= 0:
+            model_hist[model, gpus] += 1
+            model_milli[model] += gpus * WHOLE
+    counters[K_FREE_WHOLE] = num_gpus
+    counters[K_ALLOC] = 0
+    return node_free, gpu_free, model_hist, model_milli, counters
+
+
+@kernel
+def first_tick_at_or_after(t: float, interval: float, k: int) -> int:
+    """Smallest tick index ``>= k`` whose time ``index * interval`` is ``>= t``."""
+    guess = max(k, int(math.floor(t / interval)))
+    while guess * interval < t:
+        guess += 1
+    while guess > k and (guess - 1) * interval >= t:
+        guess -= 1
+    return guess
+
+
+@kernel
+def replay(
+    policy: Int64Array,
+    session_interval: float,
+    sample_interval: float,
+    horizon: float,
+    debug: bool,
+    job_int: Int64Array,
+    job_float: Float64Array,
+    job_mask: UInt64Array,
+    job_reject: Int64Array,
+    arrival: Int64Array,
+    class_int: Int64Array,
+    class_mask: UInt64Array,
+    class_jobs: Int64Array,
+    node_int: Int64Array,
+    num_models: int,
+    hist_width: int,
+    num_pods: int,
+    num_slots: int,
+    bitset_sizes: Int64Array,
+    rng: UInt64Array,
+) -> tuple[
+    Int64Array,
+    Float64Array,
+    Int64Array,
+    Float64Array,
+    Int64Array,
+    Float64Array,
+    Int64Array,
+    Int64Array,
+    Float64Array,
+    Int64Array,
+]:
+    """Replay every job of the trace under one policy (see the module docstring for the order).
+
+    Parameters
+    ----------
+    policy
+        ``P_*`` codes: queue order, gang mode, node and GPU placement, backfill, depth.
+    session_interval, sample_interval, horizon
+        Seconds; ``horizon = inf`` means none.
+    debug
+        Check the invariants after every cycle and at the end.
+    job_int, job_float, job_mask, job_reject, arrival
+        Static job table (``J_*``/``JF_*`` rows), allowed-model masks, rejection
+        code per job, job indices in ``(submit_time, job_id)`` order.
+    class_int, class_mask, class_jobs
+        Queue classes (``C_*`` rows) and the class-sorted job list.
+    node_int, num_models, hist_width
+        Static node table (``N_*`` rows), model count, 1 + most GPUs on a node.
+    num_pods, num_slots
+        Sizes of the per-pod and per-GPU-slot placement records.
+    bitset_sizes
+        Word counts of the pending-set bitset levels.
+    rng
+        ``[state, draws]`` of splitmix64, updated in place.
+
+    Returns
+    -------
+    tuple
+        ``job_dyn``, ``job_time``, ``pod_node``, ``pod_time``, ``slot_gpu``,
+        sample times, timeline rows (``TL_*``), counters (``K_*``),
+        ``[gpu_milli_seconds, end_time, error_time]`` and the error record
+        ``[code, entity]`` (code ``E_OK`` when every check passed).
+
+    Notes
+    -----
+    The loop structure is SimPy's ``Environment.step`` (pop the earliest event,
+    handle it) specialised to four event sources whose next times are each
+    known: the arrival cursor, the completion heap's top, the next sample and
+    the next tick. The GPU-milli-second integral is exact between events
+    because allocation only changes at events.
+    """
+    num_jobs = job_int.shape[1]
+    num_classes = class_int.shape[1]
+    num_nodes = node_int.shape[1]
+    mode = policy[P_GANG]
+    periodic = session_interval > 0.0
+    randomised = policy[P_NODE] == RANDOM or policy[P_GPU] == RANDOM
+    jumpable = not (mode == GANG and policy[P_BACKFILL] == BF_EASY and randomised)
+
+    node_free, gpu_free, model_hist, model_milli, counters = init_cluster(node_int, num_models, hist_width)
+    total_gpus = gpu_free.shape[1]
+    job_dyn = np.zeros((JOB_DYN_FIELDS, num_jobs), dtype=np.int64)
+    job_time = np.full((JOB_TIME_FIELDS, num_jobs), np.nan)
+    pod_node = np.full(num_pods, -1, dtype=np.int64)
+    pod_time = np.full(num_pods, np.nan)
+    slot_gpu = np.full(num_slots, -1, dtype=np.int64)
+    node_mark = np.full(num_nodes, -1, dtype=np.int64)
+    class_dyn = np.zeros((CLASS_DYN_FIELDS, num_classes), dtype=np.int64)
+    class_dyn[CD_APOS, :] = -1
+    class_dyn[CD_FAIL, :] = -1
+    class_dyn[CD_RESV, :] = -1
+    active = np.zeros(max(num_classes, 1), dtype=np.int64)
+    l0 = np.zeros(bitset_sizes[0], dtype=np.uint64)
+    l1 = np.zeros(bitset_sizes[1], dtype=np.uint64)
+    l2 = np.zeros(bitset_sizes[2], dtype=np.uint64)
+    heap_len = max(num_jobs, num_classes, 1)
+    run_f = np.zeros(heap_len)
+    run_i = np.zeros((2, heap_len), dtype=np.int64)
+    merge_f = np.zeros(heap_len)
+    merge_i = np.zeros((2, heap_len), dtype=np.int64)
+    scan_f = np.zeros(heap_len)
+    scan_i = np.zeros((2, heap_len), dtype=np.int64)
+    touched = np.zeros(max(num_classes, 1), dtype=np.int64)
+    proj_node = np.zeros_like(node_free)
+    proj_gpu = np.zeros_like(gpu_free)
+    proj_hist = np.zeros_like(model_hist)
+    proj_milli = np.zeros_like(model_milli)
+    proj_counters = np.zeros_like(counters)
+    hold = np.zeros(max(num_nodes, 1), dtype=np.int64)
+    leaf, offset, keys = index_layout(node_int, num_models, hist_width)
+    if policy[P_NODE] != RANDOM:
+        index_build(policy[P_NODE], node_int, node_free, leaf, offset, keys)
+    capacity = 1024
+    tl_time = np.zeros(capacity)
+    tl_rows = np.zeros((TIMELINE_FIELDS, capacity), dtype=np.int64)
+    samples = 0
+    err = np.zeros(2, dtype=np.int64)
+    floats = np.zeros(3)
+    for j in range(num_jobs):
+        job_dyn[D_STATUS, j] = S_FUTURE
+
+    t_prev = 0.0
+    integral = 0.0
+    next_arrival = 0
+    sample_k = 0
+    next_sample = 0.0
+    tick_k = 0
+    tick_t = 0.0
+    cycle_owed = False  # periodic: a completion or arrival no cycle has seen yet
+    idle = False  # periodic: the last cycle placed nothing and nothing changed since
+    idle_draws = np.uint64(0)
+    processed = False
+    while True:
+        if processed and counters[K_NRUN] == 0 and next_arrival == num_jobs and not (periodic and cycle_owed):
+            break
+        t = next_sample
+        if next_arrival < num_jobs:
+            t = min(t, job_float[JF_SUBMIT, arrival[next_arrival]])
+        if counters[K_NRUN] > 0:
+            t = min(t, run_f[0])
+        if periodic and not idle:
+            t = min(t, tick_t)
+        if t > horizon:
+            if periodic and idle and tick_t <= horizon:
+                # The skipped no-op ticks up to the horizon are still events: the run ends at the last one.
+                k = first_tick_at_or_after(horizon, session_interval, tick_k)
+                if k * session_interval > horizon:
+                    k -= 1
+                rng_skip(rng, int(np.uint64(k + 1 - tick_k) * idle_draws))
+                counters[K_CYCLES] += k + 1 - tick_k
+                counters[K_EVENTS] += 1
+                last_tick = k * session_interval
+                integral += float(counters[K_ALLOC]) * (last_tick - t_prev)
+                t_prev = last_tick
+            break
+        if periodic and idle:
+            k = first_tick_at_or_after(t, session_interval, tick_k)
+            if k > tick_k:
+                rng_skip(rng, int(np.uint64(k - tick_k) * idle_draws))
+                counters[K_CYCLES] += k - tick_k
+                tick_k = k
+                tick_t = k * session_interval
+        integral += float(counters[K_ALLOC]) * (t - t_prev)
+        t_prev = t
+        processed = True
+        counters[K_EVENTS] += 1
+        first_pass = True
+        while True:
+            changed = False
+            while counters[K_NRUN] > 0 and run_f[0] == t:
+                j = run_i[1, 0]
+                counters[K_NRUN] = heap_pop(run_f, run_i, counters[K_NRUN])
+                complete_job(
+                    j, policy, job_int, job_dyn, pod_node, slot_gpu, node_int, node_free, gpu_free, model_hist,
+                    model_milli, counters, leaf, offset, keys,
+                )  # fmt: skip
+                changed = True
+            if first_pass:
+                while next_arrival < num_jobs and job_float[JF_SUBMIT, arrival[next_arrival]] == t:
+                    admit_job(
+                        arrival[next_arrival], job_reject, job_int, job_dyn, class_dyn, active, l0, l1, l2,
+                        counters,
+                    )  # fmt: skip
+                    next_arrival += 1
+                    changed = True
+            if changed:
+                cycle_owed = True
+                idle = False
+            if (periodic and t == tick_t) or (not periodic and changed):
+                draws_before = rng[1]
+                if mode == GANG:
+                    placed = gang_cycle(
+                        t, policy, rng, job_int, job_float, job_mask, job_dyn, job_time, pod_node, pod_time,
+                        slot_gpu, node_mark, class_int, class_mask, class_jobs, class_dyn, active, l0, l1, l2,
+                        node_int, node_free, gpu_free, model_hist, model_milli, counters, run_f, run_i,
+                        merge_f, merge_i, scan_f, scan_i, proj_node, proj_gpu, proj_hist, proj_milli,
+                        proj_counters, hold, leaf, offset, keys,
+                    )  # fmt: skip
+                else:
+                    placed = pod_cycle(
+                        t, policy, rng, job_int, job_float, job_mask, job_dyn, job_time, pod_node, pod_time,
+                        slot_gpu, node_mark, class_int, class_mask, class_jobs, class_dyn, active, l0, l1, l2,
+                        node_int, node_free, gpu_free, model_hist, model_milli, counters, run_f, run_i,
+                        merge_f, merge_i, scan_f, scan_i, touched, leaf, offset, keys,
+                    )  # fmt: skip
+                counters[K_CYCLES] += 1
+                cycle_owed = False
+                if periodic:
+                    idle = jumpable and placed == 0
+                    idle_draws = rng[1] - draws_before
+                if debug and not check_state(
+                    t, mode, job_int, job_dyn, job_time, pod_node, slot_gpu, class_int, class_dyn, active, l0,
+                    node_int, node_free, gpu_free, model_hist, model_milli, counters, run_i, policy, leaf, offset, keys, err,
+                ):  # fmt: skip
+                    floats[0] = integral
+                    floats[1] = t_prev
+                    floats[2] = t
+                    return (
+                        job_dyn, job_time, pod_node, pod_time, slot_gpu, tl_time[:samples],
+                        tl_rows[:, :samples], counters, floats, err,
+                    )  # fmt: skip
+            if first_pass and t == next_sample:
+                if samples == capacity:
+                    capacity *= 2
+                    grown_time = np.zeros(capacity)
+                    grown_rows = np.zeros((TIMELINE_FIELDS, capacity), dtype=np.int64)
+                    grown_time[:samples] = tl_time[:samples]
+                    grown_rows[:, :samples] = tl_rows[:, :samples]
+                    tl_time = grown_time
+                    tl_rows = grown_rows
+                tl_time[samples] = t
+                record_sample(
+                    samples, mode, total_gpus, job_int, job_dyn, class_int, class_mask, class_jobs, active, l0,
+                    l1, l2, node_int, node_free, gpu_free, counters, tl_rows,
+                )  # fmt: skip
+                samples += 1
+                sample_k += 1
+                next_sample = sample_k * sample_interval
+            first_pass = False
+            if not (counters[K_NRUN] > 0 and run_f[0] == t):
+                break
+        if periodic and t == tick_t:
+            tick_k += 1
+            tick_t = tick_k * session_interval
+    if debug and not check_state(
+        t_prev, mode, job_int, job_dyn, job_time, pod_node, slot_gpu, class_int, class_dyn, active, l0,
+        node_int, node_free, gpu_free, model_hist, model_milli, counters, run_i, policy, leaf, offset, keys, err,
+    ):  # fmt: skip
+        floats[2] = t_prev
+    floats[0] = integral
+    floats[1] = t_prev
+    return (
+        job_dyn, job_time, pod_node, pod_time, slot_gpu, tl_time[:samples], tl_rows[:, :samples], counters,
+        floats, err,
+    )  # fmt: skip

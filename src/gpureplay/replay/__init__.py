@@ -1,0 +1,5 @@
+"""From canonical tables to a finished replay: compile the inputs, run the engine, read the results."""
+
+from gpureplay.replay.simulate import JOB_RESULT_SCHEMA, TIMELINE_SCHEMA, Replay, simulate
+
+__all__ = ["JOB_RESULT_SCHEMA", "TIMELINE_SCHEMA", "Replay", "simulate"]

@@ -1,0 +1,269 @@
+"""Replay a canonical trace on a canonical cluster under a policy: the engine's Python face.
+
+:func:`simulate` compiles the tables once (:mod:`gpureplay.replay.compile`),
+runs the numba event loop (:func:`gpureplay.engine.loop.replay`) and turns its
+arrays back into polars tables with explicit schemas. The semantics are the
+ones of the engine v1 spec; the event order is written down once, in
+:mod:`gpureplay.engine.loop`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from gpureplay.engine import state as S
+from gpureplay.engine.loop import replay
+from gpureplay.engine.placement import rejection_codes
+from gpureplay.replay.compile import CompiledReplay, compile_replay
+from gpureplay.schedulers.policy import Policy
+
+__all__ = ["JOB_RESULT_SCHEMA", "TIMELINE_SCHEMA", "Replay", "simulate"]
+
+#: Per-job result columns, in order.
+JOB_RESULT_SCHEMA: dict[str, pl.DataType] = {
+    "job_id": pl.Int64(),
+    "start_time": pl.Float64(),
+    "finish_time": pl.Float64(),
+    "state": pl.String(),
+    "reject_reason": pl.String(),
+    "nodes_spanned": pl.Int32(),
+    "held_milli": pl.Int64(),
+    "preemptions": pl.Int32(),
+}
+
+#: Timeline columns, in order.
+TIMELINE_SCHEMA: dict[str, pl.DataType] = {
+    "time": pl.Float64(),
+    "allocated_gpus": pl.Int32(),
+    "allocated_milli": pl.Int64(),
+    "pending_jobs": pl.Int32(),
+    "running_jobs": pl.Int32(),
+    "fragmented_gpus": pl.Int32(),
+}
+
+_REJECT_REASONS = {S.R_NO_MODEL: "no_model", S.R_POD_TOO_LARGE: "pod_too_large", S.R_GANG_TOO_LARGE: "gang_too_large"}
+
+_STATES = {S.S_FINISHED: "finished", S.S_REJECTED: "rejected", -1: "deadlocked"}
+
+_VIOLATIONS = {
+    S.E_GPU_MILLI_RANGE: "GPU {i} has free milli outside [0, 1000]",
+    S.E_GPU_MEM_RANGE: "GPU {i} has free memory outside [0, its memory]",
+    S.E_NODE_CPU: "node {i} has free CPU outside [0, its capacity]",
+    S.E_NODE_MEM: "node {i} has free memory outside [0, its capacity]",
+    S.E_GPU_MILLI_SUM: "GPU {i}'s free milli differs from 1000 minus the demands placed on it (or job {i} "
+    "recorded a GPU outside its node)",
+    S.E_GPU_MEM_SUM: "GPU {i}'s free memory differs from its memory minus the demands placed on it",
+    S.E_NODE_CPU_SUM: "node {i}'s free CPU differs from its capacity minus the pods placed on it",
+    S.E_NODE_MEM_SUM: "node {i}'s free memory differs from its capacity minus the pods placed on it",
+    S.E_NODE_WHOLE: "node {i}'s wholly-free GPU count is out of step with its GPUs",
+    S.E_NODE_MILLI: "node {i}'s free-milli sum is out of step with its GPUs",
+    S.E_TOTALS: "cluster totals (free GPUs, allocated milli) are out of step with the GPUs",
+    S.E_HISTOGRAM: "per-model aggregates of model {i} are out of step with the nodes",
+    S.E_STATUS: "job {i} has an impossible state / pod count",
+    S.E_COUNTS: "running/pending counts or the completion heap disagree with job states (job {i})",
+    S.E_QUEUE: "the pending set disagrees with job states (class/job {i})",
+    S.E_FINISH: "running job {i} should already have finished",
+    S.E_INDEX: "the whole-GPU fit index is out of step with node {i}'s free GPUs",
+}
+
+
+@dataclass
+class Replay:
+    """Result of one replay.
+
+    Attributes
+    ----------
+    jobs
+        One row per input job, input order (:data:`JOB_RESULT_SCHEMA`).
+        ``state`` is ``finished``, ``rejected``, ``deadlocked`` (pod by pod: some
+        but not all pods placed at the end) or ``unfinished``.
+    timeline
+        Sampled cluster state (:data:`TIMELINE_SCHEMA`).
+    gpu_milli_seconds
+        Integral of allocated milli-GPU over time, up to the end of the run.
+    stats
+        ``events``, ``cycles``, ``placements_tried``, ``rng_draws``,
+        ``end_time`` and ``kernel_seconds`` (wall time of the compiled loop).
+    """
+
+    jobs: pl.DataFrame
+    timeline: pl.DataFrame
+    gpu_milli_seconds: float
+    stats: dict[str, float]
+
+
+def simulate(
+    jobs: pl.DataFrame,
+    nodes: pl.DataFrame,
+    policy: Policy,
+    *,
+    seed: int = 0,
+    sample_interval: float = 3600.0,
+    horizon: float | None = None,
+    debug: bool = False,
+) -> Replay:
+    """Replay ``jobs`` on ``nodes`` under ``policy``.
+
+    Parameters
+    ----------
+    jobs, nodes
+        Validated canonical tables (``validate_jobs`` / ``validate_nodes``).
+    policy
+        Queue order, gang mode, placement, backfill and cycle period.
+    seed
+        Seed of the splitmix64 generator used by ``random`` placement (taken mod 2**64).
+    sample_interval
+        Seconds between timeline samples (samples at ``k * sample_interval``).
+    horizon
+        Process no event later than this time; jobs still running are ``unfinished``.
+    debug
+        Check the engine invariants after every cycle and the GPU-milli-second
+        accounting identity at the end.
+
+    Returns
+    -------
+    Replay
+        Per-job outcome, timeline, GPU-milli-seconds and run statistics.
+
+    Raises
+    ------
+    ValueError
+        On a non-positive ``sample_interval`` or a negative/NaN ``horizon``.
+    AssertionError
+        With ``debug=True``, when an invariant is violated (what, and at which time).
+
+    Notes
+    -----
+    The same inputs and seed always give identical results (DESIGN.md,
+    "Determinism").
+    """
+    if not (math.isfinite(sample_interval) and sample_interval > 0):
+        raise ValueError(f"sample_interval must be a finite number > 0, got {sample_interval}")
+    if horizon is not None and (math.isnan(horizon) or horizon < 0):
+        raise ValueError(f"horizon must be >= 0 or None, got {horizon}")
+    compiled = compile_replay(jobs, nodes, policy)
+    rng = np.array([seed % 2**64, 0], dtype=np.uint64)
+    started = time.perf_counter()
+    job_reject = rejection_codes(compiled.rclass_int, compiled.rclass_mask, compiled.node_type)[
+        compiled.job_int[S.J_RCLASS]
+    ]
+    (job_dyn, job_time, pod_node, pod_time, _slots, tl_time, tl_rows, counters, floats, err) = replay(
+        compiled.policy, compiled.session_interval, float(sample_interval),
+        math.inf if horizon is None else float(horizon), bool(debug), compiled.job_int, compiled.job_float,
+        compiled.job_mask, np.ascontiguousarray(job_reject), compiled.arrival, compiled.class_int,
+        compiled.class_mask, compiled.class_jobs, compiled.node_int, compiled.num_models, compiled.hist_width,
+        compiled.num_pods, compiled.num_slots, compiled.bitset_sizes, rng,
+    )  # fmt: skip
+    kernel_seconds = time.perf_counter() - started
+    if err[0] != S.E_OK:
+        what = _VIOLATIONS.get(int(err[0]), "invariant {i} violated").format(i=int(err[1]))
+        raise AssertionError(f"engine invariant violated at t={floats[2]!r}: {what}")
+    gpu_milli_seconds = float(floats[0])
+    end_time = float(floats[1])
+    if debug:
+        _check_accounting(compiled, job_dyn, job_time, pod_time, end_time, gpu_milli_seconds)
+    return Replay(
+        jobs=_job_results(compiled, job_reject, job_dyn, job_time, pod_node),
+        timeline=_timeline(tl_time, tl_rows),
+        gpu_milli_seconds=gpu_milli_seconds,
+        stats={
+            "events": float(counters[S.K_EVENTS]),
+            "cycles": float(counters[S.K_CYCLES]),
+            "placements_tried": float(counters[S.K_TRIED]),
+            "rng_draws": float(rng[1]),
+            "end_time": end_time,
+            "kernel_seconds": kernel_seconds,
+        },
+    )
+
+
+def _placed_pods(compiled: CompiledReplay, job_dyn: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(job index, pod slot) of every placed pod."""
+    pods = compiled.job_int[S.J_PODS]
+    owner = np.repeat(np.arange(pods.shape[0], dtype=np.int64), pods)
+    index = np.arange(owner.shape[0], dtype=np.int64) - compiled.job_int[S.J_POD0][owner]
+    placed = index < job_dyn[S.D_PLACED][owner]
+    return owner[placed], np.flatnonzero(placed)
+
+
+def _check_accounting(
+    compiled: CompiledReplay,
+    job_dyn: np.ndarray,
+    job_time: np.ndarray,
+    pod_time: np.ndarray,
+    end_time: float,
+    gpu_milli_seconds: float,
+) -> None:
+    """The spec's identity: integral of allocated milli == sum over placed pods of hold time x milli."""
+    owner, pods = _placed_pods(compiled, job_dyn)
+    finished = job_dyn[S.D_STATUS][owner] == S.S_FINISHED
+    until = np.where(finished, job_time[S.T_FINISH][owner], end_time)
+    held = (until - pod_time[pods]) * compiled.job_int[S.J_MILLI][owner]
+    accounted = float(held.sum())
+    if not math.isclose(gpu_milli_seconds, accounted, rel_tol=1e-9, abs_tol=1e-6):
+        raise AssertionError(
+            f"GPU-milli-second accounting broken at end t={end_time!r}: integral {gpu_milli_seconds!r} "
+            f"!= sum over jobs {accounted!r}"
+        )
+
+
+def _job_results(
+    compiled: CompiledReplay,
+    job_reject: np.ndarray,
+    job_dyn: np.ndarray,
+    job_time: np.ndarray,
+    pod_node: np.ndarray,
+) -> pl.DataFrame:
+    status = job_dyn[S.D_STATUS]
+    placed = job_dyn[S.D_PLACED]
+    deadlocked = (status == S.S_QUEUED) & (placed > 0)
+    started = (status == S.S_RUNNING) | (status == S.S_FINISHED)
+    spanned = np.where(started, job_dyn[S.D_SPANNED], 0)
+    if deadlocked.any():
+        owner, pods = _placed_pods(compiled, job_dyn)
+        held = pl.DataFrame({"job": owner, "node": pod_node[pods]}).filter(
+            pl.Series(deadlocked[owner])
+        )
+        per_job = held.group_by("job").agg(pl.col("node").n_unique())
+        spanned[per_job["job"].to_numpy()] = per_job["node"].to_numpy()
+    state_code = np.where(deadlocked, -1, status)
+    state = pl.Series("state", state_code, dtype=pl.Int64).replace_strict(
+        _STATES, default="unfinished", return_dtype=pl.String
+    )
+    rejected_now = np.where(status == S.S_REJECTED, job_reject, S.R_NONE)
+    reason = pl.Series("reject_reason", rejected_now, dtype=pl.Int64).replace_strict(
+        _REJECT_REASONS, default=None, return_dtype=pl.String
+    )
+    return pl.DataFrame(
+        {
+            "job_id": compiled.job_int[S.J_ID],
+            "start_time": np.where(started, job_time[S.T_START], np.nan),
+            "finish_time": np.where(status == S.S_FINISHED, job_time[S.T_FINISH], np.nan),
+            "state": state,
+            "reject_reason": reason,
+            "nodes_spanned": spanned,
+            "held_milli": np.where(deadlocked, placed * compiled.job_int[S.J_MILLI], 0),
+            "preemptions": np.zeros(status.shape[0], dtype=np.int32),
+        },
+        schema=JOB_RESULT_SCHEMA,
+        nan_to_null=True,
+    )
+
+
+def _timeline(tl_time: np.ndarray, tl_rows: np.ndarray) -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "time": tl_time,
+            "allocated_gpus": tl_rows[S.TL_GPUS],
+            "allocated_milli": tl_rows[S.TL_MILLI],
+            "pending_jobs": tl_rows[S.TL_PENDING],
+            "running_jobs": tl_rows[S.TL_RUNNING],
+            "fragmented_gpus": tl_rows[S.TL_FRAGMENTED],
+        },
+        schema=TIMELINE_SCHEMA,
+    )

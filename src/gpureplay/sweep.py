@@ -1,0 +1,97 @@
+"""Resumable sweeps: per-point status files and the closing count of a multirun.
+
+Each sweep point (one Hydra job) ends by writing ``STATUS`` into its folder:
+``done`` (replayed now), ``skipped`` (already complete from an earlier run of
+the same sweep folder) or ``failed`` (with ``ERROR.txt`` holding the error and
+the point's config). :class:`SweepSummary`, a Hydra callback, counts the
+statuses written during this invocation and prints one line, whatever the
+launcher (joblib, Ray, Slurm): the files are the only channel every launcher
+shares with the process that started the sweep.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
+
+#: Per-point status file (JSON: status, time, error).
+STATUS_FILE = "STATUS"
+#: Per-point error report of a failed point.
+ERROR_FILE = "ERROR.txt"
+STATUSES = ("done", "skipped", "failed")
+
+
+def write_status(folder: Path, status: str, error: str | None = None) -> None:
+    """Atomically record a point's status (and, when failed, its error)."""
+    if status not in STATUSES:
+        raise ValueError(f"unknown status {status!r}")
+    folder.mkdir(parents=True, exist_ok=True)
+    payload = {"status": status, "time": time.time(), "pid": os.getpid(), "error": error}
+    tmp = folder / f".{STATUS_FILE}.tmp-{os.getpid()}"
+    tmp.write_text(json.dumps(payload) + "\n")
+    os.replace(tmp, folder / STATUS_FILE)
+
+
+def write_error(folder: Path, err: BaseException, cfg: DictConfig) -> None:
+    """Write the error, its traceback and the point's resolved config to ``ERROR.txt``."""
+    text = "".join(traceback.format_exception(err))
+    config = OmegaConf.to_yaml(cfg, resolve=False)
+    tmp = folder / f".{ERROR_FILE}.tmp-{os.getpid()}"
+    tmp.write_text(f"{type(err).__name__}: {err}\n\n{text}\nconfig:\n{config}")
+    os.replace(tmp, folder / ERROR_FILE)
+
+
+def read_status(folder: Path) -> dict[str, Any] | None:
+    """The point's status record, or None if it has none (never started or killed)."""
+    try:
+        return dict(json.loads((folder / STATUS_FILE).read_text()))
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+def count_statuses(sweep_dir: Path, since: float) -> dict[str, list[Path]]:
+    """Point folders under ``sweep_dir`` by status, counting only statuses written after ``since``."""
+    found: dict[str, list[Path]] = {s: [] for s in STATUSES}
+    for status_file in sorted(Path(sweep_dir).rglob(STATUS_FILE)):
+        record = read_status(status_file.parent)
+        if record is not None and record.get("time", 0.0) >= since and record.get("status") in found:
+            found[record["status"]].append(status_file.parent)
+    return found
+
+
+class SweepSummary(Callback):
+    """Hydra callback: print ``sweep: N points: X done, Y skipped, Z failed`` at the end of a multirun.
+
+    Exits with status 1 after printing when any point failed, so scripts and CI
+    notice; the other points have all run by then.
+    """
+
+    def __init__(self) -> None:
+        self.started = time.time()
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        # Status files are compared with this moment; a little slack covers clock skew on shared filesystems.
+        self.started = time.time() - 1.0
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        sweep_dir = Path(config.hydra.sweep.dir)
+        found = count_statuses(sweep_dir, self.started)
+        total = sum(len(v) for v in found.values())
+        line = (
+            f"sweep {sweep_dir}: {total} points: {len(found['done'])} done, "
+            f"{len(found['skipped'])} skipped, {len(found['failed'])} failed"
+        )
+        print(line, file=sys.stderr)
+        for folder in found["failed"]:
+            record = read_status(folder) or {}
+            print(f"  failed: {folder}: {record.get('error')} (see {folder / ERROR_FILE})", file=sys.stderr)
+        if found["failed"]:
+            sys.exit(1)
