@@ -8,30 +8,37 @@ STAMP := $(VENV)/.installed
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.cache/numba
 export HYDRA_FULL_ERROR ?= 0
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench clean chromium
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,ray,slurm]'
 	touch $(STAMP)
 
-# The main job: the full real Philly trace on Philly's machines, strict FIFO vs Volcano-like gang-binpack.
+# The main job: real Philly jobs on Philly's machines, fifo vs gang-binpack vs easy-backfill x 2 seeds
+# (sweep=philly-schedulers), a comparison table, then the report. Re-running resumes the sweep.
 run: $(STAMP)
-	rm -rf results/make-run
-	$(BIN)/gpureplay run trace=philly cluster=philly scheduler=fifo hydra.run.dir=results/make-run/fifo
-	$(BIN)/gpureplay run trace=philly cluster=philly scheduler=gang-binpack hydra.run.dir=results/make-run/gang-binpack
-	$(BIN)/gpureplay compare results/make-run
+	$(BIN)/gpureplay run -m sweep=philly-schedulers
+	$(BIN)/gpureplay compare results/sweeps/philly-schedulers
+	$(BIN)/gpureplay report results/sweeps/philly-schedulers -o reports/philly-schedulers
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests asv_benchmarks
 	$(BIN)/ruff format --check src tests asv_benchmarks
 	$(BIN)/mypy src
 
-test: $(STAMP) lint
+# The browser test needs Debian's chromium; install it when missing and we may (root with apt).
+chromium:
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+		(apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || \
+		echo "chromium not installed: the browser test will be skipped"; }
+
+test: $(STAMP) lint chromium
 	$(BIN)/python -m pytest -q src tests
 
 bench: $(STAMP)
+	$(BIN)/asv machine --yes --config asv_benchmarks/asv.conf.json >/dev/null
 	$(BIN)/asv run --config asv_benchmarks/asv.conf.json --python=same --quick --show-stderr \
 		--set-commit-hash $$(git rev-parse HEAD)
 

@@ -46,6 +46,12 @@ def test_every_option_composes(group: str, option: str) -> None:
         assert cfg.hydra.sweeper.params, f"sweep {option} declares no grid"
 
 
+@pytest.mark.parametrize("launcher", ["local", "ray_cluster", "slurm", "basic"])
+def test_every_launcher_composes(launcher: str) -> None:
+    cfg = make(f"hydra/launcher={launcher}", "sweep=schedulers")
+    assert cfg.hydra.launcher._target_.startswith("hydra")
+
+
 def test_every_group_has_options() -> None:
     for group in GROUPS:
         assert options(group), group

@@ -24,13 +24,28 @@ ENV = {**os.environ, "NUMBA_CACHE_DIR": str(REPO / ".cache" / "numba"), "PYTHONU
 #: Four points, each a real replay of a few seconds: synthetic Philly-mix jobs on a small cluster.
 POINTS = ("seed=0,1", "scheduler=fifo,gang-binpack")
 BASE = (
-    "trace=synthetic", "trace.n_jobs=20000", "trace.load=4.0", "cluster=homogeneous", "cluster.nodes=40",
-    "cluster.gpus_per_node=8", "sample_interval=86400",
-)  # fmt: skip
+    "trace=synthetic",
+    "trace.n_jobs=20000",
+    "trace.load=4.0",
+    "cluster=homogeneous",
+    "cluster.nodes=40",
+    "cluster.gpus_per_node=8",
+    "sample_interval=86400",
+)
 
 
 def sweep_cmd(sweep_dir: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "gpureplay", "run", "-m", *BASE, *POINTS, f"hydra.sweep.dir={sweep_dir}", *extra]
+    return [
+        sys.executable,
+        "-m",
+        "gpureplay",
+        "run",
+        "-m",
+        *BASE,
+        *POINTS,
+        f"hydra.sweep.dir={sweep_dir}",
+        *extra,
+    ]
 
 
 def point_dirs(sweep_dir: Path) -> list[Path]:
@@ -50,7 +65,9 @@ def leftovers(sweep_dir: Path) -> list[Path]:
 def reference_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The same sweep run without interruption, with the default (joblib) launcher."""
     sweep_dir = tmp_path_factory.mktemp("reference") / "sweep"
-    proc = subprocess.run(sweep_cmd(sweep_dir), capture_output=True, text=True, env=ENV, cwd=REPO, check=False)
+    proc = subprocess.run(
+        sweep_cmd(sweep_dir), capture_output=True, text=True, env=ENV, cwd=REPO, check=False
+    )
     assert proc.returncode == 0, proc.stderr
     assert "4 points: 4 done, 0 skipped, 0 failed" in proc.stderr
     return sweep_dir
@@ -61,8 +78,9 @@ def test_sigkill_mid_sweep_then_rerun_gives_identical_results(reference_sweep: P
     sweep_dir = tmp_path / "sweep"
     # One point at a time (basic launcher) so a kill lands between and inside points.
     cmd = sweep_cmd(sweep_dir, "hydra/launcher=basic")
-    proc = subprocess.Popen(cmd, env=ENV, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)  # fmt: skip
+    proc = subprocess.Popen(
+        cmd, env=ENV, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and proc.poll() is None:
         if sweep_dir.exists() and any(is_done(p) for p in point_dirs(sweep_dir)):
@@ -89,10 +107,19 @@ def test_failed_point_is_recorded_and_others_run(tiny_jobs_csv: Path, tmp_path: 
     sweep_dir = tmp_path / "sweep"
     missing = tmp_path / "missing.csv"
     cmd = [
-        sys.executable, "-m", "gpureplay", "run", "-m", "trace=csv", f"trace.path={tiny_jobs_csv},{missing}",
-        "cluster=homogeneous", "cluster.nodes=1", "scheduler=fifo,gang-binpack", f"hydra.sweep.dir={sweep_dir}",
+        sys.executable,
+        "-m",
+        "gpureplay",
+        "run",
+        "-m",
+        "trace=csv",
+        f"trace.path={tiny_jobs_csv},{missing}",
+        "cluster=homogeneous",
+        "cluster.nodes=1",
+        "scheduler=fifo,gang-binpack",
+        f"hydra.sweep.dir={sweep_dir}",
         "hydra/launcher=basic",
-    ]  # fmt: skip
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=ENV, cwd=REPO, check=False)
     assert proc.returncode == 1
     assert "4 points: 2 done, 0 skipped, 2 failed" in proc.stderr
@@ -118,7 +145,8 @@ def test_ray_launcher_matches_joblib(reference_sweep: Path, tmp_path: Path) -> N
         pytest.skip("needs `unshare --net` (root) to keep the Ray cluster on loopback only")
     # Ray picks the host's outward address even when told 127.0.0.1, so the head, its workers and the
     # sweep run in a fresh network namespace whose only interface is loopback: nothing leaves the machine.
-    ray_tmp = Path(tempfile.mkdtemp(prefix="gr-ray-", dir="/tmp"))  # short: Ray's socket paths are length-limited
+    # A short folder: Ray's unix-socket paths must stay under ~107 characters.
+    ray_tmp = Path(tempfile.mkdtemp(prefix="gr-ray-", dir="/tmp"))
     sweep_dir = tmp_path / "sweep"
     sweep = shlex.join(
         sweep_cmd(sweep_dir, "hydra/launcher=ray_cluster", "hydra.launcher.ray.init.address=127.0.0.1:6379")
@@ -136,9 +164,14 @@ exit $rc
     env = {**ENV, "RAY_USAGE_STATS_ENABLED": "0"}
     try:
         proc = subprocess.run(
-            ["unshare", "--net", "bash", "-c", script], capture_output=True, text=True, env=env, cwd=REPO,
-            check=False, timeout=900,
-        )  # fmt: skip
+            ["unshare", "--net", "bash", "-c", script],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=REPO,
+            check=False,
+            timeout=900,
+        )
     finally:
         shutil.rmtree(ray_tmp, ignore_errors=True)
     assert proc.returncode == 0, proc.stderr[-4000:]

@@ -5,7 +5,7 @@ Python allows: the cluster is a list of :class:`Node` objects, the queue is
 re-sorted every cycle, every node is scanned for every pod, and "undo" or
 "project into the future" means copying the whole cluster state. Section
 names in the comments (``[Resources]``, ``[Gang mode]``, ...) are the headings
-of the engine semantics spec, so a reader can check each line against it.
+of the engine semantics spec (``docs/engine-semantics.md``), so a reader can check each line against it.
 
 Speed is not a goal; it only has to be fast enough for clusters of a few
 nodes and traces of a few dozen jobs (the hypothesis differential tests).
@@ -20,22 +20,9 @@ from typing import Any
 
 import polars as pl
 
+from gpureplay.replay.simulate import Replay  # the result type both simulators return
 from gpureplay.schedulers.policy import Backfill, GangMode, Placement, Policy, QueueOrder
 from gpureplay.traces.schema import UNKNOWN_CAPACITY
-
-try:  # the engine module defines the result type both simulators return
-    from gpureplay.replay.simulate import Replay
-except ImportError:  # engine not written yet: same fields, local copy
-
-    @dataclass
-    class Replay:  # type: ignore[no-redef]
-        """Result of a replay (mirror of ``gpureplay.replay.simulate.Replay``)."""
-
-        jobs: pl.DataFrame
-        timeline: pl.DataFrame
-        gpu_milli_seconds: float
-        stats: dict[str, float]
-
 
 __all__ = [
     "JOB_RESULT_SCHEMA",
@@ -224,6 +211,7 @@ def choose_node(cluster: Cluster, pod: Pod, node_policy: Placement, rng: SplitMi
     if node_policy is Placement.worst_fit:
         return max(candidates, key=lambda i: (free_after(i), -i))
     assert rng is not None
+    # Drawn whenever the policy is random and some node fits, even a single one.
     return candidates[rng() % len(candidates)]
 
 
@@ -540,6 +528,8 @@ class _Replay:
         for job in running:
             for placement in job.placements:
                 release(projected, placement)
+            # Stop at the first release that lets H fit: other jobs ending at the same time
+            # stay held in the projected state.
             if gang_fits(projected, head.pod, head.num_pods):
                 return job.finish, projected
         return None, None
@@ -614,7 +604,7 @@ class _Replay:
                 candidates.append(tick * self.policy.session_interval)
             t = min(candidates)
             if horizon is not None and t > horizon:
-                break
+                break  # the run ends at the last time processed, not at the horizon
             # allocated_milli is constant between events: integrate exactly.
             gpu_milli_seconds += self.allocated_milli() * (t - self.now)
             self.now = t
@@ -631,7 +621,7 @@ class _Replay:
                 while next_arrival < len(arrivals) and arrivals[next_arrival].submit == t:
                     self.admit(arrivals[next_arrival])
                     next_arrival += 1
-                    changed = True
+                    changed = True  # a rejected arrival counts too
                 cycle_owed = cycle_owed or changed
                 # 3. scheduling cycle
                 if periodic:

@@ -90,7 +90,7 @@ def node_rows(draw: st.DrawFn) -> list[dict[str, Any]]:
     rows = []
     for _ in range(n):
         num_gpus = draw(st.sampled_from([0, 1, 2, 2, 3, 4, 4, 8, 8]))
-        model = draw(st.sampled_from(models))
+        model: str | None = draw(st.sampled_from(models))
         if num_gpus == 0 and draw(st.booleans()):
             model = None  # a CPU-only node with no GPU model at all
         row: dict[str, Any] = {"gpu_model": model, "num_gpus": num_gpus}

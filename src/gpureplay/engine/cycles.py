@@ -17,16 +17,18 @@ from gpureplay.engine.config import kernel
 from gpureplay.engine.fitindex import index_query, index_update
 from gpureplay.engine.jobs import reindex_pods, release_pods, start_job, try_gang
 from gpureplay.engine.placement import capacity_bound, choose_node, node_capacity, take_at, take_pod
-from gpureplay.engine.queueing import class_head, class_next, heap_pop, heap_push
+from gpureplay.engine.queueing import bits_next, heap_pop, heap_push
 from gpureplay.engine.state import (
     BF_NONE,
     BF_SKIP,
     C_CPU,
+    C_END,
     C_EXACT,
     C_GMEM,
     C_K,
     C_MEM,
     C_MILLI,
+    C_START,
     CD_CUR,
     CD_FAIL,
     CD_RESV,
@@ -46,7 +48,11 @@ from gpureplay.engine.state import (
     JF_DURATION,
     K_NACTIVE,
     K_NRUN,
+    K_RESV_HEAD,
+    K_RESV_HOLD,
+    K_RESV_STARTS,
     K_STAMP,
+    K_STARTS,
     K_TRIED,
     K_VERSION,
     P_BACKFILL,
@@ -87,7 +93,7 @@ def build_merge(
         c = active[a]
         if drop_failed and class_dyn[CD_FAIL, c] == version:
             continue
-        p = class_head(c, class_int, l0, l1, l2)
+        p = bits_next(class_int[C_START, c], class_int[C_END, c], l0, l1, l2)
         class_dyn[CD_CUR, c] = p
         size = heap_push(merge_f, merge_i, size, float(job_int[J_RANK, class_jobs[p]]), 0, c)
     return size
@@ -120,7 +126,7 @@ def hold_capacity(
     )
     change = new - hold[n]
     hold[n] = new
-    return change
+    return int(change)
 
 
 @kernel
@@ -165,19 +171,29 @@ def reservation(
     is the head's reservation. Only nodes a released job touched change the
     head's capacity, so each release costs its pods, not the cluster.
     """
-    proj_node[:, :] = node_free
-    proj_gpu[:, :] = gpu_free
-    proj_hist[:, :] = model_hist
-    proj_milli[:] = model_milli
-    proj_counters[:] = counters
+    # Explicit copies: slice-to-slice assignment drags numba's shape-mismatch machinery into the build.
+    for n in range(node_free.shape[1]):
+        for f in range(node_free.shape[0]):
+            proj_node[f, n] = node_free[f, n]
+    for g in range(gpu_free.shape[1]):
+        proj_gpu[0, g] = gpu_free[0, g]
+        proj_gpu[1, g] = gpu_free[1, g]
+    for model in range(model_hist.shape[0]):
+        proj_milli[model] = model_milli[model]
+        for w in range(model_hist.shape[1]):
+            proj_hist[model, w] = model_hist[model, w]
+    for i in range(counters.shape[0]):
+        proj_counters[i] = counters[i]
     need = job_int[J_PODS, h]
     total = 0
     for n in range(node_int.shape[1]):
         hold[n] = 0
         total += hold_capacity(h, n, job_int, job_mask, hold, node_int, proj_node, proj_gpu)
     size = counters[K_NRUN]
-    scan_f[:size] = run_f[:size]
-    scan_i[:, :size] = run_i[:, :size]
+    for i in range(size):
+        scan_f[i] = run_f[i]
+        scan_i[0, i] = run_i[0, i]
+        scan_i[1, i] = run_i[1, i]
     while size > 0:
         finish = scan_f[0]
         j = scan_i[1, 0]
@@ -189,7 +205,9 @@ def reservation(
         )  # fmt: skip
         pod0 = job_int[J_POD0, j]
         for p in range(placed):
-            total += hold_capacity(h, pod_node[pod0 + p], job_int, job_mask, hold, node_int, proj_node, proj_gpu)
+            total += hold_capacity(
+                h, pod_node[pod0 + p], job_int, job_mask, hold, node_int, proj_node, proj_gpu
+            )
         if total >= need:
             return finish, total
     return -1.0, total
@@ -235,6 +253,7 @@ def gang_cycle(
     proj_milli: Int64Array,
     proj_counters: Int64Array,
     hold: Int64Array,
+    kept_shadow: Float64Array,
     leaf: Int64Array,
     offset: Int64Array,
     keys: Int64Array,
@@ -274,7 +293,7 @@ def gang_cycle(
         size = heap_pop(merge_f, merge_i, size)
         p = class_dyn[CD_CUR, c]
         j = class_jobs[p]
-        following = class_next(c, p, class_int, l0, l1, l2)
+        following = bits_next(p + 1, class_int[C_END, c], l0, l1, l2)
         known_failed = class_dyn[CD_FAIL, c] == version
         if skip_mode:
             if depth > 0 and failures >= depth:
@@ -283,12 +302,12 @@ def gang_cycle(
                 failures += 1
             elif try_gang(
                 j, t, policy, rng, job_int, job_mask, job_dyn, pod_node, pod_time, slot_gpu, class_int,
-                class_mask, class_dyn, node_int, node_free, gpu_free, model_hist, model_milli, counters, leaf, offset,
-                keys,
+                class_mask, class_dyn, node_int, node_free, gpu_free, model_hist, model_milli, counters,
+                leaf, offset, keys,
             ):  # fmt: skip
                 start_job(
-                    j, t, job_int, job_float, job_dyn, job_time, pod_node, node_mark, class_dyn, active, l0, l1,
-                    l2, run_f, run_i, counters,
+                    j, t, job_int, job_float, job_dyn, job_time, pod_node, node_mark, class_dyn, active, l0,
+                    l1, l2, run_f, run_i, counters,
                 )  # fmt: skip
                 started += 1
             else:
@@ -298,23 +317,30 @@ def gang_cycle(
         elif head < 0:
             if not known_failed and try_gang(
                 j, t, policy, rng, job_int, job_mask, job_dyn, pod_node, pod_time, slot_gpu, class_int,
-                class_mask, class_dyn, node_int, node_free, gpu_free, model_hist, model_milli, counters, leaf, offset,
-                keys,
+                class_mask, class_dyn, node_int, node_free, gpu_free, model_hist, model_milli, counters,
+                leaf, offset, keys,
             ):  # fmt: skip
                 start_job(
-                    j, t, job_int, job_float, job_dyn, job_time, pod_node, node_mark, class_dyn, active, l0, l1,
-                    l2, run_f, run_i, counters,
+                    j, t, job_int, job_float, job_dyn, job_time, pod_node, node_mark, class_dyn, active, l0,
+                    l1, l2, run_f, run_i, counters,
                 )  # fmt: skip
                 started += 1
             elif backfill == BF_NONE:
                 break
             else:
                 head = j
-                shadow, hold_total = reservation(
-                    j, job_int, job_mask, job_dyn, pod_node, slot_gpu, node_int, node_free, gpu_free,
-                    model_hist, model_milli, counters, run_f, run_i, proj_node, proj_gpu, proj_hist, proj_milli,
-                    proj_counters, hold, scan_f, scan_i,
-                )  # fmt: skip
+                if counters[K_RESV_HEAD] == j and counters[K_RESV_STARTS] == counters[K_STARTS]:
+                    # Same head and nothing started since the last cycle kept its reservation: only
+                    # completions (already released in the projection) and arrivals happened, so
+                    # recomputing would give the same shadow time and projected state.
+                    shadow = kept_shadow[0]
+                    hold_total = counters[K_RESV_HOLD]
+                else:
+                    shadow, hold_total = reservation(
+                        j, job_int, job_mask, job_dyn, pod_node, slot_gpu, node_int, node_free, gpu_free,
+                        model_hist, model_milli, counters, run_f, run_i, proj_node, proj_gpu, proj_hist,
+                        proj_milli, proj_counters, hold, scan_f, scan_i,
+                    )  # fmt: skip
                 counters[K_STAMP] += 1
                 if shadow < 0.0:
                     # H never fits, even on the empty projection: no reservation, like skip.
@@ -330,19 +356,19 @@ def gang_cycle(
             elif t + job_float[JF_DURATION, j] <= shadow:
                 if try_gang(
                     j, t, policy, rng, job_int, job_mask, job_dyn, pod_node, pod_time, slot_gpu, class_int,
-                    class_mask, class_dyn, node_int, node_free, gpu_free, model_hist, model_milli, counters, leaf,
-                    offset, keys,
+                    class_mask, class_dyn, node_int, node_free, gpu_free, model_hist, model_milli, counters,
+                    leaf, offset, keys,
                 ):  # fmt: skip
                     start_job(
-                        j, t, job_int, job_float, job_dyn, job_time, pod_node, node_mark, class_dyn, active, l0,
-                        l1, l2, run_f, run_i, counters,
+                        j, t, job_int, job_float, job_dyn, job_time, pod_node, node_mark, class_dyn, active,
+                        l0, l1, l2, run_f, run_i, counters,
                     )  # fmt: skip
                     started += 1
                     counters[K_STAMP] += 1
             elif not (not randomised and class_dyn[CD_RESV, c] == counters[K_STAMP]) and try_gang(
                 j, t, policy, rng, job_int, job_mask, job_dyn, pod_node, pod_time, slot_gpu, class_int,
-                class_mask, class_dyn, node_int, node_free, gpu_free, model_hist, model_milli, counters, leaf, offset,
-                keys,
+                class_mask, class_dyn, node_int, node_free, gpu_free, model_hist, model_milli, counters,
+                leaf, offset, keys,
             ):  # fmt: skip
                 # J ends after S: hold its exact placement on the projection and ask whether H still fits.
                 pods = job_dyn[D_PLACED, j]
@@ -360,8 +386,8 @@ def gang_cycle(
                     )
                 if hold_total >= job_int[J_PODS, head]:
                     start_job(
-                        j, t, job_int, job_float, job_dyn, job_time, pod_node, node_mark, class_dyn, active, l0,
-                        l1, l2, run_f, run_i, counters,
+                        j, t, job_int, job_float, job_dyn, job_time, pod_node, node_mark, class_dyn, active,
+                        l0, l1, l2, run_f, run_i, counters,
                     )  # fmt: skip
                     started += 1
                     counters[K_STAMP] += 1
@@ -378,7 +404,9 @@ def gang_cycle(
                         j, 0, pods, job_int, pod_node, slot_gpu, node_int, node_free, gpu_free, model_hist,
                         model_milli, counters,
                     )  # fmt: skip
-                    reindex_pods(j, 0, pods, policy, job_int, pod_node, node_int, node_free, leaf, offset, keys)
+                    reindex_pods(
+                        j, 0, pods, policy, job_int, pod_node, node_int, node_free, leaf, offset, keys
+                    )
                     job_dyn[D_PLACED, j] = 0
                     # Same class, same states, deterministic placement: same refusal until something starts.
                     class_dyn[CD_RESV, c] = counters[K_STAMP]
@@ -387,6 +415,13 @@ def gang_cycle(
         if following >= 0:
             class_dyn[CD_CUR, c] = following
             size = heap_push(merge_f, merge_i, size, float(job_int[J_RANK, class_jobs[following]]), 0, c)
+    if head >= 0 and not skip_mode:
+        counters[K_RESV_HEAD] = head
+        counters[K_RESV_STARTS] = counters[K_STARTS]
+        counters[K_RESV_HOLD] = hold_total
+        kept_shadow[0] = shadow
+    else:
+        counters[K_RESV_HEAD] = -1
     return started
 
 
@@ -460,8 +495,10 @@ def pod_cycle(
             p = class_dyn[CD_CUR, c]
             while p >= 0 and job_int[J_RANK, class_jobs[p]] < group_end:
                 j = class_jobs[p]
-                members = heap_push(group_f, group_i, members, float(job_dyn[D_PLACED, j]), job_int[J_ID, j], j)
-                p = class_next(c, p, class_int, l0, l1, l2)
+                members = heap_push(
+                    group_f, group_i, members, float(job_dyn[D_PLACED, j]), job_int[J_ID, j], j
+                )
+                p = bits_next(p + 1, class_int[C_END, c], l0, l1, l2)
             class_dyn[CD_CUR, c] = p
             if size == 0 or merge_f[0] >= float(group_end):
                 break
@@ -508,8 +545,8 @@ def pod_cycle(
             placed_pods += 1
             if placed == job_int[J_PODS, j]:
                 start_job(
-                    j, t, job_int, job_float, job_dyn, job_time, pod_node, node_mark, class_dyn, active, l0, l1,
-                    l2, run_f, run_i, counters,
+                    j, t, job_int, job_float, job_dyn, job_time, pod_node, node_mark, class_dyn, active, l0,
+                    l1, l2, run_f, run_i, counters,
                 )  # fmt: skip
             else:
                 members = heap_push(group_f, group_i, members, float(placed), job_int[J_ID, j], j)

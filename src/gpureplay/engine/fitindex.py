@@ -27,7 +27,9 @@ _MILLI_CEILING = 1 << 29
 
 
 @kernel
-def index_layout(node_int: Int64Array, num_models: int, width: int) -> tuple[Int64Array, Int64Array, Int64Array]:
+def index_layout(
+    node_int: Int64Array, num_models: int, width: int
+) -> tuple[Int64Array, Int64Array, Int64Array]:
     """Allocate the trees: (leaf row of each node or -1, first row of each model's tree, keys).
 
     Model ``m``'s tree has ``2P`` rows from ``offset[m]`` (``P`` = power of two
@@ -73,8 +75,8 @@ def fit_key(n: int, policy: int, node_free: Int64Array) -> int:
         return n
     free = node_free[F_MILLI, n]
     if policy == BEST_FIT:
-        return (free << 32) | n
-    return ((_MILLI_CEILING - free) << 32) | n
+        return int((free << 32) | n)
+    return int(((_MILLI_CEILING - free) << 32) | n)
 
 
 @kernel

@@ -67,8 +67,8 @@ from gpureplay.engine.state import (
     N_MEM,
     N_MODEL,
     P_NODE,
-    RANDOM,
     POD_BY_POD,
+    RANDOM,
     S_FINISHED,
     S_QUEUED,
     S_REJECTED,
@@ -80,12 +80,6 @@ from gpureplay.engine.state import (
 Int64Array = npt.NDArray[np.int64]
 UInt64Array = npt.NDArray[np.uint64]
 Float64Array = npt.NDArray[np.float64]
-
-
-@kernel
-def bit_is_set(p: int, l0: UInt64Array) -> bool:
-    """Whether class-sorted position ``p`` is marked pending."""
-    return ((l0[p >> 6] >> np.uint64(p & 63)) & np.uint64(1)) != np.uint64(0)
 
 
 @kernel
@@ -142,7 +136,7 @@ def check_state(
             err[1] = j
             return False
         pods = job_int[J_PODS, j]
-        if status == S_RUNNING or status == S_FINISHED:
+        if status in (S_RUNNING, S_FINISHED):
             consistent = placed == pods
         elif status == S_QUEUED:
             # Gang mode places a job whole or not at all; pod by pod may hold part of it.
@@ -153,7 +147,9 @@ def check_state(
             err[0] = E_STATUS
             err[1] = j
             return False
-        if (status == S_QUEUED) != bit_is_set(job_int[J_POS, j], l0):
+        pos = job_int[J_POS, j]
+        pending_bit = ((l0[pos >> 6] >> np.uint64(pos & 63)) & np.uint64(1)) != np.uint64(0)
+        if (status == S_QUEUED) != pending_bit:
             err[0] = E_QUEUE
             err[1] = j
             return False

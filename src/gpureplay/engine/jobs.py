@@ -44,6 +44,7 @@ from gpureplay.engine.state import (
     J_SLOT0,
     JF_DURATION,
     K_NRUN,
+    K_STARTS,
     K_TRIED,
     K_VERSION,
     P_GPU,
@@ -62,15 +63,6 @@ from gpureplay.engine.state import (
 Int64Array = npt.NDArray[np.int64]
 UInt64Array = npt.NDArray[np.uint64]
 Float64Array = npt.NDArray[np.float64]
-
-
-@kernel
-def draws_per_pod(m: int, policy: Int64Array) -> int:
-    """Random draws one placed pod costs: node choice, then GPU choice for a fractional pod."""
-    draws = 1 if policy[P_NODE] == RANDOM else 0
-    if policy[P_GPU] == RANDOM and 0 < m < WHOLE:
-        draws += 1
-    return draws
 
 
 @kernel
@@ -200,7 +192,9 @@ def reindex_pods(
     if job_int[J_MILLI, j] == 0 or policy[P_NODE] == RANDOM:
         return
     for p in range(first, last):
-        index_update(pod_node[job_int[J_POD0, j] + p], policy[P_NODE], node_int, node_free, leaf, offset, keys)
+        index_update(
+            pod_node[job_int[J_POD0, j] + p], policy[P_NODE], node_int, node_free, leaf, offset, keys
+        )
 
 
 @kernel
@@ -280,7 +274,9 @@ def try_gang(
     """
     c = job_int[J_CLASS, j]
     pods = class_int[C_PODS, c]
-    draws = draws_per_pod(class_int[C_MILLI, c], policy)
+    # Random draws one placed pod costs: node choice, then GPU choice for a fractional pod.
+    m = class_int[C_MILLI, c]
+    draws = (1 if policy[P_NODE] == RANDOM else 0) + (1 if policy[P_GPU] == RANDOM and 0 < m < WHOLE else 0)
     counters[K_TRIED] += 1
     cap = class_capacity(
         c, pods, draws > 0, class_int, class_mask, node_int, node_free, gpu_free, model_hist, model_milli
@@ -340,6 +336,7 @@ def start_job(
     """Job ``j`` (all pods placed) starts at ``t``: leave the queue, join the completion heap."""
     finish = t + job_float[JF_DURATION, j]
     job_dyn[D_STATUS, j] = S_RUNNING
+    counters[K_STARTS] += 1
     job_time[T_START, j] = t
     job_time[T_FINISH, j] = finish
     dequeue(j, job_int, class_dyn, active, l0, l1, l2, counters)
@@ -387,7 +384,9 @@ def complete_job(
         model_milli,
         counters,
     )
-    reindex_pods(j, 0, job_dyn[D_PLACED, j], policy, job_int, pod_node, node_int, node_free, leaf, offset, keys)
+    reindex_pods(
+        j, 0, job_dyn[D_PLACED, j], policy, job_int, pod_node, node_int, node_free, leaf, offset, keys
+    )
     job_dyn[D_STATUS, j] = S_FINISHED
     counters[K_VERSION] += 1
 

@@ -76,6 +76,7 @@ from gpureplay.engine.state import (
     K_EVENTS,
     K_FREE_WHOLE,
     K_NRUN,
+    K_RESV_HEAD,
     N_COUNTERS,
     N_CPU,
     N_GPU0,
@@ -129,13 +130,14 @@ def init_cluster(
             model_milli[model] += gpus * WHOLE
     counters[K_FREE_WHOLE] = num_gpus
     counters[K_ALLOC] = 0
+    counters[K_RESV_HEAD] = -1
     return node_free, gpu_free, model_hist, model_milli, counters
 
 
 @kernel
 def first_tick_at_or_after(t: float, interval: float, k: int) -> int:
     """Smallest tick index ``>= k`` whose time ``index * interval`` is ``>= t``."""
-    guess = max(k, int(math.floor(t / interval)))
+    guess = max(k, math.floor(t / interval))
     while guess * interval < t:
         guess += 1
     while guess > k and (guess - 1) * interval >= t:
@@ -255,6 +257,7 @@ def replay(
     proj_milli = np.zeros_like(model_milli)
     proj_counters = np.zeros_like(counters)
     hold = np.zeros(max(num_nodes, 1), dtype=np.int64)
+    kept_shadow = np.zeros(1)
     leaf, offset, keys = index_layout(node_int, num_models, hist_width)
     if policy[P_NODE] != RANDOM:
         index_build(policy[P_NODE], node_int, node_free, leaf, offset, keys)
@@ -319,8 +322,8 @@ def replay(
                 j = run_i[1, 0]
                 counters[K_NRUN] = heap_pop(run_f, run_i, counters[K_NRUN])
                 complete_job(
-                    j, policy, job_int, job_dyn, pod_node, slot_gpu, node_int, node_free, gpu_free, model_hist,
-                    model_milli, counters, leaf, offset, keys,
+                    j, policy, job_int, job_dyn, pod_node, slot_gpu, node_int, node_free, gpu_free,
+                    model_hist, model_milli, counters, leaf, offset, keys,
                 )  # fmt: skip
                 changed = True
             if first_pass:
@@ -339,16 +342,16 @@ def replay(
                 if mode == GANG:
                     placed = gang_cycle(
                         t, policy, rng, job_int, job_float, job_mask, job_dyn, job_time, pod_node, pod_time,
-                        slot_gpu, node_mark, class_int, class_mask, class_jobs, class_dyn, active, l0, l1, l2,
-                        node_int, node_free, gpu_free, model_hist, model_milli, counters, run_f, run_i,
+                        slot_gpu, node_mark, class_int, class_mask, class_jobs, class_dyn, active, l0, l1,
+                        l2, node_int, node_free, gpu_free, model_hist, model_milli, counters, run_f, run_i,
                         merge_f, merge_i, scan_f, scan_i, proj_node, proj_gpu, proj_hist, proj_milli,
-                        proj_counters, hold, leaf, offset, keys,
+                        proj_counters, hold, kept_shadow, leaf, offset, keys,
                     )  # fmt: skip
                 else:
                     placed = pod_cycle(
                         t, policy, rng, job_int, job_float, job_mask, job_dyn, job_time, pod_node, pod_time,
-                        slot_gpu, node_mark, class_int, class_mask, class_jobs, class_dyn, active, l0, l1, l2,
-                        node_int, node_free, gpu_free, model_hist, model_milli, counters, run_f, run_i,
+                        slot_gpu, node_mark, class_int, class_mask, class_jobs, class_dyn, active, l0, l1,
+                        l2, node_int, node_free, gpu_free, model_hist, model_milli, counters, run_f, run_i,
                         merge_f, merge_i, scan_f, scan_i, touched, leaf, offset, keys,
                     )  # fmt: skip
                 counters[K_CYCLES] += 1
@@ -357,8 +360,9 @@ def replay(
                     idle = jumpable and placed == 0
                     idle_draws = rng[1] - draws_before
                 if debug and not check_state(
-                    t, mode, job_int, job_dyn, job_time, pod_node, slot_gpu, class_int, class_dyn, active, l0,
-                    node_int, node_free, gpu_free, model_hist, model_milli, counters, run_i, policy, leaf, offset, keys, err,
+                    t, mode, job_int, job_dyn, job_time, pod_node, slot_gpu, class_int, class_dyn, active,
+                    l0, node_int, node_free, gpu_free, model_hist, model_milli, counters, run_i, policy,
+                    leaf, offset, keys, err,
                 ):  # fmt: skip
                     floats[0] = integral
                     floats[1] = t_prev
@@ -372,14 +376,16 @@ def replay(
                     capacity *= 2
                     grown_time = np.zeros(capacity)
                     grown_rows = np.zeros((TIMELINE_FIELDS, capacity), dtype=np.int64)
-                    grown_time[:samples] = tl_time[:samples]
-                    grown_rows[:, :samples] = tl_rows[:, :samples]
+                    for i in range(samples):
+                        grown_time[i] = tl_time[i]
+                        for f in range(TIMELINE_FIELDS):
+                            grown_rows[f, i] = tl_rows[f, i]
                     tl_time = grown_time
                     tl_rows = grown_rows
                 tl_time[samples] = t
                 record_sample(
-                    samples, mode, total_gpus, job_int, job_dyn, class_int, class_mask, class_jobs, active, l0,
-                    l1, l2, node_int, node_free, gpu_free, counters, tl_rows,
+                    samples, mode, total_gpus, job_int, job_dyn, class_int, class_mask, class_jobs, active,
+                    l0, l1, l2, node_int, node_free, gpu_free, counters, tl_rows,
                 )  # fmt: skip
                 samples += 1
                 sample_k += 1
@@ -392,7 +398,8 @@ def replay(
             tick_t = tick_k * session_interval
     if debug and not check_state(
         t_prev, mode, job_int, job_dyn, job_time, pod_node, slot_gpu, class_int, class_dyn, active, l0,
-        node_int, node_free, gpu_free, model_hist, model_milli, counters, run_i, policy, leaf, offset, keys, err,
+        node_int, node_free, gpu_free, model_hist, model_milli, counters, run_i, policy, leaf, offset, keys,
+        err,
     ):  # fmt: skip
         floats[2] = t_prev
     floats[0] = integral

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpureplay.engine.config import kernel
-from gpureplay.engine.rng import rng_below
+from gpureplay.engine.rng import rng_next
 from gpureplay.engine.state import (
     BEST_FIT,
     F_CPU,
@@ -56,14 +56,6 @@ from gpureplay.engine.state import (
 
 Int64Array = npt.NDArray[np.int64]
 UInt64Array = npt.NDArray[np.uint64]
-
-
-@kernel
-def model_allowed(mask: np.uint64, model: int) -> bool:
-    """Whether GPU model code ``model`` is in the allowed-model bit ``mask``."""
-    if model < 0:
-        return False
-    return ((mask >> np.uint64(model)) & np.uint64(1)) != np.uint64(0)
 
 
 @kernel
@@ -122,12 +114,15 @@ def node_capacity(
         return 0
     if m == 0:
         return cap
-    if node_int[N_GPUS, n] == 0 or not model_allowed(mask, node_int[N_MODEL, n]):
+    model = node_int[N_MODEL, n]
+    if node_int[N_GPUS, n] == 0 or model < 0:
+        return 0
+    if ((mask >> np.uint64(model)) & np.uint64(1)) == np.uint64(0):
         return 0
     if m >= WHOLE:
         if node_int[N_GPU_MEM, n] < q:
             return 0
-        return min(cap, node_free[F_WHOLE, n] // k)
+        return int(min(cap, node_free[F_WHOLE, n] // k))
     if node_free[F_MILLI, n] < m:
         return 0
     total = 0
@@ -237,7 +232,7 @@ def capacity_bound(
         return limit
     total = 0
     for model in range(model_hist.shape[0]):
-        if not model_allowed(mask, model):
+        if ((mask >> np.uint64(model)) & np.uint64(1)) == np.uint64(0):
             continue
         if m >= WHOLE:
             for w in range(k, model_hist.shape[1]):
@@ -301,7 +296,11 @@ def scan_nodes(
             count += 1
             continue
         free = node_free[F_MILLI, n]
-        if best < 0 or (policy == BEST_FIT and free < best_free) or (policy == WORST_FIT and free > best_free):
+        if (
+            best < 0
+            or (policy == BEST_FIT and free < best_free)
+            or (policy == WORST_FIT and free > best_free)
+        ):
             best = n
             best_free = free
     if policy == RANDOM:
@@ -344,7 +343,8 @@ def choose_node(
     count = scan_nodes(m, q, c, r, mask, k, RANDOM, -1, node_int, node_free, gpu_free)
     if count == 0:
         return -1
-    return scan_nodes(m, q, c, r, mask, k, RANDOM, rng_below(rng, count), node_int, node_free, gpu_free)
+    pick = int(rng_next(rng) % np.uint64(count))  # the spec's rng() % count
+    return scan_nodes(m, q, c, r, mask, k, RANDOM, pick, node_int, node_free, gpu_free)
 
 
 @kernel
@@ -367,7 +367,7 @@ def choose_gpu(
         for g in range(g0, g1):
             if gpu_free[G_MILLI, g] >= m and gpu_free[G_MEM, g] >= q:
                 count += 1
-        pick = rng_below(rng, count)
+        pick = int(rng_next(rng) % np.uint64(count))
         for g in range(g0, g1):
             if gpu_free[G_MILLI, g] >= m and gpu_free[G_MEM, g] >= q:
                 if pick == 0:
@@ -382,7 +382,11 @@ def choose_gpu(
             continue
         if policy == FIRST_FIT:
             return g
-        if best < 0 or (policy == BEST_FIT and free < best_free) or (policy == WORST_FIT and free > best_free):
+        if (
+            best < 0
+            or (policy == BEST_FIT and free < best_free)
+            or (policy == WORST_FIT and free > best_free)
+        ):
             best = g
             best_free = free
     return best
@@ -591,17 +595,18 @@ def empty_node_capacity(
     if m == 0:
         return cap
     gpus = node_type[NT_GPUS, t]
-    if gpus == 0 or not model_allowed(mask, node_type[NT_MODEL, t]):
+    model = node_type[NT_MODEL, t]
+    if gpus == 0 or model < 0 or ((mask >> np.uint64(model)) & np.uint64(1)) == np.uint64(0):
         return 0
     gpu_mem = node_type[NT_GPU_MEM, t]
     if gpu_mem < q:
         return 0
     if m >= WHOLE:
-        return min(cap, gpus // k)
+        return int(min(cap, gpus // k))
     per_gpu = WHOLE // m
     if q > 0:
         per_gpu = min(per_gpu, gpu_mem // q)
-    return min(cap, per_gpu * gpus)
+    return int(min(cap, per_gpu * gpus))
 
 
 @kernel
@@ -642,7 +647,10 @@ def rejection_codes(rclass_int: Int64Array, rclass_mask: UInt64Array, node_type:
         if m > 0:
             any_model = False
             for t in range(types):
-                if node_type[NT_GPUS, t] > 0 and model_allowed(mask, node_type[NT_MODEL, t]):
+                model = node_type[NT_MODEL, t]
+                if node_type[NT_GPUS, t] == 0 or model < 0:
+                    continue
+                if ((mask >> np.uint64(model)) & np.uint64(1)) != np.uint64(0):
                     any_model = True
                     break
             if not any_model:

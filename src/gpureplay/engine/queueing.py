@@ -16,8 +16,6 @@ import numpy.typing as npt
 
 from gpureplay.engine.config import kernel
 from gpureplay.engine.state import (
-    C_END,
-    C_START,
     CD_APOS,
     CD_PENDING,
     J_CLASS,
@@ -129,22 +127,8 @@ def bits_next(p: int, end: int, l0: UInt64Array, l1: UInt64Array, l2: UInt64Arra
 
 
 @kernel
-def heap_less(hf: Float64Array, hi: Int64Array, a: int, b: int) -> bool:
-    """Order of a binary heap with key ``(hf, hi[0])``."""
-    return hf[a] < hf[b] or (hf[a] == hf[b] and hi[0, a] < hi[0, b])
-
-
-@kernel
-def heap_swap(hf: Float64Array, hi: Int64Array, a: int, b: int) -> None:
-    """Swap two heap entries."""
-    hf[a], hf[b] = hf[b], hf[a]
-    hi[0, a], hi[0, b] = hi[0, b], hi[0, a]
-    hi[1, a], hi[1, b] = hi[1, b], hi[1, a]
-
-
-@kernel
 def heap_push(hf: Float64Array, hi: Int64Array, size: int, key: float, tie: int, value: int) -> int:
-    """Insert ``value`` with key ``(key, tie)``; returns the new size.
+    """Insert ``value`` with key ``(key, tie)`` (smallest first); returns the new size.
 
     Notes
     -----
@@ -152,15 +136,17 @@ def heap_push(hf: Float64Array, hi: Int64Array, size: int, key: float, tie: int,
     ``(time, priority, counter)`` total order with the job id as the tie.
     """
     i = size
+    while i > 0:
+        parent = (i - 1) >> 1
+        if hf[parent] < key or (hf[parent] == key and hi[0, parent] < tie):
+            break
+        hf[i] = hf[parent]
+        hi[0, i] = hi[0, parent]
+        hi[1, i] = hi[1, parent]
+        i = parent
     hf[i] = key
     hi[0, i] = tie
     hi[1, i] = value
-    while i > 0:
-        parent = (i - 1) >> 1
-        if not heap_less(hf, hi, i, parent):
-            break
-        heap_swap(hf, hi, i, parent)
-        i = parent
     return size + 1
 
 
@@ -170,21 +156,28 @@ def heap_pop(hf: Float64Array, hi: Int64Array, size: int) -> int:
     size -= 1
     if size == 0:
         return 0
-    hf[0] = hf[size]
-    hi[0, 0] = hi[0, size]
-    hi[1, 0] = hi[1, size]
+    key = hf[size]
+    tie = hi[0, size]
+    value = hi[1, size]
     i = 0
     while True:
-        left = 2 * i + 1
-        if left >= size:
+        child = 2 * i + 1
+        if child >= size:
             break
-        child = left
-        if left + 1 < size and heap_less(hf, hi, left + 1, left):
-            child = left + 1
-        if not heap_less(hf, hi, child, i):
+        right = child + 1
+        if right < size and (
+            hf[right] < hf[child] or (hf[right] == hf[child] and hi[0, right] < hi[0, child])
+        ):
+            child = right
+        if key < hf[child] or (key == hf[child] and tie < hi[0, child]):
             break
-        heap_swap(hf, hi, i, child)
+        hf[i] = hf[child]
+        hi[0, i] = hi[0, child]
+        hi[1, i] = hi[1, child]
         i = child
+    hf[i] = key
+    hi[0, i] = tie
+    hi[1, i] = value
     return size
 
 
@@ -235,17 +228,3 @@ def dequeue(
         class_dyn[CD_APOS, moved] = a
         class_dyn[CD_APOS, c] = -1
         counters[K_NACTIVE] = last
-
-
-@kernel
-def class_head(c: int, class_int: Int64Array, l0: UInt64Array, l1: UInt64Array, l2: UInt64Array) -> int:
-    """Class-sorted position of the first pending job of class ``c`` (-1 if none)."""
-    return bits_next(class_int[C_START, c], class_int[C_END, c], l0, l1, l2)
-
-
-@kernel
-def class_next(
-    c: int, p: int, class_int: Int64Array, l0: UInt64Array, l1: UInt64Array, l2: UInt64Array
-) -> int:
-    """Next pending position of class ``c`` after position ``p`` (-1 if none)."""
-    return bits_next(p + 1, class_int[C_END, c], l0, l1, l2)

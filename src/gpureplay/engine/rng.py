@@ -21,6 +21,10 @@ MIX2 = np.uint64(0x94D049BB133111EB)
 def rng_next(rng: npt.NDArray[np.uint64]) -> np.uint64:
     """Draw the next 64-bit value and advance the state.
 
+    A random choice among ``count`` candidates is ``rng_next(rng) % count``
+    (candidates in index order); the modulo bias is kept because the spec
+    (and the reference simulator) draw exactly that way.
+
     Parameters
     ----------
     rng
@@ -43,19 +47,7 @@ def rng_next(rng: npt.NDArray[np.uint64]) -> np.uint64:
     z = s
     z = (z ^ (z >> np.uint64(30))) * MIX1
     z = (z ^ (z >> np.uint64(27))) * MIX2
-    return z ^ (z >> np.uint64(31))
-
-
-@kernel
-def rng_below(rng: npt.NDArray[np.uint64], count: int) -> int:
-    """Candidate number ``rng() % count`` (``count >= 1``), as the spec draws a random choice.
-
-    Notes
-    -----
-    The modulo has a tiny bias for counts that do not divide 2**64; it is kept
-    because the reference simulator draws the same way and results must match.
-    """
-    return int(rng_next(rng) % np.uint64(count))
+    return np.uint64(z ^ (z >> np.uint64(31)))
 
 
 @kernel

@@ -149,7 +149,11 @@ K_CYCLES = 6
 K_TRIED = 7  # placement attempts (gang: jobs, pod-by-pod: pods)
 K_EVENTS = 8  # distinct event times processed
 K_STAMP = 9  # EASY: changes to the current or projected state within a cycle
-N_COUNTERS = 10
+K_STARTS = 10  # jobs started so far
+K_RESV_HEAD = 11  # EASY: job holding the reservation kept from the last cycle (-1: none)
+K_RESV_STARTS = 12  # EASY: K_STARTS when that reservation was last valid
+K_RESV_HOLD = 13  # EASY: the head's pod capacity on the kept projection
+N_COUNTERS = 14
 
 # --- policy codes (values of the Policy enums) -----------------------------------------------------
 P_ORDER = 0

@@ -7,13 +7,15 @@ import numpy.typing as npt
 
 from gpureplay.engine.config import kernel
 from gpureplay.engine.placement import node_capacity
-from gpureplay.engine.queueing import class_head, class_next
+from gpureplay.engine.queueing import bits_next
 from gpureplay.engine.state import (
     C_CPU,
+    C_END,
     C_GMEM,
     C_K,
     C_MEM,
     C_MILLI,
+    C_START,
     D_PLACED,
     F_WHOLE,
     GANG,
@@ -65,7 +67,7 @@ def smallest_pending_class(
         m = class_int[C_MILLI, c]
         if m <= 0 or (best >= 0 and m > best_m):
             continue
-        p = class_head(c, class_int, l0, l1, l2)
+        p = bits_next(class_int[C_START, c], class_int[C_END, c], l0, l1, l2)
         j = class_jobs[p]
         if mode == GANG:
             a = job_int[J_RANK, j]
@@ -76,11 +78,13 @@ def smallest_pending_class(
             b = job_dyn[D_PLACED, j]
             d = job_int[J_ID, j]
             while True:
-                p = class_next(c, p, class_int, l0, l1, l2)
+                p = bits_next(p + 1, class_int[C_END, c], l0, l1, l2)
                 if p < 0 or job_int[J_RANK, class_jobs[p]] >= a:
                     break
                 other = class_jobs[p]
-                if job_dyn[D_PLACED, other] < b or (job_dyn[D_PLACED, other] == b and job_int[J_ID, other] < d):
+                if job_dyn[D_PLACED, other] < b or (
+                    job_dyn[D_PLACED, other] == b and job_int[J_ID, other] < d
+                ):
                     b = job_dyn[D_PLACED, other]
                     d = job_int[J_ID, other]
         if (

@@ -63,7 +63,7 @@ class CompiledReplay:
 def _code(enum: type[Enum], value: object) -> int:
     """The integer code of a policy field given as an enum member or its name."""
     member = value if isinstance(value, enum) else enum[str(value)]
-    return int(member.value)  # type: ignore[union-attr]
+    return int(member.value)
 
 
 def policy_codes(policy: Policy) -> Int64Array:
@@ -111,7 +111,7 @@ def _dense_classes(df: pl.DataFrame, *keys: list[str]) -> list[tuple[Int64Array,
         return [(np.zeros(0, dtype=np.int64), 0) for _ in keys]
     columns = sorted({c for key in keys for c in key})
     ranks = df.select((pl.col(c).rank("dense").cast(pl.Int64) - 1).alias(c) for c in columns)
-    sizes = {c: int(ranks[c].max() or 0) + 1 for c in columns}
+    sizes = {c: int(np.max(ranks[c].to_numpy())) + 1 for c in columns}
     exprs = []
     for i, key in enumerate(keys):
         if math.prod(sizes[c] for c in key) < 2**62:
@@ -155,8 +155,14 @@ def compile_nodes(nodes: pl.DataFrame) -> tuple[Int64Array, Int64Array, tuple[st
     df = nodes.select(
         pl.col("num_gpus").cast(pl.Int64),
         pl.col("gpu_mem_mib").cast(pl.Int64),
-        pl.when(pl.col("cpu_milli") == UNKNOWN_CAPACITY).then(big).otherwise(pl.col("cpu_milli").cast(pl.Int64)).alias("cpu_milli"),
-        pl.when(pl.col("mem_mib") == UNKNOWN_CAPACITY).then(big).otherwise(pl.col("mem_mib").cast(pl.Int64)).alias("mem_mib"),
+        pl.when(pl.col("cpu_milli") == UNKNOWN_CAPACITY)
+        .then(big)
+        .otherwise(pl.col("cpu_milli").cast(pl.Int64))
+        .alias("cpu_milli"),
+        pl.when(pl.col("mem_mib") == UNKNOWN_CAPACITY)
+        .then(big)
+        .otherwise(pl.col("mem_mib").cast(pl.Int64))
+        .alias("mem_mib"),
         pl.col("gpu_model").replace_strict(codes, default=-1, return_dtype=pl.Int64).alias("model"),
     )
     node_int = np.empty((S.NODE_INT_FIELDS, df.height), dtype=np.int64)
@@ -258,12 +264,15 @@ def compile_replay(jobs: pl.DataFrame, nodes: pl.DataFrame, policy: Policy) -> C
         QueueOrder.sjf.value: ["duration", "submit_time", "job_id"],
         QueueOrder.priority.value: ["neg_priority", "submit_time", "job_id"],
     }
-    sorts = df.lazy().select(
-        pl.col("priority").neg().alias("neg_priority"), "submit_time", "job_id", "duration"
-    ).select(
-        pl.arg_sort_by(keys[QueueOrder.priority.value if pod_mode else int(order)]).alias("queue"),
-        pl.arg_sort_by(keys[QueueOrder.fifo.value]).alias("arrival"),
-    ).collect()
+    sorts = (
+        df.lazy()
+        .select(pl.col("priority").neg().alias("neg_priority"), "submit_time", "job_id", "duration")
+        .select(
+            pl.arg_sort_by(keys[QueueOrder.priority.value if pod_mode else int(order)]).alias("queue"),
+            pl.arg_sort_by(keys[QueueOrder.fifo.value]).alias("arrival"),
+        )
+        .collect()
+    )
     queue = sorts["queue"].to_numpy().astype(np.int64)
     arrival = np.ascontiguousarray(sorts["arrival"].to_numpy(), dtype=np.int64)
     job_int[S.J_RANK, queue] = np.arange(num_jobs, dtype=np.int64)

@@ -46,7 +46,11 @@ TIMELINE_SCHEMA: dict[str, pl.DataType] = {
     "fragmented_gpus": pl.Int32(),
 }
 
-_REJECT_REASONS = {S.R_NO_MODEL: "no_model", S.R_POD_TOO_LARGE: "pod_too_large", S.R_GANG_TOO_LARGE: "gang_too_large"}
+_REJECT_REASONS = {
+    S.R_NO_MODEL: "no_model",
+    S.R_POD_TOO_LARGE: "pod_too_large",
+    S.R_GANG_TOO_LARGE: "gang_too_large",
+}
 
 _STATES = {S.S_FINISHED: "finished", S.S_REJECTED: "rejected", -1: "deadlocked"}
 
@@ -156,8 +160,8 @@ def simulate(
         compiled.policy, compiled.session_interval, float(sample_interval),
         math.inf if horizon is None else float(horizon), bool(debug), compiled.job_int, compiled.job_float,
         compiled.job_mask, np.ascontiguousarray(job_reject), compiled.arrival, compiled.class_int,
-        compiled.class_mask, compiled.class_jobs, compiled.node_int, compiled.num_models, compiled.hist_width,
-        compiled.num_pods, compiled.num_slots, compiled.bitset_sizes, rng,
+        compiled.class_mask, compiled.class_jobs, compiled.node_int, compiled.num_models,
+        compiled.hist_width, compiled.num_pods, compiled.num_slots, compiled.bitset_sizes, rng,
     )  # fmt: skip
     kernel_seconds = time.perf_counter() - started
     if err[0] != S.E_OK:
@@ -226,9 +230,7 @@ def _job_results(
     spanned = np.where(started, job_dyn[S.D_SPANNED], 0)
     if deadlocked.any():
         owner, pods = _placed_pods(compiled, job_dyn)
-        held = pl.DataFrame({"job": owner, "node": pod_node[pods]}).filter(
-            pl.Series(deadlocked[owner])
-        )
+        held = pl.DataFrame({"job": owner, "node": pod_node[pods]}).filter(pl.Series(deadlocked[owner]))
         per_job = held.group_by("job").agg(pl.col("node").n_unique())
         spanned[per_job["job"].to_numpy()] = per_job["node"].to_numpy()
     state_code = np.where(deadlocked, -1, status)
