@@ -84,8 +84,21 @@ def build_merge(
 ) -> int:
     """Fill the merge heap with the head of every active class; returns its size.
 
-    With ``drop_failed`` classes known not to fit at the current version are
-    left out (their jobs cannot start and, there, need not be counted).
+    Parameters
+    ----------
+    drop_failed
+        Leave out classes known not to fit at the current release version
+        (their jobs cannot start and, in that mode, need not be counted).
+
+    Returns
+    -------
+    int
+        Heap size; entries are keyed by the head's queue rank.
+
+    Notes
+    -----
+    A k-way merge of per-class sorted lists (Knuth, TAOCP vol. 3, 5.4.1) stands
+    in for kube-scheduler's activeQ heap: only class heads are compared.
     """
     size = 0
     version = counters[K_VERSION]
@@ -110,7 +123,14 @@ def hold_capacity(
     node_free: Int64Array,
     gpu_free: Int64Array,
 ) -> int:
-    """Recompute the reserved job ``h``'s pod capacity on node ``n``; returns the change."""
+    """Recompute the reserved job ``h``'s pod capacity on node ``n``; returns the change.
+
+    Notes
+    -----
+    Keeps EASY's "does the head still fit at the shadow time" test
+    incremental: only nodes a release or a backfill touched are re-evaluated
+    (the capacity argument of :func:`gpureplay.engine.placement.node_capacity`).
+    """
     new = node_capacity(
         n,
         job_int[J_MILLI, h],

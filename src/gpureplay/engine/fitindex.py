@@ -32,8 +32,18 @@ def index_layout(
 ) -> tuple[Int64Array, Int64Array, Int64Array]:
     """Allocate the trees: (leaf row of each node or -1, first row of each model's tree, keys).
 
-    Model ``m``'s tree has ``2P`` rows from ``offset[m]`` (``P`` = power of two
-    >= its node count), root at ``offset[m] + 1`` and leaves at ``offset[m] + P + i``.
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``leaf[n]``, ``offset[model]`` and ``keys`` (rows x ``width``, all
+        :data:`NO_KEY`). Model ``m``'s tree has ``2P`` rows from ``offset[m]``
+        (``P`` = power of two >= its node count), root at ``offset[m] + 1`` and
+        leaves at ``offset[m] + P + i``.
+
+    Notes
+    -----
+    Array-embedded segment trees (Bentley's "decomposable searching", 1979),
+    one per GPU model like Slurm's per-feature node bitmaps.
     """
     num_nodes = node_int.shape[1]
     models = max(num_models, 1)
@@ -89,7 +99,13 @@ def index_update(
     offset: Int64Array,
     keys: Int64Array,
 ) -> None:
-    """Refresh node ``n``'s leaf and its ancestors after its free GPUs changed."""
+    """Refresh node ``n``'s leaf and its ancestors after its free GPUs changed.
+
+    Notes
+    -----
+    O(width x log nodes). Called after every change to the current state's
+    free GPUs (placing, completing, undoing), never for the EASY projection.
+    """
     row = leaf[n]
     if row < 0:
         return
@@ -119,14 +135,28 @@ def index_build(
     offset: Int64Array,
     keys: Int64Array,
 ) -> None:
-    """Fill every tree from the current node state."""
+    """Fill every tree from the current node state.
+
+    Notes
+    -----
+    Leaf by leaf through :func:`index_update`; done once per replay, when the
+    node policy is not random (random choice scans, as the spec draws among
+    all fitting nodes in index order).
+    """
     for n in range(node_int.shape[1]):
         index_update(n, policy, node_int, node_free, leaf, offset, keys)
 
 
 @kernel
 def index_query(mask: np.uint64, k: int, offset: Int64Array, keys: Int64Array) -> int:
-    """The preferred node of an allowed model with ``>= k`` wholly free GPUs, or -1."""
+    """The preferred node of an allowed model with ``>= k`` wholly free GPUs, or -1.
+
+    Notes
+    -----
+    Same answer as :func:`gpureplay.engine.placement.choose_node` for a
+    whole-GPU pod without CPU, memory or GPU-memory limits (Volcano
+    ``binpack`` / kube-scheduler ``LeastAllocated`` reduced to GPU milli).
+    """
     if k >= keys.shape[1]:
         return -1
     best = NO_KEY

@@ -80,9 +80,19 @@ def class_capacity(
 ) -> int:
     """Pods of class ``c`` the cluster can take now (capped at ``limit``).
 
-    With ``exact=False`` a value below ``limit`` may be an over-estimate (only
-    "fits or not" is then meaningful); ``exact=True`` is needed when a failure
-    must consume the random draws of the pods it placed.
+    Parameters
+    ----------
+    exact
+        Whether a value below ``limit`` must be exact. With ``False`` it may be
+        an over-estimate and only "fits or not" is meaningful; ``True`` is
+        needed when a failure must consume the random draws of the pods the
+        spec's attempt would have placed.
+
+    Notes
+    -----
+    The per-model bound (:func:`gpureplay.engine.placement.capacity_bound`)
+    answers most attempts; the node scan runs only when the bound cannot
+    decide.
     """
     m = class_int[C_MILLI, c]
     k = class_int[C_K, c]
@@ -130,10 +140,22 @@ def place_pods(
 ) -> bool:
     """Place pods ``first .. last-1`` of job ``j`` one by one with the node policy.
 
-    Returns False (leaving earlier pods placed) when a pod fits nowhere; gang
-    callers only call it once the job is known to fit. ``indexed``: the pod
-    is a plain whole-GPU pod and the node policy is deterministic, so the
-    per-model trees of :mod:`gpureplay.engine.fitindex` pick the node.
+    Parameters
+    ----------
+    indexed
+        The pod is a plain whole-GPU pod and the node policy deterministic,
+        so the per-model trees of :mod:`gpureplay.engine.fitindex` pick the node.
+
+    Returns
+    -------
+    bool
+        False (earlier pods stay placed) when a pod fits nowhere; gang callers
+        only call it once the job is known to fit.
+
+    Notes
+    -----
+    Each pod sees the state left by the previous one, so several pods may land
+    on one node, as in Volcano's ``allocate`` statement.
     """
     m = job_int[J_MILLI, j]
     q = job_int[J_GMEM, j]
@@ -188,7 +210,13 @@ def reindex_pods(
     offset: Int64Array,
     keys: Int64Array,
 ) -> None:
-    """Refresh the fit index for the nodes of pods ``first .. last-1`` of job ``j`` (after a release)."""
+    """Refresh the fit index for the nodes of pods ``first .. last-1`` of job ``j`` (after a release).
+
+    Notes
+    -----
+    GPU-less pods change no GPU and are skipped; with random node choice no
+    index is kept.
+    """
     if job_int[J_MILLI, j] == 0 or policy[P_NODE] == RANDOM:
         return
     for p in range(first, last):
@@ -212,7 +240,13 @@ def release_pods(
     model_milli: Int64Array,
     counters: Int64Array,
 ) -> None:
-    """Release pods ``first .. last-1`` of job ``j`` on the given state arrays."""
+    """Release pods ``first .. last-1`` of job ``j`` on the given state arrays.
+
+    Notes
+    -----
+    Works on the current state (completion, EASY undo) or on the EASY
+    projection, which is why it does not touch the fit index.
+    """
     k = job_int[J_K, j]
     for p in range(first, last):
         release_pod(
@@ -333,7 +367,13 @@ def start_job(
     run_i: Int64Array,
     counters: Int64Array,
 ) -> None:
-    """Job ``j`` (all pods placed) starts at ``t``: leave the queue, join the completion heap."""
+    """Job ``j`` (all pods placed) starts at ``t``: leave the queue, join the completion heap.
+
+    Notes
+    -----
+    ``finish_time = t + duration`` (the trace's run time when the job gets
+    what it asked for). ``nodes_spanned`` counts distinct nodes of its pods.
+    """
     finish = t + job_float[JF_DURATION, j]
     job_dyn[D_STATUS, j] = S_RUNNING
     counters[K_STARTS] += 1
@@ -369,7 +409,13 @@ def complete_job(
     offset: Int64Array,
     keys: Int64Array,
 ) -> None:
-    """Job ``j`` (already popped from the completion heap) finishes and releases everything."""
+    """Job ``j`` (already popped from the completion heap) finishes and releases everything.
+
+    Notes
+    -----
+    Bumps the release version, which invalidates every "class does not fit"
+    mark: released resources may let any class fit again.
+    """
     release_pods(
         j,
         0,
@@ -404,7 +450,13 @@ def admit_job(
     l2: UInt64Array,
     counters: Int64Array,
 ) -> None:
-    """Job ``j`` is submitted: rejected if it cannot run on the empty cluster, else queued."""
+    """Job ``j`` is submitted: rejected if it cannot run on the empty cluster, else queued.
+
+    Notes
+    -----
+    Rejection codes are computed once per job shape before the loop
+    (:func:`gpureplay.engine.placement.rejection_codes`).
+    """
     if job_reject[j] != R_NONE:
         job_dyn[D_STATUS, j] = S_REJECTED
         return

@@ -105,7 +105,19 @@ Float64Array = npt.NDArray[np.float64]
 def init_cluster(
     node_int: Int64Array, num_models: int, hist_width: int
 ) -> tuple[Int64Array, Int64Array, Int64Array, Int64Array, Int64Array]:
-    """The empty cluster: free arrays per node and GPU, per-model aggregates, counters."""
+    """The empty cluster: free arrays per node and GPU, per-model aggregates, counters.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``node_free`` (``F_*`` rows), ``gpu_free`` (``G_*`` rows), the per-model
+        histogram of wholly free GPUs per node, free milli per model, counters.
+
+    Notes
+    -----
+    Every GPU starts at 1000 milli and its node's per-GPU memory; unknown CPU or
+    memory was mapped to ``BIG`` at the boundary and never constrains.
+    """
     num_nodes = node_int.shape[1]
     num_gpus = 0
     for n in range(num_nodes):
@@ -136,7 +148,14 @@ def init_cluster(
 
 @kernel
 def first_tick_at_or_after(t: float, interval: float, k: int) -> int:
-    """Smallest tick index ``>= k`` whose time ``index * interval`` is ``>= t``."""
+    """Smallest tick index ``>= k`` whose time ``index * interval`` is ``>= t``.
+
+    Notes
+    -----
+    Ticks are computed as ``index * interval`` (never by accumulation), like
+    Volcano's fixed ``schedulePeriod``, so jumping over idle ticks lands on
+    exactly the times stepping would.
+    """
     guess = max(k, math.floor(t / interval))
     while guess * interval < t:
         guess += 1

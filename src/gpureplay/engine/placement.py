@@ -260,9 +260,18 @@ def scan_nodes(
 ) -> int:
     """One pass over the nodes a pod fits (the fit rule of :func:`node_capacity`, written inline).
 
-    ``policy`` FIRST/BEST/WORST_FIT returns the chosen node (-1: none);
-    ``RANDOM`` with ``target < 0`` returns the number of fitting nodes, with
-    ``target >= 0`` the fitting node number ``target`` in index order.
+    Parameters
+    ----------
+    policy
+        FIRST/BEST/WORST_FIT: return the chosen node (-1: none). ``RANDOM``:
+        with ``target < 0`` return the number of fitting nodes, with
+        ``target >= 0`` the fitting node number ``target`` in index order.
+
+    Notes
+    -----
+    Written as one loop because numba does not inline the per-node helper
+    here. Filter-then-score as in kube-scheduler's framework (Filter, then
+    Score plugins).
     """
     best = -1
     best_free = 0
@@ -511,7 +520,10 @@ def take_at(
 ) -> None:
     """Take a pod's resources on the GPUs already recorded in ``slots`` (same node, same GPUs).
 
-    Used to hold a backfilled job's exact placement in the EASY projected state.
+    Notes
+    -----
+    Holds a backfilled job's exact placement in the EASY projection (Lifka
+    1995: a backfilled job must not take what the reservation needs).
     """
     node_free[F_CPU, n] -= c
     node_free[F_MEM, n] -= r
@@ -554,7 +566,13 @@ def release_pod(
     model_milli: Int64Array,
     counters: Int64Array,
 ) -> None:
-    """Give back exactly what :func:`take_pod` (or :func:`take_at`) took."""
+    """Give back exactly what :func:`take_pod` (or :func:`take_at`) took.
+
+    Notes
+    -----
+    Whole GPUs return to 1000 milli and the node's full per-GPU memory; a
+    fractional pod returns its milli and memory to its GPU.
+    """
     node_free[F_CPU, n] += c
     node_free[F_MEM, n] += r
     if m == 0:
@@ -584,7 +602,13 @@ def release_pod(
 def empty_node_capacity(
     m: int, q: int, c: int, r: int, mask: np.uint64, k: int, limit: int, node_type: Int64Array, t: int
 ) -> int:
-    """Identical pods that fit an *empty* node of type ``t`` (greedy packing), capped at ``limit``."""
+    """Identical pods that fit an *empty* node of type ``t`` (greedy packing), capped at ``limit``.
+
+    Notes
+    -----
+    The same capacity rule as :func:`node_capacity` on a node with nothing
+    allocated; used by the admission checks.
+    """
     cap = limit
     if c > 0:
         cap = min(cap, node_type[NT_CPU, t] // c)

@@ -65,7 +65,12 @@ def bitset_words(size: int) -> tuple[int, int, int]:
 
 @kernel
 def bits_set(p: int, l0: UInt64Array, l1: UInt64Array, l2: UInt64Array) -> None:
-    """Mark position ``p`` (and its summary bits)."""
+    """Mark position ``p`` (and its summary bits).
+
+    Notes
+    -----
+    O(1): one word per level (see :func:`bits_next`).
+    """
     w0 = p >> 6
     l0[w0] |= np.uint64(1) << np.uint64(p & 63)
     w1 = w0 >> 6
@@ -75,7 +80,12 @@ def bits_set(p: int, l0: UInt64Array, l1: UInt64Array, l2: UInt64Array) -> None:
 
 @kernel
 def bits_clear(p: int, l0: UInt64Array, l1: UInt64Array, l2: UInt64Array) -> None:
-    """Unmark position ``p``, clearing summary bits whose word became empty."""
+    """Unmark position ``p``, clearing summary bits whose word became empty.
+
+    Notes
+    -----
+    O(1): stops at the first level whose word is still non-empty.
+    """
     w0 = p >> 6
     l0[w0] &= ~(np.uint64(1) << np.uint64(p & 63))
     if l0[w0] != np.uint64(0):
@@ -152,7 +162,12 @@ def heap_push(hf: Float64Array, hi: Int64Array, size: int, key: float, tie: int,
 
 @kernel
 def heap_pop(hf: Float64Array, hi: Int64Array, size: int) -> int:
-    """Remove the top entry (read it first at index 0); returns the new size."""
+    """Remove the top entry (read it first at index 0); returns the new size.
+
+    Notes
+    -----
+    Sift-down of an array binary heap (Williams 1964).
+    """
     size -= 1
     if size == 0:
         return 0
@@ -192,7 +207,12 @@ def enqueue(
     l2: UInt64Array,
     counters: Int64Array,
 ) -> None:
-    """Add job ``j`` to the pending set (its class becomes active if it was empty)."""
+    """Add job ``j`` to the pending set (its class becomes active if it was empty).
+
+    Notes
+    -----
+    O(1); the class joins the active list that cycles merge over.
+    """
     c = job_int[J_CLASS, j]
     bits_set(job_int[J_POS, j], l0, l1, l2)
     if class_dyn[CD_PENDING, c] == 0:
@@ -215,7 +235,12 @@ def dequeue(
     l2: UInt64Array,
     counters: Int64Array,
 ) -> None:
-    """Remove job ``j`` from the pending set (swap-remove its class from the active list if emptied)."""
+    """Remove job ``j`` from the pending set (swap-remove its class from the active list if emptied).
+
+    Notes
+    -----
+    O(1); the active list's order carries no meaning (the merge orders by rank).
+    """
     c = job_int[J_CLASS, j]
     bits_clear(job_int[J_POS, j], l0, l1, l2)
     class_dyn[CD_PENDING, c] -= 1

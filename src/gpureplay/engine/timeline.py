@@ -54,8 +54,11 @@ def smallest_pending_class(
 ) -> int:
     """Class of the pending pod with the least ``gpu_milli > 0``, ties by queue order (-1: none).
 
+    Notes
+    -----
     Gang mode compares class heads by queue rank; pod-by-pod mode by the pod
-    queue key ``(group, pods placed, job_id)`` of each job's next unplaced pod.
+    queue key ``(group, pods placed, job_id)`` of each job's next unplaced pod
+    (kube-scheduler's queue holds pods, not jobs). O(active classes).
     """
     best = -1
     best_m = 0
