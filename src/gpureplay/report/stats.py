@@ -340,14 +340,18 @@ def effects(collection: Collection, stats: pl.DataFrame) -> pl.DataFrame:
 
 
 def format_percent(fraction: float) -> str:
-    """A relative change as a short percentage (one decimal below 10%).
+    """A relative change as a short percentage (one decimal below 10% and above 99%).
+
+    A cut of 99.9% is not printed as "100%", which would read as "to zero".
 
     Examples
     --------
-    >>> format_percent(0.4137), format_percent(-0.042), format_percent(12.5)
-    ('41%', '4.2%', '1,250%')
+    >>> format_percent(0.4137), format_percent(-0.042), format_percent(12.5), format_percent(-0.9991)
+    ('41%', '4.2%', '1,250%', '99.9%')
     """
     pct = abs(fraction) * 100.0
+    if 99.0 < pct < 100.0:
+        return f"{min(pct, 99.9):.1f}%"
     return f"{pct:,.0f}%" if round(pct, 1) >= 10.0 else f"{pct:.1f}%"
 
 
