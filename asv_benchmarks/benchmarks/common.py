@@ -12,7 +12,8 @@ import polars as pl
 
 from gpureplay.cluster.homogeneous import homogeneous_nodes
 from gpureplay.cluster.philly import philly_nodes
-from gpureplay.schedulers.policy import Backfill, GangMode, Placement, Policy, QueueOrder
+from gpureplay.schedulers.policy import Policy
+from gpureplay.schedulers.presets import preset, preset_names
 from gpureplay.traces.philly import load_philly
 from gpureplay.workload.synthetic import synthetic_jobs
 
@@ -29,36 +30,7 @@ SYNTHETIC_GPUS_PER_NODE = 8
 SYNTHETIC_UTILISATION = 0.8
 
 #: The scheduler presets (conf/scheduler/*.yaml), as Policy objects.
-PRESETS: dict[str, Policy] = {
-    "fifo": Policy("fifo", queue_order=QueueOrder.fifo, gang=GangMode.gang, backfill=Backfill.none),
-    "sjf": Policy("sjf", queue_order=QueueOrder.sjf, gang=GangMode.gang, backfill=Backfill.none),
-    "kube-default": Policy(
-        "kube-default",
-        queue_order=QueueOrder.priority,
-        gang=GangMode.pod_by_pod,
-        node_placement=Placement.worst_fit,
-        gpu_placement=Placement.worst_fit,
-    ),
-    "gang-binpack": Policy(
-        "gang-binpack",
-        queue_order=QueueOrder.priority,
-        gang=GangMode.gang,
-        node_placement=Placement.best_fit,
-        gpu_placement=Placement.best_fit,
-        backfill=Backfill.skip,
-    ),
-    "gang-spread": Policy(
-        "gang-spread",
-        queue_order=QueueOrder.priority,
-        gang=GangMode.gang,
-        node_placement=Placement.worst_fit,
-        gpu_placement=Placement.worst_fit,
-        backfill=Backfill.skip,
-    ),
-    "easy-backfill": Policy(
-        "easy-backfill", queue_order=QueueOrder.fifo, gang=GangMode.gang, backfill=Backfill.easy
-    ),
-}
+PRESETS: dict[str, Policy] = {name: preset(name) for name in preset_names()}
 
 #: Presets the Philly replay is timed under: head-of-line FIFO, gang binpack, EASY backfill.
 PHILLY_PRESETS = ["fifo", "gang-binpack", "easy-backfill"]

@@ -60,6 +60,7 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
     gpureplay.errors.InputError
         On any bad trace, node list or config value; nothing is written then.
     """
+    from gpureplay.replay.progress import progress_for_terminal
     from gpureplay.replay.simulate import simulate  # numba import deferred: `--help` stays fast
 
     out_dir = Path(out_dir)
@@ -88,6 +89,7 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
         sample_interval=float(cfg.sample_interval),
         horizon=None if cfg.horizon is None else float(cfg.horizon),
         debug=bool(cfg.debug),
+        progress=progress_for_terminal(),
     )
     replay_seconds = time.perf_counter() - started
 

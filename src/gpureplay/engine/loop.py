@@ -1,4 +1,9 @@
-"""The event loop: one replay of a job trace on a cluster, start to end.
+"""The event loop: one replay of a job trace on a cluster, in chunks of simulated time.
+
+:func:`init_state` allocates everything a replay mutates (:class:`EngineState`);
+:func:`advance` then processes event times up to a stop time and returns, so a
+caller can report progress between chunks. One call with ``t_stop = inf`` is a
+run in one go, and any sequence of stop times gives bit-identical results.
 
 Total order of work (the one place it is written down)
 ------------------------------------------------------
@@ -38,11 +43,20 @@ ticks and advances the RNG by the draws the skipped cycles would have made
 (failed gang attempts draw a fixed number of times). EASY backfill with random
 placement is the exception (its outcome depends on the draws), so there every
 tick runs.
+
+Chunks
+------
+A chunk (one :func:`advance` call) processes whole event times only: it stops
+at the top of the loop, before the first ``t > t_stop`` is touched, with every
+loop scalar saved, so the next call carries on as if it had never stopped. The
+end of the run (including the horizon's skipped ticks) is decided by the first
+call that reaches it.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -55,11 +69,16 @@ from gpureplay.engine.jobs import admit_job, complete_job
 from gpureplay.engine.queueing import heap_pop
 from gpureplay.engine.rng import rng_skip
 from gpureplay.engine.state import (
+    ADV_DONE,
+    ADV_FAILED,
+    ADV_PAUSED,
     BF_EASY,
     CD_APOS,
     CD_FAIL,
     CD_RESV,
     CLASS_DYN_FIELDS,
+    CLOCK_FIELDS,
+    CURSOR_FIELDS,
     D_STATUS,
     F_CPU,
     F_MEM,
@@ -77,6 +96,15 @@ from gpureplay.engine.state import (
     K_FREE_WHOLE,
     K_NRUN,
     K_RESV_HEAD,
+    L_ARRIVAL,
+    L_CYCLE_OWED,
+    L_IDLE,
+    L_IDLE_DRAWS,
+    L_PROCESSED,
+    L_SAMPLE_K,
+    L_SAMPLES,
+    L_STATUS,
+    L_TICK_K,
     N_COUNTERS,
     N_CPU,
     N_GPU0,
@@ -93,6 +121,12 @@ from gpureplay.engine.state import (
     S_FUTURE,
     TIMELINE_FIELDS,
     WHOLE,
+    X_ERROR_T,
+    X_INTEGRAL,
+    X_NEXT_SAMPLE,
+    X_NEXT_T,
+    X_NOW,
+    X_TICK_T,
 )
 from gpureplay.engine.timeline import record_sample
 
@@ -164,91 +198,106 @@ def first_tick_at_or_after(t: float, interval: float, k: int) -> int:
     return guess
 
 
+class EngineState(NamedTuple):
+    """Every array the event loop mutates, in the order :func:`init_state` returns them.
+
+    A plain tuple on the Python side: :func:`advance` takes the fields as
+    positional arguments (``advance(*inputs, *state, t_stop)``), so numba sees
+    arrays only. ``tl_time``/``tl_rows`` may be replaced by larger buffers
+    during a chunk; :func:`advance` returns the current ones.
+    """
+
+    node_free: Int64Array
+    gpu_free: Int64Array
+    model_hist: Int64Array
+    model_milli: Int64Array
+    counters: Int64Array
+    job_dyn: Int64Array
+    job_time: Float64Array
+    pod_node: Int64Array
+    pod_time: Float64Array
+    slot_gpu: Int64Array
+    node_mark: Int64Array
+    class_dyn: Int64Array
+    active: Int64Array
+    l0: UInt64Array
+    l1: UInt64Array
+    l2: UInt64Array
+    run_f: Float64Array
+    run_i: Int64Array
+    merge_f: Float64Array
+    merge_i: Int64Array
+    scan_f: Float64Array
+    scan_i: Int64Array
+    touched: Int64Array
+    proj_node: Int64Array
+    proj_gpu: Int64Array
+    proj_hist: Int64Array
+    proj_milli: Int64Array
+    proj_counters: Int64Array
+    hold: Int64Array
+    kept_shadow: Float64Array
+    leaf: Int64Array
+    offset: Int64Array
+    keys: Int64Array
+    tl_time: Float64Array
+    tl_rows: Int64Array
+    err: Int64Array
+    clock: Float64Array
+    cursor: Int64Array
+
+
+#: Timeline rows allocated before the first sample; the buffers double when full.
+TIMELINE_START_CAPACITY = 1024
+
+
 @kernel
-def replay(
+def init_state(
     policy: Int64Array,
-    session_interval: float,
-    sample_interval: float,
-    horizon: float,
-    debug: bool,
     job_int: Int64Array,
-    job_float: Float64Array,
-    job_mask: UInt64Array,
-    job_reject: Int64Array,
-    arrival: Int64Array,
     class_int: Int64Array,
-    class_mask: UInt64Array,
-    class_jobs: Int64Array,
     node_int: Int64Array,
     num_models: int,
     hist_width: int,
     num_pods: int,
     num_slots: int,
     bitset_sizes: Int64Array,
-    rng: UInt64Array,
-) -> tuple[
-    Int64Array,
-    Float64Array,
-    Int64Array,
-    Float64Array,
-    Int64Array,
-    Float64Array,
-    Int64Array,
-    Int64Array,
-    Float64Array,
-    Int64Array,
-]:
-    """Replay every job of the trace under one policy (see the module docstring for the order).
+) -> tuple[npt.NDArray[Any], ...]:
+    """Allocate and initialise everything one replay mutates: the fields of :class:`EngineState`.
 
     Parameters
     ----------
     policy
-        ``P_*`` codes: queue order, gang mode, node and GPU placement, backfill, depth.
-    session_interval, sample_interval, horizon
-        Seconds; ``horizon = inf`` means none.
-    debug
-        Check the invariants after every cycle and at the end.
-    job_int, job_float, job_mask, job_reject, arrival
-        Static job table (``J_*``/``JF_*`` rows), allowed-model masks, rejection
-        code per job, job indices in ``(submit_time, job_id)`` order.
-    class_int, class_mask, class_jobs
-        Queue classes (``C_*`` rows) and the class-sorted job list.
-    node_int, num_models, hist_width
-        Static node table (``N_*`` rows), model count, 1 + most GPUs on a node.
+        ``P_*`` codes (the node policy decides whether the fit index is built).
+    job_int, class_int, node_int
+        Static job, class and node tables (``J_*``, ``C_*``, ``N_*`` rows).
+    num_models, hist_width
+        GPU model count, 1 + most GPUs on a node.
     num_pods, num_slots
         Sizes of the per-pod and per-GPU-slot placement records.
     bitset_sizes
         Word counts of the pending-set bitset levels.
-    rng
-        ``[state, draws]`` of splitmix64, updated in place.
 
     Returns
     -------
-    tuple
-        ``job_dyn``, ``job_time``, ``pod_node``, ``pod_time``, ``slot_gpu``,
-        sample times, timeline rows (``TL_*``), counters (``K_*``),
-        ``[gpu_milli_seconds, end_time, error_time]`` and the error record
-        ``[code, entity]`` (code ``E_OK`` when every check passed).
+    tuple of numpy.ndarray
+        The :class:`EngineState` fields in order: the empty cluster, every job
+        not yet submitted, empty queues and heaps, scratch space for cycles,
+        empty timeline buffers, a clean error record, the loop scalars at time 0.
 
     Notes
     -----
-    The loop structure is SimPy's ``Environment.step`` (pop the earliest event,
-    handle it) specialised to four event sources whose next times are each
-    known: the arrival cursor, the completion heap's top, the next sample and
-    the next tick. The GPU-milli-second integral is exact between events
-    because allocation only changes at events.
+    Allocating once, outside :func:`advance`, is what makes the loop resumable:
+    a chunk ends with all of its state in these arrays, so the next chunk
+    continues exactly where it stopped (SimPy's ``Environment.run(until=...)``
+    followed by another ``run``).
     """
     num_jobs = job_int.shape[1]
     num_classes = class_int.shape[1]
     num_nodes = node_int.shape[1]
-    mode = policy[P_GANG]
-    periodic = session_interval > 0.0
-    randomised = policy[P_NODE] == RANDOM or policy[P_GPU] == RANDOM
-    jumpable = not (mode == GANG and policy[P_BACKFILL] == BF_EASY and randomised)
-
     node_free, gpu_free, model_hist, model_milli, counters = init_cluster(node_int, num_models, hist_width)
-    total_gpus = gpu_free.shape[1]
     job_dyn = np.zeros((JOB_DYN_FIELDS, num_jobs), dtype=np.int64)
+    job_dyn[D_STATUS, :] = S_FUTURE
     job_time = np.full((JOB_TIME_FIELDS, num_jobs), np.nan)
     pod_node = np.full(num_pods, -1, dtype=np.int64)
     pod_time = np.full(num_pods, np.nan)
@@ -280,28 +329,153 @@ def replay(
     leaf, offset, keys = index_layout(node_int, num_models, hist_width)
     if policy[P_NODE] != RANDOM:
         index_build(policy[P_NODE], node_int, node_free, leaf, offset, keys)
-    capacity = 1024
-    tl_time = np.zeros(capacity)
-    tl_rows = np.zeros((TIMELINE_FIELDS, capacity), dtype=np.int64)
-    samples = 0
+    tl_time = np.zeros(TIMELINE_START_CAPACITY)
+    tl_rows = np.zeros((TIMELINE_FIELDS, TIMELINE_START_CAPACITY), dtype=np.int64)
     err = np.zeros(2, dtype=np.int64)
-    floats = np.zeros(3)
-    for j in range(num_jobs):
-        job_dyn[D_STATUS, j] = S_FUTURE
+    clock = np.zeros(CLOCK_FIELDS)
+    cursor = np.zeros(CURSOR_FIELDS, dtype=np.int64)
+    cursor[L_STATUS] = ADV_PAUSED
+    return (
+        node_free, gpu_free, model_hist, model_milli, counters, job_dyn, job_time, pod_node, pod_time,
+        slot_gpu, node_mark, class_dyn, active, l0, l1, l2, run_f, run_i, merge_f, merge_i, scan_f, scan_i,
+        touched, proj_node, proj_gpu, proj_hist, proj_milli, proj_counters, hold, kept_shadow, leaf, offset,
+        keys, tl_time, tl_rows, err, clock, cursor,
+    )  # fmt: skip
 
-    t_prev = 0.0
-    integral = 0.0
-    next_arrival = 0
-    sample_k = 0
-    next_sample = 0.0
-    tick_k = 0
-    tick_t = 0.0
-    cycle_owed = False  # periodic: a completion or arrival no cycle has seen yet
-    idle = False  # periodic: the last cycle placed nothing and nothing changed since
-    idle_draws = np.uint64(0)
-    processed = False
+
+@kernel
+def advance(
+    policy: Int64Array,
+    session_interval: float,
+    sample_interval: float,
+    horizon: float,
+    debug: bool,
+    job_int: Int64Array,
+    job_float: Float64Array,
+    job_mask: UInt64Array,
+    job_reject: Int64Array,
+    arrival: Int64Array,
+    class_int: Int64Array,
+    class_mask: UInt64Array,
+    class_jobs: Int64Array,
+    node_int: Int64Array,
+    rng: UInt64Array,
+    node_free: Int64Array,
+    gpu_free: Int64Array,
+    model_hist: Int64Array,
+    model_milli: Int64Array,
+    counters: Int64Array,
+    job_dyn: Int64Array,
+    job_time: Float64Array,
+    pod_node: Int64Array,
+    pod_time: Float64Array,
+    slot_gpu: Int64Array,
+    node_mark: Int64Array,
+    class_dyn: Int64Array,
+    active: Int64Array,
+    l0: UInt64Array,
+    l1: UInt64Array,
+    l2: UInt64Array,
+    run_f: Float64Array,
+    run_i: Int64Array,
+    merge_f: Float64Array,
+    merge_i: Int64Array,
+    scan_f: Float64Array,
+    scan_i: Int64Array,
+    touched: Int64Array,
+    proj_node: Int64Array,
+    proj_gpu: Int64Array,
+    proj_hist: Int64Array,
+    proj_milli: Int64Array,
+    proj_counters: Int64Array,
+    hold: Int64Array,
+    kept_shadow: Float64Array,
+    leaf: Int64Array,
+    offset: Int64Array,
+    keys: Int64Array,
+    tl_time: Float64Array,
+    tl_rows: Int64Array,
+    err: Int64Array,
+    clock: Float64Array,
+    cursor: Int64Array,
+    t_stop: float,
+) -> tuple[int, Float64Array, Int64Array]:
+    """Process every event time ``t <= t_stop`` of the replay (see the module docstring for the order).
+
+    Parameters
+    ----------
+    policy
+        ``P_*`` codes: queue order, gang mode, node and GPU placement, backfill, depth.
+    session_interval, sample_interval, horizon
+        Seconds; ``horizon = inf`` means none.
+    debug
+        Check the invariants after every cycle and at the end.
+    job_int, job_float, job_mask, job_reject, arrival
+        Static job table (``J_*``/``JF_*`` rows), allowed-model masks, rejection
+        code per job, job indices in ``(submit_time, job_id)`` order.
+    class_int, class_mask, class_jobs
+        Queue classes (``C_*`` rows) and the class-sorted job list.
+    node_int
+        Static node table (``N_*`` rows).
+    rng
+        ``[state, draws]`` of splitmix64, updated in place.
+    node_free, gpu_free, ..., cursor
+        The :class:`EngineState` fields from :func:`init_state`, updated in place.
+    t_stop
+        Last simulated time this call may process; ``inf`` runs to the end.
+
+    Returns
+    -------
+    tuple
+        The outcome (``ADV_PAUSED``, ``ADV_DONE`` or ``ADV_FAILED``, also left
+        in ``cursor[L_STATUS]``) and the current timeline buffers ``tl_time``,
+        ``tl_rows`` (replaced by larger ones when they filled up; rows
+        ``[0, cursor[L_SAMPLES])`` are written). When paused,
+        ``clock[X_NEXT_T]`` is the next event time (``> t_stop``). At the end
+        ``clock[X_INTEGRAL]`` is the GPU-milli-second integral and
+        ``clock[X_NOW]`` the end time; on failure ``err`` holds ``[code,
+        entity]`` and ``clock[X_ERROR_T]`` the time of the failed check.
+
+    Notes
+    -----
+    The loop structure is SimPy's ``Environment.step`` (pop the earliest event,
+    handle it) specialised to four event sources whose next times are each
+    known: the arrival cursor, the completion heap's top, the next sample and
+    the next tick. The GPU-milli-second integral is exact between events
+    because allocation only changes at events.
+
+    A chunk stops only between two event times, before the next one is
+    touched, and every scalar the loop carries is saved in ``clock`` and
+    ``cursor`` (held in locals while the chunk runs, so the hot loop is the
+    same as a run in one go). Results are therefore bit-identical whatever
+    the chunk boundaries, like SimPy's ``run(until=...)`` called repeatedly.
+    """
+    status = cursor[L_STATUS]
+    if status != ADV_PAUSED:
+        return status, tl_time, tl_rows
+    num_jobs = job_int.shape[1]
+    mode = policy[P_GANG]
+    periodic = session_interval > 0.0
+    randomised = policy[P_NODE] == RANDOM or policy[P_GPU] == RANDOM
+    jumpable = not (mode == GANG and policy[P_BACKFILL] == BF_EASY and randomised)
+    total_gpus = gpu_free.shape[1]
+
+    integral = clock[X_INTEGRAL]
+    t_prev = clock[X_NOW]
+    next_sample = clock[X_NEXT_SAMPLE]
+    tick_t = clock[X_TICK_T]
+    next_arrival = cursor[L_ARRIVAL]
+    sample_k = cursor[L_SAMPLE_K]
+    tick_k = cursor[L_TICK_K]
+    cycle_owed = cursor[L_CYCLE_OWED] != 0  # periodic: a completion or arrival no cycle has seen yet
+    idle = cursor[L_IDLE] != 0  # periodic: the last cycle placed nothing and nothing changed since
+    idle_draws = np.uint64(cursor[L_IDLE_DRAWS])
+    processed = cursor[L_PROCESSED] != 0
+    samples = cursor[L_SAMPLES]
+    capacity = tl_time.shape[0]
     while True:
         if processed and counters[K_NRUN] == 0 and next_arrival == num_jobs and not (periodic and cycle_owed):
+            status = ADV_DONE
             break
         t = next_sample
         if next_arrival < num_jobs:
@@ -310,6 +484,10 @@ def replay(
             t = min(t, run_f[0])
         if periodic and not idle:
             t = min(t, tick_t)
+        if t > t_stop:
+            # Nothing at t has been touched yet: the next chunk starts from this very point.
+            clock[X_NEXT_T] = t
+            break
         if t > horizon:
             if periodic and idle and tick_t <= horizon:
                 # The skipped no-op ticks up to the horizon are still events: the run ends at the last one.
@@ -322,6 +500,7 @@ def replay(
                 last_tick = k * session_interval
                 integral += float(counters[K_ALLOC]) * (last_tick - t_prev)
                 t_prev = last_tick
+            status = ADV_DONE
             break
         if periodic and idle:
             k = first_tick_at_or_after(t, session_interval, tick_k)
@@ -383,13 +562,9 @@ def replay(
                     l0, node_int, node_free, gpu_free, model_hist, model_milli, counters, run_i, policy,
                     leaf, offset, keys, err,
                 ):  # fmt: skip
-                    floats[0] = integral
-                    floats[1] = t_prev
-                    floats[2] = t
-                    return (
-                        job_dyn, job_time, pod_node, pod_time, slot_gpu, tl_time[:samples],
-                        tl_rows[:, :samples], counters, floats, err,
-                    )  # fmt: skip
+                    clock[X_ERROR_T] = t
+                    status = ADV_FAILED
+                    break
             if first_pass and t == next_sample:
                 if samples == capacity:
                     capacity *= 2
@@ -412,18 +587,34 @@ def replay(
             first_pass = False
             if not (counters[K_NRUN] > 0 and run_f[0] == t):
                 break
+        if status == ADV_FAILED:
+            break
         if periodic and t == tick_t:
             tick_k += 1
             tick_t = tick_k * session_interval
-    if debug and not check_state(
-        t_prev, mode, job_int, job_dyn, job_time, pod_node, slot_gpu, class_int, class_dyn, active, l0,
-        node_int, node_free, gpu_free, model_hist, model_milli, counters, run_i, policy, leaf, offset, keys,
-        err,
+    if (
+        status == ADV_DONE
+        and debug
+        and not check_state(
+            t_prev, mode, job_int, job_dyn, job_time, pod_node, slot_gpu, class_int, class_dyn, active, l0,
+            node_int, node_free, gpu_free, model_hist, model_milli, counters, run_i, policy, leaf, offset,
+            keys, err,
+        )
     ):  # fmt: skip
-        floats[2] = t_prev
-    floats[0] = integral
-    floats[1] = t_prev
-    return (
-        job_dyn, job_time, pod_node, pod_time, slot_gpu, tl_time[:samples], tl_rows[:, :samples], counters,
-        floats, err,
-    )  # fmt: skip
+        clock[X_ERROR_T] = t_prev
+        status = ADV_FAILED
+
+    clock[X_INTEGRAL] = integral
+    clock[X_NOW] = t_prev
+    clock[X_NEXT_SAMPLE] = next_sample
+    clock[X_TICK_T] = tick_t
+    cursor[L_ARRIVAL] = next_arrival
+    cursor[L_SAMPLE_K] = sample_k
+    cursor[L_TICK_K] = tick_k
+    cursor[L_CYCLE_OWED] = 1 if cycle_owed else 0
+    cursor[L_IDLE] = 1 if idle else 0
+    cursor[L_IDLE_DRAWS] = np.int64(idle_draws)
+    cursor[L_PROCESSED] = 1 if processed else 0
+    cursor[L_SAMPLES] = samples
+    cursor[L_STATUS] = status
+    return status, tl_time, tl_rows

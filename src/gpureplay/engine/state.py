@@ -155,6 +155,32 @@ K_RESV_STARTS = 12  # EASY: K_STARTS when that reservation was last valid
 K_RESV_HOLD = 13  # EASY: the head's pod capacity on the kept projection
 N_COUNTERS = 14
 
+# --- clock: float64 scalars of the event loop, kept between chunks (gpureplay.engine.loop.advance) --
+X_INTEGRAL = 0  # allocated milli-GPU x seconds up to X_NOW (the result's gpu_milli_seconds)
+X_NOW = 1  # last event time processed (the result's end time)
+X_ERROR_T = 2  # time at which an invariant check failed
+X_NEXT_SAMPLE = 3  # sample_k * sample_interval
+X_TICK_T = 4  # periodic: tick_k * session_interval
+X_NEXT_T = 5  # paused: the next event time, beyond the chunk's stop time
+CLOCK_FIELDS = 6
+
+# --- cursor: int64 scalars of the event loop, kept between chunks ---------------------------------------
+L_ARRIVAL = 0  # jobs admitted so far = position of the next one in arrival order
+L_SAMPLE_K = 1  # index of the next sample
+L_TICK_K = 2  # periodic: index of the next tick
+L_CYCLE_OWED = 3  # periodic: 1 when a completion or arrival has not been seen by a cycle yet
+L_IDLE = 4  # periodic: 1 when the last cycle placed nothing and nothing changed since
+L_IDLE_DRAWS = 5  # periodic: random draws of that idle cycle (what each skipped tick consumes)
+L_PROCESSED = 6  # 1 once an event time has been processed
+L_SAMPLES = 7  # timeline rows written
+L_STATUS = 8  # ADV_* outcome of the last advance
+CURSOR_FIELDS = 9
+
+# Outcome of one advance (a chunk of simulated time).
+ADV_PAUSED = 0  # every event time <= the stop time is processed; more remain
+ADV_DONE = 1  # the run has ended
+ADV_FAILED = 2  # a debug invariant check failed (error record set); the run stops
+
 # --- policy codes (values of the Policy enums) -----------------------------------------------------
 P_ORDER = 0
 P_GANG = 1

@@ -1,9 +1,10 @@
 """Replay a canonical trace on a canonical cluster under a policy: the engine's Python face.
 
 :func:`simulate` compiles the tables once (:mod:`gpureplay.replay.compile`),
-runs the numba event loop (:func:`gpureplay.engine.loop.replay`) and turns its
-arrays back into polars tables with explicit schemas. The semantics are the
-ones of the engine v1 spec; the event order is written down once, in
+runs the numba event loop (:func:`gpureplay.engine.loop.advance`, in chunks of
+simulated time when someone watches its progress) and turns its arrays back
+into polars tables with explicit schemas. The semantics are the ones of the
+engine v1 spec; the event order is written down once, in
 :mod:`gpureplay.engine.loop`.
 """
 
@@ -11,18 +12,31 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import polars as pl
 
 from gpureplay.engine import state as S
-from gpureplay.engine.loop import replay
+from gpureplay.engine.loop import EngineState, advance, init_state
 from gpureplay.engine.placement import rejection_codes
 from gpureplay.replay.compile import CompiledReplay, compile_replay
+from gpureplay.replay.progress import Progress
 from gpureplay.schedulers.policy import Policy
 
-__all__ = ["JOB_RESULT_SCHEMA", "TIMELINE_SCHEMA", "Replay", "simulate"]
+__all__ = [
+    "DEFAULT_CHUNKS",
+    "JOB_RESULT_SCHEMA",
+    "TIMELINE_SCHEMA",
+    "Replay",
+    "default_chunk_seconds",
+    "simulate",
+]
+
+#: Chunks a replay with a progress callback is cut into by default (over the submit span).
+DEFAULT_CHUNKS = 200
 
 #: Per-job result columns, in order.
 JOB_RESULT_SCHEMA: dict[str, pl.DataType] = {
@@ -101,6 +115,30 @@ class Replay:
     stats: dict[str, float]
 
 
+def default_chunk_seconds(job_float: np.ndarray) -> float:
+    """Simulated seconds per chunk when the caller gives none: the submit span / :data:`DEFAULT_CHUNKS`.
+
+    Parameters
+    ----------
+    job_float
+        The compiled ``JF_*`` rows of the jobs.
+
+    Returns
+    -------
+    float
+        Span of the submit times over :data:`DEFAULT_CHUNKS`; when every job
+        is submitted at once, the longest duration over it instead; ``inf``
+        (one chunk) when that is 0 too.
+    """
+    submit = job_float[S.JF_SUBMIT]
+    if submit.shape[0] == 0:
+        return math.inf
+    span = float(submit.max() - submit.min())
+    if span <= 0.0:
+        span = float(job_float[S.JF_DURATION].max())
+    return span / DEFAULT_CHUNKS if span > 0.0 else math.inf
+
+
 def simulate(
     jobs: pl.DataFrame,
     nodes: pl.DataFrame,
@@ -110,6 +148,8 @@ def simulate(
     sample_interval: float = 3600.0,
     horizon: float | None = None,
     debug: bool = False,
+    progress: Callable[[Progress], None] | None = None,
+    chunk_seconds: float | None = None,
 ) -> Replay:
     """Replay ``jobs`` on ``nodes`` under ``policy``.
 
@@ -128,6 +168,15 @@ def simulate(
     debug
         Check the engine invariants after every cycle and the GPU-milli-second
         accounting identity at the end.
+    progress
+        Called with a :class:`~gpureplay.replay.progress.Progress` after each
+        chunk of simulated time, and once more with ``finished=True`` at the
+        end (also when the run stops on an error). None: no chunks, no calls.
+    chunk_seconds
+        Simulated seconds per chunk. Default: one chunk without ``progress``,
+        else :func:`default_chunk_seconds` (the submit span / 200). Chunk ``k``
+        ends at the first multiple of ``chunk_seconds`` at or after the next
+        event, so each chunk processes at least one event time.
 
     Returns
     -------
@@ -137,52 +186,141 @@ def simulate(
     Raises
     ------
     ValueError
-        On a non-positive ``sample_interval`` or a negative/NaN ``horizon``.
+        On a non-positive ``sample_interval`` or ``chunk_seconds``, or a
+        negative/NaN ``horizon``.
     AssertionError
         With ``debug=True``, when an invariant is violated (what, and at which time).
 
     Notes
     -----
     The same inputs and seed always give identical results (DESIGN.md,
-    "Determinism").
+    "Determinism"), whatever the chunks: the engine stops only between event
+    times and keeps all of its state (:func:`gpureplay.engine.loop.advance`).
     """
     if not (math.isfinite(sample_interval) and sample_interval > 0):
         raise ValueError(f"sample_interval must be a finite number > 0, got {sample_interval}")
     if horizon is not None and (math.isnan(horizon) or horizon < 0):
         raise ValueError(f"horizon must be >= 0 or None, got {horizon}")
+    if chunk_seconds is not None and not (chunk_seconds > 0):
+        raise ValueError(f"chunk_seconds must be > 0 or None, got {chunk_seconds}")
     compiled = compile_replay(jobs, nodes, policy)
     rng = np.array([seed % 2**64, 0], dtype=np.uint64)
     started = time.perf_counter()
     job_reject = rejection_codes(compiled.rclass_int, compiled.rclass_mask, compiled.node_type)[
         compiled.job_int[S.J_RCLASS]
     ]
-    (job_dyn, job_time, pod_node, pod_time, _slots, tl_time, tl_rows, counters, floats, err) = replay(
+    inputs = (
         compiled.policy, compiled.session_interval, float(sample_interval),
         math.inf if horizon is None else float(horizon), bool(debug), compiled.job_int, compiled.job_float,
         compiled.job_mask, np.ascontiguousarray(job_reject), compiled.arrival, compiled.class_int,
-        compiled.class_mask, compiled.class_jobs, compiled.node_int, compiled.num_models,
-        compiled.hist_width, compiled.num_pods, compiled.num_slots, compiled.bitset_sizes, rng,
+        compiled.class_mask, compiled.class_jobs, compiled.node_int, rng,
     )  # fmt: skip
+    state = EngineState(
+        *init_state(
+            compiled.policy, compiled.job_int, compiled.class_int, compiled.node_int, compiled.num_models,
+            compiled.hist_width, compiled.num_pods, compiled.num_slots, compiled.bitset_sizes,
+        )
+    )  # fmt: skip
+    if chunk_seconds is None and progress is not None:
+        chunk_seconds = default_chunk_seconds(compiled.job_float)
+    if chunk_seconds is None or (progress is None and math.isinf(chunk_seconds)):
+        _status, state = _advance(inputs, state, math.inf)
+    else:
+        state = _run_chunks(compiled, inputs, state, chunk_seconds, progress, horizon, started)
     kernel_seconds = time.perf_counter() - started
+    err, clock = state.err, state.clock
     if err[0] != S.E_OK:
         what = _VIOLATIONS.get(int(err[0]), "invariant {i} violated").format(i=int(err[1]))
-        raise AssertionError(f"engine invariant violated at t={floats[2]!r}: {what}")
-    gpu_milli_seconds = float(floats[0])
-    end_time = float(floats[1])
+        raise AssertionError(f"engine invariant violated at t={clock[S.X_ERROR_T]!r}: {what}")
+    gpu_milli_seconds = float(clock[S.X_INTEGRAL])
+    end_time = float(clock[S.X_NOW])
+    samples = int(state.cursor[S.L_SAMPLES])
     if debug:
-        _check_accounting(compiled, job_dyn, job_time, pod_time, end_time, gpu_milli_seconds)
+        _check_accounting(
+            compiled, state.job_dyn, state.job_time, state.pod_time, end_time, gpu_milli_seconds
+        )
     return Replay(
-        jobs=_job_results(compiled, job_reject, job_dyn, job_time, pod_node),
-        timeline=_timeline(tl_time, tl_rows),
+        jobs=_job_results(compiled, job_reject, state.job_dyn, state.job_time, state.pod_node),
+        timeline=_timeline(state.tl_time[:samples], state.tl_rows[:, :samples]),
         gpu_milli_seconds=gpu_milli_seconds,
         stats={
-            "events": float(counters[S.K_EVENTS]),
-            "cycles": float(counters[S.K_CYCLES]),
-            "placements_tried": float(counters[S.K_TRIED]),
+            "events": float(state.counters[S.K_EVENTS]),
+            "cycles": float(state.counters[S.K_CYCLES]),
+            "placements_tried": float(state.counters[S.K_TRIED]),
             "rng_draws": float(rng[1]),
             "end_time": end_time,
             "kernel_seconds": kernel_seconds,
         },
+    )
+
+
+def _advance(inputs: tuple[Any, ...], state: EngineState, t_stop: float) -> tuple[int, EngineState]:
+    """One :func:`~gpureplay.engine.loop.advance` call: its outcome and the state with current buffers."""
+    arguments: tuple[Any, ...] = (*inputs, *state, t_stop)
+    status, tl_time, tl_rows = advance(*arguments)
+    return int(status), state._replace(tl_time=tl_time, tl_rows=tl_rows)
+
+
+def _run_chunks(
+    compiled: CompiledReplay,
+    inputs: tuple[Any, ...],
+    state: EngineState,
+    chunk_seconds: float,
+    progress: Callable[[Progress], None] | None,
+    horizon: float | None,
+    started: float,
+) -> EngineState:
+    """Advance the engine chunk by chunk, reporting after each; the final state.
+
+    Chunk boundaries are multiples of ``chunk_seconds``; after a pause the next
+    boundary is the first one at or after the next event time, so a gap in the
+    trace costs one call, not one per empty chunk.
+    """
+    submit = compiled.job_float[S.JF_SUBMIT]
+    last_submit = float(submit.max()) if submit.shape[0] else 0.0
+    if horizon is not None:
+        last_submit = min(last_submit, horizon)
+    total = int(compiled.job_int.shape[1])
+    counters, clock, cursor = state.counters, state.clock, state.cursor
+    k = 0
+    status = S.ADV_PAUSED
+    try:
+        while status == S.ADV_PAUSED:
+            k = max(k + 1, math.ceil(clock[S.X_NEXT_T] / chunk_seconds))
+            t_stop = k * chunk_seconds
+            if t_stop < clock[S.X_NEXT_T]:  # rounding of the division
+                k += 1
+                t_stop = k * chunk_seconds
+            status, state = _advance(inputs, state, t_stop)
+            if progress is not None and status == S.ADV_PAUSED:
+                progress(_progress(counters, clock, cursor, total, last_submit, started, False))
+    finally:
+        if progress is not None:
+            progress(_progress(counters, clock, cursor, total, last_submit, started, True))
+    return state
+
+
+def _progress(
+    counters: np.ndarray,
+    clock: np.ndarray,
+    cursor: np.ndarray,
+    total: int,
+    last_submit: float,
+    started: float,
+    finished: bool,
+) -> Progress:
+    """The :class:`Progress` record of the engine's state now."""
+    now = float(clock[S.X_NOW])
+    # Every admitted job is pending, running, finished or rejected: done = admitted - pending - running.
+    done = int(cursor[S.L_ARRIVAL] - counters[S.K_NPEND] - counters[S.K_NRUN])
+    return Progress(
+        sim_time=now,
+        sim_end_estimate=max(last_submit, now),
+        jobs_done=done,
+        jobs_total=total,
+        events=int(counters[S.K_EVENTS]),
+        wall_seconds=time.perf_counter() - started,
+        finished=finished,
     )
 
 
