@@ -40,5 +40,5 @@ def test_full_philly_replays_under_every_preset(philly: tuple[pl.DataFrame, pl.D
         (pl.col("num_pods").cast(pl.Float64) * pl.col("gpu_milli") * pl.col("duration")).sum()
     ).item()
     if preset(name).gang == GangMode.gang and (checked.jobs["state"] == "finished").all():
-        # Gang jobs hold GPUs exactly while they run; pod-by-pod pods also hold them while waiting for siblings.
+        # Gang jobs hold GPUs exactly while they run; pod-by-pod pods also hold them waiting for siblings.
         assert checked.gpu_milli_seconds == pytest.approx(demand, rel=1e-9)
