@@ -121,6 +121,8 @@ class ProgressLine:
         so a fast replay spends nothing on its terminal).
     clock
         Monotonic clock used for the throttle (a parameter for tests).
+    width
+        Columns of the line; default: the width of the terminal ``stream`` is on.
 
     Notes
     -----
@@ -135,8 +137,10 @@ class ProgressLine:
         *,
         min_interval: float = 0.2,
         clock: Callable[[], float] = time.monotonic,
+        width: int | None = None,
     ) -> None:
         self._stream = stream
+        self._width = width
         self._min_interval = min_interval
         self._clock = clock
         self._last: float | None = None
@@ -146,6 +150,16 @@ class ProgressLine:
     def stream(self) -> TextIO:
         """The stream written to."""
         return sys.stderr if self._stream is None else self._stream
+
+    def columns(self) -> int:
+        """Width of the line: the one given, else the terminal's (at least 20)."""
+        if self._width is not None:
+            return self._width
+        try:
+            columns = os.get_terminal_size(self.stream.fileno()).columns
+        except (AttributeError, OSError, ValueError):  # not a real terminal (a test double, a closed fd)
+            columns = shutil.get_terminal_size().columns
+        return max(columns, 20)
 
     def __call__(self, progress: Progress) -> None:
         """Redraw the line (at most every ``min_interval`` seconds), or erase it at the end."""
@@ -160,8 +174,7 @@ class ProgressLine:
         if self._last is not None and now - self._last < self._min_interval:
             return
         self._last = now
-        width = shutil.get_terminal_size(fallback=(100, 24)).columns - 1
-        self.stream.write("\r" + format_progress(progress)[: max(width, 20)] + ERASE_TO_END)
+        self.stream.write("\r" + format_progress(progress)[: self.columns() - 1] + ERASE_TO_END)
         self.stream.flush()
         self._shown = True
 
