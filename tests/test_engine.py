@@ -19,7 +19,8 @@ import pytest
 from gpureplay.engine import state as S
 from gpureplay.engine.fitindex import index_build, index_layout
 from gpureplay.engine.invariants import check_state
-from gpureplay.engine.loop import init_cluster
+from gpureplay.engine.loop import EngineState, advance, init_cluster, init_state
+from gpureplay.engine.placement import rejection_codes
 from gpureplay.engine.queueing import bits_clear, bits_next, bits_set, bitset_words
 from gpureplay.engine.rng import rng_next, rng_skip
 from gpureplay.replay.compile import compile_replay
@@ -552,3 +553,46 @@ def test_invariant_check_reports_a_corrupted_gpu() -> None:
     gpu_free[S.G_MILLI, 5] = 1000
     node_free[S.F_WHOLE, 0] = 3
     assert check() == (False, [S.E_NODE_WHOLE, 0])
+
+
+def test_advance_stops_after_the_last_event_time_at_or_before_the_stop_and_resumes_there() -> None:
+    # One GPU: job 1 runs 0-10, job 2 arrives at 10 and runs 10-15. Event times 0, 10, 15.
+    jobs = make_jobs(
+        [
+            {"job_id": 1, "submit_time": 0.0, "duration": 10.0},
+            {"job_id": 2, "submit_time": 10.0, "duration": 5.0},
+        ]
+    )
+    c = compile_replay(jobs, make_nodes(1), GANG_FIFO)
+    rng = np.zeros(2, dtype=np.uint64)
+    reject = np.ascontiguousarray(
+        rejection_codes(c.rclass_int, c.rclass_mask, c.node_type)[c.job_int[S.J_RCLASS]]
+    )
+    inputs = (
+        c.policy, c.session_interval, 100.0, np.inf, True, c.job_int, c.job_float, c.job_mask, reject,
+        c.arrival, c.class_int, c.class_mask, c.class_jobs, c.node_int, rng,
+    )  # fmt: skip
+    state = EngineState(
+        *init_state(
+            c.policy, c.job_int, c.class_int, c.node_int, c.num_models, c.hist_width, c.num_pods, c.num_slots,
+            c.bitset_sizes,
+        )
+    )  # fmt: skip
+
+    def step(t_stop: float) -> tuple[int, float, float, int, list[int]]:
+        status, _tl_time, _tl_rows = advance(*inputs, *state, t_stop)
+        clock, counters = state.clock, state.counters
+        return (
+            int(status), float(clock[S.X_NOW]), float(clock[S.X_NEXT_T]), int(counters[S.K_EVENTS]),
+            state.job_dyn[S.D_STATUS].tolist(),
+        )  # fmt: skip
+
+    running, finished = S.S_RUNNING, S.S_FINISHED
+    # The stop time is inclusive: the completion and the arrival at 10 are both handled.
+    assert step(10.0) == (S.ADV_PAUSED, 10.0, 15.0, 2, [finished, running])
+    assert step(12.0) == (S.ADV_PAUSED, 10.0, 15.0, 2, [finished, running])  # nothing in (10, 12]
+    assert step(np.inf)[:2] == (S.ADV_DONE, 15.0)
+    done = step(np.inf)  # a finished run stays finished
+    assert (done[0], done[1], done[3]) == (S.ADV_DONE, 15.0, 3)
+    assert state.job_dyn[S.D_STATUS].tolist() == [finished, finished]
+    assert int(state.cursor[S.L_SAMPLES]) == 1 and state.clock[S.X_INTEGRAL] == 1000 * 15.0

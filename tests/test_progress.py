@@ -13,14 +13,17 @@ down to a real pseudo-terminal running ``gpureplay run``.
 
 from __future__ import annotations
 
+import fcntl
 import io
 import itertools
 import math
 import os
 import pty
 import select
+import struct
 import subprocess
 import sys
+import termios
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -232,6 +235,15 @@ def test_progress_reaches_every_job_in_about_the_default_number_of_chunks() -> N
     assert calls[-1].sim_end_estimate == result.stats["end_time"] > 117.0
 
 
+def test_timeline_buffers_that_grow_in_the_middle_of_a_chunked_run_are_kept() -> None:
+    # 0.0625 s samples over ~160 s: about 2,600 rows, so the 1,024-row buffers double twice mid-run.
+    jobs, nodes = staggered_jobs(), nodes_frame([{"gpu_model": "V100", "num_gpus": 4}])
+    whole = simulate(jobs, nodes, PRESETS["gang-binpack"], sample_interval=0.0625)
+    chunked = simulate(jobs, nodes, PRESETS["gang-binpack"], sample_interval=0.0625, chunk_seconds=0.3)
+    assert whole.timeline.height > 2048
+    assert chunked.timeline.equals(whole.timeline) and chunked.jobs.equals(whole.jobs)
+
+
 def test_chunk_seconds_alone_chunks_without_a_callback_and_bad_sizes_are_refused() -> None:
     jobs, nodes = staggered_jobs(), nodes_frame([{"gpu_model": "V100", "num_gpus": 4}])
     whole = simulate(jobs, nodes, PRESETS["fifo"])
@@ -348,9 +360,32 @@ def _env() -> dict[str, str]:
     return env
 
 
-def run_in_pty(args: list[str], timeout: float = 120.0) -> tuple[int, str]:
-    """Run ``args`` with stdin/stdout/stderr on a new pseudo-terminal; its exit code and all it wrote."""
+def set_columns(fd: int, columns: int) -> None:
+    """Give the pseudo-terminal ``fd`` a window size, as a terminal emulator does."""
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+
+
+def test_progress_line_takes_the_width_of_its_terminal() -> None:
     leader, follower = pty.openpty()
+    with os.fdopen(follower, "w") as terminal:
+        try:
+            line = ProgressLine(terminal)
+            assert line.columns() >= 20  # a fresh pty reports 0 columns: a fallback, never a 0-wide line
+            set_columns(follower, 50)
+            assert line.columns() == 50
+            assert len(format_progress(record(41_000))) > 50
+            line(record(41_000))  # cut to 49 characters so that it cannot wrap
+            terminal.flush()
+            shown = os.read(leader, 4096).decode()
+            assert shown == "\r" + format_progress(record(41_000))[:49] + ERASE_TO_END
+        finally:
+            os.close(leader)
+
+
+def run_in_pty(args: list[str], timeout: float = 120.0) -> tuple[int, str]:
+    """Run ``args`` with stdin/stdout/stderr on a new 160-column pseudo-terminal; exit code and output."""
+    leader, follower = pty.openpty()
+    set_columns(follower, 160)
     proc = subprocess.Popen(args, stdin=follower, stdout=follower, stderr=follower, env=_env(), cwd=REPO)
     os.close(follower)
     chunks: list[bytes] = []

@@ -158,7 +158,9 @@ class ProgressLine:
         try:
             columns = os.get_terminal_size(self.stream.fileno()).columns
         except (AttributeError, OSError, ValueError):  # not a real terminal (a test double, a closed fd)
-            columns = shutil.get_terminal_size().columns
+            columns = 0
+        if columns <= 0:  # size unknown (a fresh pseudo-terminal reports 0): $COLUMNS, stdout's, or a guess
+            columns = shutil.get_terminal_size(fallback=(100, 24)).columns
         return max(columns, 20)
 
     def __call__(self, progress: Progress) -> None:

@@ -106,7 +106,8 @@ class Replay:
         Integral of allocated milli-GPU over time, up to the end of the run.
     stats
         ``events``, ``cycles``, ``placements_tried``, ``rng_draws``,
-        ``end_time`` and ``kernel_seconds`` (wall time of the compiled loop).
+        ``end_time`` and ``kernel_seconds`` (wall time of the compiled loop, all chunks and
+        progress calls included).
     """
 
     jobs: pl.DataFrame
