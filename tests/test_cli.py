@@ -94,3 +94,9 @@ def test_trace_list_names_every_bundled_trace(runner: CliRunner) -> None:
     assert result.exit_code == 0, result.output
     for name in ("philly", "openb", "itp", "pai2020", "helios"):
         assert name in result.output
+
+
+def test_missing_fetched_trace_says_how_to_fetch(runner: CliRunner, tmp_path: Path) -> None:
+    result = runner.invoke(main, ["trace", "inspect", "pai2020", f"trace.job_table={tmp_path / 'none.csv'}"])
+    assert result.exit_code == 2
+    assert "gpureplay trace fetch pai2020" in result.output and "none.csv" in result.output

@@ -96,6 +96,10 @@ LOADERS: dict[str, Callable[[Mapping[str, Any], int], AdaptedTrace]] = {
 }
 
 
+#: Trace kinds whose files are not bundled but fetched (names of traces/manifest.toml entries).
+FETCHED = frozenset({"philly_raw", "pai2020", "helios"})
+
+
 def _enum_name(value: Any) -> Any:
     """Config enums arrive as Enum members (structured) or plain strings (dict configs)."""
     return getattr(value, "name", value)
@@ -115,4 +119,12 @@ def load_trace(cfg: Mapping[str, Any], seed: int = 0) -> AdaptedTrace:
         raise InputError.single(
             f"unknown trace kind {kind!r}; known: {', '.join(sorted(LOADERS))}", "config", column="trace.kind"
         )
-    return loader(cfg, seed)
+    try:
+        return loader(cfg, seed)
+    except FileNotFoundError as err:
+        if kind in FETCHED:
+            raise FileNotFoundError(
+                f"{err}\nThe {kind} trace is too large to bundle: `gpureplay trace fetch {kind}` "
+                "downloads it (needs network access), or place the files there by hand."
+            ) from err
+        raise
