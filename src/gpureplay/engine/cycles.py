@@ -10,9 +10,6 @@ merge. A class that failed keeps that mark until the next release (the
 
 from __future__ import annotations
 
-import numpy as np
-import numpy.typing as npt
-
 from gpureplay.engine.config import kernel
 from gpureplay.engine.fitindex import index_query, index_update
 from gpureplay.engine.jobs import reindex_pods, release_pods, start_job, try_gang
@@ -60,11 +57,10 @@ from gpureplay.engine.state import (
     P_GPU,
     P_NODE,
     RANDOM,
+    Float64Array,
+    Int64Array,
+    UInt64Array,
 )
-
-Int64Array = npt.NDArray[np.int64]
-UInt64Array = npt.NDArray[np.uint64]
-Float64Array = npt.NDArray[np.float64]
 
 
 @kernel

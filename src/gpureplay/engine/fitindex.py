@@ -13,12 +13,9 @@ O(nodes), and O(GPUs per node x log nodes) per update.
 from __future__ import annotations
 
 import numpy as np
-import numpy.typing as npt
 
 from gpureplay.engine.config import kernel
-from gpureplay.engine.state import BEST_FIT, F_MILLI, F_WHOLE, FIRST_FIT, N_MODEL
-
-Int64Array = npt.NDArray[np.int64]
+from gpureplay.engine.state import BEST_FIT, F_MILLI, F_WHOLE, FIRST_FIT, N_MODEL, Int64Array
 
 #: Entry of a tree cell with no fitting node.
 NO_KEY = 1 << 62

@@ -10,7 +10,6 @@ naming what and when.
 from __future__ import annotations
 
 import numpy as np
-import numpy.typing as npt
 
 from gpureplay.engine.config import kernel
 from gpureplay.engine.fitindex import NO_KEY, fit_key
@@ -75,11 +74,10 @@ from gpureplay.engine.state import (
     S_RUNNING,
     T_FINISH,
     WHOLE,
+    Float64Array,
+    Int64Array,
+    UInt64Array,
 )
-
-Int64Array = npt.NDArray[np.int64]
-UInt64Array = npt.NDArray[np.uint64]
-Float64Array = npt.NDArray[np.float64]
 
 
 @kernel

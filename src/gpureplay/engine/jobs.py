@@ -7,9 +7,6 @@ counter in step through :mod:`gpureplay.engine.placement` and
 
 from __future__ import annotations
 
-import numpy as np
-import numpy.typing as npt
-
 from gpureplay.engine.config import kernel
 from gpureplay.engine.fitindex import index_query, index_update
 from gpureplay.engine.placement import (
@@ -58,11 +55,10 @@ from gpureplay.engine.state import (
     T_FINISH,
     T_START,
     WHOLE,
+    Float64Array,
+    Int64Array,
+    UInt64Array,
 )
-
-Int64Array = npt.NDArray[np.int64]
-UInt64Array = npt.NDArray[np.uint64]
-Float64Array = npt.NDArray[np.float64]
 
 
 @kernel

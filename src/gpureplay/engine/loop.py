@@ -127,12 +127,11 @@ from gpureplay.engine.state import (
     X_NEXT_T,
     X_NOW,
     X_TICK_T,
+    Float64Array,
+    Int64Array,
+    UInt64Array,
 )
 from gpureplay.engine.timeline import record_sample
-
-Int64Array = npt.NDArray[np.int64]
-UInt64Array = npt.NDArray[np.uint64]
-Float64Array = npt.NDArray[np.float64]
 
 
 @kernel

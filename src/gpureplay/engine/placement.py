@@ -14,7 +14,6 @@ a failing attempt places exactly that sum before failing.
 from __future__ import annotations
 
 import numpy as np
-import numpy.typing as npt
 
 from gpureplay.engine.config import kernel
 from gpureplay.engine.rng import rng_next
@@ -52,10 +51,9 @@ from gpureplay.engine.state import (
     RC_PODS,
     WHOLE,
     WORST_FIT,
+    Int64Array,
+    UInt64Array,
 )
-
-Int64Array = npt.NDArray[np.int64]
-UInt64Array = npt.NDArray[np.uint64]
 
 
 @kernel

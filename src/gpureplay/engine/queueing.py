@@ -22,11 +22,10 @@ from gpureplay.engine.state import (
     J_POS,
     K_NACTIVE,
     K_NPEND,
+    Float64Array,
+    Int64Array,
+    UInt64Array,
 )
-
-Int64Array = npt.NDArray[np.int64]
-UInt64Array = npt.NDArray[np.uint64]
-Float64Array = npt.NDArray[np.float64]
 
 _ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
 _DEBRUIJN = np.uint64(0x03F79D71B4CB0A89)

@@ -22,6 +22,14 @@ node, GPU
 
 from __future__ import annotations
 
+import numpy as np
+import numpy.typing as npt
+
+#: Array types of the kernels' signatures (every table is one of these three).
+Int64Array = npt.NDArray[np.int64]
+UInt64Array = npt.NDArray[np.uint64]
+Float64Array = npt.NDArray[np.float64]
+
 #: Milli-GPU of one whole card.
 WHOLE = 1000
 #: Capacity used for CPU or memory a node list does not give: never constrains

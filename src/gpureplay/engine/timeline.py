@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-import numpy.typing as npt
-
 from gpureplay.engine.config import kernel
 from gpureplay.engine.placement import node_capacity
 from gpureplay.engine.queueing import bits_next
@@ -32,11 +29,9 @@ from gpureplay.engine.state import (
     TL_MILLI,
     TL_PENDING,
     TL_RUNNING,
+    Int64Array,
+    UInt64Array,
 )
-
-Int64Array = npt.NDArray[np.int64]
-UInt64Array = npt.NDArray[np.uint64]
-Float64Array = npt.NDArray[np.float64]
 
 
 @kernel

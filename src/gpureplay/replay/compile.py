@@ -21,13 +21,10 @@ import polars as pl
 
 from gpureplay.engine import state as S
 from gpureplay.engine.queueing import bitset_words
+from gpureplay.engine.state import Float64Array, Int64Array, UInt64Array
 from gpureplay.errors import InputError
 from gpureplay.schedulers.policy import Backfill, GangMode, Placement, Policy, QueueOrder
 from gpureplay.traces.schema import UNKNOWN_CAPACITY
-
-Int64Array = npt.NDArray[np.int64]
-UInt64Array = npt.NDArray[np.uint64]
-Float64Array = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)
