@@ -67,6 +67,33 @@ class Backfill(Enum):
     skip = 2
 
 
+class Preemption(Enum):
+    """What a pending job that cannot be placed may do to running jobs.
+
+    ``none``: nothing. ``priority``: kube-scheduler's DefaultPreemption: evict
+    lower-priority, preemptible jobs (whole) so that it fits, choosing victims
+    and node by kube's rules (scheduler-semantics.md §6.2); in gang mode only
+    when the whole gang then fits.
+    """
+
+    none = 0
+    priority = 1
+
+
+class Requeue(Enum):
+    """Where an evicted job re-enters its queue when its grace period ends.
+
+    ``back``: with the time it re-entered as its queue timestamp, behind jobs
+    already waiting at its priority (Kueue's default
+    ``requeuingStrategy.timestamp: Eviction``; a Job controller's new pod).
+    ``original``: at its original place (Kueue ``timestamp: Creation``; the
+    Tiresias / Lucid simulators).
+    """
+
+    back = 0
+    original = 1
+
+
 @dataclass
 class Policy:
     """A scheduler configuration (the ``scheduler`` config group).
@@ -80,7 +107,8 @@ class Policy:
     gang
         See :class:`GangMode`.
     node_placement, gpu_placement
-        Node-level and GPU-level choice, see :class:`Placement`.
+        Node-level and GPU-level scorer by name (``gpureplay.engine.scoring.SCORERS``:
+        ``first_fit``, ``best_fit``, ``worst_fit``, ``random``; see :class:`Placement`).
     backfill
         See :class:`Backfill`.
     backfill_depth
@@ -89,13 +117,29 @@ class Policy:
     session_interval
         Seconds between periodic scheduling cycles (Volcano ``schedulePeriod``,
         default 1 s there); 0 runs a cycle at every arrival and completion.
+    preemption
+        See :class:`Preemption`.
+    graceful_termination
+        Seconds an evicted job keeps its resources before they are released
+        (Kubernetes ``terminationGracePeriodSeconds``, default 30).
+    requeue
+        See :class:`Requeue`.
+    min_candidate_nodes, candidate_nodes_percent
+        DefaultPreemption's ``minCandidateNodesAbsolute`` (100) and
+        ``minCandidateNodesPercentage`` (10): how many feasible nodes the
+        victim search looks at before choosing.
     """
 
     name: str = "fifo"
     queue_order: QueueOrder = QueueOrder.fifo
     gang: GangMode = GangMode.gang
-    node_placement: Placement = Placement.first_fit
-    gpu_placement: Placement = Placement.first_fit
+    node_placement: str = "first_fit"
+    gpu_placement: str = "first_fit"
     backfill: Backfill = Backfill.none
     backfill_depth: int = 0
     session_interval: float = 0.0
+    preemption: Preemption = Preemption.none
+    graceful_termination: float = 30.0
+    requeue: Requeue = Requeue.back
+    min_candidate_nodes: int = 100
+    candidate_nodes_percent: int = 10

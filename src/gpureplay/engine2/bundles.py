@@ -1,0 +1,476 @@
+"""The named bundles the engine's state travels in, and their allocation.
+
+A kernel names what it reads and writes by bundle and field
+(``cl.node_free``, ``js.dyn``) instead of taking dozens of positional arrays
+of the same dtype and shape, so a misordered argument is a type error at
+compile time, not silently corrupted state. Bundles are ``NamedTuple`` s of
+arrays (numba compiles attribute access to a field offset); the arrays are
+mutated in place and never replaced inside a kernel. Row layouts are the
+constants of :mod:`gpureplay.engine.layout`.
+
+Allocation happens here, in numpy, once per replay: a chunked run keeps all
+of its state in these arrays between :func:`gpureplay.engine.loop.advance`
+calls, which is what makes it resumable.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from gpureplay.engine2 import layout as L
+from gpureplay.engine2.heaps import bitset_words
+from gpureplay.engine2.layout import Float64Array, Int64Array, UInt64Array
+
+
+class Params(NamedTuple):
+    """Scalars of a replay: policy codes (``P_*``) and float settings (``PF_*``)."""
+
+    codes: Int64Array
+    flt: Float64Array
+
+
+class Jobs(NamedTuple):
+    """The static job table.
+
+    Attributes
+    ----------
+    ints, flts
+        ``J_*`` and ``JF_*`` rows, one column per job (input order).
+    mask
+        Allowed GPU models per job (a bit per model code).
+    arrival
+        Job indices in ``(submit_time, job_id)`` order.
+    reject
+        ``R_*`` rejection code per job (computed once per shape).
+    pod_job
+        The job of each global pod.
+    """
+
+    ints: Int64Array
+    flts: Float64Array
+    mask: UInt64Array
+    arrival: Int64Array
+    reject: Int64Array
+    pod_job: Int64Array
+
+
+class Classes(NamedTuple):
+    """Pending classes: ``C_*`` rows, allowed-model masks, and the class-sorted static job order."""
+
+    ints: Int64Array
+    mask: UInt64Array
+    order: Int64Array
+
+
+class Cluster(NamedTuple):
+    """Free capacity of the cluster (the current state, or the EASY projection of it).
+
+    Attributes
+    ----------
+    node_int
+        Static node table (``N_*`` rows), shared by every Cluster of a replay.
+    node_free, gpu_free
+        ``F_*`` rows per node, ``G_*`` rows per GPU.
+    model_hist
+        ``[model, w]``: nodes of that model with ``w`` wholly free GPUs.
+    model_milli
+        Free milli-GPU per model.
+    totals
+        ``TOT_*``: cluster-wide wholly free GPUs and allocated milli-GPU.
+    """
+
+    node_int: Int64Array
+    node_free: Int64Array
+    gpu_free: Int64Array
+    model_hist: Int64Array
+    model_milli: Int64Array
+    totals: Int64Array
+
+
+class FitIndex(NamedTuple):
+    """Per-model segment trees over nodes (:mod:`gpureplay.engine.fitindex`)."""
+
+    leaf: Int64Array
+    offset: Int64Array
+    keys: Int64Array
+
+
+class JobState(NamedTuple):
+    """Per-job and per-pod dynamic state.
+
+    Attributes
+    ----------
+    dyn, time
+        ``D_*`` and ``T_*`` rows, one column per job.
+    pod_node, pod_time
+        Node of each placed pod (-1: not placed) and when it was placed.
+    slot_gpu
+        GPU of each GPU slot of a placed pod.
+    pod_next, pod_prev, node_pods
+        Doubly linked list of the placed pods on each node (``node_pods[n]``
+        is the first, -1 when none): what preemption looks at on a node.
+    """
+
+    dyn: Int64Array
+    time: Float64Array
+    pod_node: Int64Array
+    pod_time: Float64Array
+    slot_gpu: Int64Array
+    pod_next: Int64Array
+    pod_prev: Int64Array
+    node_pods: Int64Array
+
+
+class Pending(NamedTuple):
+    """The pending set (:mod:`gpureplay.engine.pending`).
+
+    Attributes
+    ----------
+    cls
+        ``CD_*`` rows per class.
+    active
+        Classes with pending jobs (first ``K_NACTIVE`` entries, no order).
+    l0, l1, l2
+        Bitset over class-sorted static positions: pending jobs at their static place.
+    over
+        Per class, from ``C_START``: its overflow list (requeued jobs with a new
+        key), sorted by key.
+    heap_f, heap_i
+        The cycle's merge heap of class heads.
+    tenant_rank
+        The tenant selector's current rank per tenant (0 for the global order).
+    """
+
+    cls: Int64Array
+    active: Int64Array
+    l0: UInt64Array
+    l1: UInt64Array
+    l2: UInt64Array
+    over: Int64Array
+    heap_f: Float64Array
+    heap_i: Int64Array
+    tenant_rank: Float64Array
+
+
+class Timers(NamedTuple):
+    """Event heaps with lazy deletion (:mod:`gpureplay.engine.timers`).
+
+    Attributes
+    ----------
+    run_f, run_i
+        Completion heap: key ``(finish time, job_id, 0)``, payload ``(job, generation)``.
+    tm_f, tm_i
+        Timer heap: key ``(time, kind, sequence)``, payload ``(target, generation)``.
+    """
+
+    run_f: Float64Array
+    run_i: Int64Array
+    tm_f: Float64Array
+    tm_i: Int64Array
+
+
+class Scratch(NamedTuple):
+    """Work space every replay uses.
+
+    Attributes
+    ----------
+    node_mark
+        Per node: last job that counted it (nodes spanned).
+    touched_nodes, touch_mark
+        Debug runs: nodes whose state changed since the last check, and a
+        per-node flag saying a node is in that list.
+    """
+
+    node_mark: Int64Array
+    touched_nodes: Int64Array
+    touch_mark: Int64Array
+
+
+class PodScratch(NamedTuple):
+    """Pod-by-pod mode's work space (None in gang mode).
+
+    Attributes
+    ----------
+    group_f, group_i
+        The heap of one queue-key group's jobs, keyed ``(pods placed, job_id)``.
+    touched
+        Classes gathered into a group.
+    """
+
+    group_f: Float64Array
+    group_i: Int64Array
+    touched: Int64Array
+
+
+class EasyScratch(NamedTuple):
+    """EASY backfill's reservation (None unless ``backfill: easy``).
+
+    Attributes
+    ----------
+    proj
+        The projected state at the shadow time.
+    hold
+        The reserved job's pod capacity per node on the projection.
+    scan_f, scan_i
+        A copy of the completion heap, consumed to project releases.
+    kept_shadow
+        The reservation's shadow time kept between cycles.
+    """
+
+    proj: Cluster
+    hold: Int64Array
+    scan_f: Float64Array
+    scan_i: Int64Array
+    kept_shadow: Float64Array
+
+
+class PreemptScratch(NamedTuple):
+    """Preemption's work space (None unless preemption is on).
+
+    Attributes
+    ----------
+    job_mark
+        Per job: the preemption search that chose it as a victim.
+    victims, best
+        Victims on the node being evaluated, and of the best node so far.
+    chosen
+        Victims chosen so far for one preemptor (a gang needs several nodes).
+    """
+
+    job_mark: Int64Array
+    victims: Int64Array
+    best: Int64Array
+    chosen: Int64Array
+
+
+class DebugScratch(NamedTuple):
+    """Room for the debug checks' recomputations (None unless ``debug``).
+
+    Kernels allocate nothing (they run without numba's reference counting),
+    so the recomputed per-GPU use of one node, per-model aggregates and
+    per-class and per-job counts live here.
+    """
+
+    check_gpu: Int64Array
+    check_hist: Int64Array
+    check_milli: Int64Array
+    check_class: Int64Array
+    check_job: Int64Array
+
+
+class Run(NamedTuple):
+    """Loop scalars and result buffers.
+
+    Attributes
+    ----------
+    counters, clock, cursor
+        ``K_*``, ``X_*`` and ``L_*`` scalars.
+    err
+        ``[E_* code, entity]`` of a failed debug check.
+    tl_flt, tl_rows
+        Timeline samples (``TLF_*`` and ``TL_*`` rows); replaced by larger ones between
+        :func:`advance` calls when they fill up (``ADV_GROW``).
+    att_i, att_f
+        Attempt records (``A_*`` / ``AF_*`` rows), grown the same way.
+    """
+
+    counters: Int64Array
+    clock: Float64Array
+    cursor: Int64Array
+    err: Int64Array
+    tl_flt: Float64Array
+    tl_rows: Int64Array
+    att_i: Int64Array
+    att_f: Float64Array
+
+
+def empty_cluster(node_int: Int64Array, num_models: int, hist_width: int) -> Cluster:
+    """The cluster with nothing allocated.
+
+    Notes
+    -----
+    Every GPU starts at 1000 milli and its node's per-GPU memory; unknown CPU
+    or memory was mapped to ``BIG`` at the boundary and never constrains.
+    """
+    num_nodes = node_int.shape[1]
+    gpus = node_int[L.N_GPUS]
+    num_gpus = int(gpus.sum())
+    node_free = np.zeros((L.NODE_FREE_FIELDS, num_nodes), dtype=np.int64)
+    node_free[L.F_CPU] = node_int[L.N_CPU]
+    node_free[L.F_MEM] = node_int[L.N_MEM]
+    node_free[L.F_WHOLE] = gpus
+    node_free[L.F_MILLI] = gpus * L.WHOLE
+    gpu_free = np.zeros((L.GPU_FREE_FIELDS, num_gpus), dtype=np.int64)
+    gpu_free[L.G_MILLI] = L.WHOLE
+    gpu_free[L.G_MEM] = np.repeat(node_int[L.N_GPU_MEM], gpus)
+    models = max(num_models, 1)
+    model_hist = np.zeros((models, hist_width), dtype=np.int64)
+    model_milli = np.zeros(models, dtype=np.int64)
+    has_model = node_int[L.N_MODEL] >= 0
+    np.add.at(model_hist, (node_int[L.N_MODEL][has_model], gpus[has_model]), 1)
+    np.add.at(model_milli, node_int[L.N_MODEL][has_model], gpus[has_model] * L.WHOLE)
+    totals = np.zeros(L.TOTAL_FIELDS, dtype=np.int64)
+    totals[L.TOT_FREE_WHOLE] = num_gpus
+    return Cluster(node_int, node_free, gpu_free, model_hist, model_milli, totals)
+
+
+class State(NamedTuple):
+    """Everything a replay mutates, grouped as :func:`gpureplay.engine.loop.advance` takes it."""
+
+    ix: FitIndex
+    js: JobState
+    pend: Pending
+    tm: Timers
+    sc: Scratch
+    run: Run
+    pods: PodScratch | None
+    easy: EasyScratch | None
+    pre: PreemptScratch | None
+    dbg: DebugScratch | None
+
+
+def initial_state(
+    params: Params,
+    jobs: Jobs,
+    classes: Classes,
+    cluster: Cluster,
+    ix: FitIndex,
+    num_tenants: int,
+    timeline_capacity: int,
+) -> State:
+    """Everything a replay mutates, at time 0: nothing submitted, empty queues and heaps.
+
+    Parameters
+    ----------
+    params, jobs, classes, cluster
+        The static inputs and the empty cluster (:func:`empty_cluster`).
+    ix
+        The fit trees (built by the caller when the node scorer is indexable).
+    num_tenants
+        Number of queues.
+    timeline_capacity
+        Initial room for timeline rows (grown on demand up to the bound).
+
+    Notes
+    -----
+    The optional work spaces are allocated only for the mechanisms the
+    policy uses; the others are ``None``, which keeps their code out of the
+    compiled replay (:func:`gpureplay.engine.config.when_given`).
+    """
+    codes = params.codes
+    num_jobs = jobs.ints.shape[1]
+    num_classes = classes.ints.shape[1]
+    num_nodes = cluster.node_int.shape[1]
+    num_pods = int(jobs.ints[L.J_PODS].sum())
+    num_slots = int((jobs.ints[L.J_PODS] * jobs.ints[L.J_K]).sum())
+    dyn = np.zeros((L.JOB_DYN_FIELDS, num_jobs), dtype=np.int64)
+    dyn[L.D_STATUS] = L.S_FUTURE
+    dyn[L.D_NOMINATOR] = -1
+    time = np.full((L.JOB_TIME_FIELDS, num_jobs), np.nan)
+    time[L.T_PENDING] = 0.0
+    time[L.T_LOST] = 0.0
+    time[L.T_LEFT] = jobs.flts[L.JF_WORK]
+    time[L.T_KEY1] = jobs.flts[L.JF_KEY1]
+    time[L.T_KEY2] = jobs.flts[L.JF_KEY2]
+    js = JobState(
+        dyn=dyn,
+        time=time,
+        pod_node=np.full(num_pods, -1, dtype=np.int64),
+        pod_time=np.full(num_pods, np.nan),
+        slot_gpu=np.full(num_slots, -1, dtype=np.int64),
+        pod_next=np.full(num_pods, -1, dtype=np.int64),
+        pod_prev=np.full(num_pods, -1, dtype=np.int64),
+        node_pods=np.full(num_nodes, -1, dtype=np.int64),
+    )
+    cls = np.zeros((L.CLASS_DYN_FIELDS, num_classes), dtype=np.int64)
+    cls[L.CD_APOS] = -1
+    cls[L.CD_FAIL] = -1
+    cls[L.CD_RESV] = -1
+    cls[L.CD_PFAIL] = -1
+    w0, w1, w2 = bitset_words(num_jobs)
+    heap_len = max(num_classes, 1)
+    pend = Pending(
+        cls=cls,
+        active=np.zeros(heap_len, dtype=np.int64),
+        l0=np.zeros(w0, dtype=np.uint64),
+        l1=np.zeros(w1, dtype=np.uint64),
+        l2=np.zeros(w2, dtype=np.uint64),
+        over=np.full(max(num_jobs, 1), -1, dtype=np.int64),
+        heap_f=np.zeros((3, heap_len)),
+        heap_i=np.zeros((3, heap_len), dtype=np.int64),
+        tenant_rank=np.zeros(max(num_tenants, 1)),
+    )
+    # Each job has at most one live completion and one live timer; stale entries are compacted away.
+    event_len = max(num_jobs, 1) + 1
+    timers = Timers(
+        run_f=np.zeros(event_len),
+        run_i=np.zeros((4, event_len), dtype=np.int64),
+        tm_f=np.zeros(event_len),
+        tm_i=np.zeros((4, event_len), dtype=np.int64),
+    )
+    scratch = Scratch(
+        node_mark=np.full(max(num_nodes, 1), -1, dtype=np.int64),
+        touched_nodes=np.zeros(max(num_nodes, 1) + 1, dtype=np.int64),
+        touch_mark=np.zeros(max(num_nodes, 1), dtype=np.int64),
+    )
+    pods = None
+    if codes[L.P_GANG] == L.POD_BY_POD:
+        pods = PodScratch(
+            group_f=np.zeros(event_len),
+            group_i=np.zeros((4, event_len), dtype=np.int64),
+            touched=np.zeros(heap_len, dtype=np.int64),
+        )
+    easy = None
+    if codes[L.P_GANG] == L.GANG and codes[L.P_BACKFILL] == L.BF_EASY:
+        proj = Cluster(
+            cluster.node_int,
+            np.zeros_like(cluster.node_free),
+            np.zeros_like(cluster.gpu_free),
+            np.zeros_like(cluster.model_hist),
+            np.zeros_like(cluster.model_milli),
+            np.zeros_like(cluster.totals),
+        )
+        easy = EasyScratch(
+            proj=proj,
+            hold=np.zeros(max(num_nodes, 1), dtype=np.int64),
+            scan_f=np.zeros(event_len),
+            scan_i=np.zeros((4, event_len), dtype=np.int64),
+            kept_shadow=np.zeros(1),
+        )
+    pre = None
+    if codes[L.P_PREEMPT] != L.PREEMPT_NONE:
+        pre = PreemptScratch(
+            job_mark=np.full(max(num_jobs, 1), -1, dtype=np.int64),
+            victims=np.zeros(max(num_jobs, 1) + 1, dtype=np.int64),
+            best=np.zeros(max(num_jobs, 1) + 1, dtype=np.int64),
+            chosen=np.zeros(max(num_jobs, 1) + 1, dtype=np.int64),
+        )
+    dbg = None
+    if codes[L.P_DEBUG] != 0:
+        dbg = DebugScratch(
+            check_gpu=np.zeros((2, cluster.model_hist.shape[1] + 1), dtype=np.int64),
+            check_hist=np.zeros_like(cluster.model_hist),
+            check_milli=np.zeros_like(cluster.model_milli),
+            check_class=np.zeros(heap_len, dtype=np.int64),
+            check_job=np.zeros(max(num_jobs, 1), dtype=np.int64),
+        )
+    counters = np.zeros(L.N_COUNTERS, dtype=np.int64)
+    counters[L.K_RESV_HEAD] = -1
+    clock = np.zeros(L.CLOCK_FIELDS)
+    clock[L.X_SAMPLE_INTERVAL] = params.flt[L.PF_SAMPLE]
+    cursor = np.zeros(L.CURSOR_FIELDS, dtype=np.int64)
+    cursor[L.L_STATUS] = L.ADV_PAUSED
+    attempts = 2 * num_jobs + 16
+    run = Run(
+        counters=counters,
+        clock=clock,
+        cursor=cursor,
+        err=np.zeros(2, dtype=np.int64),
+        tl_flt=np.zeros((L.TIMELINE_FLOAT_FIELDS, timeline_capacity)),
+        tl_rows=np.zeros((L.TIMELINE_FIELDS, timeline_capacity), dtype=np.int64),
+        att_i=np.zeros((L.ATTEMPT_INT_FIELDS, attempts), dtype=np.int64),
+        att_f=np.zeros((L.ATTEMPT_FLOAT_FIELDS, attempts)),
+    )
+    return State(ix, js, pend, timers, scratch, run, pods, easy, pre, dbg)

@@ -1,0 +1,237 @@
+"""Gang placement (all pods or none) and EASY backfill's reservation.
+
+Both rest on the additive capacity argument of :mod:`gpureplay.engine.resources`:
+a gang of ``P`` identical pods can be placed iff the cluster's capacity for
+its class is ``>= P``, so a job that does not fit is dismissed without placing
+anything, and the reserved job's "does it still fit at the shadow time" is a
+running sum of per-node capacities.
+"""
+
+from __future__ import annotations
+
+from gpureplay.engine2.bundles import (
+    Classes,
+    Cluster,
+    EasyScratch,
+    FitIndex,
+    Jobs,
+    JobState,
+    Params,
+    Pending,
+    Run,
+    Scratch,
+    Timers,
+)
+from gpureplay.engine2.config import kernel, when_given
+from gpureplay.engine2.heaps import event_pop
+from gpureplay.engine2.jobs import place_pods, undo_placement
+from gpureplay.engine2.layout import (
+    C_PODS,
+    CD_FAIL,
+    D_GEN,
+    D_PLACED,
+    D_STATUS,
+    J_CLASS,
+    J_K,
+    J_POD0,
+    J_PODS,
+    J_SLOT0,
+    K_NRUNHEAP,
+    K_RESV_HEAD,
+    K_RESV_HOLD,
+    K_RESV_STARTS,
+    K_STARTS,
+    K_TRIED,
+    K_VERSION,
+    S_RUNNING,
+)
+from gpureplay.engine2.resources import class_capacity, copy_cluster, node_capacity, release_pod, take_pod
+
+
+@kernel
+def try_gang(
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    ix: FitIndex,
+    js: JobState,
+    pend: Pending,
+    sc: Scratch,
+    run: Run,
+    j: int,
+    t: float,
+) -> bool:
+    """Place all pods of job ``j`` or none; True when placed (the caller starts or undoes it).
+
+    Notes
+    -----
+    All-or-nothing allocation as in Volcano's ``allocate`` action with the gang
+    plugin (a statement committed only when ``JobReady``) and Kueue's
+    all-or-nothing admission. A class that does not fit is remembered for the
+    current release version: identical jobs are not retried until something
+    is released (draws are keyed, not consumed, so nothing is lost by not
+    trying).
+    """
+    c = jobs.ints[J_CLASS, j]
+    pods = cs.ints[C_PODS, c]
+    run.counters[K_TRIED] += 1
+    if class_capacity(cl, cs, c, pods) >= pods:
+        place_pods(params, jobs, cs, cl, ix, js, sc, run, j, pods, t)
+        return True
+    pend.cls[CD_FAIL, c] = run.counters[K_VERSION]
+    return False
+
+
+@kernel
+def hold_capacity(easy: EasyScratch, cs: Classes, c: int, pods: int, n: int) -> int:
+    """Recompute the reserved class's pod capacity on projected node ``n``; returns the change."""
+    new = node_capacity(easy.proj, cs, c, n, pods)
+    change = new - easy.hold[n]
+    easy.hold[n] = new
+    return change
+
+
+@kernel
+def project_pods(jobs: Jobs, cs: Classes, js: JobState, proj: Cluster, j: int, take: bool) -> None:
+    """Take (or release) job ``j``'s exact placement on the projection."""
+    c = jobs.ints[J_CLASS, j]
+    k = jobs.ints[J_K, j]
+    pod0 = jobs.ints[J_POD0, j]
+    for p in range(js.dyn[D_PLACED, j]):
+        n = js.pod_node[pod0 + p]
+        slot0 = jobs.ints[J_SLOT0, j] + p * k
+        if take:
+            take_pod(proj, cs, c, n, -1, js.slot_gpu, slot0, True)
+        else:
+            release_pod(proj, cs, c, n, js.slot_gpu, slot0)
+
+
+@kernel
+def refresh_hold(easy: EasyScratch, jobs: Jobs, cs: Classes, js: JobState, h: int, j: int) -> int:
+    """Update the reserved job ``h``'s capacity on the nodes of job ``j``'s pods; returns the total change."""
+    ch = jobs.ints[J_CLASS, h]
+    pods = jobs.ints[J_PODS, h]
+    change = 0
+    pod0 = jobs.ints[J_POD0, j]
+    for p in range(js.dyn[D_PLACED, j]):
+        change += hold_capacity(easy, cs, ch, pods, js.pod_node[pod0 + p])
+    return change
+
+
+@kernel
+def reservation(
+    easy: EasyScratch, jobs: Jobs, cs: Classes, cl: Cluster, js: JobState, tm: Timers, run: Run, h: int
+) -> tuple[float, int]:
+    """Shadow time of the blocked head job ``h`` and its pod capacity on the projected state at it.
+
+    Returns
+    -------
+    (float, int)
+        The shadow time ``S`` (-1.0 when ``h`` never fits) and ``h``'s pod
+        capacity on the projection. ``easy.proj`` holds the projected state and
+        ``easy.hold[n]`` ``h``'s capacity per node on it.
+
+    Notes
+    -----
+    EASY backfilling (Lifka, "The ANL/IBM SP scheduling system", JSSPP 1995;
+    Slurm ``sched/backfill``): running jobs are ended in ``(finish_time,
+    job_id)`` order on a copy of the state until the head fits; that finish
+    time is the head's reservation. Only nodes a released job touched change
+    the head's capacity, so each release costs its pods, not the cluster.
+    """
+    copy_cluster(cl, easy.proj)
+    ch = jobs.ints[J_CLASS, h]
+    need = jobs.ints[J_PODS, h]
+    total = 0
+    for n in range(cl.node_int.shape[1]):
+        easy.hold[n] = 0
+        total += hold_capacity(easy, cs, ch, need, n)
+    size = run.counters[K_NRUNHEAP]
+    for i in range(size):
+        easy.scan_f[i] = tm.run_f[i]
+        for r in range(4):
+            easy.scan_i[r, i] = tm.run_i[r, i]
+    while size > 0:
+        finish = easy.scan_f[0]
+        j = easy.scan_i[2, 0]
+        live = easy.scan_i[3, 0] == js.dyn[D_GEN, j] and js.dyn[D_STATUS, j] == S_RUNNING
+        size = event_pop(easy.scan_f, easy.scan_i, size)
+        if not live:
+            continue
+        project_pods(jobs, cs, js, easy.proj, j, False)
+        total += refresh_hold(easy, jobs, cs, js, h, j)
+        if total >= need:
+            return finish, total
+    return -1.0, total
+
+
+@kernel
+def _reserve(
+    easy: EasyScratch, jobs: Jobs, cs: Classes, cl: Cluster, js: JobState, tm: Timers, run: Run, h: int
+) -> tuple[float, int]:
+    """The blocked head ``h``'s reservation: kept from the last cycle when still valid, else computed.
+
+    Notes
+    -----
+    Same head and nothing started since the last cycle kept its reservation:
+    only completions (already released in the projection) and arrivals
+    happened, so recomputing would give the same shadow time and projected
+    state.
+    """
+    if run.counters[K_RESV_HEAD] == h and run.counters[K_RESV_STARTS] == run.counters[K_STARTS]:
+        return easy.kept_shadow[0], run.counters[K_RESV_HOLD]
+    return reservation(easy, jobs, cs, cl, js, tm, run, h)
+
+
+#: EASY's reservation for head ``h`` (``(-1.0, 0)``: no reservation, when EASY is off).
+reserve = when_given(_reserve, (-1.0, 0))
+
+
+@kernel
+def _backfill_past_shadow(
+    easy: EasyScratch,
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    ix: FitIndex,
+    js: JobState,
+    sc: Scratch,
+    run: Run,
+    head: int,
+    j: int,
+    hold_total: int,
+) -> tuple[bool, int]:
+    """Job ``j`` (placed now) ends after the shadow time: may it start? Returns (start it, head's capacity).
+
+    Notes
+    -----
+    Its exact placement is held on the projection; if the reserved head no
+    longer fits at the shadow time, the placement is undone on both states.
+    """
+    project_pods(jobs, cs, js, easy.proj, j, True)
+    hold_total += refresh_hold(easy, jobs, cs, js, head, j)
+    if hold_total >= jobs.ints[J_PODS, head]:
+        return True, hold_total
+    project_pods(jobs, cs, js, easy.proj, j, False)
+    hold_total += refresh_hold(easy, jobs, cs, js, head, j)
+    undo_placement(params, jobs, cs, cl, ix, js, sc, run, j)
+    return False, hold_total
+
+
+#: EASY's test for a job that would run past the shadow time (never called when EASY is off).
+backfill_past_shadow = when_given(_backfill_past_shadow, (False, 0))
+
+
+@kernel
+def _keep_reservation(easy: EasyScratch, run: Run, head: int, shadow: float, hold_total: int) -> None:
+    """Keep the cycle's reservation for the next cycle (valid until something starts)."""
+    run.counters[K_RESV_HEAD] = head
+    run.counters[K_RESV_STARTS] = run.counters[K_STARTS]
+    run.counters[K_RESV_HOLD] = hold_total
+    easy.kept_shadow[0] = shadow
+
+
+#: Keep the reservation (no-op when EASY is off).
+keep_reservation = when_given(_keep_reservation)

@@ -1,0 +1,511 @@
+"""A job's life: admitted, pods placed, started, finished - or evicted, terminating, requeued.
+
+Work and time
+-------------
+A job needs ``JF_WORK`` seconds of work (its trace duration: run time when
+it gets what it asked for). An attempt begins when its first pod is placed
+and runs once all pods are placed; a restart (an attempt after one that ran)
+first spends the job's restart overhead (``JF_OVERHEAD``: reading the
+checkpoint, cold start) and only then makes progress, at one second of work
+per second. So a job started at ``t`` finishes at ``t + overhead +
+work left``.
+
+Eviction and checkpoints
+------------------------
+An evicted job stops making progress at once and keeps its resources for the
+termination grace period (kube-scheduler: the preemptor waits for the
+victims' graceful termination before binding; scheduler-semantics.md §6.2),
+then releases them and re-enters its queue. Of the progress its attempt made
+it keeps what was checkpointed: checkpoints are taken every ``JF_CKPT``
+seconds of progress (``inf``: never, everything is lost; 0: continuously,
+nothing is). Lost GPU-seconds add up, per eviction, the GPUs held times (the
+progress rolled back + the restart overhead that attempt spent + the grace
+period): Lucid / Tiresias' preemption cost (scheduler-semantics.md §6.5, §8).
+"""
+
+from __future__ import annotations
+
+import math
+
+from gpureplay.engine2.bundles import Classes, Cluster, FitIndex, Jobs, JobState, Params, Pending, Run, Scratch, Timers
+from gpureplay.engine2.config import kernel
+from gpureplay.engine2.layout import (
+    C_GMEM,
+    A_JOB,
+    A_NODES,
+    A_NUMBER,
+    A_PODS,
+    A_REASON,
+    AF_END,
+    AF_EVICTED,
+    AF_GPU_S,
+    AF_HOLD0,
+    AF_LOST,
+    AF_OVERHEAD,
+    AF_PROGRESS,
+    AF_START,
+    D_ATTEMPTS,
+    D_GEN,
+    D_NOMINATOR,
+    D_OVER,
+    D_PLACED,
+    D_PREEMPTIONS,
+    D_SPANNED,
+    D_STATUS,
+    D_WAITING,
+    END_FINISHED,
+    END_PREEMPTED,
+    J_CLASS,
+    J_ID,
+    J_MILLI,
+    J_POD0,
+    J_PODS,
+    J_SLOT0,
+    J_K,
+    JF_CKPT,
+    JF_OVERHEAD,
+    K_ATTEMPTS,
+    K_NRUN,
+    K_NTERM,
+    K_NTOUCHED,
+    K_PREEMPTIONS,
+    K_PVERSION,
+    K_REQUEUE_SEQ,
+    K_STARTS,
+    K_VERSION,
+    P_DEBUG,
+    P_REQUEUE,
+    P_SEED,
+    PF_GRACE,
+    R_NONE,
+    REQUEUE_BACK,
+    S_FINISHED,
+    S_QUEUED,
+    S_REJECTED,
+    S_RUNNING,
+    S_TERMINATING,
+    T_END,
+    T_FINISH,
+    T_FIRST_START,
+    T_HOLD0,
+    T_KEY2,
+    T_LEFT,
+    T_LOST,
+    T_PEND_SINCE,
+    T_PENDING,
+    T_PROGRESS0,
+    T_EVICTED,
+    T_START,
+    TM_TERMINATED,
+    X_LOST,
+)
+from gpureplay.engine2.pending import dequeue, enqueue
+from gpureplay.engine2.resources import release_pod, take_pod
+from gpureplay.engine2.scoring import choose_gpu, choose_node, refresh_index
+from gpureplay.engine2.timers import push_completion, push_timer
+
+
+@kernel
+def touch_node(params: Params, sc: Scratch, run: Run, n: int) -> None:
+    """Remember that node ``n`` changed (debug runs check touched nodes after each cycle)."""
+    if params.codes[P_DEBUG] != 0 and sc.touch_mark[n] == 0:
+        sc.touch_mark[n] = 1
+        sc.touched_nodes[run.counters[K_NTOUCHED]] = n
+        run.counters[K_NTOUCHED] += 1
+
+
+@kernel
+def link_pod(js: JobState, pod: int, n: int) -> None:
+    """Add a placed pod to node ``n``'s pod list."""
+    head = js.node_pods[n]
+    js.pod_prev[pod] = -1
+    js.pod_next[pod] = head
+    if head >= 0:
+        js.pod_prev[head] = pod
+    js.node_pods[n] = pod
+
+
+@kernel
+def unlink_pod(js: JobState, pod: int, n: int) -> None:
+    """Remove a pod from node ``n``'s pod list."""
+    prev = js.pod_prev[pod]
+    nxt = js.pod_next[pod]
+    if prev >= 0:
+        js.pod_next[prev] = nxt
+    else:
+        js.node_pods[n] = nxt
+    if nxt >= 0:
+        js.pod_prev[nxt] = prev
+    js.pod_prev[pod] = -1
+    js.pod_next[pod] = -1
+
+
+@kernel
+def attempt_of(js: JobState, j: int) -> int:
+    """The run attempt a pod placed for job ``j`` now belongs to (0-based; the rng key's ``attempt``)."""
+    if js.dyn[D_PLACED, j] > 0:
+        return js.dyn[D_ATTEMPTS, j] - 1
+    return js.dyn[D_ATTEMPTS, j]
+
+
+@kernel
+def place_pod(
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    ix: FitIndex,
+    js: JobState,
+    sc: Scratch,
+    run: Run,
+    j: int,
+    n: int,
+    t: float,
+) -> None:
+    """Place job ``j``'s next pod on node ``n`` (which fits it) at ``t``: GPU choice, take, bookkeeping.
+
+    Notes
+    -----
+    The first pod of an attempt begins the attempt (``D_ATTEMPTS``, hold start).
+    """
+    c = jobs.ints[J_CLASS, j]
+    p = js.dyn[D_PLACED, j]
+    attempt = attempt_of(js, j)
+    if p == 0:
+        js.dyn[D_ATTEMPTS, j] += 1
+        js.time[T_HOLD0, j] = t
+    pod = jobs.ints[J_POD0, j] + p
+    g = -1
+    m = jobs.ints[J_MILLI, j]
+    if 0 < m < 1000:
+        g = choose_gpu(params, cl, n, m, cs.ints[C_GMEM, c], jobs.ints[J_ID, j], p, attempt)
+    take_pod(cl, cs, c, n, g, js.slot_gpu, jobs.ints[J_SLOT0, j] + p * jobs.ints[J_K, j], False)
+    js.pod_node[pod] = n
+    js.pod_time[pod] = t
+    link_pod(js, pod, n)
+    js.dyn[D_PLACED, j] = p + 1
+    if m > 0:
+        refresh_index(params, cl, ix, n)
+    touch_node(params, sc, run, n)
+
+
+@kernel
+def place_pods(
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    ix: FitIndex,
+    js: JobState,
+    sc: Scratch,
+    run: Run,
+    j: int,
+    last: int,
+    t: float,
+) -> bool:
+    """Place job ``j``'s pods up to ``last`` one by one with the node scorer; False when a pod fits nowhere.
+
+    Notes
+    -----
+    Each pod sees the state left by the previous one, so several pods may land
+    on one node, as in Volcano's ``allocate`` statement. Earlier pods stay
+    placed on failure; gang callers only call it once the job is known to fit.
+    """
+    c = jobs.ints[J_CLASS, j]
+    while js.dyn[D_PLACED, j] < last:
+        n = choose_node(params, cl, ix, cs, c, jobs.ints[J_ID, j], js.dyn[D_PLACED, j], attempt_of(js, j))
+        if n < 0:
+            return False
+        place_pod(params, jobs, cs, cl, ix, js, sc, run, j, n, t)
+    return True
+
+
+@kernel
+def release_job_pods(
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    ix: FitIndex,
+    js: JobState,
+    sc: Scratch,
+    run: Run,
+    j: int,
+) -> None:
+    """Release every placed pod of job ``j`` on the current state."""
+    c = jobs.ints[J_CLASS, j]
+    k = jobs.ints[J_K, j]
+    pod0 = jobs.ints[J_POD0, j]
+    for p in range(js.dyn[D_PLACED, j]):
+        pod = pod0 + p
+        n = js.pod_node[pod]
+        release_pod(cl, cs, c, n, js.slot_gpu, jobs.ints[J_SLOT0, j] + p * k)
+        unlink_pod(js, pod, n)
+        if jobs.ints[J_MILLI, j] > 0:
+            refresh_index(params, cl, ix, n)
+        touch_node(params, sc, run, n)
+    js.dyn[D_PLACED, j] = 0
+
+
+@kernel
+def pod_hold_sum(jobs: Jobs, js: JobState, j: int) -> float:
+    """Sum of the placement times of job ``j``'s placed pods."""
+    total = 0.0
+    pod0 = jobs.ints[J_POD0, j]
+    for p in range(js.dyn[D_PLACED, j]):
+        total += js.pod_time[pod0 + p]
+    return total
+
+
+@kernel
+def record_attempt(
+    jobs: Jobs,
+    js: JobState,
+    run: Run,
+    j: int,
+    reason: int,
+    evicted: float,
+    end: float,
+    progress: float,
+    lost: float,
+    overhead: float,
+) -> None:
+    """Append job ``j``'s current attempt to the attempt records (room is guaranteed by the loop)."""
+    a = run.counters[K_ATTEMPTS]
+    placed = js.dyn[D_PLACED, j]
+    run.att_i[A_JOB, a] = j
+    run.att_i[A_NUMBER, a] = js.dyn[D_ATTEMPTS, j] - 1
+    run.att_i[A_REASON, a] = reason
+    run.att_i[A_PODS, a] = placed
+    run.att_i[A_NODES, a] = js.dyn[D_SPANNED, j]
+    running = js.dyn[D_STATUS, j] == S_RUNNING
+    run.att_f[AF_HOLD0, a] = js.time[T_HOLD0, j]
+    run.att_f[AF_START, a] = js.time[T_START, j] if running else math.nan
+    run.att_f[AF_EVICTED, a] = evicted
+    run.att_f[AF_END, a] = end
+    run.att_f[AF_PROGRESS, a] = progress
+    run.att_f[AF_LOST, a] = lost
+    run.att_f[AF_OVERHEAD, a] = overhead
+    milli = float(jobs.ints[J_MILLI, j])
+    run.att_f[AF_GPU_S, a] = (end * placed - pod_hold_sum(jobs, js, j)) * milli / 1000.0
+    run.counters[K_ATTEMPTS] = a + 1
+
+
+@kernel
+def start_job(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, tm: Timers, sc: Scratch, run: Run, j: int, t: float) -> None:
+    """Job ``j`` (all pods placed) starts running at ``t``: leave the queue, schedule its completion.
+
+    Notes
+    -----
+    ``finish = t + overhead + work left``; the overhead is paid by every
+    attempt after one that ran (a restart from a checkpoint). ``D_SPANNED``
+    counts the distinct nodes of its pods.
+    """
+    dequeue(jobs, cs, js, pend, run, j)
+    js.dyn[D_STATUS, j] = S_RUNNING
+    js.time[T_PENDING, j] += t - js.time[T_PEND_SINCE, j]
+    overhead = 0.0
+    if math.isnan(js.time[T_FIRST_START, j]):
+        js.time[T_FIRST_START, j] = t
+    else:
+        overhead = jobs.flts[JF_OVERHEAD, j]
+    js.time[T_START, j] = t
+    js.time[T_PROGRESS0, j] = t + overhead
+    finish = t + overhead + js.time[T_LEFT, j]
+    js.time[T_FINISH, j] = finish
+    run.counters[K_NRUN] += 1
+    run.counters[K_STARTS] += 1
+    run.counters[K_PVERSION] += 1
+    push_completion(jobs, js, tm, run, j, finish)
+    spanned = 0
+    pod0 = jobs.ints[J_POD0, j]
+    for p in range(js.dyn[D_PLACED, j]):
+        n = js.pod_node[pod0 + p]
+        if sc.node_mark[n] != j:
+            sc.node_mark[n] = j
+            spanned += 1
+    js.dyn[D_SPANNED, j] = spanned
+
+
+@kernel
+def complete_job(
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    ix: FitIndex,
+    js: JobState,
+    sc: Scratch,
+    run: Run,
+    j: int,
+    t: float,
+) -> None:
+    """Job ``j`` (its completion popped) finishes at ``t`` and releases everything.
+
+    Notes
+    -----
+    Bumps the release version, which invalidates every "class does not fit"
+    mark: released resources may let any class fit again.
+    """
+    overhead = js.time[T_PROGRESS0, j] - js.time[T_START, j]
+    record_attempt(jobs, js, run, j, END_FINISHED, math.nan, t, js.time[T_LEFT, j], 0.0, overhead)
+    cost = js.dyn[D_PLACED, j] * jobs.ints[J_MILLI, j] / 1000.0 * overhead
+    js.time[T_LOST, j] += cost
+    run.clock[X_LOST] += cost
+    release_job_pods(params, jobs, cs, cl, ix, js, sc, run, j)
+    js.dyn[D_STATUS, j] = S_FINISHED
+    js.time[T_FINISH, j] = t
+    js.time[T_END, j] = t
+    js.time[T_LEFT, j] = 0.0
+    run.counters[K_NRUN] -= 1
+    run.counters[K_VERSION] += 1
+    run.counters[K_PVERSION] += 1
+
+
+@kernel
+def admit_job(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, run: Run, j: int, t: float) -> None:
+    """Job ``j`` is submitted at ``t``: rejected if it cannot run on the empty cluster, else queued.
+
+    Notes
+    -----
+    Rejection codes are computed once per job shape before the loop
+    (:func:`gpureplay.engine.resources.rejection_codes`).
+    """
+    if jobs.reject[j] != R_NONE:
+        js.dyn[D_STATUS, j] = S_REJECTED
+        return
+    js.dyn[D_STATUS, j] = S_QUEUED
+    js.time[T_PEND_SINCE, j] = t
+    enqueue(jobs, cs, js, pend, run, j)
+
+
+@kernel
+def evict_job(
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    js: JobState,
+    pend: Pending,
+    tm: Timers,
+    run: Run,
+    v: int,
+    t: float,
+    nominator: int,
+) -> None:
+    """Evict job ``v`` at ``t`` for ``nominator``: it stops, keeps its resources for the grace period, then requeues.
+
+    Notes
+    -----
+    A gang is evicted whole (all of its pods), as Volcano's gang plugin never
+    breaks a running gang below minMember and kube's workload-aware preemption
+    deletes a gang's pods together. A partly placed pod-by-pod job (holding
+    pods, not yet running) leaves the queue the same way.
+    """
+    status = js.dyn[D_STATUS, v]
+    progress = 0.0
+    lost = 0.0
+    overhead = 0.0
+    if status == S_RUNNING:
+        start = js.time[T_START, v]
+        begin = js.time[T_PROGRESS0, v]
+        progress = max(0.0, t - begin)
+        overhead = min(t, begin) - start
+        interval = jobs.flts[JF_CKPT, v]
+        if interval <= 0.0:
+            saved = progress
+        elif math.isinf(interval):
+            saved = 0.0
+        else:
+            saved = math.floor(progress / interval) * interval
+        lost = progress - saved
+        js.time[T_LEFT, v] -= saved
+        run.counters[K_NRUN] -= 1
+    else:
+        dequeue(jobs, cs, js, pend, run, v)
+    grace = params.flt[PF_GRACE]
+    record_attempt(jobs, js, run, v, END_PREEMPTED, t, t + grace, progress, lost, overhead)
+    gpus = js.dyn[D_PLACED, v] * jobs.ints[J_MILLI, v] / 1000.0
+    cost = gpus * (lost + overhead)
+    js.time[T_LOST, v] += cost
+    run.clock[X_LOST] += cost
+    js.dyn[D_STATUS, v] = S_TERMINATING
+    js.dyn[D_GEN, v] += 1
+    js.dyn[D_PREEMPTIONS, v] += 1
+    js.dyn[D_NOMINATOR, v] = nominator
+    js.time[T_EVICTED, v] = t
+    js.dyn[D_WAITING, nominator] += 1
+    run.counters[K_PREEMPTIONS] += 1
+    run.counters[K_NTERM] += 1
+    push_timer(js, tm, run, TM_TERMINATED, t + grace, v)
+
+
+@kernel
+def terminate_job(
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    ix: FitIndex,
+    js: JobState,
+    pend: Pending,
+    sc: Scratch,
+    run: Run,
+    v: int,
+    t: float,
+) -> None:
+    """Evicted job ``v``'s grace period ends at ``t``: release its resources and put it back in its queue.
+
+    Notes
+    -----
+    Under ``requeue: back`` it re-enters with ``key2 = t`` (behind jobs
+    already waiting at its priority; Kueue's default
+    ``requeuingStrategy.timestamp: Eviction``, or a Job controller's new pod),
+    under ``requeue: original`` at its original place.
+    """
+    gpus = js.dyn[D_PLACED, v] * jobs.ints[J_MILLI, v] / 1000.0
+    held = gpus * (t - js.time[T_EVICTED, v])
+    js.time[T_LOST, v] += held
+    run.clock[X_LOST] += held
+    release_job_pods(params, jobs, cs, cl, ix, js, sc, run, v)
+    run.counters[K_NTERM] -= 1
+    run.counters[K_VERSION] += 1
+    run.counters[K_PVERSION] += 1
+    run.counters[K_REQUEUE_SEQ] += 1
+    nominator = js.dyn[D_NOMINATOR, v]
+    if nominator >= 0:
+        js.dyn[D_WAITING, nominator] -= 1
+    js.dyn[D_NOMINATOR, v] = -1
+    js.dyn[D_STATUS, v] = S_QUEUED
+    js.time[T_PEND_SINCE, v] = t
+    if params.codes[P_REQUEUE] == REQUEUE_BACK:
+        js.time[T_KEY2, v] = t
+        js.dyn[D_OVER, v] = 1
+    else:
+        js.dyn[D_OVER, v] = 0
+    enqueue(jobs, cs, js, pend, run, v)
+
+
+@kernel
+def undo_placement(
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    ix: FitIndex,
+    js: JobState,
+    sc: Scratch,
+    run: Run,
+    j: int,
+) -> None:
+    """Take back a placement that was only tried (EASY's refused backfill, a preemption trial).
+
+    Notes
+    -----
+    The state is restored exactly; the attempt the first pod began is
+    withdrawn, so attempt numbers (and the draws keyed by them) count only
+    placements that were kept.
+    """
+    if js.dyn[D_PLACED, j] == 0:
+        return
+    release_job_pods(params, jobs, cs, cl, ix, js, sc, run, j)
+    js.dyn[D_ATTEMPTS, j] -= 1

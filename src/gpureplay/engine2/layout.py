@@ -1,0 +1,350 @@
+"""Row layout of the engine's tables and the integer codes kernels use.
+
+Every table is a 2-D ``int64`` or ``float64`` array with one *row per field*
+and one column per entity (job, class, node, GPU, tenant), so a field is a
+contiguous row: ``cl.node_free[F_WHOLE, n]`` is node ``n``'s count of wholly
+free GPUs. Tables travel in the named bundles of
+:mod:`gpureplay.engine.bundles`; the constants below name their rows. numba
+freezes module-level integers into the compiled code, so they cost nothing.
+
+Entities
+--------
+job
+    One row of the canonical jobs table, in input order (``j``).
+class
+    Pending jobs that fit or fail together on any state: same tenant, same
+    priority, same preemption rights and the same demand (gang mode:
+    ``(gpu_milli, gpu_mem, cpu, mem, model mask, num_pods)``; pod-by-pod mode
+    the pod shape without ``num_pods``).
+tenant
+    The queue a job is submitted to (the ``queue`` column).
+node, GPU
+    Nodes in the row order of the canonical nodes table; GPUs of node ``n``
+    are ``node_int[N_GPU0, n] + 0 .. num_gpus - 1`` (a global GPU index).
+pod
+    Pod ``p`` of job ``j`` is global pod ``jobs.int[J_POD0, j] + p``; a
+    whole-GPU pod of ``k`` GPUs owns ``k`` GPU slots from ``J_SLOT0``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+#: Array types of the kernels' signatures.
+Int64Array = npt.NDArray[np.int64]
+UInt64Array = npt.NDArray[np.uint64]
+Float64Array = npt.NDArray[np.float64]
+
+#: Milli-GPU of one whole card.
+WHOLE = 1000
+#: Capacity used for CPU or memory a node list does not give: never constrains.
+BIG = 1 << 62
+#: Allowed-model mask meaning "any model".
+ALL_MODELS = (1 << 64) - 1
+#: Most distinct GPU models a cluster may have (one bit each in a uint64 mask).
+MAX_MODELS = 64
+
+# --- pod kinds (the resource model's dispatch; see gpureplay.engine.resources) ----------------------
+KIND_NONE = 0  # gpu_milli == 0: CPU and memory only
+KIND_SHARE = 1  # 0 < gpu_milli < 1000: a share of one GPU (milli and GPU memory)
+KIND_WHOLE = 2  # gpu_milli >= 1000: k wholly free GPUs of one node
+
+# --- jobs.int: static per-job integers ------------------------------------------------------------
+J_ID = 0  # job_id (the engine's tie-break key)
+J_PODS = 1  # num_pods
+J_MILLI = 2  # gpu_milli per pod
+J_GMEM = 3  # gpu_mem_mib per GPU (null -> 0)
+J_CPU = 4  # cpu_milli per pod
+J_MEM = 5  # mem_mib per pod
+J_PRIO = 6  # priority
+J_K = 7  # GPU slots per pod: m/1000 for whole pods, 1 for fractional, 0 for GPU-less pods
+J_KIND = 8  # KIND_* of its pods
+J_CLASS = 9  # pending class
+J_RCLASS = 10  # rejection class (shape incl. num_pods)
+J_POS = 11  # position in the class-sorted static order
+J_TENANT = 12  # queue (tenant) index
+J_POD0 = 13  # first global pod
+J_SLOT0 = 14  # first GPU slot
+J_CAN_PREEMPT = 15  # 1: may evict lower-priority jobs (PriorityClass preemptionPolicy != Never)
+J_PREEMPTIBLE = 16  # 1: may be evicted
+JOB_INT_FIELDS = 17
+
+# --- jobs.flt: static per-job floats --------------------------------------------------------------
+JF_SUBMIT = 0
+JF_WORK = 1  # duration: seconds of work at full speed
+JF_CKPT = 2  # checkpoint interval, seconds of progress (inf: never checkpoints)
+JF_OVERHEAD = 3  # restart overhead of every attempt after the first, seconds
+JF_KEY1 = 4  # static queue key, first component (see gpureplay.engine.pending)
+JF_KEY2 = 5  # static queue key, second component
+JOB_FLOAT_FIELDS = 6
+
+# --- js.dyn: per-job dynamic integers ----------------------------------------------------------------
+D_STATUS = 0  # S_* code
+D_PLACED = 1  # pods placed (gang: 0 or num_pods)
+D_SPANNED = 2  # distinct nodes when the current attempt started
+D_ATTEMPTS = 3  # attempts begun (an attempt begins when the first pod is placed)
+D_GEN = 4  # generation of the completion entry; bumped to invalidate it (lazy deletion)
+D_PREEMPTIONS = 5  # times the job was evicted
+D_WAITING = 6  # victims this job evicted that still hold resources (it does not preempt again meanwhile)
+D_NOMINATOR = 7  # terminating: the job it was evicted for (-1: none)
+D_OVER = 8  # 1: pending in its class's overflow list (requeued with a new key), 0: in the static set
+JOB_DYN_FIELDS = 9
+
+# --- js.time: per-job dynamic floats -----------------------------------------------------------------
+T_FIRST_START = 0  # start of the first attempt that ran (nan: never ran)
+T_START = 1  # start of the current/last attempt's run (all pods placed)
+T_FINISH = 2  # running: projected finish; finished: finish time
+T_LEFT = 3  # work left when the current attempt started (seconds at full speed)
+T_PROGRESS0 = 4  # when the current attempt starts making progress (start + restart overhead)
+T_PEND_SINCE = 5  # when the job last became pending
+T_PENDING = 6  # accumulated pending time (first wait + every requeue)
+T_LOST = 7  # lost GPU-seconds (work rolled back to a checkpoint, restore overhead, termination grace)
+T_KEY1 = 8  # current queue key (see JF_KEY1/2; changed by a requeue)
+T_KEY2 = 9
+T_HOLD0 = 10  # when the current attempt's first pod was placed
+T_END = 11  # when the job finished (nan otherwise)
+T_EVICTED = 12  # terminating: when it was evicted
+JOB_TIME_FIELDS = 13
+
+# Job status codes (every job is in exactly one).
+S_FUTURE = 0  # not yet submitted
+S_QUEUED = 1  # pending (pod-by-pod: possibly partly placed)
+S_RUNNING = 2
+S_FINISHED = 3
+S_REJECTED = 4
+S_TERMINATING = 5  # evicted: holds its resources until its termination grace period ends
+
+# Rejection reasons, checked in this order at arrival.
+R_NONE = 0
+R_NO_MODEL = 1
+R_POD_TOO_LARGE = 2
+R_GANG_TOO_LARGE = 3
+
+# Attempt end reasons (attempts.parquet).
+END_FINISHED = 0
+END_PREEMPTED = 1
+END_OPEN = 2  # still holding when the run ended (resolved to unfinished/deadlocked at the boundary)
+
+# --- classes.int: static per-class integers -------------------------------------------------------
+C_MILLI = 0
+C_GMEM = 1
+C_CPU = 2
+C_MEM = 3
+C_PODS = 4  # pods placed together (pod-by-pod: 1)
+C_K = 5
+C_START = 6  # class-sorted static positions [C_START, C_END)
+C_END = 7
+C_EXACT = 8  # 1: plain whole-GPU pods, no CPU/memory/GPU-memory limit (histogram bound exact)
+C_TENANT = 9
+C_PRIO = 10
+C_CAN_PREEMPT = 11
+C_KIND = 12
+CLASS_INT_FIELDS = 13
+
+# --- pend.cls: per-class dynamic integers ------------------------------------------------------------
+CD_PENDING = 0  # pending jobs in the class (static set + overflow)
+CD_APOS = 1  # index in the active-class list, -1 when not active
+CD_FAIL = 2  # release version at which the class was seen not to fit (-1: never)
+CD_CUR = 3  # cycle cursor in the static set (class-sorted position, -1: exhausted)
+CD_RESV = 4  # EASY: stamp at which a job of the class was refused for delaying the reservation
+CD_OVER = 5  # jobs in the overflow list
+CD_OCUR = 6  # cycle cursor in the overflow list (index, -1: exhausted)
+CD_PFAIL = 7  # preemption version at which no job of the class could preempt (-1: never)
+CLASS_DYN_FIELDS = 8
+
+# --- rejection classes -----------------------------------------------------------------------------
+RC_MILLI = 0
+RC_GMEM = 1
+RC_CPU = 2
+RC_MEM = 3
+RC_PODS = 4
+RC_K = 5
+RCLASS_INT_FIELDS = 6
+
+# --- cl.node_int: static per-node integers ------------------------------------------------------------
+N_GPUS = 0
+N_GPU_MEM = 1  # memory of one GPU
+N_CPU = 2  # capacity (BIG when unknown)
+N_MEM = 3
+N_MODEL = 4  # model code, -1 when the node has no GPU model
+N_GPU0 = 5  # first global GPU index
+NODE_INT_FIELDS = 6
+
+# --- cl.node_free: per-node free capacity (kept incrementally) ----------------------------------------
+F_CPU = 0
+F_MEM = 1
+F_WHOLE = 2  # GPUs with free_milli == 1000
+F_MILLI = 3  # sum of free_milli over the node's GPUs
+NODE_FREE_FIELDS = 4
+
+# --- cl.gpu_free ------------------------------------------------------------------------------------
+G_MILLI = 0
+G_MEM = 1
+GPU_FREE_FIELDS = 2
+
+# --- cl.totals: cluster-wide aggregates ------------------------------------------------------------
+TOT_FREE_WHOLE = 0  # wholly free GPUs
+TOT_ALLOC = 1  # allocated milli-GPU
+TOTAL_FIELDS = 2
+
+# --- node types (rejection checks on the empty cluster) --------------------------------------------
+NT_MODEL = 0
+NT_GPUS = 1
+NT_GPU_MEM = 2
+NT_CPU = 3
+NT_MEM = 4
+NT_COUNT = 5
+NODE_TYPE_FIELDS = 6
+
+# --- run.counters ----------------------------------------------------------------------------------------
+K_VERSION = 0  # bumped whenever resources are released; class failures hold within a version
+K_PVERSION = 1  # bumped when the set of possible victims can grow (starts, releases)
+K_NACTIVE = 2  # classes with pending jobs
+K_NRUN = 3  # running jobs
+K_NPEND = 4  # pending jobs
+K_CYCLES = 5
+K_TRIED = 6  # placement attempts (gang: jobs, pod-by-pod: pods)
+K_EVENTS = 7  # distinct event times processed
+K_STAMP = 8  # EASY: changes to the current or projected state within a cycle
+K_STARTS = 9  # attempts started so far
+K_RESV_HEAD = 10  # EASY: job holding the reservation kept from the last cycle (-1: none)
+K_RESV_STARTS = 11  # EASY: K_STARTS when that reservation was last valid
+K_RESV_HOLD = 12  # EASY: the head's pod capacity on the kept projection
+K_NTERM = 13  # terminating jobs
+K_PREEMPTIONS = 14  # evictions so far
+K_ATTEMPTS = 15  # attempt rows written
+K_NRUNHEAP = 16  # entries in the completion heap (valid and stale)
+K_NTIMERS = 17  # entries in the timer heap (valid and stale)
+K_TIMER_SEQ = 18  # timers pushed so far (the timer heap's tie-break)
+K_REQUEUE_SEQ = 19  # requeues so far
+K_NTOUCHED = 20  # nodes in the touched list (debug checks)
+K_PREEMPT_TRIES = 21  # preemption searches run
+N_COUNTERS = 22
+
+# --- run.clock: float64 scalars of the event loop, kept between chunks ----------------------------------
+X_INTEGRAL = 0  # allocated milli-GPU x seconds up to X_NOW
+X_NOW = 1  # last event time processed (the result's end time)
+X_ERROR_T = 2  # time at which an invariant check failed
+X_NEXT_SAMPLE = 3  # time of the next sample
+X_TICK_T = 4  # periodic: time of the next tick
+X_NEXT_T = 5  # paused: the next event time, beyond the chunk's stop time
+X_WINDOW_INTEGRAL = 6  # allocated milli-GPU x seconds inside the measurement window
+X_SAMPLE_INTERVAL = 7  # current sample interval (widened when the timeline would exceed its bound)
+X_LOST = 8  # lost GPU-seconds so far
+CLOCK_FIELDS = 9
+
+# --- run.cursor: int64 scalars of the event loop, kept between chunks -----------------------------------
+L_ARRIVAL = 0  # jobs admitted so far = position of the next one in arrival order
+L_SAMPLE_K = 1  # index of the next sample on the current grid
+L_TICK_K = 2  # periodic: index of the next tick
+L_CYCLE_OWED = 3  # periodic: 1 when a change has not been seen by a cycle yet
+L_IDLE = 4  # periodic: 1 when the last cycle changed nothing and nothing changed since
+L_PROCESSED = 5  # 1 once an event time has been processed
+L_SAMPLES = 6  # timeline rows written
+L_STATUS = 7  # ADV_* outcome of the last advance
+L_WIDENINGS = 8  # times the sample interval was doubled
+L_MIDPASS = 9  # 1: paused for room in the middle of an event time (resume with its next pass)
+L_FIRST_PASS = 10  # with L_MIDPASS: whether that next pass is the event time's first
+CURSOR_FIELDS = 11
+
+# Outcome of one advance (a chunk of simulated time).
+ADV_PAUSED = 0  # every event time <= the stop time is processed; more remain
+ADV_DONE = 1  # the run has ended
+ADV_FAILED = 2  # a debug invariant check failed (error record set); the run stops
+ADV_GROW = 3  # a result buffer needs room before the next event time; grow it and call again
+
+# --- params.codes: policy codes (values of the Policy enums) -----------------------------------------
+P_ORDER = 0
+P_GANG = 1
+P_NODE = 2  # node scorer (gpureplay.engine.scoring)
+P_GPU = 3  # GPU scorer for shared pods
+P_BACKFILL = 4
+P_DEPTH = 5
+P_PREEMPT = 6  # PREEMPT_* mode
+P_REQUEUE = 7  # REQUEUE_* rule
+P_MIN_CANDIDATES = 8  # DefaultPreemption minCandidateNodesAbsolute
+P_CANDIDATE_PCT = 9  # DefaultPreemption minCandidateNodesPercentage
+P_SELECTOR = 10  # tenant selector (gpureplay.engine.pending)
+P_DEBUG = 11
+P_MAX_SAMPLES = 12
+P_SEED = 13  # low 63 bits of the seed (the counter-based generator's key)
+POLICY_FIELDS = 14
+
+# --- params.flt -------------------------------------------------------------------------------------
+PF_SESSION = 0  # seconds between periodic cycles (0: event-driven)
+PF_SAMPLE = 1  # initial sample interval
+PF_HORIZON = 2  # inf: none
+PF_GRACE = 3  # termination grace period of an evicted job, seconds
+PF_WINDOW0 = 4  # measurement window
+PF_WINDOW1 = 5
+PARAM_FLOAT_FIELDS = 6
+
+GANG = 0
+POD_BY_POD = 1
+
+BF_NONE = 0
+BF_EASY = 1
+BF_SKIP = 2
+
+PREEMPT_NONE = 0
+PREEMPT_PRIORITY = 1  # kube-scheduler DefaultPreemption (gang: the whole gang must fit before evicting)
+
+REQUEUE_BACK = 0  # an evicted job re-enters its queue with a new timestamp (Kueue "Eviction", a new pod)
+REQUEUE_ORIGINAL = 1  # it keeps its original place (Kueue "Creation"; Tiresias/Lucid simulators)
+
+SELECT_GLOBAL = 0  # one queue order across tenants (kube-scheduler PrioritySort, FIFO, SJF)
+
+# --- timers (kind codes; ordered: at one time, lower kinds fire first) ----------------------------------
+TM_TERMINATED = 0  # an evicted job's termination grace period ends: it releases and is requeued
+
+# --- timeline rows (run.tl_flt: time and lost GPU-seconds; run.tl_rows: the counts) --------------------
+TLF_TIME = 0
+TLF_LOST = 1  # lost GPU-seconds so far
+TIMELINE_FLOAT_FIELDS = 2
+TL_GPUS = 0
+TL_MILLI = 1
+TL_PENDING = 2
+TL_RUNNING = 3
+TL_FRAGMENTED = 4
+TL_PREEMPTIONS = 5  # evictions so far
+TL_TERMINATING = 6
+TIMELINE_FIELDS = 7
+
+# --- attempts rows -----------------------------------------------------------------------------------
+A_JOB = 0  # job index
+A_NUMBER = 1  # attempt number, 0-based
+A_REASON = 2  # END_*
+A_PODS = 3  # pods placed when it ended
+A_NODES = 4  # distinct nodes
+ATTEMPT_INT_FIELDS = 5
+AF_HOLD0 = 0  # first pod placed
+AF_START = 1  # all pods placed (nan: never ran)
+AF_EVICTED = 2  # eviction decision (nan: not evicted)
+AF_END = 3  # resources released (or due to be, for an eviction)
+AF_PROGRESS = 4  # seconds of work done in this attempt
+AF_LOST = 5  # seconds of work rolled back to the last checkpoint
+AF_OVERHEAD = 6  # seconds of restart overhead spent
+AF_GPU_S = 7  # GPU-seconds held (milli-GPU x seconds / 1000), pod by pod
+ATTEMPT_FLOAT_FIELDS = 8
+
+# --- debug invariant violations (code -> message in gpureplay.replay.simulate) ---------------------
+E_OK = 0
+E_GPU_MILLI_RANGE = 1
+E_GPU_MEM_RANGE = 2
+E_NODE_CPU = 3
+E_NODE_MEM = 4
+E_GPU_MILLI_SUM = 5
+E_GPU_MEM_SUM = 6
+E_NODE_CPU_SUM = 7
+E_NODE_MEM_SUM = 8
+E_NODE_WHOLE = 9
+E_NODE_MILLI = 10
+E_TOTALS = 11
+E_HISTOGRAM = 12
+E_STATUS = 13
+E_COUNTS = 14
+E_QUEUE = 15
+E_FINISH = 16
+E_INDEX = 17
+E_NODE_PODS = 18

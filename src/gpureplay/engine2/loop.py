@@ -1,0 +1,315 @@
+"""The event loop: one replay of a job trace on a cluster, in chunks of simulated time.
+
+:func:`advance` processes event times up to a stop time and returns, so a
+caller can report progress (or notice an interrupt) between chunks. One call
+with ``t_stop = inf`` is a run in one go, and any sequence of stop times gives
+bit-identical results.
+
+Total order of work (the one place it is written down)
+------------------------------------------------------
+Time is float64 seconds from the trace start. Event times are the submit
+times, the finish times of running jobs, the timers (an evicted job's end of
+grace period), the sample times ``k * sample_interval`` and, in periodic mode,
+the cycle ticks ``k * session_interval``. The loop visits each distinct event
+time ``t`` once, in increasing order, and at ``t`` does, in this order:
+
+1. **completions**: every running job with ``finish_time == t`` finishes, in
+   ``(finish_time, job_id)`` order, releasing its resources;
+2. **timers** due at ``t``, in ``(kind, sequence)`` order: an evicted job's
+   grace period ends (it releases and re-enters its queue);
+3. **arrivals**: every job with ``submit_time == t`` is admitted, in
+   ``(submit_time, job_id)`` order: rejected if it cannot run on the empty
+   cluster, queued otherwise;
+4. **scheduling cycle**: event-driven mode (``session_interval == 0``) runs one
+   cycle iff step 1, 2 or 3 did anything (a rejected arrival counts);
+   periodic mode runs one iff ``t`` is a tick, whatever changed;
+5. **sample**: if ``t`` is the next sample time, one timeline row.
+
+If step 4 started jobs that finish at ``t`` (duration 0) or evicted jobs
+whose grace period is 0, steps 1, 2 and 4 repeat at the same ``t`` (no new
+arrivals, no second sample) until nothing more is due at ``t``. Within a
+cycle the order is the queue order of :mod:`gpureplay.engine.cycles`.
+
+The run ends, after some ``t``, when nothing runs, nothing is terminating,
+nothing is left to arrive and (periodic mode) a cycle has run since the last
+change; its end time is that ``t``. With a horizon, no ``t > horizon`` is
+processed and the end time is the last ``t`` processed (a skipped idle tick
+counts as processed).
+
+Periodic idle ticks
+-------------------
+A periodic cycle that changed nothing, with nothing changed since, would
+repeat itself exactly (same state, same queue, and draws keyed by job, not
+consumed), so the loop jumps over such ticks.
+
+Chunks and room
+---------------
+A chunk processes whole event times only: it stops at the top of the loop,
+before the first ``t > t_stop`` is touched, with every loop scalar saved, so
+the next call carries on as if it had never stopped. When a result buffer
+(timeline, attempts) may not have room for what the next pass can write, the
+loop stops with ``ADV_GROW`` - at the top of an event time, or between two
+passes of one (``L_MIDPASS``) - the caller grows the buffer and calls again.
+"""
+
+from __future__ import annotations
+
+import math
+
+from gpureplay.engine2.bundles import Classes, Cluster, Jobs, Params, State
+from gpureplay.engine2.config import kernel
+from gpureplay.engine2.cycles import cycle
+from gpureplay.engine2.invariants import check_full, check_touched
+from gpureplay.engine2.jobs import admit_job, complete_job, terminate_job
+from gpureplay.engine2.layout import (
+    ADV_DONE,
+    ADV_FAILED,
+    ADV_GROW,
+    ADV_PAUSED,
+    JF_SUBMIT,
+    K_ATTEMPTS,
+    K_CYCLES,
+    K_EVENTS,
+    K_NRUN,
+    K_NTERM,
+    L_ARRIVAL,
+    L_CYCLE_OWED,
+    L_FIRST_PASS,
+    L_IDLE,
+    L_MIDPASS,
+    L_PROCESSED,
+    L_SAMPLE_K,
+    L_SAMPLES,
+    L_STATUS,
+    L_TICK_K,
+    P_GANG,
+    P_MAX_SAMPLES,
+    PF_HORIZON,
+    PF_SESSION,
+    PF_WINDOW0,
+    PF_WINDOW1,
+    TM_TERMINATED,
+    TOT_ALLOC,
+    X_ERROR_T,
+    X_INTEGRAL,
+    X_NEXT_SAMPLE,
+    X_NEXT_T,
+    X_NOW,
+    X_SAMPLE_INTERVAL,
+    X_TICK_T,
+    X_WINDOW_INTEGRAL,
+)
+from gpureplay.engine2.timeline import record_sample, widen
+from gpureplay.engine2.timers import next_completion, next_timer, pop_completion, pop_timer
+
+
+@kernel
+def first_tick_at_or_after(t: float, interval: float, k: int) -> int:
+    """Smallest tick index ``>= k`` whose time ``index * interval`` is ``>= t``.
+
+    Notes
+    -----
+    Starts from the division and corrects by one step either way, so the
+    answer agrees with the exact products ``index * interval`` the loop uses.
+    """
+    guess = max(k, int(math.floor(t / interval)))
+    while guess > k and (guess - 1) * interval >= t:
+        guess -= 1
+    while guess * interval < t:
+        guess += 1
+    return guess
+
+
+@kernel
+def attempt_room(jobs: Jobs, run: Run) -> bool:
+    """Whether the attempt records can take what one pass may write (one row per job at most)."""
+    return run.att_i.shape[1] - run.counters[K_ATTEMPTS] > jobs.ints.shape[1]
+
+
+@kernel
+def advance(params: Params, jobs: Jobs, cs: Classes, cl: Cluster, st: State, t_stop: float) -> int:
+    """Process every event time ``t <= t_stop`` of the replay (see the module docstring for the order).
+
+    Parameters
+    ----------
+    params, jobs, cs
+        Policy codes and settings, the static job table, the pending classes.
+    cl, st
+        The cluster and the rest of the replay's state (:class:`gpureplay.engine.bundles.State`),
+        updated in place.
+    t_stop
+        Last simulated time this call may process; ``inf`` runs to the end.
+
+    Returns
+    -------
+    int
+        ``ADV_PAUSED`` (``run.clock[X_NEXT_T]`` is the next event time, ``>
+        t_stop``), ``ADV_DONE``, ``ADV_FAILED`` (``run.err`` holds ``[code,
+        entity]`` and ``run.clock[X_ERROR_T]`` the time of the failed check) or
+        ``ADV_GROW`` (a result buffer needs room; grow it and call again). Also
+        left in ``run.cursor[L_STATUS]``. At the end ``run.clock[X_INTEGRAL]``
+        is the GPU-milli-second integral and ``run.clock[X_NOW]`` the end time.
+
+    Notes
+    -----
+    The loop structure is SimPy's ``Environment.step`` (pop the earliest event,
+    handle it) over five event sources whose next times are each known: the
+    arrival cursor, the completion heap, the timer heap, the next sample and
+    the next tick. The GPU-milli-second integrals are exact between events
+    because allocation only changes at events.
+    """
+    ix, js, pend, tm, sc, run = st.ix, st.js, st.pend, st.tm, st.sc, st.run
+    pods, easy, pre, dbg = st.pods, st.easy, st.pre, st.dbg
+    status = run.cursor[L_STATUS]
+    if status != ADV_PAUSED and status != ADV_GROW:
+        return status
+    num_jobs = jobs.ints.shape[1]
+    mode = params.codes[P_GANG]
+    session = params.flt[PF_SESSION]
+    periodic = session > 0.0
+    horizon = params.flt[PF_HORIZON]
+    w0 = params.flt[PF_WINDOW0]
+    w1 = params.flt[PF_WINDOW1]
+    max_samples = params.codes[P_MAX_SAMPLES]
+    clock = run.clock
+    cursor = run.cursor
+    counters = run.counters
+
+    integral = clock[X_INTEGRAL]
+    window_integral = clock[X_WINDOW_INTEGRAL]
+    t_prev = clock[X_NOW]
+    tick_t = clock[X_TICK_T]
+    next_arrival = cursor[L_ARRIVAL]
+    tick_k = cursor[L_TICK_K]
+    cycle_owed = cursor[L_CYCLE_OWED] != 0
+    idle = cursor[L_IDLE] != 0
+    processed = cursor[L_PROCESSED] != 0
+    midpass = cursor[L_MIDPASS] != 0
+    first_pass = cursor[L_FIRST_PASS] != 0
+    status = ADV_PAUSED
+    t = t_prev
+    while True:
+        if midpass:
+            t = t_prev
+            midpass = False
+        else:
+            completion_t = next_completion(js, tm, run)
+            timer_t = next_timer(js, tm, run)
+            if (
+                processed
+                and counters[K_NRUN] == 0
+                and counters[K_NTERM] == 0
+                and math.isinf(timer_t)
+                and next_arrival == num_jobs
+                and not (periodic and cycle_owed)
+            ):
+                status = ADV_DONE
+                break
+            next_sample = clock[X_NEXT_SAMPLE]
+            t = min(next_sample, completion_t, timer_t)
+            if next_arrival < num_jobs:
+                t = min(t, jobs.flts[JF_SUBMIT, jobs.arrival[next_arrival]])
+            if periodic and not idle:
+                t = min(t, tick_t)
+            if t > t_stop:
+                # Nothing at t has been touched yet: the next chunk starts from this very point.
+                clock[X_NEXT_T] = t
+                break
+            if t > horizon:
+                if periodic and idle and tick_t <= horizon:
+                    # The skipped no-op ticks up to the horizon are still events: the run ends at the last one.
+                    k = first_tick_at_or_after(horizon, session, tick_k)
+                    if k * session > horizon:
+                        k -= 1
+                    counters[K_CYCLES] += k + 1 - tick_k
+                    counters[K_EVENTS] += 1
+                    last_tick = k * session
+                    integral += float(cl.totals[TOT_ALLOC]) * (last_tick - t_prev)
+                    window_integral += float(cl.totals[TOT_ALLOC]) * max(0.0, min(last_tick, w1) - max(t_prev, w0))
+                    t_prev = last_tick
+                status = ADV_DONE
+                break
+            if t == next_sample and run.cursor[L_SAMPLES] == run.tl_flt.shape[1]:
+                if run.tl_flt.shape[1] < max_samples:
+                    status = ADV_GROW
+                    break
+                widen(run)
+                clock[X_NEXT_SAMPLE] = run.cursor[L_SAMPLE_K] * clock[X_SAMPLE_INTERVAL]
+                continue  # the widened grid may not sample at t: choose the event time again
+            if not attempt_room(jobs, run):
+                status = ADV_GROW
+                break
+            if periodic and idle:
+                k = first_tick_at_or_after(t, session, tick_k)
+                if k > tick_k:
+                    counters[K_CYCLES] += k - tick_k
+                    tick_k = k
+                    tick_t = k * session
+            alloc = float(cl.totals[TOT_ALLOC])
+            integral += alloc * (t - t_prev)
+            window_integral += alloc * max(0.0, min(t, w1) - max(t_prev, w0))
+            t_prev = t
+            processed = True
+            counters[K_EVENTS] += 1
+            first_pass = True
+        while True:
+            if not first_pass and not attempt_room(jobs, run):
+                midpass = True
+                status = ADV_GROW
+                break
+            changed = False
+            while next_completion(js, tm, run) == t:
+                j = pop_completion(tm, run)
+                complete_job(params, jobs, cs, cl, ix, js, sc, run, j, t)
+                changed = True
+            while next_timer(js, tm, run) == t:
+                kind, target = pop_timer(tm, run)
+                if kind == TM_TERMINATED:
+                    terminate_job(params, jobs, cs, cl, ix, js, pend, sc, run, target, t)
+                changed = True
+            if first_pass:
+                while next_arrival < num_jobs and jobs.flts[JF_SUBMIT, jobs.arrival[next_arrival]] == t:
+                    admit_job(jobs, cs, js, pend, run, jobs.arrival[next_arrival], t)
+                    next_arrival += 1
+                    changed = True
+            if changed:
+                cycle_owed = True
+                idle = False
+            if (periodic and t == tick_t) or (not periodic and changed):
+                changes = cycle(pods, params, jobs, cs, cl, ix, js, pend, tm, sc, run, easy, pre, t)
+                counters[K_CYCLES] += 1
+                cycle_owed = False
+                if periodic:
+                    idle = changes == 0
+                if not check_touched(dbg, params, jobs, cs, cl, ix, js, pend, sc, run):
+                    clock[X_ERROR_T] = t
+                    status = ADV_FAILED
+                    break
+            if first_pass and t == clock[X_NEXT_SAMPLE]:
+                record_sample(jobs, cs, cl, js, pend, run, mode, t)
+                clock[X_NEXT_SAMPLE] = run.cursor[L_SAMPLE_K] * clock[X_SAMPLE_INTERVAL]
+            first_pass = False
+            if not (next_completion(js, tm, run) == t or next_timer(js, tm, run) == t):
+                break
+        if status != ADV_PAUSED:
+            break
+        if periodic and t == tick_t:
+            tick_k += 1
+            tick_t = tick_k * session
+    if status == ADV_DONE and not check_full(dbg, params, jobs, cs, cl, ix, js, pend, tm, run, t_prev):
+        clock[X_ERROR_T] = t_prev
+        status = ADV_FAILED
+
+    clock[X_INTEGRAL] = integral
+    clock[X_WINDOW_INTEGRAL] = window_integral
+    clock[X_NOW] = t_prev
+    clock[X_TICK_T] = tick_t
+    cursor[L_ARRIVAL] = next_arrival
+    cursor[L_TICK_K] = tick_k
+    cursor[L_CYCLE_OWED] = 1 if cycle_owed else 0
+    cursor[L_IDLE] = 1 if idle else 0
+    cursor[L_PROCESSED] = 1 if processed else 0
+    cursor[L_MIDPASS] = 1 if midpass else 0
+    cursor[L_FIRST_PASS] = 1 if first_pass else 0
+    cursor[L_STATUS] = status
+    return status

@@ -1,0 +1,441 @@
+"""The resource model: what a pod needs, whether and how often it fits a node, taking and releasing it.
+
+A pod of kind ``KIND_NONE`` asks for CPU and memory only; ``KIND_SHARE`` for
+``m`` milli-GPU and ``q`` MiB on one GPU (HAMi / gpushare-style sharing);
+``KIND_WHOLE`` for ``k = m / 1000`` wholly free GPUs of one node whose per-GPU
+memory is at least ``q``. Every pod also needs ``c`` milli-CPU and ``r`` MiB of
+node memory. The fit rule is written once, in :func:`capacity_on`; everything
+else (does one pod fit, how many identical pods fit a node or the cluster, the
+rejection checks on the empty cluster) is built on it.
+
+*Additive* kinds: for the three kinds above, the number of identical pods a
+node can still take drops by exactly one per pod placed there, whatever GPU
+the pod gets (each term of :func:`capacity_on` loses exactly the pod's demand).
+Placing ``P`` identical pods one by one with any node/GPU choice therefore
+succeeds iff the capacities sum to ``>= P``: a gang is decided without trial
+placements (:mod:`gpureplay.engine.gang`). A kind for which this does not hold
+(MIG slices, where the start slot changes what else fits) must be placed by
+trial with an undo log, as preemption's trial placement already does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpureplay.engine2.bundles import Classes, Cluster
+from gpureplay.engine2.config import inline_kernel, kernel
+from gpureplay.engine2.layout import (
+    C_CPU,
+    C_EXACT,
+    C_GMEM,
+    C_K,
+    C_KIND,
+    C_MEM,
+    C_MILLI,
+    F_CPU,
+    F_MEM,
+    F_MILLI,
+    F_WHOLE,
+    G_MEM,
+    G_MILLI,
+    KIND_NONE,
+    KIND_SHARE,
+    KIND_WHOLE,
+    N_GPU0,
+    N_GPU_MEM,
+    N_GPUS,
+    N_MODEL,
+    R_GANG_TOO_LARGE,
+    R_NO_MODEL,
+    R_NONE,
+    R_POD_TOO_LARGE,
+    RC_CPU,
+    RC_GMEM,
+    RC_K,
+    RC_MEM,
+    RC_MILLI,
+    RC_PODS,
+    TOT_ALLOC,
+    TOT_FREE_WHOLE,
+    WHOLE,
+    Int64Array,
+    UInt64Array,
+)
+
+
+@inline_kernel
+def capacity_on(
+    cl: Cluster,
+    n: int,
+    kind: int,
+    m: int,
+    q: int,
+    c: int,
+    r: int,
+    mask: np.uint64,
+    k: int,
+    limit: int,
+) -> int:
+    """How many more identical pods fit on node ``n`` now, capped at ``limit`` (the fit rule).
+
+    Parameters
+    ----------
+    cl
+        The cluster state to look at (current or projected).
+    n
+        Node index.
+    kind, m, q, c, r, mask, k
+        Pod demand: ``KIND_*``, milli-GPU, GPU memory per GPU, milli-CPU, node
+        memory, allowed GPU models (bit per model code; ignored for
+        ``KIND_NONE``), whole GPUs per pod.
+    limit
+        Cap on the answer (a GPU-less pod on an unconstrained node fits
+        without bound).
+
+    Returns
+    -------
+    int
+        ``min(limit, capacity)``; ``>= 1`` iff one pod fits the node.
+
+    Notes
+    -----
+    Capacity is ``min(free_cpu // c, free_mem // r, gpu)`` with ``gpu =
+    free_whole // k`` for whole pods and ``sum_g min(free_milli_g // m,
+    free_mem_g // q)`` for shared ones (the per-GPU fit of HAMi's
+    ``NvidiaGPUDevices.Fit`` and Alibaba gpushare-scheduler-extender's filter;
+    scheduler-semantics.md §2.1, §2.4). Whole GPUs are handed out only when
+    wholly free (NVIDIA k8s-device-plugin: a GPU is one ``nvidia.com/gpu``).
+    """
+    cap = limit
+    if c > 0:
+        cap = min(cap, cl.node_free[F_CPU, n] // c)
+    if r > 0:
+        cap = min(cap, cl.node_free[F_MEM, n] // r)
+    if cap <= 0:
+        return 0
+    if kind == KIND_NONE:
+        return cap
+    model = cl.node_int[N_MODEL, n]
+    if cl.node_int[N_GPUS, n] == 0 or model < 0:
+        return 0
+    if ((mask >> np.uint64(model)) & np.uint64(1)) == np.uint64(0):
+        return 0
+    if kind == KIND_WHOLE:
+        if cl.node_int[N_GPU_MEM, n] < q:
+            return 0
+        return int(min(cap, cl.node_free[F_WHOLE, n] // k))
+    if cl.node_free[F_MILLI, n] < m:
+        return 0
+    total = 0
+    g0 = cl.node_int[N_GPU0, n]
+    for g in range(g0, g0 + cl.node_int[N_GPUS, n]):
+        free = cl.gpu_free[G_MILLI, g]
+        if free < m:
+            continue
+        x = free // m
+        if q > 0:
+            x = min(x, cl.gpu_free[G_MEM, g] // q)
+        total += x
+        if total >= cap:
+            return cap
+    return total
+
+
+@inline_kernel
+def node_capacity(cl: Cluster, cs: Classes, c: int, n: int, limit: int) -> int:
+    """Identical pods of class ``c`` node ``n`` can still take, capped at ``limit``."""
+    return capacity_on(
+        cl,
+        n,
+        cs.ints[C_KIND, c],
+        cs.ints[C_MILLI, c],
+        cs.ints[C_GMEM, c],
+        cs.ints[C_CPU, c],
+        cs.ints[C_MEM, c],
+        cs.mask[c],
+        cs.ints[C_K, c],
+        limit,
+    )
+
+
+@kernel
+def cluster_capacity(cl: Cluster, cs: Classes, c: int, limit: int) -> int:
+    """Identical pods of class ``c`` the whole cluster can take now, capped at ``limit``.
+
+    Notes
+    -----
+    For the additive kinds this is exactly the number of pods a gang placement
+    of ``limit`` pods places before it fails (or ``limit`` when it succeeds),
+    for every node and GPU policy: Volcano's gang plugin (``JobReady``:
+    allocated >= minAvailable) decided without trial placements.
+    """
+    kind = cs.ints[C_KIND, c]
+    m = cs.ints[C_MILLI, c]
+    q = cs.ints[C_GMEM, c]
+    cpu = cs.ints[C_CPU, c]
+    mem = cs.ints[C_MEM, c]
+    mask = cs.mask[c]
+    k = cs.ints[C_K, c]
+    total = 0
+    for n in range(cl.node_int.shape[1]):
+        total += capacity_on(cl, n, kind, m, q, cpu, mem, mask, k, limit - total)
+        if total >= limit:
+            return limit
+    return total
+
+
+@kernel
+def capacity_bound(cl: Cluster, cs: Classes, c: int, limit: int) -> int:
+    """An upper bound of :func:`cluster_capacity` from per-model aggregates, in O(models x GPUs/node).
+
+    Returns
+    -------
+    int
+        ``>= cluster_capacity``, capped at ``limit``; exact for classes with
+        ``C_EXACT`` (whole GPUs, no CPU, memory or GPU-memory limit).
+
+    Notes
+    -----
+    A free-capacity histogram per GPU model, in the spirit of Slurm's
+    ``select/cons_tres`` per-node free counts, dismisses a job that cannot fit
+    without scanning nodes.
+    """
+    kind = cs.ints[C_KIND, c]
+    if kind == KIND_NONE:
+        return limit
+    m = cs.ints[C_MILLI, c]
+    k = cs.ints[C_K, c]
+    mask = cs.mask[c]
+    total = 0
+    for model in range(cl.model_hist.shape[0]):
+        if ((mask >> np.uint64(model)) & np.uint64(1)) == np.uint64(0):
+            continue
+        if kind == KIND_WHOLE:
+            for w in range(k, cl.model_hist.shape[1]):
+                total += cl.model_hist[model, w] * (w // k)
+        else:
+            total += cl.model_milli[model] // m
+        if total >= limit:
+            return limit
+    return total
+
+
+@kernel
+def class_capacity(cl: Cluster, cs: Classes, c: int, limit: int) -> int:
+    """Pods of class ``c`` the cluster can take now, capped at ``limit``: the bound first, the scan if needed.
+
+    Notes
+    -----
+    The histogram bound (:func:`capacity_bound`) answers most attempts: it is
+    exact for ``C_EXACT`` classes and rules a job out whenever it is below the
+    limit; only an inconclusive bound costs a node scan.
+    """
+    bound = capacity_bound(cl, cs, c, limit)
+    if cs.ints[C_EXACT, c] == 1 or bound < limit:
+        return bound
+    return cluster_capacity(cl, cs, c, limit)
+
+
+@kernel
+def set_gpu(cl: Cluster, g: int, n: int, milli: int, mem: int) -> None:
+    """Set GPU ``g`` (of node ``n``) to ``milli``/``mem`` free, keeping every aggregate in step.
+
+    Notes
+    -----
+    The per-node wholly-free count and free-milli sum, the per-model histogram
+    and the cluster totals change only here, so they are exact by construction
+    (the debug invariants recompute them from scratch).
+    """
+    old = cl.gpu_free[G_MILLI, g]
+    cl.gpu_free[G_MILLI, g] = milli
+    cl.gpu_free[G_MEM, g] = mem
+    if old == milli:
+        return
+    model = cl.node_int[N_MODEL, n]
+    cl.node_free[F_MILLI, n] += milli - old
+    cl.model_milli[model] += milli - old
+    cl.totals[TOT_ALLOC] -= milli - old
+    was_whole = old == WHOLE
+    is_whole = milli == WHOLE
+    if was_whole != is_whole:
+        w = cl.node_free[F_WHOLE, n]
+        d = 1 if is_whole else -1
+        cl.model_hist[model, w] -= 1
+        cl.model_hist[model, w + d] += 1
+        cl.node_free[F_WHOLE, n] = w + d
+        cl.totals[TOT_FREE_WHOLE] += d
+
+
+@kernel
+def take_whole(cl: Cluster, n: int, k: int, slots: Int64Array, slot0: int) -> None:
+    """Take the ``k`` lowest-index wholly free GPUs of node ``n``, recording them in ``slots[slot0:]``.
+
+    Notes
+    -----
+    NVIDIA k8s-device-plugin hands out devices in index order when no
+    topology policy applies; a whole GPU is left at 0 milli and 0 memory.
+    """
+    g0 = cl.node_int[N_GPU0, n]
+    taken = 0
+    for g in range(g0, g0 + cl.node_int[N_GPUS, n]):
+        if cl.gpu_free[G_MILLI, g] == WHOLE:
+            set_gpu(cl, g, n, 0, 0)
+            slots[slot0 + taken] = g
+            taken += 1
+            if taken == k:
+                return
+
+
+@kernel
+def take_pod(
+    cl: Cluster, cs: Classes, c: int, n: int, g: int, slots: Int64Array, slot0: int, recorded: bool
+) -> None:
+    """Take one pod of class ``c`` on node ``n`` (which fits it).
+
+    Parameters
+    ----------
+    g
+        The GPU a shared pod goes to (chosen by the GPU scorer); ignored otherwise.
+    slots, slot0
+        The pod's GPU slots: written, or (``recorded``) read to take exactly
+        those GPUs again (EASY's projection and preemption's undo hold a pod's
+        exact placement).
+    """
+    cl.node_free[F_CPU, n] -= cs.ints[C_CPU, c]
+    cl.node_free[F_MEM, n] -= cs.ints[C_MEM, c]
+    kind = cs.ints[C_KIND, c]
+    if kind == KIND_NONE:
+        return
+    if kind == KIND_WHOLE:
+        k = cs.ints[C_K, c]
+        if not recorded:
+            take_whole(cl, n, k, slots, slot0)
+            return
+        for i in range(k):
+            set_gpu(cl, slots[slot0 + i], n, 0, 0)
+        return
+    if recorded:
+        g = slots[slot0]
+    else:
+        slots[slot0] = g
+    set_gpu(cl, g, n, cl.gpu_free[G_MILLI, g] - cs.ints[C_MILLI, c], cl.gpu_free[G_MEM, g] - cs.ints[C_GMEM, c])
+
+
+@kernel
+def release_pod(cl: Cluster, cs: Classes, c: int, n: int, slots: Int64Array, slot0: int) -> None:
+    """Give back exactly what :func:`take_pod` took.
+
+    Notes
+    -----
+    Whole GPUs return to 1000 milli and the node's full per-GPU memory; a
+    shared pod returns its milli and memory to its GPU.
+    """
+    cl.node_free[F_CPU, n] += cs.ints[C_CPU, c]
+    cl.node_free[F_MEM, n] += cs.ints[C_MEM, c]
+    kind = cs.ints[C_KIND, c]
+    if kind == KIND_NONE:
+        return
+    if kind == KIND_WHOLE:
+        mem = cl.node_int[N_GPU_MEM, n]
+        for i in range(cs.ints[C_K, c]):
+            set_gpu(cl, slots[slot0 + i], n, WHOLE, mem)
+        return
+    g = slots[slot0]
+    set_gpu(cl, g, n, cl.gpu_free[G_MILLI, g] + cs.ints[C_MILLI, c], cl.gpu_free[G_MEM, g] + cs.ints[C_GMEM, c])
+
+
+@kernel
+def copy_cluster(src: Cluster, dst: Cluster) -> None:
+    """Copy the free state of ``src`` into ``dst`` (same node table)."""
+    # Explicit loops: slice-to-slice assignment drags numba's shape-mismatch machinery into the build.
+    for f in range(src.node_free.shape[0]):
+        for n in range(src.node_free.shape[1]):
+            dst.node_free[f, n] = src.node_free[f, n]
+    for g in range(src.gpu_free.shape[1]):
+        dst.gpu_free[0, g] = src.gpu_free[0, g]
+        dst.gpu_free[1, g] = src.gpu_free[1, g]
+    for model in range(src.model_hist.shape[0]):
+        dst.model_milli[model] = src.model_milli[model]
+        for w in range(src.model_hist.shape[1]):
+            dst.model_hist[model, w] = src.model_hist[model, w]
+    for i in range(src.totals.shape[0]):
+        dst.totals[i] = src.totals[i]
+
+
+@kernel
+def rejection_codes(
+    types: Cluster, shapes: Int64Array, shape_mask: UInt64Array, type_count: Int64Array, out: Int64Array
+) -> None:
+    """Why each job shape cannot run even on the empty cluster (``R_NONE`` when it can).
+
+    Parameters
+    ----------
+    types
+        An empty cluster with one node per distinct node configuration.
+    shapes, shape_mask
+        Distinct job shapes (``RC_*`` rows) and their allowed-model masks.
+    type_count
+        How many nodes of each configuration the cluster has.
+
+    out
+        Filled with one ``R_*`` code per shape, checks in the spec's order: no
+        node of an allowed model, no empty node fits one pod, the empty cluster
+        cannot hold all pods.
+
+    Notes
+    -----
+    The admission checks of Volcano's ``enqueue`` action (``JobValid``: a gang
+    that can never reach minMember is not admitted) and Kueue's
+    "workload does not fit any flavor", done once per distinct shape with the
+    fit rule of :func:`capacity_on` on each empty node type.
+    """
+    for s in range(shapes.shape[1]):
+        out[s] = R_NONE
+        m = shapes[RC_MILLI, s]
+        k = shapes[RC_K, s]
+        kind = KIND_NONE if m == 0 else (KIND_WHOLE if m >= WHOLE else KIND_SHARE)
+        q = shapes[RC_GMEM, s]
+        cpu = shapes[RC_CPU, s]
+        mem = shapes[RC_MEM, s]
+        pods = shapes[RC_PODS, s]
+        mask = shape_mask[s]
+        if m > 0:
+            any_model = False
+            for t in range(types.node_int.shape[1]):
+                model = types.node_int[N_MODEL, t]
+                if types.node_int[N_GPUS, t] > 0 and model >= 0:
+                    if ((mask >> np.uint64(model)) & np.uint64(1)) != np.uint64(0):
+                        any_model = True
+                        break
+            if not any_model:
+                out[s] = R_NO_MODEL
+                continue
+        one = False
+        for t in range(types.node_int.shape[1]):
+            if capacity_on(types, t, kind, m, q, cpu, mem, mask, k, 1) >= 1:
+                one = True
+                break
+        if not one:
+            out[s] = R_POD_TOO_LARGE
+            continue
+        total = 0
+        for t in range(types.node_int.shape[1]):
+            per_node = capacity_on(types, t, kind, m, q, cpu, mem, mask, k, pods)
+            total += min(pods, per_node * type_count[t])
+            if total >= pods:
+                break
+        out[s] = R_NONE if total >= pods else R_GANG_TOO_LARGE
+
+
+__all__ = [
+    "capacity_bound",
+    "capacity_on",
+    "class_capacity",
+    "cluster_capacity",
+    "copy_cluster",
+    "node_capacity",
+    "rejection_codes",
+    "release_pod",
+    "set_gpu",
+    "take_pod",
+]

@@ -1,0 +1,224 @@
+"""The placement hook: filter the nodes a pod fits, score them, take the best (and the GPU on it).
+
+A node scorer is a code in ``params.codes[P_NODE]``; a GPU scorer (the GPU a
+shared pod goes to) one in ``params.codes[P_GPU]``. Every scorer is written
+here, in :func:`node_score` / :func:`gpu_score`, and named in
+:data:`SCORERS`; the policy refers to it by that name. Adding a scorer means
+adding its name, its branch in the score functions and its reference twin
+(``tests/reference/scoring.py``) - nothing else.
+
+Rules shared by every scorer: the highest score wins, ties go to the lowest
+node (GPU) index; ``random`` draws a candidate uniformly (the counter-based
+generator of :mod:`gpureplay.engine.rng`, candidates in index order);
+``first_fit`` is the lowest index that fits. A scorer that ranks nodes by
+their own free capacity only may declare itself *indexable*: then whole-GPU
+pods without CPU, memory or GPU-memory limits are placed through the
+per-model fit trees of :mod:`gpureplay.engine.fitindex`, decided in one place
+(:func:`uses_index`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpureplay.engine2.bundles import Classes, Cluster, FitIndex, Params
+from gpureplay.engine2.config import kernel
+from gpureplay.engine2.fitindex import index_query, index_set
+from gpureplay.engine2.layout import (
+    C_EXACT,
+    C_K,
+    C_MILLI,
+    F_MILLI,
+    F_WHOLE,
+    G_MEM,
+    G_MILLI,
+    N_GPU0,
+    N_GPUS,
+    N_MODEL,
+    P_GPU,
+    P_NODE,
+    P_SEED,
+)
+from gpureplay.engine2.resources import node_capacity
+from gpureplay.engine2.rng import DRAW_GPU, DRAW_NODE, draw
+
+#: Scorer names by code. ``first_fit``: lowest index. ``best_fit``: least free
+#: GPU milli left on the node (GPU) after placing (binpack: Volcano
+#: ``binpack``, KAI ``gpupack``, gpushare's bind). ``worst_fit``: most
+#: (spread: kube-scheduler ``LeastAllocated``, KAI ``gpuspread``). ``random``:
+#: uniform among the candidates.
+SCORERS: tuple[str, ...] = ("first_fit", "best_fit", "worst_fit", "random")
+FIRST_FIT = 0
+BEST_FIT = 1
+WORST_FIT = 2
+RANDOM = 3
+
+_MILLI_CEILING = 1 << 29
+
+
+def scorer_code(name: str) -> int:
+    """The code of a scorer name (KeyError listing the names when unknown)."""
+    try:
+        return SCORERS.index(name)
+    except ValueError:
+        raise KeyError(f"unknown scorer {name!r}; known: {', '.join(SCORERS)}") from None
+
+
+@kernel
+def indexable(scorer: int) -> bool:
+    """Whether a node scorer ranks nodes by a key of their own free capacity (fit-tree eligible)."""
+    return scorer == FIRST_FIT or scorer == BEST_FIT or scorer == WORST_FIT
+
+
+@kernel
+def index_key(scorer: int, cl: Cluster, n: int) -> int:
+    """Node ``n``'s key under an indexable scorer: smaller is preferred, the node index in the low bits.
+
+    Notes
+    -----
+    For a fixed pod, "free milli after placing" ranks nodes like their free
+    milli now, which is what the key holds.
+    """
+    if scorer == FIRST_FIT:
+        return n
+    free = cl.node_free[F_MILLI, n]
+    if scorer == BEST_FIT:
+        return int((free << 32) | n)
+    return int(((_MILLI_CEILING - free) << 32) | n)
+
+
+@kernel
+def uses_index(params: Params) -> bool:
+    """Whether the replay keeps the fit trees (the one place this is decided)."""
+    return indexable(params.codes[P_NODE])
+
+
+@kernel
+def refresh_index(params: Params, cl: Cluster, ix: FitIndex, n: int) -> None:
+    """Bring node ``n``'s fit-tree entry up to date after its free GPUs changed (no-op when unindexed)."""
+    if uses_index(params):
+        scorer = params.codes[P_NODE]
+        index_set(ix, n, cl.node_int[N_MODEL, n], index_key(scorer, cl, n), cl.node_free[F_WHOLE, n])
+
+
+@kernel
+def build_index(params: Params, cl: Cluster, ix: FitIndex) -> None:
+    """Fill the fit trees from the current state (once per replay)."""
+    for n in range(cl.node_int.shape[1]):
+        refresh_index(params, cl, ix, n)
+
+
+@kernel
+def node_score(params: Params, cl: Cluster, cs: Classes, c: int, n: int) -> float:
+    """Score of placing one pod of class ``c`` on node ``n`` (which fits it); higher is better.
+
+    Notes
+    -----
+    ``best_fit`` / ``worst_fit`` score the node's free GPU milli after placing
+    (negated for best fit): Volcano ``binpack`` / KAI ``gpupack`` and
+    kube-scheduler ``LeastAllocated`` / KAI ``gpuspread`` reduced to the GPU
+    resource (scheduler-semantics.md §2.2).
+    """
+    scorer = params.codes[P_NODE]
+    after = float(cl.node_free[F_MILLI, n] - cs.ints[C_MILLI, c])
+    if scorer == BEST_FIT:
+        return -after
+    if scorer == WORST_FIT:
+        return after
+    return 0.0
+
+
+@kernel
+def choose_node(
+    params: Params, cl: Cluster, ix: FitIndex, cs: Classes, c: int, job: int, pod: int, attempt: int
+) -> int:
+    """The node for one pod of class ``c`` (job id ``job``, pod ``pod``, run attempt ``attempt``); -1: none fits.
+
+    Notes
+    -----
+    Filter then score, as kube-scheduler's framework runs Filter plugins and
+    then Score plugins on the feasible nodes. Random choice draws only when
+    some node fits.
+    """
+    scorer = params.codes[P_NODE]
+    if cs.ints[C_EXACT, c] == 1 and uses_index(params):
+        return index_query(ix, cs.mask[c], cs.ints[C_K, c])
+    num_nodes = cl.node_int.shape[1]
+    if scorer == RANDOM:
+        count = 0
+        for n in range(num_nodes):
+            if node_capacity(cl, cs, c, n, 1) >= 1:
+                count += 1
+        if count == 0:
+            return -1
+        pick = int(draw(params.codes[P_SEED], job, pod, attempt, DRAW_NODE) % np.uint64(count))
+        for n in range(num_nodes):
+            if node_capacity(cl, cs, c, n, 1) >= 1:
+                if pick == 0:
+                    return n
+                pick -= 1
+        return -1
+    best = -1
+    best_score = 0.0
+    for n in range(num_nodes):
+        if node_capacity(cl, cs, c, n, 1) < 1:
+            continue
+        if scorer == FIRST_FIT:
+            return n
+        score = node_score(params, cl, cs, c, n)
+        if best < 0 or score > best_score:
+            best = n
+            best_score = score
+    return best
+
+
+@kernel
+def gpu_score(params: Params, cl: Cluster, g: int, m: int) -> float:
+    """Score of putting a shared pod of ``m`` milli on GPU ``g`` (which fits it); higher is better.
+
+    Notes
+    -----
+    ``best_fit`` is Alibaba gpushare-scheduler-extender's bind rule (the GPU
+    with the least free capacity that fits); ``worst_fit`` spreads.
+    """
+    scorer = params.codes[P_GPU]
+    after = float(cl.gpu_free[G_MILLI, g] - m)
+    if scorer == BEST_FIT:
+        return -after
+    if scorer == WORST_FIT:
+        return after
+    return 0.0
+
+
+@kernel
+def choose_gpu(
+    params: Params, cl: Cluster, n: int, m: int, q: int, job: int, pod: int, attempt: int
+) -> int:
+    """The GPU of node ``n`` for a shared pod of ``m`` milli and ``q`` MiB (the node is known to fit it)."""
+    scorer = params.codes[P_GPU]
+    g0 = cl.node_int[N_GPU0, n]
+    g1 = g0 + cl.node_int[N_GPUS, n]
+    if scorer == RANDOM:
+        count = 0
+        for g in range(g0, g1):
+            if cl.gpu_free[G_MILLI, g] >= m and cl.gpu_free[G_MEM, g] >= q:
+                count += 1
+        pick = int(draw(params.codes[P_SEED], job, pod, attempt, DRAW_GPU) % np.uint64(count))
+        for g in range(g0, g1):
+            if cl.gpu_free[G_MILLI, g] >= m and cl.gpu_free[G_MEM, g] >= q:
+                if pick == 0:
+                    return g
+                pick -= 1
+        return -1
+    best = -1
+    best_score = 0.0
+    for g in range(g0, g1):
+        if cl.gpu_free[G_MILLI, g] < m or cl.gpu_free[G_MEM, g] < q:
+            continue
+        if scorer == FIRST_FIT:
+            return g
+        score = gpu_score(params, cl, g, m)
+        if best < 0 or score > best_score:
+            best = g
+            best_score = score
+    return best

@@ -1,0 +1,1 @@
+"""From canonical tables to a finished replay: compile the inputs, run the engine, read the results."""

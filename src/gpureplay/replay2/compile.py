@@ -1,0 +1,444 @@
+"""Canonical tables + policy -> the engine's static bundles (:mod:`gpureplay.engine.bundles`).
+
+Everything the kernels need is normalised here, once: integer codes instead
+of strings and enums, ``int64``/``float64``/``uint64`` C-contiguous writeable
+arrays (polars' zero-copy output can be read-only, and a read-only or strided
+array would compile a second kernel signature), nulls replaced by their
+meaning, GPU model names by bits of a per-job allowed-model mask, queues by
+tenant indices, and the static orders the engine relies on (queue keys,
+arrival order, class-sorted layout) computed with vectorised sorts.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+
+from gpureplay.engine2 import layout as L
+from gpureplay.engine2.bundles import Classes, Cluster, Jobs, Params, empty_cluster
+from gpureplay.engine2.layout import Float64Array, Int64Array, UInt64Array
+from gpureplay.engine2.resources import rejection_codes
+from gpureplay.engine2.scoring import SCORERS, scorer_code
+from gpureplay.errors import InputError, Problem
+from gpureplay.schedulers.policy import Backfill, GangMode, Policy, Preemption, QueueOrder, Requeue
+from gpureplay.traces.schema import UNKNOWN_CAPACITY
+
+#: Restart overhead of Lucid's simulator (``simulation/policy/policy.py``): checkpoint
+#: and cold start, 40 s for jobs of at most 8 GPUs, 60 s for larger ones
+#: (scheduler-semantics.md §6.5), used when the jobs table gives none.
+LUCID_SMALL_OVERHEAD = 40.0
+LUCID_LARGE_OVERHEAD = 60.0
+LUCID_SMALL_GPUS = 8
+
+#: PriorityClass ``preemptionPolicy`` values (scheduler-semantics.md §6.1).
+PREEMPTION_POLICIES: tuple[str, ...] = ("PreemptLowerPriority", "Never")
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """Engine-ready static inputs for one (jobs, nodes, policy) triple.
+
+    Attributes
+    ----------
+    params, jobs, classes
+        The static bundles.
+    cluster
+        The empty cluster.
+    models
+        GPU model names by code.
+    tenants
+        Queue names by tenant index.
+    hist_width
+        1 + most GPUs on a node (fit-tree width).
+    """
+
+    params: Params
+    jobs: Jobs
+    classes: Classes
+    cluster: Cluster
+    models: tuple[str, ...]
+    tenants: tuple[str, ...]
+    hist_width: int
+
+
+def lucid_overhead(gpus: pl.Expr) -> pl.Expr:
+    """Lucid's restart overhead for a job of ``gpus`` GPUs (40 s up to 8 GPUs, else 60 s)."""
+    return pl.when(gpus <= LUCID_SMALL_GPUS).then(LUCID_SMALL_OVERHEAD).otherwise(LUCID_LARGE_OVERHEAD)
+
+
+def policy_params(
+    policy: Policy,
+    *,
+    seed: int,
+    sample_interval: float,
+    horizon: float | None,
+    window: tuple[float, float],
+    max_samples: int,
+    debug: bool,
+) -> Params:
+    """``P_*`` codes and ``PF_*`` settings of a policy and the run settings.
+
+    Raises
+    ------
+    InputError
+        On a value out of range, naming its config key.
+    """
+    problems: list[tuple[str, str]] = []
+    if policy.backfill_depth < 0:
+        problems.append(("scheduler.backfill_depth", f"must be >= 0 (found {policy.backfill_depth})"))
+    if not (math.isfinite(policy.session_interval) and policy.session_interval >= 0):
+        problems.append(("scheduler.session_interval", f"must be a finite number >= 0 (found {policy.session_interval})"))
+    if not (math.isfinite(policy.graceful_termination) and policy.graceful_termination >= 0):
+        problems.append(
+            ("scheduler.graceful_termination", f"must be a finite number >= 0 (found {policy.graceful_termination})")
+        )
+    if policy.min_candidate_nodes < 1:
+        problems.append(("scheduler.min_candidate_nodes", f"must be >= 1 (found {policy.min_candidate_nodes})"))
+    if not 0 <= policy.candidate_nodes_percent <= 100:
+        problems.append(
+            ("scheduler.candidate_nodes_percent", f"must be in [0, 100] (found {policy.candidate_nodes_percent})")
+        )
+    for key, name in (("scheduler.node_placement", policy.node_placement), ("scheduler.gpu_placement", policy.gpu_placement)):
+        if name not in SCORERS:
+            problems.append((key, f"unknown scorer {name!r}; known: {', '.join(SCORERS)}"))
+    preemption = Preemption[str(getattr(policy.preemption, "name", policy.preemption))]
+    backfill = Backfill[str(getattr(policy.backfill, "name", policy.backfill))]
+    if preemption is not Preemption.none and backfill is Backfill.easy:
+        problems.append(
+            ("scheduler.preemption", "EASY backfill with preemption is not modelled: use backfill: skip or none")
+        )
+    if problems:
+        raise InputError([Problem(message, "config", column=key) for key, message in problems])
+    codes = np.zeros(L.POLICY_FIELDS, dtype=np.int64)
+    codes[L.P_ORDER] = QueueOrder[str(getattr(policy.queue_order, "name", policy.queue_order))].value
+    codes[L.P_GANG] = GangMode[str(getattr(policy.gang, "name", policy.gang))].value
+    codes[L.P_NODE] = scorer_code(policy.node_placement)
+    codes[L.P_GPU] = scorer_code(policy.gpu_placement)
+    codes[L.P_BACKFILL] = backfill.value
+    codes[L.P_DEPTH] = policy.backfill_depth
+    codes[L.P_PREEMPT] = preemption.value
+    codes[L.P_REQUEUE] = Requeue[str(getattr(policy.requeue, "name", policy.requeue))].value
+    codes[L.P_MIN_CANDIDATES] = policy.min_candidate_nodes
+    codes[L.P_CANDIDATE_PCT] = policy.candidate_nodes_percent
+    codes[L.P_SELECTOR] = L.SELECT_GLOBAL
+    codes[L.P_DEBUG] = 1 if debug else 0
+    codes[L.P_MAX_SAMPLES] = max_samples
+    codes[L.P_SEED] = seed % (1 << 63)
+    flt = np.zeros(L.PARAM_FLOAT_FIELDS)
+    flt[L.PF_SESSION] = float(policy.session_interval)
+    flt[L.PF_SAMPLE] = float(sample_interval)
+    flt[L.PF_HORIZON] = math.inf if horizon is None else float(horizon)
+    flt[L.PF_GRACE] = float(policy.graceful_termination)
+    flt[L.PF_WINDOW0] = float(window[0])
+    flt[L.PF_WINDOW1] = float(window[1])
+    return Params(codes, flt)
+
+
+def _rows(df: pl.DataFrame, columns: list[str]) -> Int64Array:
+    """Stack int64 columns of ``df`` as the rows of a C-contiguous writeable array."""
+    out = np.empty((len(columns), df.height), dtype=np.int64)
+    for i, name in enumerate(columns):
+        out[i] = df[name].to_numpy()
+    return out
+
+
+def _exclusive_cumsum(values: Int64Array) -> Int64Array:
+    out = np.zeros(values.shape[0], dtype=np.int64)
+    if values.shape[0] > 1:
+        np.cumsum(values[:-1], out=out[1:])
+    return out
+
+
+def _dense_classes(df: pl.DataFrame, *keys: list[str]) -> list[tuple[Int64Array, int]]:
+    """For each key (a list of columns): dense ids 0..C-1 of its distinct value combinations, and C.
+
+    Each column is dense-ranked on its own and the ranks are packed into one
+    integer (mixed radix), which ranks far faster than a struct; a struct rank
+    (of the per-column ranks) is the fallback when the packed key would not
+    fit in 62 bits.
+    """
+    if df.height == 0:
+        return [(np.zeros(0, dtype=np.int64), 0) for _ in keys]
+    columns = sorted({c for key in keys for c in key})
+    ranks = df.select((pl.col(c).rank("dense").cast(pl.Int64) - 1).alias(c) for c in columns)
+    sizes = {c: int(np.max(ranks[c].to_numpy())) + 1 for c in columns}
+    exprs = []
+    for i, key in enumerate(keys):
+        if math.prod(sizes[c] for c in key) < 2**62:
+            packed = pl.lit(0, pl.Int64)
+            for c in key:
+                packed = packed * sizes[c] + pl.col(c)
+        else:
+            packed = pl.struct(key)
+        exprs.append((packed.rank("dense").cast(pl.Int64) - 1).alias(f"k{i}"))
+    ids_frame = ranks.select(exprs)
+    out = []
+    for i in range(len(keys)):
+        ids = np.ascontiguousarray(ids_frame[f"k{i}"].to_numpy(), dtype=np.int64)
+        out.append((ids, int(ids.max()) + 1))
+    return out
+
+
+def _per_class(ids: Int64Array, count: int, values: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
+    """The value each class's members share (all members are identical on the class key)."""
+    out = np.zeros(count, dtype=values.dtype)
+    out[ids] = values
+    return out
+
+
+def compile_nodes(nodes: pl.DataFrame) -> tuple[Int64Array, tuple[str, ...], int]:
+    """Node table -> (``node_int``, model names by code, histogram width).
+
+    Raises
+    ------
+    InputError
+        When the cluster has more than 64 GPU models (one mask bit each).
+    """
+    models = tuple(sorted(nodes["gpu_model"].drop_nulls().unique().to_list()))
+    if len(models) > L.MAX_MODELS:
+        raise InputError.single(
+            f"at most {L.MAX_MODELS} distinct GPU models are supported, found {len(models)}", "nodes", None,
+            "gpu_model",
+        )  # fmt: skip
+    codes = {name: i for i, name in enumerate(models)}
+    big = pl.lit(L.BIG, pl.Int64)
+    df = nodes.select(
+        pl.col("num_gpus").cast(pl.Int64),
+        pl.col("gpu_mem_mib").cast(pl.Int64),
+        pl.when(pl.col("cpu_milli") == UNKNOWN_CAPACITY)
+        .then(big)
+        .otherwise(pl.col("cpu_milli").cast(pl.Int64))
+        .alias("cpu_milli"),
+        pl.when(pl.col("mem_mib") == UNKNOWN_CAPACITY)
+        .then(big)
+        .otherwise(pl.col("mem_mib").cast(pl.Int64))
+        .alias("mem_mib"),
+        pl.col("gpu_model").replace_strict(codes, default=-1, return_dtype=pl.Int64).alias("model"),
+    )
+    node_int = np.empty((L.NODE_INT_FIELDS, df.height), dtype=np.int64)
+    node_int[L.N_GPUS] = df["num_gpus"].to_numpy()
+    node_int[L.N_GPU_MEM] = df["gpu_mem_mib"].to_numpy()
+    node_int[L.N_CPU] = df["cpu_milli"].to_numpy()
+    node_int[L.N_MEM] = df["mem_mib"].to_numpy()
+    node_int[L.N_MODEL] = df["model"].to_numpy()
+    node_int[L.N_GPU0] = _exclusive_cumsum(node_int[L.N_GPUS])
+    hist_width = int(node_int[L.N_GPUS].max(initial=0)) + 1
+    return node_int, models, hist_width
+
+
+def _node_types(node_int: Int64Array, num_models: int, hist_width: int) -> tuple[Cluster, Int64Array]:
+    """An empty cluster with one node per distinct node configuration, and how many nodes each stands for."""
+    fields = [L.N_MODEL, L.N_GPUS, L.N_GPU_MEM, L.N_CPU, L.N_MEM]
+    config = node_int[fields].T
+    types, counts = np.unique(config, axis=0, return_counts=True) if config.shape[0] else (config, np.zeros(0, np.int64))
+    type_int = np.zeros((L.NODE_INT_FIELDS, types.shape[0]), dtype=np.int64)
+    for i, f in enumerate(fields):
+        type_int[f] = types[:, i]
+    type_int[L.N_GPU0] = _exclusive_cumsum(type_int[L.N_GPUS])
+    return empty_cluster(type_int, num_models, hist_width), np.ascontiguousarray(counts, dtype=np.int64)
+
+
+def compile_replay(jobs: pl.DataFrame, nodes: pl.DataFrame, params: Params) -> Compiled:
+    """Turn validated canonical tables and the policy's codes into the engine's static bundles.
+
+    Parameters
+    ----------
+    jobs, nodes
+        Canonical tables (:func:`gpureplay.traces.schema.validate_jobs` /
+        ``validate_nodes`` output). Optional job columns the workload adds:
+        ``checkpoint_interval`` (s of progress between checkpoints; 0: taken
+        at eviction, nothing lost; inf: never), ``restart_overhead`` (s) and
+        ``preemption_policy`` (``PreemptLowerPriority`` or ``Never``).
+    nodes
+        Canonical nodes.
+    params
+        From :func:`policy_params`.
+
+    Notes
+    -----
+    Queue keys follow the spec: fifo ``(0, submit_time)``, sjf ``(duration,
+    submit_time)``, priority ``(-priority, submit_time)`` (kube-scheduler
+    PrioritySort), then ``job_id``; pod-by-pod mode always uses the priority
+    key. Classes group pending jobs that fit or fail together: the pod shape
+    (and, in gang mode, ``num_pods``), plus priority and preemption rights
+    when preemption is on.
+    """
+    codes = params.codes
+    node_int, models, hist_width = compile_nodes(nodes)
+    cluster = empty_cluster(node_int, len(models), hist_width)
+    bits = {name: 1 << i for i, name in enumerate(models)}
+    cluster_bits = sum(bits.values())
+    m = pl.col("gpu_milli").cast(pl.Int64)
+    allowed = (
+        pl.when(pl.col("gpu_models").is_null())
+        .then(pl.lit(L.ALL_MODELS, pl.UInt64))
+        .otherwise(
+            pl.col("gpu_models")
+            .list.unique()
+            .list.eval(pl.element().replace_strict(bits, default=0, return_dtype=pl.UInt64))
+            .list.sum()
+            .cast(pl.UInt64)
+        )
+    )
+    gpus = pl.col("num_pods").cast(pl.Float64) * m.cast(pl.Float64) / 1000.0
+    ckpt = (
+        pl.col("checkpoint_interval").cast(pl.Float64) if "checkpoint_interval" in jobs.columns else pl.lit(0.0, pl.Float64)
+    )
+    overhead = (
+        pl.col("restart_overhead").cast(pl.Float64) if "restart_overhead" in jobs.columns else lucid_overhead(gpus)
+    )
+    if "preemption_policy" in jobs.columns:
+        bad = jobs.filter(~pl.col("preemption_policy").is_in(PREEMPTION_POLICIES))
+        if bad.height:
+            raise InputError.single(
+                f"unknown preemptionPolicy {bad['preemption_policy'][0]!r}; known: {', '.join(PREEMPTION_POLICIES)}",
+                "jobs",
+                column="preemption_policy",
+            )
+        can_preempt = (pl.col("preemption_policy") != "Never").cast(pl.Int64)
+    else:
+        can_preempt = pl.lit(1, pl.Int64)
+    tenants = tuple(sorted(jobs["queue"].unique().to_list())) if jobs.height else ("default",)
+    df = jobs.select(
+        pl.col("job_id").cast(pl.Int64),
+        pl.col("submit_time").cast(pl.Float64),
+        pl.col("duration").cast(pl.Float64),
+        pl.col("num_pods").cast(pl.Int64),
+        m.alias("gpu_milli"),
+        # A GPU-less pod has no GPU memory or model constraint: normalising them merges its classes.
+        pl.when(m == 0).then(0).otherwise(pl.col("gpu_mem_mib").fill_null(0)).cast(pl.Int64).alias("gpu_mem"),
+        pl.col("cpu_milli").cast(pl.Int64),
+        pl.col("mem_mib").cast(pl.Int64),
+        pl.col("priority").cast(pl.Int64),
+        pl.when(m == 0)
+        .then(pl.lit(L.ALL_MODELS, pl.UInt64))
+        .otherwise(allowed & pl.lit(cluster_bits, pl.UInt64))
+        .alias("mask"),
+        pl.when(m >= L.WHOLE).then(m // L.WHOLE).when(m > 0).then(1).otherwise(0).cast(pl.Int64).alias("k"),
+        pl.when(m >= L.WHOLE)
+        .then(L.KIND_WHOLE)
+        .when(m > 0)
+        .then(L.KIND_SHARE)
+        .otherwise(L.KIND_NONE)
+        .cast(pl.Int64)
+        .alias("kind"),
+        pl.col("queue").replace_strict({q: i for i, q in enumerate(tenants)}, return_dtype=pl.Int64).alias("tenant"),
+        can_preempt.alias("can_preempt"),
+        pl.col("preemptible").cast(pl.Int64).alias("preemptible"),
+        ckpt.alias("checkpoint"),
+        overhead.alias("overhead"),
+    )
+    bad_ckpt = df.filter(~(pl.col("checkpoint") >= 0) | ~(pl.col("overhead") >= 0) | pl.col("overhead").is_infinite())
+    if bad_ckpt.height:
+        raise InputError.single(
+            "checkpoint_interval must be >= 0 (inf: never) and restart_overhead a finite number >= 0",
+            "jobs",
+            column="checkpoint_interval",
+        )
+    num_jobs = df.height
+    pod_mode = codes[L.P_GANG] == L.POD_BY_POD
+    preempting = codes[L.P_PREEMPT] != L.PREEMPT_NONE
+    shape = ["gpu_milli", "gpu_mem", "cpu_milli", "mem_mib", "mask"]
+    if not pod_mode:
+        shape.append("num_pods")
+    if preempting:
+        shape += ["priority", "can_preempt"]
+    (qclass, num_classes), (rclass, num_rclasses) = _dense_classes(
+        df, shape, ["gpu_milli", "gpu_mem", "cpu_milli", "mem_mib", "mask", "num_pods"]
+    )
+
+    ints = np.zeros((L.JOB_INT_FIELDS, num_jobs), dtype=np.int64)
+    base = _rows(
+        df,
+        ["job_id", "num_pods", "gpu_milli", "gpu_mem", "cpu_milli", "mem_mib", "priority", "k", "kind", "tenant"],
+    )
+    ints[[L.J_ID, L.J_PODS, L.J_MILLI, L.J_GMEM, L.J_CPU, L.J_MEM, L.J_PRIO, L.J_K, L.J_KIND, L.J_TENANT]] = base
+    ints[L.J_CAN_PREEMPT] = df["can_preempt"].to_numpy()
+    ints[L.J_PREEMPTIBLE] = df["preemptible"].to_numpy()
+    ints[L.J_CLASS] = qclass
+    ints[L.J_RCLASS] = rclass
+    flts = np.zeros((L.JOB_FLOAT_FIELDS, num_jobs), dtype=np.float64)
+    flts[L.JF_SUBMIT] = df["submit_time"].to_numpy()
+    flts[L.JF_WORK] = df["duration"].to_numpy()
+    flts[L.JF_CKPT] = df["checkpoint"].to_numpy()
+    flts[L.JF_OVERHEAD] = df["overhead"].to_numpy()
+    order = QueueOrder.priority.value if pod_mode else int(codes[L.P_ORDER])
+    if order == QueueOrder.fifo.value:
+        flts[L.JF_KEY1] = 0.0
+    elif order == QueueOrder.sjf.value:
+        flts[L.JF_KEY1] = flts[L.JF_WORK]
+    else:
+        flts[L.JF_KEY1] = -ints[L.J_PRIO].astype(np.float64)
+    flts[L.JF_KEY2] = flts[L.JF_SUBMIT]
+    mask = np.ascontiguousarray(df["mask"].to_numpy(), dtype=np.uint64).copy()
+
+    keyed = pl.DataFrame(
+        {"cls": qclass, "k1": flts[L.JF_KEY1], "k2": flts[L.JF_KEY2], "id": ints[L.J_ID], "submit": flts[L.JF_SUBMIT]}
+    )
+    sorts = keyed.lazy().select(
+        pl.arg_sort_by(["cls", "k1", "k2", "id"]).alias("layout"),
+        pl.arg_sort_by(["submit", "id"]).alias("arrival"),
+    ).collect()
+    layout = np.ascontiguousarray(sorts["layout"].to_numpy(), dtype=np.int64)
+    arrival = np.ascontiguousarray(sorts["arrival"].to_numpy(), dtype=np.int64)
+    ints[L.J_POS, layout] = np.arange(num_jobs, dtype=np.int64)
+    per_class = np.bincount(qclass, minlength=num_classes).astype(np.int64)
+    ints[L.J_POD0] = _exclusive_cumsum(ints[L.J_PODS])
+    ints[L.J_SLOT0] = _exclusive_cumsum(ints[L.J_PODS] * ints[L.J_K])
+
+    cls = np.zeros((L.CLASS_INT_FIELDS, num_classes), dtype=np.int64)
+    for row, field in (
+        (L.C_MILLI, L.J_MILLI),
+        (L.C_GMEM, L.J_GMEM),
+        (L.C_CPU, L.J_CPU),
+        (L.C_MEM, L.J_MEM),
+        (L.C_K, L.J_K),
+        (L.C_KIND, L.J_KIND),
+        (L.C_PRIO, L.J_PRIO),
+        (L.C_CAN_PREEMPT, L.J_CAN_PREEMPT),
+    ):
+        cls[row] = _per_class(qclass, num_classes, ints[field])
+    cls[L.C_PODS] = 1 if pod_mode else _per_class(qclass, num_classes, ints[L.J_PODS])
+    cls[L.C_START] = _exclusive_cumsum(per_class)
+    cls[L.C_END] = cls[L.C_START] + per_class
+    # Under the global order tenants do not rank jobs: every class is tenant 0 (jobs keep theirs).
+    cls[L.C_TENANT] = 0
+    gpu_nodes = node_int[L.N_GPUS] > 0
+    min_gpu_mem = int(node_int[L.N_GPU_MEM][gpu_nodes].min(initial=0)) if gpu_nodes.any() else 0
+    cls[L.C_EXACT] = (
+        (cls[L.C_KIND] == L.KIND_WHOLE) & (cls[L.C_CPU] == 0) & (cls[L.C_MEM] == 0) & (cls[L.C_GMEM] <= min_gpu_mem)
+    )
+    class_mask = _per_class(qclass, num_classes, mask).astype(np.uint64)
+
+    shapes = np.zeros((L.RCLASS_INT_FIELDS, num_rclasses), dtype=np.int64)
+    for row, field in (
+        (L.RC_MILLI, L.J_MILLI),
+        (L.RC_GMEM, L.J_GMEM),
+        (L.RC_CPU, L.J_CPU),
+        (L.RC_MEM, L.J_MEM),
+        (L.RC_PODS, L.J_PODS),
+        (L.RC_K, L.J_K),
+    ):
+        shapes[row] = _per_class(rclass, num_rclasses, ints[field])
+    shape_mask = _per_class(rclass, num_rclasses, mask).astype(np.uint64)
+    types, type_count = _node_types(node_int, len(models), hist_width)
+    codes_by_shape = np.zeros(num_rclasses, dtype=np.int64)
+    rejection_codes(types, shapes, shape_mask, type_count, codes_by_shape)
+    reject = np.ascontiguousarray(codes_by_shape[ints[L.J_RCLASS]])
+    pod_job = np.repeat(np.arange(num_jobs, dtype=np.int64), ints[L.J_PODS])
+    return Compiled(
+        params=params,
+        jobs=Jobs(ints, flts, mask, arrival, reject, np.ascontiguousarray(pod_job)),
+        classes=Classes(cls, np.ascontiguousarray(class_mask), layout),
+        cluster=cluster,
+        models=models,
+        tenants=tenants,
+        hist_width=hist_width,
+    )
+
+
+__all__ = ["PREEMPTION_POLICIES", "Compiled", "compile_nodes", "compile_replay", "lucid_overhead", "policy_params"]
