@@ -1,23 +1,48 @@
-"""Debug checks of the engine state, run after every cycle when ``debug`` is on.
+"""Debug checks of the engine state: incremental after every cycle, complete at the end.
 
-Each check recomputes a quantity from first principles (the jobs' recorded
-placements, the raw per-GPU arrays) and compares it with what the incremental
-structures say. A violation is reported as an ``E_*`` code plus the index of
-the offending entity; the Python boundary turns it into an AssertionError
-naming what and when.
+*After a cycle* only what the cycle could have broken is recomputed: each node
+whose state changed (the touched list kept by :func:`gpureplay.engine.jobs.touch_node`)
+is checked against the pods its pod list holds, and the cluster aggregates,
+the per-model histogram and the pending counts against the nodes and classes
+- O(touched pods + nodes + classes), not O(jobs). *At the end* of the run
+everything is recomputed from first principles: every job's state, the
+pending set, the completion heap, every node and the fit trees.
+
+A violation is an ``E_*`` code plus the index of the offending entity; the
+Python boundary turns it into an AssertionError naming what and when.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
-from gpureplay.engine.config import kernel
-from gpureplay.engine.fitindex import NO_KEY, fit_key
-from gpureplay.engine.state import (
+from gpureplay.engine.bundles import (
+    Classes,
+    Cluster,
+    DebugScratch,
+    FitIndex,
+    Jobs,
+    JobState,
+    Params,
+    Pending,
+    Run,
+    Scratch,
+    Timers,
+)
+from gpureplay.engine.config import kernel, when_given
+from gpureplay.engine.fitindex import NO_KEY
+from gpureplay.engine.heaps import bits_test
+from gpureplay.engine.layout import (
+    C_CPU,
     C_END,
+    C_GMEM,
+    C_KIND,
+    C_MEM,
+    C_MILLI,
     C_START,
     CD_APOS,
+    CD_OVER,
     CD_PENDING,
+    D_GEN,
+    D_OVER,
     D_PLACED,
     D_STATUS,
     E_COUNTS,
@@ -33,6 +58,7 @@ from gpureplay.engine.state import (
     E_NODE_MEM,
     E_NODE_MEM_SUM,
     E_NODE_MILLI,
+    E_NODE_PODS,
     E_NODE_WHOLE,
     E_OK,
     E_QUEUE,
@@ -44,274 +70,318 @@ from gpureplay.engine.state import (
     F_WHOLE,
     G_MEM,
     G_MILLI,
+    GANG,
     J_CLASS,
-    J_CPU,
-    J_GMEM,
     J_K,
-    J_MEM,
-    J_MILLI,
     J_POD0,
     J_PODS,
     J_POS,
     J_SLOT0,
-    K_ALLOC,
-    K_FREE_WHOLE,
     K_NACTIVE,
     K_NPEND,
     K_NRUN,
+    K_NRUNHEAP,
+    K_NTERM,
+    K_NTOUCHED,
+    KIND_NONE,
+    KIND_WHOLE,
     N_CPU,
     N_GPU0,
     N_GPU_MEM,
     N_GPUS,
     N_MEM,
     N_MODEL,
+    P_GANG,
     P_NODE,
-    POD_BY_POD,
-    RANDOM,
-    S_FINISHED,
     S_QUEUED,
-    S_REJECTED,
     S_RUNNING,
+    S_TERMINATING,
     T_FINISH,
+    TOT_ALLOC,
+    TOT_FREE_WHOLE,
     WHOLE,
-    Float64Array,
     Int64Array,
-    UInt64Array,
 )
+from gpureplay.engine.scoring import index_key, uses_index
 
 
 @kernel
-def check_state(
-    t: float,
-    mode: int,
-    job_int: Int64Array,
-    job_dyn: Int64Array,
-    job_time: Float64Array,
-    pod_node: Int64Array,
-    slot_gpu: Int64Array,
-    class_int: Int64Array,
-    class_dyn: Int64Array,
-    active: Int64Array,
-    l0: UInt64Array,
-    node_int: Int64Array,
-    node_free: Int64Array,
-    gpu_free: Int64Array,
-    model_hist: Int64Array,
-    model_milli: Int64Array,
-    counters: Int64Array,
-    run_i: Int64Array,
-    policy: Int64Array,
-    leaf: Int64Array,
-    offset: Int64Array,
-    keys: Int64Array,
+def _fail(err: Int64Array, code: int, entity: int) -> bool:
+    err[0] = code
+    err[1] = entity
+    return False
+
+
+@kernel
+def check_node(
+    dbg: DebugScratch,
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    ix: FitIndex,
+    js: JobState,
+    n: int,
     err: Int64Array,
 ) -> bool:
-    """Check every invariant; on the first violation fill ``err`` = (code, entity) and return False.
+    """Node ``n``'s free capacity equals its capacity minus the pods on its pod list; its aggregates agree."""
+    g0 = cl.node_int[N_GPU0, n]
+    gpus = cl.node_int[N_GPUS, n]
+    cap_mem = cl.node_int[N_GPU_MEM, n]
+    used = dbg.check_gpu
+    for i in range(gpus):
+        used[0, i] = 0
+        used[1, i] = 0
+    used_cpu = 0
+    used_mem = 0
+    pod = js.node_pods[n]
+    while pod >= 0:
+        j = jobs.pod_job[pod]
+        c = jobs.ints[J_CLASS, j]
+        p = pod - jobs.ints[J_POD0, j]
+        status = js.dyn[D_STATUS, j]
+        holder = status in (S_RUNNING, S_TERMINATING, S_QUEUED)
+        if js.pod_node[pod] != n or p >= js.dyn[D_PLACED, j] or not holder:
+            return _fail(err, E_NODE_PODS, n)
+        used_cpu += cs.ints[C_CPU, c]
+        used_mem += cs.ints[C_MEM, c]
+        kind = cs.ints[C_KIND, c]
+        k = jobs.ints[J_K, j]
+        for i in range(k if kind != KIND_NONE else 0):
+            g = js.slot_gpu[jobs.ints[J_SLOT0, j] + p * k + i]
+            if g < g0 or g >= g0 + gpus:
+                return _fail(err, E_GPU_MILLI_SUM, g)
+            if kind == KIND_WHOLE:
+                used[0, g - g0] += WHOLE
+                used[1, g - g0] += cap_mem
+            else:
+                used[0, g - g0] += cs.ints[C_MILLI, c]
+                used[1, g - g0] += cs.ints[C_GMEM, c]
+        pod = js.pod_next[pod]
+    free_cpu = cl.node_free[F_CPU, n]
+    free_mem = cl.node_free[F_MEM, n]
+    if free_cpu < 0 or free_cpu > cl.node_int[N_CPU, n]:
+        return _fail(err, E_NODE_CPU, n)
+    if free_mem < 0 or free_mem > cl.node_int[N_MEM, n]:
+        return _fail(err, E_NODE_MEM, n)
+    if free_cpu != cl.node_int[N_CPU, n] - used_cpu:
+        return _fail(err, E_NODE_CPU_SUM, n)
+    if free_mem != cl.node_int[N_MEM, n] - used_mem:
+        return _fail(err, E_NODE_MEM_SUM, n)
+    whole = 0
+    free_milli = 0
+    for i in range(gpus):
+        g = g0 + i
+        fm = cl.gpu_free[G_MILLI, g]
+        if fm < 0 or fm > WHOLE:
+            return _fail(err, E_GPU_MILLI_RANGE, g)
+        if cl.gpu_free[G_MEM, g] < 0 or cl.gpu_free[G_MEM, g] > cap_mem:
+            return _fail(err, E_GPU_MEM_RANGE, g)
+        if fm != WHOLE - used[0, i]:
+            return _fail(err, E_GPU_MILLI_SUM, g)
+        if cl.gpu_free[G_MEM, g] != cap_mem - used[1, i]:
+            return _fail(err, E_GPU_MEM_SUM, g)
+        if fm == WHOLE:
+            whole += 1
+        free_milli += fm
+    if whole != cl.node_free[F_WHOLE, n]:
+        return _fail(err, E_NODE_WHOLE, n)
+    if free_milli != cl.node_free[F_MILLI, n]:
+        return _fail(err, E_NODE_MILLI, n)
+    if uses_index(params) and ix.leaf[n] >= 0:
+        key = index_key(params.codes[P_NODE], cl, n)
+        for w in range(ix.keys.shape[1]):
+            want = key if w <= whole else NO_KEY
+            if ix.keys[ix.leaf[n], w] != want:
+                return _fail(err, E_INDEX, n)
+    return True
+
+
+@kernel
+def check_aggregates(
+    dbg: DebugScratch, cs: Classes, cl: Cluster, pend: Pending, run: Run, err: Int64Array
+) -> bool:
+    """Cluster totals and the per-model histogram agree with the nodes; pending counts with the classes."""
+    free_whole = 0
+    alloc = 0
+    hist = dbg.check_hist
+    milli = dbg.check_milli
+    for model in range(hist.shape[0]):
+        milli[model] = 0
+        for w in range(hist.shape[1]):
+            hist[model, w] = 0
+    for n in range(cl.node_int.shape[1]):
+        free_whole += cl.node_free[F_WHOLE, n]
+        alloc += cl.node_int[N_GPUS, n] * WHOLE - cl.node_free[F_MILLI, n]
+        model = cl.node_int[N_MODEL, n]
+        if model >= 0:
+            hist[model, cl.node_free[F_WHOLE, n]] += 1
+            milli[model] += cl.node_free[F_MILLI, n]
+    if free_whole != cl.totals[TOT_FREE_WHOLE] or alloc != cl.totals[TOT_ALLOC]:
+        return _fail(err, E_TOTALS, -1)
+    for model in range(cl.model_hist.shape[0]):
+        if milli[model] != cl.model_milli[model]:
+            return _fail(err, E_HISTOGRAM, model)
+        for w in range(cl.model_hist.shape[1]):
+            if hist[model, w] != cl.model_hist[model, w]:
+                return _fail(err, E_HISTOGRAM, model)
+    pending = 0
+    for a in range(run.counters[K_NACTIVE]):
+        c = pend.active[a]
+        if pend.cls[CD_APOS, c] != a or pend.cls[CD_PENDING, c] <= 0:
+            return _fail(err, E_QUEUE, c)
+        pending += pend.cls[CD_PENDING, c]
+    if pending != run.counters[K_NPEND]:
+        return _fail(err, E_QUEUE, -1)
+    return True
+
+
+@kernel
+def _check_touched(
+    dbg: DebugScratch,
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    ix: FitIndex,
+    js: JobState,
+    pend: Pending,
+    sc: Scratch,
+    run: Run,
+) -> bool:
+    """The incremental check after a cycle: touched nodes, aggregates; clears the touched list."""
+    ok = True
+    for i in range(run.counters[K_NTOUCHED]):
+        n = sc.touched_nodes[i]
+        sc.touch_mark[n] = 0
+        if ok and not check_node(dbg, params, jobs, cs, cl, ix, js, n, run.err):
+            ok = False
+    run.counters[K_NTOUCHED] = 0
+    if not ok:
+        return False
+    return check_aggregates(dbg, cs, cl, pend, run, run.err)
+
+
+@kernel
+def _check_full(
+    dbg: DebugScratch,
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    ix: FitIndex,
+    js: JobState,
+    pend: Pending,
+    tm: Timers,
+    run: Run,
+    t: float,
+) -> bool:
+    """Every invariant, recomputed from first principles (run at the end of a debug run).
 
     Notes
     -----
     The invariants of DESIGN.md ("Engine"): no GPU beyond 1000 milli or its
     memory, no node beyond its CPU or memory, every job in exactly one state
-    (and in the pending set iff queued), and the allocation of every GPU and
-    node equal to the sum of the demands of the running (and, pod by pod,
-    partly placed) jobs recorded on it.
+    (and in the pending set iff queued), running jobs each with one live
+    completion, and the allocation of every GPU and node equal to the sum of
+    the demands of the pods placed on it.
     """
-    num_nodes = node_int.shape[1]
-    num_gpus = gpu_free.shape[1]
-    num_jobs = job_int.shape[1]
-    used_milli = np.zeros(num_gpus, dtype=np.int64)
-    used_gmem = np.zeros(num_gpus, dtype=np.int64)
-    used_cpu = np.zeros(num_nodes, dtype=np.int64)
-    used_mem = np.zeros(num_nodes, dtype=np.int64)
+    err = run.err
+    num_jobs = jobs.ints.shape[1]
+    mode = params.codes[P_GANG]
     queued = 0
     running = 0
-    pending_of = np.zeros(class_int.shape[1], dtype=np.int64)
+    terminating = 0
+    listed = 0
+    pending_of = dbg.check_class
+    for c in range(cs.ints.shape[1]):
+        pending_of[c] = 0
     for j in range(num_jobs):
-        status = job_dyn[D_STATUS, j]
-        placed = job_dyn[D_PLACED, j]
-        if status < 0 or status > S_REJECTED or placed < 0 or placed > job_int[J_PODS, j]:
-            err[0] = E_STATUS
-            err[1] = j
-            return False
-        pods = job_int[J_PODS, j]
-        if status in (S_RUNNING, S_FINISHED):
-            consistent = placed == pods
+        status = js.dyn[D_STATUS, j]
+        placed = js.dyn[D_PLACED, j]
+        pods = jobs.ints[J_PODS, j]
+        if status < 0 or status > S_TERMINATING or placed < 0 or placed > pods:
+            return _fail(err, E_STATUS, j)
+        if status == S_RUNNING:
+            ok = placed == pods
+        elif status == S_TERMINATING:
+            ok = placed == pods or (mode != GANG and placed > 0)
         elif status == S_QUEUED:
             # Gang mode places a job whole or not at all; pod by pod may hold part of it.
-            consistent = placed == 0 or (mode == POD_BY_POD and placed < pods)
+            ok = placed == 0 or (mode != GANG and placed < pods)
         else:
-            consistent = placed == 0
-        if not consistent:
-            err[0] = E_STATUS
-            err[1] = j
-            return False
-        pos = job_int[J_POS, j]
-        pending_bit = ((l0[pos >> 6] >> np.uint64(pos & 63)) & np.uint64(1)) != np.uint64(0)
-        if (status == S_QUEUED) != pending_bit:
-            err[0] = E_QUEUE
-            err[1] = j
-            return False
+            ok = placed == 0
+        if not ok:
+            return _fail(err, E_STATUS, j)
+        c = jobs.ints[J_CLASS, j]
+        if js.dyn[D_OVER, j] == 0:
+            member = bits_test(jobs.ints[J_POS, j], pend.l0)
+        else:
+            member = False
+            for i in range(pend.cls[CD_OVER, c]):
+                if pend.over[cs.ints[C_START, c] + i] == j:
+                    member = True
+        if (status == S_QUEUED) != member:
+            return _fail(err, E_QUEUE, j)
         if status == S_QUEUED:
             queued += 1
-            pending_of[job_int[J_CLASS, j]] += 1
-        if status == S_RUNNING:
+            pending_of[c] += 1
+        elif status == S_RUNNING:
             running += 1
-            if job_time[T_FINISH, j] < t:
-                err[0] = E_FINISH
-                err[1] = j
-                return False
-        if status != S_RUNNING and status != S_QUEUED:
-            continue  # finished jobs keep their placement record but hold nothing
-        m = job_int[J_MILLI, j]
-        k = job_int[J_K, j]
-        for p in range(placed):
-            n = pod_node[job_int[J_POD0, j] + p]
-            used_cpu[n] += job_int[J_CPU, j]
-            used_mem[n] += job_int[J_MEM, j]
-            for i in range(k):
-                g = slot_gpu[job_int[J_SLOT0, j] + p * k + i]
-                if g < node_int[N_GPU0, n] or g >= node_int[N_GPU0, n] + node_int[N_GPUS, n]:
-                    err[0] = E_GPU_MILLI_SUM
-                    err[1] = j
-                    return False
-                if m >= WHOLE:
-                    used_milli[g] += WHOLE
-                    used_gmem[g] += node_int[N_GPU_MEM, n]
-                else:
-                    used_milli[g] += m
-                    used_gmem[g] += job_int[J_GMEM, j]
-    if queued != counters[K_NPEND] or running != counters[K_NRUN]:
-        err[0] = E_COUNTS
-        err[1] = -1
+            if js.time[T_FINISH, j] < t:
+                return _fail(err, E_FINISH, j)
+        elif status == S_TERMINATING:
+            terminating += 1
+        listed += placed
+    if (
+        queued != run.counters[K_NPEND]
+        or running != run.counters[K_NRUN]
+        or terminating != run.counters[K_NTERM]
+    ):
+        return _fail(err, E_COUNTS, -1)
+    for c in range(cs.ints.shape[1]):
+        if pending_of[c] != pend.cls[CD_PENDING, c]:
+            return _fail(err, E_QUEUE, c)
+        if cs.ints[C_START, c] > cs.ints[C_END, c]:
+            return _fail(err, E_QUEUE, c)
+    live = dbg.check_job
+    for j in range(num_jobs):
+        live[j] = 0
+    for i in range(run.counters[K_NRUNHEAP]):
+        j = tm.run_i[2, i]
+        if tm.run_i[3, i] == js.dyn[D_GEN, j] and js.dyn[D_STATUS, j] == S_RUNNING:
+            live[j] += 1
+    for j in range(num_jobs):
+        if live[j] != (1 if js.dyn[D_STATUS, j] == S_RUNNING else 0):
+            return _fail(err, E_COUNTS, j)
+    on_lists = 0
+    for n in range(cl.node_int.shape[1]):
+        if not check_node(dbg, params, jobs, cs, cl, ix, js, n, err):
+            return False
+        pod = js.node_pods[n]
+        while pod >= 0:
+            on_lists += 1
+            pod = js.pod_next[pod]
+    if on_lists != listed:
+        return _fail(err, E_NODE_PODS, -1)
+    if not check_aggregates(dbg, cs, cl, pend, run, err):
         return False
-    seen = np.zeros(num_jobs, dtype=np.int64)
-    for i in range(counters[K_NRUN]):
-        j = run_i[1, i]
-        if job_dyn[D_STATUS, j] != S_RUNNING or seen[j] != 0:
-            err[0] = E_COUNTS
-            err[1] = j
-            return False
-        seen[j] = 1
-    n_active = 0
-    for c in range(class_int.shape[1]):
-        if pending_of[c] != class_dyn[CD_PENDING, c]:
-            err[0] = E_QUEUE
-            err[1] = c
-            return False
-        if pending_of[c] > 0:
-            n_active += 1
-            a = class_dyn[CD_APOS, c]
-            if a < 0 or a >= counters[K_NACTIVE] or active[a] != c:
-                err[0] = E_QUEUE
-                err[1] = c
-                return False
-        elif class_dyn[CD_APOS, c] != -1:
-            err[0] = E_QUEUE
-            err[1] = c
-            return False
-        if class_int[C_START, c] > class_int[C_END, c]:
-            err[0] = E_QUEUE
-            err[1] = c
-            return False
-    if n_active != counters[K_NACTIVE]:
-        err[0] = E_QUEUE
-        err[1] = -1
-        return False
-    free_whole_total = 0
-    alloc_total = 0
-    hist = np.zeros_like(model_hist)
-    milli = np.zeros_like(model_milli)
-    for n in range(num_nodes):
-        free_cpu = node_free[F_CPU, n]
-        free_mem = node_free[F_MEM, n]
-        if free_cpu < 0 or free_cpu > node_int[N_CPU, n]:
-            err[0] = E_NODE_CPU
-            err[1] = n
-            return False
-        if free_mem < 0 or free_mem > node_int[N_MEM, n]:
-            err[0] = E_NODE_MEM
-            err[1] = n
-            return False
-        if free_cpu != node_int[N_CPU, n] - used_cpu[n]:
-            err[0] = E_NODE_CPU_SUM
-            err[1] = n
-            return False
-        if free_mem != node_int[N_MEM, n] - used_mem[n]:
-            err[0] = E_NODE_MEM_SUM
-            err[1] = n
-            return False
-        whole = 0
-        free_milli = 0
-        g0 = node_int[N_GPU0, n]
-        cap_mem = node_int[N_GPU_MEM, n]
-        for g in range(g0, g0 + node_int[N_GPUS, n]):
-            fm = gpu_free[G_MILLI, g]
-            if fm < 0 or fm > WHOLE:
-                err[0] = E_GPU_MILLI_RANGE
-                err[1] = g
-                return False
-            if gpu_free[G_MEM, g] < 0 or gpu_free[G_MEM, g] > cap_mem:
-                err[0] = E_GPU_MEM_RANGE
-                err[1] = g
-                return False
-            if fm != WHOLE - used_milli[g]:
-                err[0] = E_GPU_MILLI_SUM
-                err[1] = g
-                return False
-            if gpu_free[G_MEM, g] != cap_mem - used_gmem[g]:
-                err[0] = E_GPU_MEM_SUM
-                err[1] = g
-                return False
-            if fm == WHOLE:
-                whole += 1
-            free_milli += fm
-            alloc_total += WHOLE - fm
-        if whole != node_free[F_WHOLE, n] or free_milli != node_free[F_MILLI, n]:
-            err[0] = E_NODE_WHOLE if whole != node_free[F_WHOLE, n] else E_NODE_MILLI
-            err[1] = n
-            return False
-        free_whole_total += whole
-        model = node_int[N_MODEL, n]
-        if model >= 0:
-            hist[model, whole] += 1
-            milli[model] += free_milli
-    if free_whole_total != counters[K_FREE_WHOLE] or alloc_total != counters[K_ALLOC]:
-        err[0] = E_TOTALS
-        err[1] = -1
-        return False
-    for model in range(model_hist.shape[0]):
-        if milli[model] != model_milli[model]:
-            err[0] = E_HISTOGRAM
-            err[1] = model
-            return False
-        for w in range(model_hist.shape[1]):
-            if hist[model, w] != model_hist[model, w]:
-                err[0] = E_HISTOGRAM
-                err[1] = model
-                return False
-    if policy[P_NODE] != RANDOM:
-        # Every leaf equals its node's key row and every inner cell the min of its children.
-        width = keys.shape[1]
-        for n in range(num_nodes):
-            row = leaf[n]
-            if row < 0:
-                continue
-            key = fit_key(n, policy[P_NODE], node_free)
-            for w in range(width):
-                want = key if w <= node_free[F_WHOLE, n] else NO_KEY
-                if keys[row, w] != want:
-                    err[0] = E_INDEX
-                    err[1] = n
-                    return False
-        for model in range(offset.shape[0]):
-            base = offset[model]
-            end = offset[model + 1] if model + 1 < offset.shape[0] else keys.shape[0]
+    if uses_index(params):
+        width = ix.keys.shape[1]
+        for model in range(ix.offset.shape[0]):
+            base = ix.offset[model]
+            end = ix.offset[model + 1] if model + 1 < ix.offset.shape[0] else ix.keys.shape[0]
             half = (end - base) // 2
             for i in range(1, half):
                 for w in range(width):
-                    if keys[base + i, w] != min(keys[base + 2 * i, w], keys[base + 2 * i + 1, w]):
-                        err[0] = E_INDEX
-                        err[1] = model
-                        return False
+                    if ix.keys[base + i, w] != min(ix.keys[base + 2 * i, w], ix.keys[base + 2 * i + 1, w]):
+                        return _fail(err, E_INDEX, model)
     err[0] = E_OK
     return True
+
+
+#: The incremental check after a cycle (True without a debug work space: checks are off).
+check_touched = when_given(_check_touched, True)
+
+#: The complete check at the end of a run (True when checks are off).
+check_full = when_given(_check_full, True)

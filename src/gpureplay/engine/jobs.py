@@ -1,460 +1,522 @@
-"""Job-level steps: place a whole job, start it, complete it, undo it, admit it.
+"""A job's life: admitted, pods placed, started, finished - or evicted, terminating, requeued.
 
-Each kernel changes one job and keeps every per-node, per-class and cluster
-counter in step through :mod:`gpureplay.engine.placement` and
-:mod:`gpureplay.engine.queueing`.
+Work and time
+-------------
+A job needs ``JF_WORK`` seconds of work (its trace duration: run time when
+it gets what it asked for). An attempt begins when its first pod is placed
+and runs once all pods are placed; a restart (an attempt after one that ran)
+first spends the job's restart overhead (``JF_OVERHEAD``: reading the
+checkpoint, cold start) and only then makes progress, at one second of work
+per second. So a job started at ``t`` finishes at ``t + overhead +
+work left``.
+
+Eviction and checkpoints
+------------------------
+An evicted job stops making progress at once and keeps its resources for the
+termination grace period (kube-scheduler: the preemptor waits for the
+victims' graceful termination before binding; scheduler-semantics.md §6.2),
+then releases them and re-enters its queue. Of the progress its attempt made
+it keeps what was checkpointed: checkpoints are taken every ``JF_CKPT``
+seconds of progress (``inf``: never, everything is lost; 0: continuously,
+nothing is). Lost GPU-seconds add up, per eviction, the GPUs held times (the
+progress rolled back + the restart overhead that attempt spent + the grace
+period): Lucid / Tiresias' preemption cost (scheduler-semantics.md §6.5, §8).
 """
 
 from __future__ import annotations
 
-from gpureplay.engine.config import kernel
-from gpureplay.engine.fitindex import index_query, index_update
-from gpureplay.engine.placement import (
-    capacity_bound,
-    choose_node,
-    cluster_capacity,
-    release_pod,
-    take_pod,
+import math
+
+from gpureplay.engine.bundles import (
+    Classes,
+    Cluster,
+    FitIndex,
+    Jobs,
+    JobState,
+    Params,
+    Pending,
+    Run,
+    Scratch,
+    Timers,
 )
-from gpureplay.engine.queueing import dequeue, enqueue, heap_push
-from gpureplay.engine.rng import rng_skip
-from gpureplay.engine.state import (
-    C_CPU,
-    C_EXACT,
+from gpureplay.engine.config import kernel
+from gpureplay.engine.layout import (
+    A_JOB,
+    A_NODES,
+    A_NUMBER,
+    A_PODS,
+    A_REASON,
+    AF_END,
+    AF_EVICTED,
+    AF_GPU_S,
+    AF_HOLD0,
+    AF_LOST,
+    AF_OVERHEAD,
+    AF_PROGRESS,
+    AF_START,
     C_GMEM,
-    C_K,
-    C_MEM,
-    C_MILLI,
-    C_PODS,
-    CD_FAIL,
+    D_ATTEMPTS,
+    D_GEN,
+    D_NOMINATOR,
+    D_OVER,
     D_PLACED,
+    D_PREEMPTIONS,
     D_SPANNED,
     D_STATUS,
+    D_WAITING,
+    END_FINISHED,
+    END_PREEMPTED,
     J_CLASS,
-    J_CPU,
-    J_GMEM,
     J_ID,
     J_K,
-    J_MEM,
     J_MILLI,
     J_POD0,
     J_SLOT0,
-    JF_DURATION,
+    JF_CKPT,
+    JF_OVERHEAD,
+    K_ATTEMPTS,
     K_NRUN,
+    K_NTERM,
+    K_NTOUCHED,
+    K_PREEMPTIONS,
+    K_PVERSION,
+    K_REQUEUE_SEQ,
     K_STARTS,
-    K_TRIED,
     K_VERSION,
-    P_GPU,
-    P_NODE,
+    P_DEBUG,
+    P_REQUEUE,
+    PF_GRACE,
     R_NONE,
-    RANDOM,
+    REQUEUE_BACK,
     S_FINISHED,
     S_QUEUED,
     S_REJECTED,
     S_RUNNING,
+    S_TERMINATING,
+    T_END,
+    T_EVICTED,
     T_FINISH,
+    T_FIRST_START,
+    T_HOLD0,
+    T_KEY2,
+    T_LEFT,
+    T_LOST,
+    T_PEND_SINCE,
+    T_PENDING,
+    T_PROGRESS0,
     T_START,
-    WHOLE,
-    Float64Array,
-    Int64Array,
-    UInt64Array,
+    TM_TERMINATED,
+    X_LOST,
 )
+from gpureplay.engine.pending import dequeue, enqueue
+from gpureplay.engine.resources import release_pod, take_pod
+from gpureplay.engine.scoring import choose_gpu, choose_node, refresh_index
+from gpureplay.engine.timers import push_completion, push_timer
 
 
 @kernel
-def class_capacity(
-    c: int,
-    limit: int,
-    exact: bool,
-    class_int: Int64Array,
-    class_mask: UInt64Array,
-    node_int: Int64Array,
-    node_free: Int64Array,
-    gpu_free: Int64Array,
-    model_hist: Int64Array,
-    model_milli: Int64Array,
-) -> int:
-    """Pods of class ``c`` the cluster can take now (capped at ``limit``).
+def touch_node(params: Params, sc: Scratch, run: Run, n: int) -> None:
+    """Remember that node ``n`` changed (debug runs check touched nodes after each cycle)."""
+    if params.codes[P_DEBUG] != 0 and sc.touch_mark[n] == 0:
+        sc.touch_mark[n] = 1
+        sc.touched_nodes[run.counters[K_NTOUCHED]] = n
+        run.counters[K_NTOUCHED] += 1
 
-    Parameters
-    ----------
-    exact
-        Whether a value below ``limit`` must be exact. With ``False`` it may be
-        an over-estimate and only "fits or not" is meaningful; ``True`` is
-        needed when a failure must consume the random draws of the pods the
-        spec's attempt would have placed.
+
+@kernel
+def link_pod(js: JobState, pod: int, n: int) -> None:
+    """Add a placed pod to node ``n``'s pod list."""
+    head = js.node_pods[n]
+    js.pod_prev[pod] = -1
+    js.pod_next[pod] = head
+    if head >= 0:
+        js.pod_prev[head] = pod
+    js.node_pods[n] = pod
+
+
+@kernel
+def unlink_pod(js: JobState, pod: int, n: int) -> None:
+    """Remove a pod from node ``n``'s pod list."""
+    prev = js.pod_prev[pod]
+    nxt = js.pod_next[pod]
+    if prev >= 0:
+        js.pod_next[prev] = nxt
+    else:
+        js.node_pods[n] = nxt
+    if nxt >= 0:
+        js.pod_prev[nxt] = prev
+    js.pod_prev[pod] = -1
+    js.pod_next[pod] = -1
+
+
+@kernel
+def attempt_of(js: JobState, j: int) -> int:
+    """The run attempt a pod placed for job ``j`` now belongs to (0-based; the rng key's ``attempt``)."""
+    if js.dyn[D_PLACED, j] > 0:
+        return int(js.dyn[D_ATTEMPTS, j] - 1)
+    return int(js.dyn[D_ATTEMPTS, j])
+
+
+@kernel
+def place_pod(
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    ix: FitIndex,
+    js: JobState,
+    sc: Scratch,
+    run: Run,
+    j: int,
+    n: int,
+    t: float,
+) -> None:
+    """Place job ``j``'s next pod on node ``n`` (which fits it) at ``t``: GPU choice, take, bookkeeping.
 
     Notes
     -----
-    The per-model bound (:func:`gpureplay.engine.placement.capacity_bound`)
-    answers most attempts; the node scan runs only when the bound cannot
-    decide.
+    The first pod of an attempt begins the attempt (``D_ATTEMPTS``, hold start).
     """
-    m = class_int[C_MILLI, c]
-    k = class_int[C_K, c]
-    mask = class_mask[c]
-    bound = capacity_bound(m, mask, k, limit, model_hist, model_milli)
-    if class_int[C_EXACT, c] == 1 or bound == 0 or (bound < limit and not exact):
-        return bound
-    return cluster_capacity(
-        m,
-        class_int[C_GMEM, c],
-        class_int[C_CPU, c],
-        class_int[C_MEM, c],
-        mask,
-        k,
-        limit,
-        node_int,
-        node_free,
-        gpu_free,
-    )
+    c = jobs.ints[J_CLASS, j]
+    p = js.dyn[D_PLACED, j]
+    attempt = attempt_of(js, j)
+    if p == 0:
+        js.dyn[D_ATTEMPTS, j] += 1
+        js.time[T_HOLD0, j] = t
+    pod = jobs.ints[J_POD0, j] + p
+    g = -1
+    m = jobs.ints[J_MILLI, j]
+    if 0 < m < 1000:
+        g = choose_gpu(params, cl, n, m, cs.ints[C_GMEM, c], jobs.ints[J_ID, j], p, attempt)
+    take_pod(cl, cs, c, n, g, js.slot_gpu, jobs.ints[J_SLOT0, j] + p * jobs.ints[J_K, j], False)
+    js.pod_node[pod] = n
+    js.pod_time[pod] = t
+    link_pod(js, pod, n)
+    js.dyn[D_PLACED, j] = p + 1
+    if m > 0:
+        refresh_index(params, cl, ix, n)
+    touch_node(params, sc, run, n)
 
 
 @kernel
 def place_pods(
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    ix: FitIndex,
+    js: JobState,
+    sc: Scratch,
+    run: Run,
     j: int,
-    first: int,
     last: int,
     t: float,
-    policy: Int64Array,
-    rng: UInt64Array,
-    job_int: Int64Array,
-    job_mask: UInt64Array,
-    pod_node: Int64Array,
-    pod_time: Float64Array,
-    slot_gpu: Int64Array,
-    node_int: Int64Array,
-    node_free: Int64Array,
-    gpu_free: Int64Array,
-    model_hist: Int64Array,
-    model_milli: Int64Array,
-    counters: Int64Array,
-    indexed: bool,
-    leaf: Int64Array,
-    offset: Int64Array,
-    keys: Int64Array,
 ) -> bool:
-    """Place pods ``first .. last-1`` of job ``j`` one by one with the node policy.
-
-    Parameters
-    ----------
-    indexed
-        The pod is a plain whole-GPU pod and the node policy deterministic,
-        so the per-model trees of :mod:`gpureplay.engine.fitindex` pick the node.
-
-    Returns
-    -------
-    bool
-        False (earlier pods stay placed) when a pod fits nowhere; gang callers
-        only call it once the job is known to fit.
+    """Place job ``j``'s pods up to ``last`` one by one with the node scorer; False when a pod fits nowhere.
 
     Notes
     -----
     Each pod sees the state left by the previous one, so several pods may land
-    on one node, as in Volcano's ``allocate`` statement.
+    on one node, as in Volcano's ``allocate`` statement. Earlier pods stay
+    placed on failure; gang callers only call it once the job is known to fit.
     """
-    m = job_int[J_MILLI, j]
-    q = job_int[J_GMEM, j]
-    c = job_int[J_CPU, j]
-    r = job_int[J_MEM, j]
-    k = job_int[J_K, j]
-    mask = job_mask[j]
-    for p in range(first, last):
-        if indexed:
-            n = index_query(mask, k, offset, keys)
-        else:
-            n = choose_node(m, q, c, r, mask, k, policy[P_NODE], rng, node_int, node_free, gpu_free)
+    c = jobs.ints[J_CLASS, j]
+    while js.dyn[D_PLACED, j] < last:
+        n = choose_node(params, cl, ix, cs, c, jobs.ints[J_ID, j], js.dyn[D_PLACED, j], attempt_of(js, j))
         if n < 0:
             return False
-        pod = job_int[J_POD0, j] + p
-        pod_node[pod] = n
-        pod_time[pod] = t
-        take_pod(
-            n,
-            m,
-            q,
-            c,
-            r,
-            k,
-            policy[P_GPU],
-            rng,
-            slot_gpu,
-            job_int[J_SLOT0, j] + p * k,
-            node_int,
-            node_free,
-            gpu_free,
-            model_hist,
-            model_milli,
-            counters,
-        )
-        if m > 0 and policy[P_NODE] != RANDOM:
-            index_update(n, policy[P_NODE], node_int, node_free, leaf, offset, keys)
+        place_pod(params, jobs, cs, cl, ix, js, sc, run, j, n, t)
     return True
 
 
 @kernel
-def reindex_pods(
+def release_job_pods(
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    ix: FitIndex,
+    js: JobState,
+    sc: Scratch,
+    run: Run,
     j: int,
-    first: int,
-    last: int,
-    policy: Int64Array,
-    job_int: Int64Array,
-    pod_node: Int64Array,
-    node_int: Int64Array,
-    node_free: Int64Array,
-    leaf: Int64Array,
-    offset: Int64Array,
-    keys: Int64Array,
 ) -> None:
-    """Refresh the fit index for the nodes of pods ``first .. last-1`` of job ``j`` (after a release).
-
-    Notes
-    -----
-    GPU-less pods change no GPU and are skipped; with random node choice no
-    index is kept.
-    """
-    if job_int[J_MILLI, j] == 0 or policy[P_NODE] == RANDOM:
-        return
-    for p in range(first, last):
-        index_update(
-            pod_node[job_int[J_POD0, j] + p], policy[P_NODE], node_int, node_free, leaf, offset, keys
-        )
+    """Release every placed pod of job ``j`` on the current state."""
+    c = jobs.ints[J_CLASS, j]
+    k = jobs.ints[J_K, j]
+    pod0 = jobs.ints[J_POD0, j]
+    for p in range(js.dyn[D_PLACED, j]):
+        pod = pod0 + p
+        n = js.pod_node[pod]
+        release_pod(cl, cs, c, n, js.slot_gpu, jobs.ints[J_SLOT0, j] + p * k)
+        unlink_pod(js, pod, n)
+        if jobs.ints[J_MILLI, j] > 0:
+            refresh_index(params, cl, ix, n)
+        touch_node(params, sc, run, n)
+    js.dyn[D_PLACED, j] = 0
 
 
 @kernel
-def release_pods(
-    j: int,
-    first: int,
-    last: int,
-    job_int: Int64Array,
-    pod_node: Int64Array,
-    slot_gpu: Int64Array,
-    node_int: Int64Array,
-    node_free: Int64Array,
-    gpu_free: Int64Array,
-    model_hist: Int64Array,
-    model_milli: Int64Array,
-    counters: Int64Array,
-) -> None:
-    """Release pods ``first .. last-1`` of job ``j`` on the given state arrays.
-
-    Notes
-    -----
-    Works on the current state (completion, EASY undo) or on the EASY
-    projection, which is why it does not touch the fit index.
-    """
-    k = job_int[J_K, j]
-    for p in range(first, last):
-        release_pod(
-            pod_node[job_int[J_POD0, j] + p],
-            job_int[J_MILLI, j],
-            job_int[J_GMEM, j],
-            job_int[J_CPU, j],
-            job_int[J_MEM, j],
-            k,
-            slot_gpu,
-            job_int[J_SLOT0, j] + p * k,
-            node_int,
-            node_free,
-            gpu_free,
-            model_hist,
-            model_milli,
-            counters,
-        )
+def pod_hold_sum(jobs: Jobs, js: JobState, j: int) -> float:
+    """Sum of the placement times of job ``j``'s placed pods."""
+    total = 0.0
+    pod0 = jobs.ints[J_POD0, j]
+    for p in range(js.dyn[D_PLACED, j]):
+        total += js.pod_time[pod0 + p]
+    return total
 
 
 @kernel
-def try_gang(
+def record_attempt(
+    jobs: Jobs,
+    js: JobState,
+    run: Run,
     j: int,
-    t: float,
-    policy: Int64Array,
-    rng: UInt64Array,
-    job_int: Int64Array,
-    job_mask: UInt64Array,
-    job_dyn: Int64Array,
-    pod_node: Int64Array,
-    pod_time: Float64Array,
-    slot_gpu: Int64Array,
-    class_int: Int64Array,
-    class_mask: UInt64Array,
-    class_dyn: Int64Array,
-    node_int: Int64Array,
-    node_free: Int64Array,
-    gpu_free: Int64Array,
-    model_hist: Int64Array,
-    model_milli: Int64Array,
-    counters: Int64Array,
-    leaf: Int64Array,
-    offset: Int64Array,
-    keys: Int64Array,
-) -> bool:
-    """Place all pods of job ``j`` or none; True when placed (the caller starts or undoes it).
-
-    Notes
-    -----
-    All-or-nothing allocation as in Volcano's ``allocate`` action with the gang
-    plugin (a statement committed only when ``JobReady``) and Kueue's
-    all-or-nothing admission. The spec places pods one by one and undoes them
-    on failure without rewinding the RNG; by :func:`node_capacity`'s argument
-    such an attempt places exactly ``capacity`` pods first, so a failure is
-    decided from the capacity alone and the draws those pods would have made
-    are skipped (:func:`gpureplay.engine.rng.rng_skip`). A failed class is
-    remembered for the current release version, so identical jobs are not
-    retried until something is released (skipped only when no draw is lost).
-    """
-    c = job_int[J_CLASS, j]
-    pods = class_int[C_PODS, c]
-    # Random draws one placed pod costs: node choice, then GPU choice for a fractional pod.
-    m = class_int[C_MILLI, c]
-    draws = (1 if policy[P_NODE] == RANDOM else 0) + (1 if policy[P_GPU] == RANDOM and 0 < m < WHOLE else 0)
-    counters[K_TRIED] += 1
-    cap = class_capacity(
-        c, pods, draws > 0, class_int, class_mask, node_int, node_free, gpu_free, model_hist, model_milli
-    )
-    if cap >= pods:
-        place_pods(
-            j,
-            0,
-            pods,
-            t,
-            policy,
-            rng,
-            job_int,
-            job_mask,
-            pod_node,
-            pod_time,
-            slot_gpu,
-            node_int,
-            node_free,
-            gpu_free,
-            model_hist,
-            model_milli,
-            counters,
-            class_int[C_EXACT, c] == 1 and policy[P_NODE] != RANDOM,
-            leaf,
-            offset,
-            keys,
-        )
-        job_dyn[D_PLACED, j] = pods
-        return True
-    if draws > 0 and cap > 0:
-        rng_skip(rng, cap * draws)
-    else:
-        class_dyn[CD_FAIL, c] = counters[K_VERSION]
-    return False
+    reason: int,
+    evicted: float,
+    end: float,
+    progress: float,
+    lost: float,
+    overhead: float,
+) -> None:
+    """Append job ``j``'s current attempt to the attempt records (room is guaranteed by the loop)."""
+    a = run.counters[K_ATTEMPTS]
+    placed = js.dyn[D_PLACED, j]
+    run.att_i[A_JOB, a] = j
+    run.att_i[A_NUMBER, a] = js.dyn[D_ATTEMPTS, j] - 1
+    run.att_i[A_REASON, a] = reason
+    run.att_i[A_PODS, a] = placed
+    run.att_i[A_NODES, a] = js.dyn[D_SPANNED, j]
+    running = js.dyn[D_STATUS, j] == S_RUNNING
+    run.att_f[AF_HOLD0, a] = js.time[T_HOLD0, j]
+    run.att_f[AF_START, a] = js.time[T_START, j] if running else math.nan
+    run.att_f[AF_EVICTED, a] = evicted
+    run.att_f[AF_END, a] = end
+    run.att_f[AF_PROGRESS, a] = progress
+    run.att_f[AF_LOST, a] = lost
+    run.att_f[AF_OVERHEAD, a] = overhead
+    milli = float(jobs.ints[J_MILLI, j])
+    run.att_f[AF_GPU_S, a] = (end * placed - pod_hold_sum(jobs, js, j)) * milli / 1000.0
+    run.counters[K_ATTEMPTS] = a + 1
 
 
 @kernel
 def start_job(
-    j: int,
-    t: float,
-    job_int: Int64Array,
-    job_float: Float64Array,
-    job_dyn: Int64Array,
-    job_time: Float64Array,
-    pod_node: Int64Array,
-    node_mark: Int64Array,
-    class_dyn: Int64Array,
-    active: Int64Array,
-    l0: UInt64Array,
-    l1: UInt64Array,
-    l2: UInt64Array,
-    run_f: Float64Array,
-    run_i: Int64Array,
-    counters: Int64Array,
+    jobs: Jobs, cs: Classes, js: JobState, pend: Pending, tm: Timers, sc: Scratch, run: Run, j: int, t: float
 ) -> None:
-    """Job ``j`` (all pods placed) starts at ``t``: leave the queue, join the completion heap.
+    """Job ``j`` (all pods placed) starts running at ``t``: leave the queue, schedule its completion.
 
     Notes
     -----
-    ``finish_time = t + duration`` (the trace's run time when the job gets
-    what it asked for). ``nodes_spanned`` counts distinct nodes of its pods.
+    ``finish = t + overhead + work left``; the overhead is paid by every
+    attempt after one that ran (a restart from a checkpoint). ``D_SPANNED``
+    counts the distinct nodes of its pods.
     """
-    finish = t + job_float[JF_DURATION, j]
-    job_dyn[D_STATUS, j] = S_RUNNING
-    counters[K_STARTS] += 1
-    job_time[T_START, j] = t
-    job_time[T_FINISH, j] = finish
-    dequeue(j, job_int, class_dyn, active, l0, l1, l2, counters)
-    counters[K_NRUN] = heap_push(run_f, run_i, counters[K_NRUN], finish, job_int[J_ID, j], j)
+    dequeue(jobs, cs, js, pend, run, j)
+    js.dyn[D_STATUS, j] = S_RUNNING
+    js.time[T_PENDING, j] += t - js.time[T_PEND_SINCE, j]
+    overhead = 0.0
+    if math.isnan(js.time[T_FIRST_START, j]):
+        js.time[T_FIRST_START, j] = t
+    else:
+        overhead = jobs.flts[JF_OVERHEAD, j]
+    js.time[T_START, j] = t
+    js.time[T_PROGRESS0, j] = t + overhead
+    finish = t + overhead + js.time[T_LEFT, j]
+    js.time[T_FINISH, j] = finish
+    run.counters[K_NRUN] += 1
+    run.counters[K_STARTS] += 1
+    run.counters[K_PVERSION] += 1
+    push_completion(jobs, js, tm, run, j, finish)
     spanned = 0
-    pod0 = job_int[J_POD0, j]
-    for p in range(job_dyn[D_PLACED, j]):
-        n = pod_node[pod0 + p]
-        if node_mark[n] != j:
-            node_mark[n] = j
+    pod0 = jobs.ints[J_POD0, j]
+    for p in range(js.dyn[D_PLACED, j]):
+        n = js.pod_node[pod0 + p]
+        if sc.node_mark[n] != j:
+            sc.node_mark[n] = j
             spanned += 1
-    job_dyn[D_SPANNED, j] = spanned
+    js.dyn[D_SPANNED, j] = spanned
 
 
 @kernel
 def complete_job(
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    ix: FitIndex,
+    js: JobState,
+    sc: Scratch,
+    run: Run,
     j: int,
-    policy: Int64Array,
-    job_int: Int64Array,
-    job_dyn: Int64Array,
-    pod_node: Int64Array,
-    slot_gpu: Int64Array,
-    node_int: Int64Array,
-    node_free: Int64Array,
-    gpu_free: Int64Array,
-    model_hist: Int64Array,
-    model_milli: Int64Array,
-    counters: Int64Array,
-    leaf: Int64Array,
-    offset: Int64Array,
-    keys: Int64Array,
+    t: float,
 ) -> None:
-    """Job ``j`` (already popped from the completion heap) finishes and releases everything.
+    """Job ``j`` (its completion popped) finishes at ``t`` and releases everything.
 
     Notes
     -----
     Bumps the release version, which invalidates every "class does not fit"
     mark: released resources may let any class fit again.
     """
-    release_pods(
-        j,
-        0,
-        job_dyn[D_PLACED, j],
-        job_int,
-        pod_node,
-        slot_gpu,
-        node_int,
-        node_free,
-        gpu_free,
-        model_hist,
-        model_milli,
-        counters,
-    )
-    reindex_pods(
-        j, 0, job_dyn[D_PLACED, j], policy, job_int, pod_node, node_int, node_free, leaf, offset, keys
-    )
-    job_dyn[D_STATUS, j] = S_FINISHED
-    counters[K_VERSION] += 1
+    overhead = js.time[T_PROGRESS0, j] - js.time[T_START, j]
+    record_attempt(jobs, js, run, j, END_FINISHED, math.nan, t, js.time[T_LEFT, j], 0.0, overhead)
+    cost = js.dyn[D_PLACED, j] * jobs.ints[J_MILLI, j] / 1000.0 * overhead
+    js.time[T_LOST, j] += cost
+    run.clock[X_LOST] += cost
+    release_job_pods(params, jobs, cs, cl, ix, js, sc, run, j)
+    js.dyn[D_STATUS, j] = S_FINISHED
+    js.time[T_FINISH, j] = t
+    js.time[T_END, j] = t
+    js.time[T_LEFT, j] = 0.0
+    run.counters[K_NRUN] -= 1
+    run.counters[K_VERSION] += 1
+    run.counters[K_PVERSION] += 1
 
 
 @kernel
-def admit_job(
-    j: int,
-    job_reject: Int64Array,
-    job_int: Int64Array,
-    job_dyn: Int64Array,
-    class_dyn: Int64Array,
-    active: Int64Array,
-    l0: UInt64Array,
-    l1: UInt64Array,
-    l2: UInt64Array,
-    counters: Int64Array,
-) -> None:
-    """Job ``j`` is submitted: rejected if it cannot run on the empty cluster, else queued.
+def admit_job(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, run: Run, j: int, t: float) -> None:
+    """Job ``j`` is submitted at ``t``: rejected if it cannot run on the empty cluster, else queued.
 
     Notes
     -----
     Rejection codes are computed once per job shape before the loop
-    (:func:`gpureplay.engine.placement.rejection_codes`).
+    (:func:`gpureplay.engine.resources.rejection_codes`).
     """
-    if job_reject[j] != R_NONE:
-        job_dyn[D_STATUS, j] = S_REJECTED
+    if jobs.reject[j] != R_NONE:
+        js.dyn[D_STATUS, j] = S_REJECTED
         return
-    job_dyn[D_STATUS, j] = S_QUEUED
-    enqueue(j, job_int, class_dyn, active, l0, l1, l2, counters)
+    js.dyn[D_STATUS, j] = S_QUEUED
+    js.time[T_PEND_SINCE, j] = t
+    enqueue(jobs, cs, js, pend, run, j)
+
+
+@kernel
+def evict_job(
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    js: JobState,
+    pend: Pending,
+    tm: Timers,
+    run: Run,
+    v: int,
+    t: float,
+    nominator: int,
+) -> None:
+    """Evict job ``v`` at ``t`` for ``nominator``: it stops, holds its resources for the grace, requeues.
+
+    Notes
+    -----
+    A gang is evicted whole (all of its pods), as Volcano's gang plugin never
+    breaks a running gang below minMember and kube's workload-aware preemption
+    deletes a gang's pods together. A partly placed pod-by-pod job (holding
+    pods, not yet running) leaves the queue the same way.
+    """
+    status = js.dyn[D_STATUS, v]
+    progress = 0.0
+    lost = 0.0
+    overhead = 0.0
+    if status == S_RUNNING:
+        start = js.time[T_START, v]
+        begin = js.time[T_PROGRESS0, v]
+        progress = max(0.0, t - begin)
+        overhead = min(t, begin) - start
+        interval = jobs.flts[JF_CKPT, v]
+        if interval <= 0.0:
+            saved = progress
+        elif math.isinf(interval):
+            saved = 0.0
+        else:
+            saved = math.floor(progress / interval) * interval
+        lost = progress - saved
+        js.time[T_LEFT, v] -= saved
+        run.counters[K_NRUN] -= 1
+    else:
+        dequeue(jobs, cs, js, pend, run, v)
+    grace = params.flt[PF_GRACE]
+    record_attempt(jobs, js, run, v, END_PREEMPTED, t, t + grace, progress, lost, overhead)
+    gpus = js.dyn[D_PLACED, v] * jobs.ints[J_MILLI, v] / 1000.0
+    cost = gpus * (lost + overhead)
+    js.time[T_LOST, v] += cost
+    run.clock[X_LOST] += cost
+    js.dyn[D_STATUS, v] = S_TERMINATING
+    js.dyn[D_GEN, v] += 1
+    js.dyn[D_PREEMPTIONS, v] += 1
+    js.dyn[D_NOMINATOR, v] = nominator
+    js.time[T_EVICTED, v] = t
+    js.dyn[D_WAITING, nominator] += 1
+    run.counters[K_PREEMPTIONS] += 1
+    run.counters[K_NTERM] += 1
+    push_timer(js, tm, run, TM_TERMINATED, t + grace, v)
+
+
+@kernel
+def terminate_job(
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    ix: FitIndex,
+    js: JobState,
+    pend: Pending,
+    sc: Scratch,
+    run: Run,
+    v: int,
+    t: float,
+) -> None:
+    """Evicted job ``v``'s grace period ends at ``t``: release its resources and put it back in its queue.
+
+    Notes
+    -----
+    Under ``requeue: back`` it re-enters with ``key2 = t`` (behind jobs
+    already waiting at its priority; Kueue's default
+    ``requeuingStrategy.timestamp: Eviction``, or a Job controller's new pod),
+    under ``requeue: original`` at its original place.
+    """
+    gpus = js.dyn[D_PLACED, v] * jobs.ints[J_MILLI, v] / 1000.0
+    held = gpus * (t - js.time[T_EVICTED, v])
+    js.time[T_LOST, v] += held
+    run.clock[X_LOST] += held
+    release_job_pods(params, jobs, cs, cl, ix, js, sc, run, v)
+    run.counters[K_NTERM] -= 1
+    run.counters[K_VERSION] += 1
+    run.counters[K_PVERSION] += 1
+    run.counters[K_REQUEUE_SEQ] += 1
+    nominator = js.dyn[D_NOMINATOR, v]
+    if nominator >= 0:
+        js.dyn[D_WAITING, nominator] -= 1
+    js.dyn[D_NOMINATOR, v] = -1
+    js.dyn[D_STATUS, v] = S_QUEUED
+    js.time[T_PEND_SINCE, v] = t
+    if params.codes[P_REQUEUE] == REQUEUE_BACK:
+        js.time[T_KEY2, v] = t
+        js.dyn[D_OVER, v] = 1
+    else:
+        js.dyn[D_OVER, v] = 0
+    enqueue(jobs, cs, js, pend, run, v)
+
+
+@kernel
+def undo_placement(
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    ix: FitIndex,
+    js: JobState,
+    sc: Scratch,
+    run: Run,
+    j: int,
+) -> None:
+    """Take back a placement that was only tried (EASY's refused backfill, a preemption trial).
+
+    Notes
+    -----
+    The state is restored exactly; the attempt the first pod began is
+    withdrawn, so attempt numbers (and the draws keyed by them) count only
+    placements that were kept.
+    """
+    if js.dyn[D_PLACED, j] == 0:
+        return
+    release_job_pods(params, jobs, cs, cl, ix, js, sc, run, j)
+    js.dyn[D_ATTEMPTS, j] -= 1

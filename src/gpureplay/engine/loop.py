@@ -1,182 +1,106 @@
 """The event loop: one replay of a job trace on a cluster, in chunks of simulated time.
 
-:func:`init_state` allocates everything a replay mutates (:class:`EngineState`);
-:func:`advance` then processes event times up to a stop time and returns, so a
-caller can report progress between chunks. One call with ``t_stop = inf`` is a
-run in one go, and any sequence of stop times gives bit-identical results.
+:func:`advance` processes event times up to a stop time and returns, so a
+caller can report progress (or notice an interrupt) between chunks. One call
+with ``t_stop = inf`` is a run in one go, and any sequence of stop times gives
+bit-identical results.
 
 Total order of work (the one place it is written down)
 ------------------------------------------------------
 Time is float64 seconds from the trace start. Event times are the submit
-times, the finish times of running jobs, the sample times ``k *
-sample_interval`` (k = 0, 1, ...) and, in periodic mode, the cycle ticks ``k *
-session_interval``. The loop visits each distinct event time ``t`` once, in
-increasing order, and at ``t`` does, in this order:
+times, the finish times of running jobs, the timers (an evicted job's end of
+grace period), the sample times ``k * sample_interval`` and, in periodic mode,
+the cycle ticks ``k * session_interval``. The loop visits each distinct event
+time ``t`` once, in increasing order, and at ``t`` does, in this order:
 
 1. **completions**: every running job with ``finish_time == t`` finishes, in
-   ``(finish_time, job_id)`` order (the completion heap's key), releasing its
-   resources;
-2. **arrivals**: every job with ``submit_time == t`` is admitted, in
+   ``(finish_time, job_id)`` order, releasing its resources;
+2. **timers** due at ``t``, in ``(kind, sequence)`` order: an evicted job's
+   grace period ends (it releases and re-enters its queue);
+3. **arrivals**: every job with ``submit_time == t`` is admitted, in
    ``(submit_time, job_id)`` order: rejected if it cannot run on the empty
    cluster, queued otherwise;
-3. **scheduling cycle**: event-driven mode (``session_interval == 0``) runs one
-   cycle iff step 1 or 2 did anything (a rejected arrival counts); periodic
-   mode runs one iff ``t`` is a tick, whatever changed;
-4. **sample**: if ``t`` is the next sample time, one timeline row.
+4. **scheduling cycle**: event-driven mode (``session_interval == 0``) runs one
+   cycle iff step 1, 2 or 3 did anything (a rejected arrival counts);
+   periodic mode runs one iff ``t`` is a tick, whatever changed;
+5. **sample**: if ``t`` is the next sample time, one timeline row.
 
-If step 3 started jobs of duration 0 they finish at ``t``: steps 1-3 repeat at
-the same ``t`` (no new arrivals, no second sample) until no running job ends
-at ``t``. Within a cycle the order is the queue order of
-:mod:`gpureplay.engine.cycles` (ties by job id, pods of a pod-by-pod group by
-pod index then job id). Random choices draw node first, then GPU.
+If step 4 started jobs that finish at ``t`` (duration 0) or evicted jobs
+whose grace period is 0, steps 1, 2 and 4 repeat at the same ``t`` (no new
+arrivals, no second sample) until nothing more is due at ``t``. Within a
+cycle the order is the queue order of :mod:`gpureplay.engine.cycles`.
 
-The run ends, after some ``t``, when nothing runs, nothing is left to arrive
-and (periodic mode) a cycle has run since the last completion or arrival; its
-end time is that ``t``. With a horizon, no ``t > horizon`` is processed and the
-end time is the last ``t`` processed (a skipped idle tick counts as processed).
+The run ends, after some ``t``, when nothing runs, nothing is terminating,
+nothing is left to arrive and (periodic mode) a cycle has run since the last
+change; its end time is that ``t``. With a horizon, no ``t > horizon`` is
+processed and the end time is the last ``t`` processed (a skipped idle tick
+counts as processed).
 
 Periodic idle ticks
 -------------------
-A periodic cycle that placed nothing, with no completion or arrival since,
-would repeat itself exactly (same state, same queue); the loop jumps over such
-ticks and advances the RNG by the draws the skipped cycles would have made
-(failed gang attempts draw a fixed number of times). EASY backfill with random
-placement is the exception (its outcome depends on the draws), so there every
-tick runs.
+A periodic cycle that changed nothing, with nothing changed since, would
+repeat itself exactly (same state, same queue, and draws keyed by job, not
+consumed), so the loop jumps over such ticks.
 
-Chunks
-------
-A chunk (one :func:`advance` call) processes whole event times only: it stops
-at the top of the loop, before the first ``t > t_stop`` is touched, with every
-loop scalar saved, so the next call carries on as if it had never stopped. The
-end of the run (including the horizon's skipped ticks) is decided by the first
-call that reaches it.
+Chunks and room
+---------------
+A chunk processes whole event times only: it stops at the top of the loop,
+before the first ``t > t_stop`` is touched, with every loop scalar saved, so
+the next call carries on as if it had never stopped. When a result buffer
+(timeline, attempts) may not have room for what the next pass can write, the
+loop stops with ``ADV_GROW`` - at the top of an event time, or between two
+passes of one (``L_MIDPASS``) - the caller grows the buffer and calls again.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
 
-import numpy as np
-import numpy.typing as npt
-
+from gpureplay.engine.bundles import Classes, Cluster, Jobs, Params, Run, State
 from gpureplay.engine.config import kernel
-from gpureplay.engine.cycles import gang_cycle, pod_cycle
-from gpureplay.engine.fitindex import index_build, index_layout
-from gpureplay.engine.invariants import check_state
-from gpureplay.engine.jobs import admit_job, complete_job
-from gpureplay.engine.queueing import heap_pop
-from gpureplay.engine.rng import rng_skip
-from gpureplay.engine.state import (
+from gpureplay.engine.cycles import cycle
+from gpureplay.engine.invariants import check_full, check_touched
+from gpureplay.engine.jobs import admit_job, complete_job, terminate_job
+from gpureplay.engine.layout import (
     ADV_DONE,
     ADV_FAILED,
+    ADV_GROW,
     ADV_PAUSED,
-    BF_EASY,
-    CD_APOS,
-    CD_FAIL,
-    CD_RESV,
-    CLASS_DYN_FIELDS,
-    CLOCK_FIELDS,
-    CURSOR_FIELDS,
-    D_STATUS,
-    F_CPU,
-    F_MEM,
-    F_MILLI,
-    F_WHOLE,
-    G_MEM,
-    G_MILLI,
-    GANG,
     JF_SUBMIT,
-    JOB_DYN_FIELDS,
-    JOB_TIME_FIELDS,
-    K_ALLOC,
+    K_ATTEMPTS,
     K_CYCLES,
     K_EVENTS,
-    K_FREE_WHOLE,
     K_NRUN,
-    K_RESV_HEAD,
+    K_NTERM,
     L_ARRIVAL,
     L_CYCLE_OWED,
+    L_FIRST_PASS,
     L_IDLE,
-    L_IDLE_DRAWS,
+    L_MIDPASS,
     L_PROCESSED,
     L_SAMPLE_K,
     L_SAMPLES,
     L_STATUS,
     L_TICK_K,
-    N_COUNTERS,
-    N_CPU,
-    N_GPU0,
-    N_GPU_MEM,
-    N_GPUS,
-    N_MEM,
-    N_MODEL,
-    NODE_FREE_FIELDS,
-    P_BACKFILL,
     P_GANG,
-    P_GPU,
-    P_NODE,
-    RANDOM,
-    S_FUTURE,
-    TIMELINE_FIELDS,
-    WHOLE,
+    P_MAX_SAMPLES,
+    PF_HORIZON,
+    PF_SESSION,
+    PF_WINDOW0,
+    PF_WINDOW1,
+    TM_TERMINATED,
+    TOT_ALLOC,
     X_ERROR_T,
     X_INTEGRAL,
     X_NEXT_SAMPLE,
     X_NEXT_T,
     X_NOW,
+    X_SAMPLE_INTERVAL,
     X_TICK_T,
-    Float64Array,
-    Int64Array,
-    UInt64Array,
+    X_WINDOW_INTEGRAL,
 )
-from gpureplay.engine.timeline import record_sample
-
-
-@kernel
-def init_cluster(
-    node_int: Int64Array, num_models: int, hist_width: int
-) -> tuple[Int64Array, Int64Array, Int64Array, Int64Array, Int64Array]:
-    """The empty cluster: free arrays per node and GPU, per-model aggregates, counters.
-
-    Returns
-    -------
-    tuple of numpy.ndarray
-        ``node_free`` (``F_*`` rows), ``gpu_free`` (``G_*`` rows), the per-model
-        histogram of wholly free GPUs per node, free milli per model, counters.
-
-    Notes
-    -----
-    Every GPU starts at 1000 milli and its node's per-GPU memory; unknown CPU or
-    memory was mapped to ``BIG`` at the boundary and never constrains.
-    """
-    num_nodes = node_int.shape[1]
-    num_gpus = 0
-    for n in range(num_nodes):
-        num_gpus += node_int[N_GPUS, n]
-    node_free = np.zeros((NODE_FREE_FIELDS, num_nodes), dtype=np.int64)
-    gpu_free = np.zeros((2, num_gpus), dtype=np.int64)
-    model_hist = np.zeros((max(num_models, 1), hist_width), dtype=np.int64)
-    model_milli = np.zeros(max(num_models, 1), dtype=np.int64)
-    counters = np.zeros(N_COUNTERS, dtype=np.int64)
-    for n in range(num_nodes):
-        gpus = node_int[N_GPUS, n]
-        node_free[F_CPU, n] = node_int[N_CPU, n]
-        node_free[F_MEM, n] = node_int[N_MEM, n]
-        node_free[F_WHOLE, n] = gpus
-        node_free[F_MILLI, n] = gpus * WHOLE
-        for g in range(node_int[N_GPU0, n], node_int[N_GPU0, n] + gpus):
-            gpu_free[G_MILLI, g] = WHOLE
-            gpu_free[G_MEM, g] = node_int[N_GPU_MEM, n]
-        model = node_int[N_MODEL, n]
-        if model >= 0:
-            model_hist[model, gpus] += 1
-            model_milli[model] += gpus * WHOLE
-    counters[K_FREE_WHOLE] = num_gpus
-    counters[K_ALLOC] = 0
-    counters[K_RESV_HEAD] = -1
-    return node_free, gpu_free, model_hist, model_milli, counters
+from gpureplay.engine.timeline import record_sample, widen
+from gpureplay.engine.timers import next_completion, next_timer, pop_completion, pop_timer
 
 
 @kernel
@@ -185,435 +109,209 @@ def first_tick_at_or_after(t: float, interval: float, k: int) -> int:
 
     Notes
     -----
-    Ticks are computed as ``index * interval`` (never by accumulation), like
-    Volcano's fixed ``schedulePeriod``, so jumping over idle ticks lands on
-    exactly the times stepping would.
+    Starts from the division and corrects by one step either way, so the
+    answer agrees with the exact products ``index * interval`` the loop uses.
     """
     guess = max(k, math.floor(t / interval))
-    while guess * interval < t:
-        guess += 1
     while guess > k and (guess - 1) * interval >= t:
         guess -= 1
+    while guess * interval < t:
+        guess += 1
     return guess
 
 
-class EngineState(NamedTuple):
-    """Every array the event loop mutates, in the order :func:`init_state` returns them.
-
-    A plain tuple on the Python side: :func:`advance` takes the fields as
-    positional arguments (``advance(*inputs, *state, t_stop)``), so numba sees
-    arrays only. ``tl_time``/``tl_rows`` may be replaced by larger buffers
-    during a chunk; :func:`advance` returns the current ones.
-    """
-
-    node_free: Int64Array
-    gpu_free: Int64Array
-    model_hist: Int64Array
-    model_milli: Int64Array
-    counters: Int64Array
-    job_dyn: Int64Array
-    job_time: Float64Array
-    pod_node: Int64Array
-    pod_time: Float64Array
-    slot_gpu: Int64Array
-    node_mark: Int64Array
-    class_dyn: Int64Array
-    active: Int64Array
-    l0: UInt64Array
-    l1: UInt64Array
-    l2: UInt64Array
-    run_f: Float64Array
-    run_i: Int64Array
-    merge_f: Float64Array
-    merge_i: Int64Array
-    scan_f: Float64Array
-    scan_i: Int64Array
-    touched: Int64Array
-    proj_node: Int64Array
-    proj_gpu: Int64Array
-    proj_hist: Int64Array
-    proj_milli: Int64Array
-    proj_counters: Int64Array
-    hold: Int64Array
-    kept_shadow: Float64Array
-    leaf: Int64Array
-    offset: Int64Array
-    keys: Int64Array
-    tl_time: Float64Array
-    tl_rows: Int64Array
-    err: Int64Array
-    clock: Float64Array
-    cursor: Int64Array
-
-
-#: Timeline rows allocated before the first sample; the buffers double when full.
-TIMELINE_START_CAPACITY = 1024
+@kernel
+def attempt_room(jobs: Jobs, run: Run) -> bool:
+    """Whether the attempt records can take what one pass may write (one row per job at most)."""
+    return bool(run.att_i.shape[1] - run.counters[K_ATTEMPTS] > jobs.ints.shape[1])
 
 
 @kernel
-def init_state(
-    policy: Int64Array,
-    job_int: Int64Array,
-    class_int: Int64Array,
-    node_int: Int64Array,
-    num_models: int,
-    hist_width: int,
-    num_pods: int,
-    num_slots: int,
-    bitset_sizes: Int64Array,
-) -> tuple[npt.NDArray[Any], ...]:
-    """Allocate and initialise everything one replay mutates: the fields of :class:`EngineState`.
-
-    Parameters
-    ----------
-    policy
-        ``P_*`` codes (the node policy decides whether the fit index is built).
-    job_int, class_int, node_int
-        Static job, class and node tables (``J_*``, ``C_*``, ``N_*`` rows).
-    num_models, hist_width
-        GPU model count, 1 + most GPUs on a node.
-    num_pods, num_slots
-        Sizes of the per-pod and per-GPU-slot placement records.
-    bitset_sizes
-        Word counts of the pending-set bitset levels.
-
-    Returns
-    -------
-    tuple of numpy.ndarray
-        The :class:`EngineState` fields in order: the empty cluster, every job
-        not yet submitted, empty queues and heaps, scratch space for cycles,
-        empty timeline buffers, a clean error record, the loop scalars at time 0.
-
-    Notes
-    -----
-    Allocating once, outside :func:`advance`, is what makes the loop resumable:
-    a chunk ends with all of its state in these arrays, so the next chunk
-    continues exactly where it stopped (SimPy's ``Environment.run(until=...)``
-    followed by another ``run``).
-    """
-    num_jobs = job_int.shape[1]
-    num_classes = class_int.shape[1]
-    num_nodes = node_int.shape[1]
-    node_free, gpu_free, model_hist, model_milli, counters = init_cluster(node_int, num_models, hist_width)
-    job_dyn = np.zeros((JOB_DYN_FIELDS, num_jobs), dtype=np.int64)
-    job_dyn[D_STATUS, :] = S_FUTURE
-    job_time = np.full((JOB_TIME_FIELDS, num_jobs), np.nan)
-    pod_node = np.full(num_pods, -1, dtype=np.int64)
-    pod_time = np.full(num_pods, np.nan)
-    slot_gpu = np.full(num_slots, -1, dtype=np.int64)
-    node_mark = np.full(num_nodes, -1, dtype=np.int64)
-    class_dyn = np.zeros((CLASS_DYN_FIELDS, num_classes), dtype=np.int64)
-    class_dyn[CD_APOS, :] = -1
-    class_dyn[CD_FAIL, :] = -1
-    class_dyn[CD_RESV, :] = -1
-    active = np.zeros(max(num_classes, 1), dtype=np.int64)
-    l0 = np.zeros(bitset_sizes[0], dtype=np.uint64)
-    l1 = np.zeros(bitset_sizes[1], dtype=np.uint64)
-    l2 = np.zeros(bitset_sizes[2], dtype=np.uint64)
-    heap_len = max(num_jobs, num_classes, 1)
-    run_f = np.zeros(heap_len)
-    run_i = np.zeros((2, heap_len), dtype=np.int64)
-    merge_f = np.zeros(heap_len)
-    merge_i = np.zeros((2, heap_len), dtype=np.int64)
-    scan_f = np.zeros(heap_len)
-    scan_i = np.zeros((2, heap_len), dtype=np.int64)
-    touched = np.zeros(max(num_classes, 1), dtype=np.int64)
-    proj_node = np.zeros_like(node_free)
-    proj_gpu = np.zeros_like(gpu_free)
-    proj_hist = np.zeros_like(model_hist)
-    proj_milli = np.zeros_like(model_milli)
-    proj_counters = np.zeros_like(counters)
-    hold = np.zeros(max(num_nodes, 1), dtype=np.int64)
-    kept_shadow = np.zeros(1)
-    leaf, offset, keys = index_layout(node_int, num_models, hist_width)
-    if policy[P_NODE] != RANDOM:
-        index_build(policy[P_NODE], node_int, node_free, leaf, offset, keys)
-    tl_time = np.zeros(TIMELINE_START_CAPACITY)
-    tl_rows = np.zeros((TIMELINE_FIELDS, TIMELINE_START_CAPACITY), dtype=np.int64)
-    err = np.zeros(2, dtype=np.int64)
-    clock = np.zeros(CLOCK_FIELDS)
-    cursor = np.zeros(CURSOR_FIELDS, dtype=np.int64)
-    cursor[L_STATUS] = ADV_PAUSED
-    return (
-        node_free, gpu_free, model_hist, model_milli, counters, job_dyn, job_time, pod_node, pod_time,
-        slot_gpu, node_mark, class_dyn, active, l0, l1, l2, run_f, run_i, merge_f, merge_i, scan_f, scan_i,
-        touched, proj_node, proj_gpu, proj_hist, proj_milli, proj_counters, hold, kept_shadow, leaf, offset,
-        keys, tl_time, tl_rows, err, clock, cursor,
-    )  # fmt: skip
-
-
-@kernel
-def advance(
-    policy: Int64Array,
-    session_interval: float,
-    sample_interval: float,
-    horizon: float,
-    debug: bool,
-    job_int: Int64Array,
-    job_float: Float64Array,
-    job_mask: UInt64Array,
-    job_reject: Int64Array,
-    arrival: Int64Array,
-    class_int: Int64Array,
-    class_mask: UInt64Array,
-    class_jobs: Int64Array,
-    node_int: Int64Array,
-    rng: UInt64Array,
-    node_free: Int64Array,
-    gpu_free: Int64Array,
-    model_hist: Int64Array,
-    model_milli: Int64Array,
-    counters: Int64Array,
-    job_dyn: Int64Array,
-    job_time: Float64Array,
-    pod_node: Int64Array,
-    pod_time: Float64Array,
-    slot_gpu: Int64Array,
-    node_mark: Int64Array,
-    class_dyn: Int64Array,
-    active: Int64Array,
-    l0: UInt64Array,
-    l1: UInt64Array,
-    l2: UInt64Array,
-    run_f: Float64Array,
-    run_i: Int64Array,
-    merge_f: Float64Array,
-    merge_i: Int64Array,
-    scan_f: Float64Array,
-    scan_i: Int64Array,
-    touched: Int64Array,
-    proj_node: Int64Array,
-    proj_gpu: Int64Array,
-    proj_hist: Int64Array,
-    proj_milli: Int64Array,
-    proj_counters: Int64Array,
-    hold: Int64Array,
-    kept_shadow: Float64Array,
-    leaf: Int64Array,
-    offset: Int64Array,
-    keys: Int64Array,
-    tl_time: Float64Array,
-    tl_rows: Int64Array,
-    err: Int64Array,
-    clock: Float64Array,
-    cursor: Int64Array,
-    t_stop: float,
-) -> tuple[int, Float64Array, Int64Array]:
+def advance(params: Params, jobs: Jobs, cs: Classes, cl: Cluster, st: State, t_stop: float) -> int:
     """Process every event time ``t <= t_stop`` of the replay (see the module docstring for the order).
 
     Parameters
     ----------
-    policy
-        ``P_*`` codes: queue order, gang mode, node and GPU placement, backfill, depth.
-    session_interval, sample_interval, horizon
-        Seconds; ``horizon = inf`` means none.
-    debug
-        Check the invariants after every cycle and at the end.
-    job_int, job_float, job_mask, job_reject, arrival
-        Static job table (``J_*``/``JF_*`` rows), allowed-model masks, rejection
-        code per job, job indices in ``(submit_time, job_id)`` order.
-    class_int, class_mask, class_jobs
-        Queue classes (``C_*`` rows) and the class-sorted job list.
-    node_int
-        Static node table (``N_*`` rows).
-    rng
-        ``[state, draws]`` of splitmix64, updated in place.
-    node_free, gpu_free, ..., cursor
-        The :class:`EngineState` fields from :func:`init_state`, updated in place.
+    params, jobs, cs
+        Policy codes and settings, the static job table, the pending classes.
+    cl, st
+        The cluster and the rest of the replay's state (:class:`gpureplay.engine.bundles.State`),
+        updated in place.
     t_stop
         Last simulated time this call may process; ``inf`` runs to the end.
 
     Returns
     -------
-    tuple
-        The outcome (``ADV_PAUSED``, ``ADV_DONE`` or ``ADV_FAILED``, also left
-        in ``cursor[L_STATUS]``) and the current timeline buffers ``tl_time``,
-        ``tl_rows`` (replaced by larger ones when they filled up; rows
-        ``[0, cursor[L_SAMPLES])`` are written). When paused,
-        ``clock[X_NEXT_T]`` is the next event time (``> t_stop``). At the end
-        ``clock[X_INTEGRAL]`` is the GPU-milli-second integral and
-        ``clock[X_NOW]`` the end time; on failure ``err`` holds ``[code,
-        entity]`` and ``clock[X_ERROR_T]`` the time of the failed check.
+    int
+        ``ADV_PAUSED`` (``run.clock[X_NEXT_T]`` is the next event time, ``>
+        t_stop``), ``ADV_DONE``, ``ADV_FAILED`` (``run.err`` holds ``[code,
+        entity]`` and ``run.clock[X_ERROR_T]`` the time of the failed check) or
+        ``ADV_GROW`` (a result buffer needs room; grow it and call again). Also
+        left in ``run.cursor[L_STATUS]``. At the end ``run.clock[X_INTEGRAL]``
+        is the GPU-milli-second integral and ``run.clock[X_NOW]`` the end time.
 
     Notes
     -----
     The loop structure is SimPy's ``Environment.step`` (pop the earliest event,
-    handle it) specialised to four event sources whose next times are each
-    known: the arrival cursor, the completion heap's top, the next sample and
-    the next tick. The GPU-milli-second integral is exact between events
+    handle it) over five event sources whose next times are each known: the
+    arrival cursor, the completion heap, the timer heap, the next sample and
+    the next tick. The GPU-milli-second integrals are exact between events
     because allocation only changes at events.
-
-    A chunk stops only between two event times, before the next one is
-    touched, and every scalar the loop carries is saved in ``clock`` and
-    ``cursor`` (held in locals while the chunk runs, so the hot loop is the
-    same as a run in one go). Results are therefore bit-identical whatever
-    the chunk boundaries, like SimPy's ``run(until=...)`` called repeatedly.
     """
-    status = cursor[L_STATUS]
-    if status != ADV_PAUSED:
-        return status, tl_time, tl_rows
-    num_jobs = job_int.shape[1]
-    mode = policy[P_GANG]
-    periodic = session_interval > 0.0
-    randomised = policy[P_NODE] == RANDOM or policy[P_GPU] == RANDOM
-    jumpable = not (mode == GANG and policy[P_BACKFILL] == BF_EASY and randomised)
-    total_gpus = gpu_free.shape[1]
+    ix, js, pend, tm, sc, run = st.ix, st.js, st.pend, st.tm, st.sc, st.run
+    pods, easy, pre, dbg = st.pods, st.easy, st.pre, st.dbg
+    status = run.cursor[L_STATUS]
+    if status != ADV_PAUSED and status != ADV_GROW:
+        return int(status)
+    num_jobs = jobs.ints.shape[1]
+    mode = params.codes[P_GANG]
+    session = params.flt[PF_SESSION]
+    periodic = session > 0.0
+    horizon = params.flt[PF_HORIZON]
+    w0 = params.flt[PF_WINDOW0]
+    w1 = params.flt[PF_WINDOW1]
+    max_samples = params.codes[P_MAX_SAMPLES]
+    clock = run.clock
+    cursor = run.cursor
+    counters = run.counters
 
     integral = clock[X_INTEGRAL]
+    window_integral = clock[X_WINDOW_INTEGRAL]
     t_prev = clock[X_NOW]
-    next_sample = clock[X_NEXT_SAMPLE]
     tick_t = clock[X_TICK_T]
     next_arrival = cursor[L_ARRIVAL]
-    sample_k = cursor[L_SAMPLE_K]
     tick_k = cursor[L_TICK_K]
-    cycle_owed = cursor[L_CYCLE_OWED] != 0  # periodic: a completion or arrival no cycle has seen yet
-    idle = cursor[L_IDLE] != 0  # periodic: the last cycle placed nothing and nothing changed since
-    idle_draws = np.uint64(cursor[L_IDLE_DRAWS])
+    cycle_owed = cursor[L_CYCLE_OWED] != 0
+    idle = cursor[L_IDLE] != 0
     processed = cursor[L_PROCESSED] != 0
-    samples = cursor[L_SAMPLES]
-    capacity = tl_time.shape[0]
+    midpass = cursor[L_MIDPASS] != 0
+    first_pass = cursor[L_FIRST_PASS] != 0
+    status = ADV_PAUSED
+    t = t_prev
     while True:
-        if processed and counters[K_NRUN] == 0 and next_arrival == num_jobs and not (periodic and cycle_owed):
-            status = ADV_DONE
-            break
-        t = next_sample
-        if next_arrival < num_jobs:
-            t = min(t, job_float[JF_SUBMIT, arrival[next_arrival]])
-        if counters[K_NRUN] > 0:
-            t = min(t, run_f[0])
-        if periodic and not idle:
-            t = min(t, tick_t)
-        if t > t_stop:
-            # Nothing at t has been touched yet: the next chunk starts from this very point.
-            clock[X_NEXT_T] = t
-            break
-        if t > horizon:
-            if periodic and idle and tick_t <= horizon:
-                # The skipped no-op ticks up to the horizon are still events: the run ends at the last one.
-                k = first_tick_at_or_after(horizon, session_interval, tick_k)
-                if k * session_interval > horizon:
-                    k -= 1
-                rng_skip(rng, int(np.uint64(k + 1 - tick_k) * idle_draws))
-                counters[K_CYCLES] += k + 1 - tick_k
-                counters[K_EVENTS] += 1
-                last_tick = k * session_interval
-                integral += float(counters[K_ALLOC]) * (last_tick - t_prev)
-                t_prev = last_tick
-            status = ADV_DONE
-            break
-        if periodic and idle:
-            k = first_tick_at_or_after(t, session_interval, tick_k)
-            if k > tick_k:
-                rng_skip(rng, int(np.uint64(k - tick_k) * idle_draws))
-                counters[K_CYCLES] += k - tick_k
-                tick_k = k
-                tick_t = k * session_interval
-        integral += float(counters[K_ALLOC]) * (t - t_prev)
-        t_prev = t
-        processed = True
-        counters[K_EVENTS] += 1
-        first_pass = True
+        if midpass:
+            t = t_prev
+            midpass = False
+        else:
+            completion_t = next_completion(js, tm, run)
+            timer_t = next_timer(js, tm, run)
+            if (
+                processed
+                and counters[K_NRUN] == 0
+                and counters[K_NTERM] == 0
+                and math.isinf(timer_t)
+                and next_arrival == num_jobs
+                and not (periodic and cycle_owed)
+            ):
+                status = ADV_DONE
+                break
+            next_sample = clock[X_NEXT_SAMPLE]
+            t = min(next_sample, completion_t, timer_t)
+            if next_arrival < num_jobs:
+                t = min(t, jobs.flts[JF_SUBMIT, jobs.arrival[next_arrival]])
+            if periodic and not idle:
+                t = min(t, tick_t)
+            if t > t_stop:
+                # Nothing at t has been touched yet: the next chunk starts from this very point.
+                clock[X_NEXT_T] = t
+                break
+            if t > horizon:
+                if periodic and idle and tick_t <= horizon:
+                    # The skipped no-op ticks up to the horizon are events too: the run ends at the last one.
+                    k = first_tick_at_or_after(horizon, session, tick_k)
+                    if k * session > horizon:
+                        k -= 1
+                    counters[K_CYCLES] += k + 1 - tick_k
+                    counters[K_EVENTS] += 1
+                    last_tick = k * session
+                    integral += float(cl.totals[TOT_ALLOC]) * (last_tick - t_prev)
+                    window_integral += float(cl.totals[TOT_ALLOC]) * max(
+                        0.0, min(last_tick, w1) - max(t_prev, w0)
+                    )
+                    t_prev = last_tick
+                status = ADV_DONE
+                break
+            if t == next_sample and run.cursor[L_SAMPLES] == run.tl_flt.shape[1]:
+                if run.tl_flt.shape[1] < max_samples:
+                    status = ADV_GROW
+                    break
+                widen(run)
+                clock[X_NEXT_SAMPLE] = run.cursor[L_SAMPLE_K] * clock[X_SAMPLE_INTERVAL]
+                continue  # the widened grid may not sample at t: choose the event time again
+            if not attempt_room(jobs, run):
+                status = ADV_GROW
+                break
+            if periodic and idle:
+                k = first_tick_at_or_after(t, session, tick_k)
+                if k > tick_k:
+                    counters[K_CYCLES] += k - tick_k
+                    tick_k = k
+                    tick_t = k * session
+            alloc = float(cl.totals[TOT_ALLOC])
+            integral += alloc * (t - t_prev)
+            window_integral += alloc * max(0.0, min(t, w1) - max(t_prev, w0))
+            t_prev = t
+            processed = True
+            counters[K_EVENTS] += 1
+            first_pass = True
         while True:
+            if not first_pass and not attempt_room(jobs, run):
+                midpass = True
+                status = ADV_GROW
+                break
             changed = False
-            while counters[K_NRUN] > 0 and run_f[0] == t:
-                j = run_i[1, 0]
-                counters[K_NRUN] = heap_pop(run_f, run_i, counters[K_NRUN])
-                complete_job(
-                    j, policy, job_int, job_dyn, pod_node, slot_gpu, node_int, node_free, gpu_free,
-                    model_hist, model_milli, counters, leaf, offset, keys,
-                )  # fmt: skip
+            while next_completion(js, tm, run) == t:
+                j = pop_completion(tm, run)
+                complete_job(params, jobs, cs, cl, ix, js, sc, run, j, t)
+                changed = True
+            while next_timer(js, tm, run) == t:
+                kind, target = pop_timer(tm, run)
+                if kind == TM_TERMINATED:
+                    terminate_job(params, jobs, cs, cl, ix, js, pend, sc, run, target, t)
                 changed = True
             if first_pass:
-                while next_arrival < num_jobs and job_float[JF_SUBMIT, arrival[next_arrival]] == t:
-                    admit_job(
-                        arrival[next_arrival], job_reject, job_int, job_dyn, class_dyn, active, l0, l1, l2,
-                        counters,
-                    )  # fmt: skip
+                while next_arrival < num_jobs and jobs.flts[JF_SUBMIT, jobs.arrival[next_arrival]] == t:
+                    admit_job(jobs, cs, js, pend, run, jobs.arrival[next_arrival], t)
                     next_arrival += 1
                     changed = True
             if changed:
                 cycle_owed = True
                 idle = False
             if (periodic and t == tick_t) or (not periodic and changed):
-                draws_before = rng[1]
-                if mode == GANG:
-                    placed = gang_cycle(
-                        t, policy, rng, job_int, job_float, job_mask, job_dyn, job_time, pod_node, pod_time,
-                        slot_gpu, node_mark, class_int, class_mask, class_jobs, class_dyn, active, l0, l1,
-                        l2, node_int, node_free, gpu_free, model_hist, model_milli, counters, run_f, run_i,
-                        merge_f, merge_i, scan_f, scan_i, proj_node, proj_gpu, proj_hist, proj_milli,
-                        proj_counters, hold, kept_shadow, leaf, offset, keys,
-                    )  # fmt: skip
-                else:
-                    placed = pod_cycle(
-                        t, policy, rng, job_int, job_float, job_mask, job_dyn, job_time, pod_node, pod_time,
-                        slot_gpu, node_mark, class_int, class_mask, class_jobs, class_dyn, active, l0, l1,
-                        l2, node_int, node_free, gpu_free, model_hist, model_milli, counters, run_f, run_i,
-                        merge_f, merge_i, scan_f, scan_i, touched, leaf, offset, keys,
-                    )  # fmt: skip
+                changes = cycle(pods, params, jobs, cs, cl, ix, js, pend, tm, sc, run, easy, pre, t)
                 counters[K_CYCLES] += 1
                 cycle_owed = False
                 if periodic:
-                    idle = jumpable and placed == 0
-                    idle_draws = rng[1] - draws_before
-                if debug and not check_state(
-                    t, mode, job_int, job_dyn, job_time, pod_node, slot_gpu, class_int, class_dyn, active,
-                    l0, node_int, node_free, gpu_free, model_hist, model_milli, counters, run_i, policy,
-                    leaf, offset, keys, err,
-                ):  # fmt: skip
+                    idle = changes == 0
+                if not check_touched(dbg, params, jobs, cs, cl, ix, js, pend, sc, run):
                     clock[X_ERROR_T] = t
                     status = ADV_FAILED
                     break
-            if first_pass and t == next_sample:
-                if samples == capacity:
-                    capacity *= 2
-                    grown_time = np.zeros(capacity)
-                    grown_rows = np.zeros((TIMELINE_FIELDS, capacity), dtype=np.int64)
-                    for i in range(samples):
-                        grown_time[i] = tl_time[i]
-                        for f in range(TIMELINE_FIELDS):
-                            grown_rows[f, i] = tl_rows[f, i]
-                    tl_time = grown_time
-                    tl_rows = grown_rows
-                tl_time[samples] = t
-                record_sample(
-                    samples, mode, total_gpus, job_int, job_dyn, class_int, class_mask, class_jobs, active,
-                    l0, l1, l2, node_int, node_free, gpu_free, counters, tl_rows,
-                )  # fmt: skip
-                samples += 1
-                sample_k += 1
-                next_sample = sample_k * sample_interval
+            if first_pass and t == clock[X_NEXT_SAMPLE]:
+                record_sample(jobs, cs, cl, js, pend, run, mode, t)
+                clock[X_NEXT_SAMPLE] = run.cursor[L_SAMPLE_K] * clock[X_SAMPLE_INTERVAL]
             first_pass = False
-            if not (counters[K_NRUN] > 0 and run_f[0] == t):
+            if not (next_completion(js, tm, run) == t or next_timer(js, tm, run) == t):
                 break
-        if status == ADV_FAILED:
+        if status != ADV_PAUSED:
             break
         if periodic and t == tick_t:
             tick_k += 1
-            tick_t = tick_k * session_interval
-    if (
-        status == ADV_DONE
-        and debug
-        and not check_state(
-            t_prev, mode, job_int, job_dyn, job_time, pod_node, slot_gpu, class_int, class_dyn, active, l0,
-            node_int, node_free, gpu_free, model_hist, model_milli, counters, run_i, policy, leaf, offset,
-            keys, err,
-        )
-    ):  # fmt: skip
+            tick_t = tick_k * session
+    if status == ADV_DONE and not check_full(dbg, params, jobs, cs, cl, ix, js, pend, tm, run, t_prev):
         clock[X_ERROR_T] = t_prev
         status = ADV_FAILED
 
     clock[X_INTEGRAL] = integral
+    clock[X_WINDOW_INTEGRAL] = window_integral
     clock[X_NOW] = t_prev
-    clock[X_NEXT_SAMPLE] = next_sample
     clock[X_TICK_T] = tick_t
     cursor[L_ARRIVAL] = next_arrival
-    cursor[L_SAMPLE_K] = sample_k
     cursor[L_TICK_K] = tick_k
     cursor[L_CYCLE_OWED] = 1 if cycle_owed else 0
     cursor[L_IDLE] = 1 if idle else 0
-    cursor[L_IDLE_DRAWS] = np.int64(idle_draws)
     cursor[L_PROCESSED] = 1 if processed else 0
-    cursor[L_SAMPLES] = samples
+    cursor[L_MIDPASS] = 1 if midpass else 0
+    cursor[L_FIRST_PASS] = 1 if first_pass else 0
     cursor[L_STATUS] = status
-    return status, tl_time, tl_rows
+    return status

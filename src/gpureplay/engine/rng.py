@@ -1,39 +1,31 @@
-"""splitmix64: the engine's only source of randomness.
+"""A counter-based random generator: every draw is a pure function of its key.
 
-The state lives in a ``uint64[2]`` array (state, number of draws) so a kernel
-can advance it in place. Because splitmix64 advances its state by a constant
-per draw, skipping ``k`` draws is one multiplication (:func:`rng_skip`).
+A random decision of the engine is keyed by ``(seed, job, pod, attempt,
+decision)``; the draw is a hash of that key. Nothing is consumed, so a failed
+gang attempt, a cycle that is skipped or repeated, or a chunk boundary can
+never shift later draws, and the engine and the reference simulator agree by
+construction on every draw they both make.
 """
 
 from __future__ import annotations
 
 import numpy as np
-import numpy.typing as npt
 
 from gpureplay.engine.config import kernel
 
-GAMMA = np.uint64(0x9E3779B97F4A7C15)
-MIX1 = np.uint64(0xBF58476D1CE4E5B9)
-MIX2 = np.uint64(0x94D049BB133111EB)
+#: Decision codes: which choice of a pod's placement a draw is for.
+DRAW_NODE = 0
+DRAW_GPU = 1
+DRAW_PREEMPT_OFFSET = 2
+
+_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
 
 
 @kernel
-def rng_next(rng: npt.NDArray[np.uint64]) -> np.uint64:
-    """Draw the next 64-bit value and advance the state.
-
-    A random choice among ``count`` candidates is ``rng_next(rng) % count``
-    (candidates in index order); the modulo bias is kept because the spec
-    (and the reference simulator) draw exactly that way.
-
-    Parameters
-    ----------
-    rng
-        ``[state, draws]``; both are updated.
-
-    Returns
-    -------
-    numpy.uint64
-        The splitmix64 output.
+def mix64(z: np.uint64) -> np.uint64:
+    """SplitMix64's output function: a bijection of 64-bit words with full avalanche.
 
     Notes
     -----
@@ -41,24 +33,43 @@ def rng_next(rng: npt.NDArray[np.uint64]) -> np.uint64:
     (OOPSLA 2014); constants of Vigna's reference ``splitmix64.c``. All
     arithmetic wraps modulo 2**64.
     """
-    s = rng[0] + GAMMA
-    rng[0] = s
-    rng[1] += np.uint64(1)
-    z = s
-    z = (z ^ (z >> np.uint64(30))) * MIX1
-    z = (z ^ (z >> np.uint64(27))) * MIX2
-    return np.uint64(z ^ (z >> np.uint64(31)))
+    z = (z ^ (z >> np.uint64(30))) * _M1
+    z = (z ^ (z >> np.uint64(27))) * _M2
+    return z ^ (z >> np.uint64(31))
 
 
 @kernel
-def rng_skip(rng: npt.NDArray[np.uint64], draws: int) -> None:
-    """Advance the generator by ``draws`` draws without computing them.
+def draw(seed: int, job: int, pod: int, attempt: int, decision: int) -> np.uint64:
+    """The 64-bit draw of one decision.
+
+    Parameters
+    ----------
+    seed
+        The replay's seed (its low 63 bits).
+    job
+        Job id (``jobs.ints[J_ID, j]``).
+    pod
+        Pod index within the job.
+    attempt
+        Run attempt of the job (0 for the first; +1 after each eviction).
+    decision
+        ``DRAW_*`` code.
+
+    Returns
+    -------
+    numpy.uint64
+        A choice among ``count`` candidates is ``draw(...) % count`` (in
+        candidate index order).
 
     Notes
     -----
-    splitmix64's state after ``k`` draws is ``state + k * GAMMA`` (mod 2**64),
-    so a gang placement that is known to fail after placing ``k`` pods can
-    consume exactly the draws the pod-by-pod attempt would have made.
+    Counter-based generation in the sense of Salmon et al., "Parallel random
+    numbers: as easy as 1, 2, 3" (SC'11): the key is absorbed one word at a
+    time, each followed by SplitMix64's finalizer (:func:`mix64`), whose
+    avalanche makes neighbouring keys independent.
     """
-    rng[0] += GAMMA * np.uint64(draws)
-    rng[1] += np.uint64(draws)
+    h = mix64(np.uint64(seed) + _GAMMA)
+    h = mix64(h ^ (np.uint64(job) + _GAMMA * np.uint64(2)))
+    h = mix64(h ^ (np.uint64(pod) + _GAMMA * np.uint64(3)))
+    h = mix64(h ^ (np.uint64(attempt) + _GAMMA * np.uint64(4)))
+    return mix64(h ^ (np.uint64(decision) + _GAMMA * np.uint64(5)))

@@ -1,125 +1,129 @@
-"""Timeline samples: allocation, queue lengths and whole-GPU fragmentation at one instant."""
+"""Timeline samples: allocation, queue lengths, fragmentation and preemption at one instant.
+
+Samples are taken at ``k * interval`` (k = 0, 1, ...): each sample time is an
+event time of the loop. The number of rows is bounded: when the buffer holds
+``max_samples`` rows the interval doubles and every other row is dropped, so
+the rows kept are exactly the samples of the doubled grid and the rule stays
+``k * interval``.
+"""
 
 from __future__ import annotations
 
+from gpureplay.engine.bundles import Classes, Cluster, Jobs, JobState, Pending, Run
 from gpureplay.engine.config import kernel
-from gpureplay.engine.placement import node_capacity
-from gpureplay.engine.queueing import bits_next
-from gpureplay.engine.state import (
-    C_CPU,
-    C_END,
-    C_GMEM,
-    C_K,
-    C_MEM,
+from gpureplay.engine.layout import (
     C_MILLI,
-    C_START,
+    C_TENANT,
     D_PLACED,
     F_WHOLE,
     GANG,
-    J_GROUP_END,
+    J_CLASS,
     J_ID,
-    J_RANK,
-    K_ALLOC,
-    K_FREE_WHOLE,
     K_NACTIVE,
     K_NPEND,
     K_NRUN,
+    K_NTERM,
+    K_PREEMPTIONS,
+    L_SAMPLE_K,
+    L_SAMPLES,
+    L_WIDENINGS,
+    T_KEY1,
+    T_KEY2,
+    TIMELINE_FIELDS,
     TL_FRAGMENTED,
     TL_GPUS,
     TL_MILLI,
     TL_PENDING,
+    TL_PREEMPTIONS,
     TL_RUNNING,
-    Int64Array,
-    UInt64Array,
+    TL_TERMINATING,
+    TLF_LOST,
+    TLF_TIME,
+    TOT_ALLOC,
+    TOT_FREE_WHOLE,
+    X_LOST,
+    X_SAMPLE_INTERVAL,
 )
+from gpureplay.engine.pending import cursor_job, cursor_reset, cursor_step
+from gpureplay.engine.resources import node_capacity
 
 
 @kernel
-def smallest_pending_class(
-    mode: int,
-    job_int: Int64Array,
-    job_dyn: Int64Array,
-    class_int: Int64Array,
-    class_jobs: Int64Array,
-    active: Int64Array,
-    l0: UInt64Array,
-    l1: UInt64Array,
-    l2: UInt64Array,
-    counters: Int64Array,
-) -> int:
+def smallest_pending_class(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, run: Run, mode: int) -> int:
     """Class of the pending pod with the least ``gpu_milli > 0``, ties by queue order (-1: none).
 
     Notes
     -----
-    Gang mode compares class heads by queue rank; pod-by-pod mode by the pod
-    queue key ``(group, pods placed, job_id)`` of each job's next unplaced pod
-    (kube-scheduler's queue holds pods, not jobs). O(active classes).
+    Gang mode compares class heads by queue key; pod-by-pod mode by the pod
+    queue key ``(queue key, pods placed, job_id)`` of each job's next unplaced
+    pod (kube-scheduler's queue holds pods, not jobs). O(active classes).
     """
     best = -1
     best_m = 0
-    best_a = 0
-    best_b = 0
-    best_c = 0
-    for i in range(counters[K_NACTIVE]):
-        c = active[i]
-        m = class_int[C_MILLI, c]
+    best_j = -1
+    best_placed = 0
+    for i in range(run.counters[K_NACTIVE]):
+        c = pend.active[i]
+        m = cs.ints[C_MILLI, c]
         if m <= 0 or (best >= 0 and m > best_m):
             continue
-        p = bits_next(class_int[C_START, c], class_int[C_END, c], l0, l1, l2)
-        j = class_jobs[p]
-        if mode == GANG:
-            a = job_int[J_RANK, j]
-            b = 0
-            d = 0
-        else:
-            a = job_int[J_GROUP_END, j]
-            b = job_dyn[D_PLACED, j]
-            d = job_int[J_ID, j]
+        cursor_reset(cs, pend, c)
+        j = cursor_job(jobs, cs, js, pend, c)
+        placed = js.dyn[D_PLACED, j]
+        if mode != GANG:
+            # Among the class's jobs with the head's key, the pod queue takes the fewest placed, then id.
+            k1 = js.time[T_KEY1, j]
+            k2 = js.time[T_KEY2, j]
+            cursor_step(jobs, cs, js, pend, c, j)
             while True:
-                p = bits_next(p + 1, class_int[C_END, c], l0, l1, l2)
-                if p < 0 or job_int[J_RANK, class_jobs[p]] >= a:
+                other = cursor_job(jobs, cs, js, pend, c)
+                if other < 0 or js.time[T_KEY1, other] != k1 or js.time[T_KEY2, other] != k2:
                     break
-                other = class_jobs[p]
-                if job_dyn[D_PLACED, other] < b or (
-                    job_dyn[D_PLACED, other] == b and job_int[J_ID, other] < d
+                if js.dyn[D_PLACED, other] < placed or (
+                    js.dyn[D_PLACED, other] == placed and jobs.ints[J_ID, other] < jobs.ints[J_ID, j]
                 ):
-                    b = job_dyn[D_PLACED, other]
-                    d = job_int[J_ID, other]
-        if (
-            best < 0
-            or m < best_m
-            or a < best_a
-            or (a == best_a and (b < best_b or (b == best_b and d < best_c)))
-        ):  # m > best_m was skipped above, so m == best_m here unless m < best_m
+                    j = other
+                    placed = js.dyn[D_PLACED, other]
+                cursor_step(jobs, cs, js, pend, c, other)
+        if best < 0 or m < best_m or queue_before(jobs, js, pend, cs, mode, j, placed, best_j, best_placed):
             best = c
             best_m = m
-            best_a = a
-            best_b = b
-            best_c = d
+            best_j = j
+            best_placed = placed
     return best
 
 
 @kernel
-def record_sample(
-    row: int,
+def queue_before(
+    jobs: Jobs,
+    js: JobState,
+    pend: Pending,
+    cs: Classes,
     mode: int,
-    total_gpus: int,
-    job_int: Int64Array,
-    job_dyn: Int64Array,
-    class_int: Int64Array,
-    class_mask: UInt64Array,
-    class_jobs: Int64Array,
-    active: Int64Array,
-    l0: UInt64Array,
-    l1: UInt64Array,
-    l2: UInt64Array,
-    node_int: Int64Array,
-    node_free: Int64Array,
-    gpu_free: Int64Array,
-    counters: Int64Array,
-    out: Int64Array,
+    a: int,
+    placed_a: int,
+    b: int,
+    placed_b: int,
+) -> bool:
+    """Whether job ``a``'s next pod is ahead of job ``b``'s in the queue."""
+    ra = pend.tenant_rank[cs.ints[C_TENANT, jobs.ints[J_CLASS, a]]]
+    rb = pend.tenant_rank[cs.ints[C_TENANT, jobs.ints[J_CLASS, b]]]
+    if ra != rb:
+        return bool(ra < rb)
+    if js.time[T_KEY1, a] != js.time[T_KEY1, b]:
+        return bool(js.time[T_KEY1, a] < js.time[T_KEY1, b])
+    if js.time[T_KEY2, a] != js.time[T_KEY2, b]:
+        return bool(js.time[T_KEY2, a] < js.time[T_KEY2, b])
+    if mode != GANG and placed_a != placed_b:
+        return placed_a < placed_b
+    return bool(jobs.ints[J_ID, a] < jobs.ints[J_ID, b])
+
+
+@kernel
+def record_sample(
+    jobs: Jobs, cs: Classes, cl: Cluster, js: JobState, pend: Pending, run: Run, mode: int, t: float
 ) -> None:
-    """Write timeline row ``row`` (``TL_*`` rows of ``out``).
+    """Append the timeline row at ``t`` (the caller makes room first).
 
     Notes
     -----
@@ -129,20 +133,48 @@ def record_sample(
     ATC'23, ``pkg/utils/frag.go``: a node's free GPU is a fragment for a task
     that cannot be placed there).
     """
-    out[TL_GPUS, row] = total_gpus - counters[K_FREE_WHOLE]
-    out[TL_MILLI, row] = counters[K_ALLOC]
-    out[TL_PENDING, row] = counters[K_NPEND]
-    out[TL_RUNNING, row] = counters[K_NRUN]
-    c = smallest_pending_class(mode, job_int, job_dyn, class_int, class_jobs, active, l0, l1, l2, counters)
+    row = run.cursor[L_SAMPLES]
+    run.tl_flt[TLF_TIME, row] = t
+    run.tl_flt[TLF_LOST, row] = run.clock[X_LOST]
+    out = run.tl_rows
+    out[TL_GPUS, row] = cl.gpu_free.shape[1] - cl.totals[TOT_FREE_WHOLE]
+    out[TL_MILLI, row] = cl.totals[TOT_ALLOC]
+    out[TL_PENDING, row] = run.counters[K_NPEND]
+    out[TL_RUNNING, row] = run.counters[K_NRUN]
+    out[TL_PREEMPTIONS, row] = run.counters[K_PREEMPTIONS]
+    out[TL_TERMINATING, row] = run.counters[K_NTERM]
+    c = smallest_pending_class(jobs, cs, js, pend, run, mode)
     fragmented = 0
     if c >= 0:
-        for n in range(node_int.shape[1]):
-            if node_free[F_WHOLE, n] == 0:
+        for n in range(cl.node_int.shape[1]):
+            if cl.node_free[F_WHOLE, n] == 0:
                 continue
-            fits = node_capacity(
-                n, class_int[C_MILLI, c], class_int[C_GMEM, c], class_int[C_CPU, c], class_int[C_MEM, c],
-                class_mask[c], class_int[C_K, c], 1, node_int, node_free, gpu_free,
-            )  # fmt: skip
-            if fits == 0:
-                fragmented += node_free[F_WHOLE, n]
+            if node_capacity(cl, cs, c, n, 1) == 0:
+                fragmented += cl.node_free[F_WHOLE, n]
     out[TL_FRAGMENTED, row] = fragmented
+    run.cursor[L_SAMPLES] = row + 1
+    run.cursor[L_SAMPLE_K] += 1
+
+
+@kernel
+def widen(run: Run) -> None:
+    """Double the sample interval, keeping the rows that fall on the doubled grid (every other one).
+
+    Notes
+    -----
+    Rows ``0 .. S-1`` are the samples ``k = 0 .. S-1`` of the current grid, so
+    the rows kept are ``k = 0, 2, 4, ...`` and the next sample is the first
+    even ``k`` not yet taken: ``ceil(next_k / 2)`` on the new grid.
+    """
+    samples = run.cursor[L_SAMPLES]
+    kept = 0
+    for i in range(0, samples, 2):
+        for f in range(run.tl_flt.shape[0]):
+            run.tl_flt[f, kept] = run.tl_flt[f, i]
+        for f in range(TIMELINE_FIELDS):
+            run.tl_rows[f, kept] = run.tl_rows[f, i]
+        kept += 1
+    run.cursor[L_SAMPLES] = kept
+    run.cursor[L_SAMPLE_K] = (run.cursor[L_SAMPLE_K] + 1) // 2
+    run.clock[X_SAMPLE_INTERVAL] *= 2.0
+    run.cursor[L_WIDENINGS] += 1

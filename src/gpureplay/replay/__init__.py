@@ -1,5 +1,5 @@
 """From canonical tables to a finished replay: compile the inputs, run the engine, read the results."""
 
-from gpureplay.replay.simulate import JOB_RESULT_SCHEMA, TIMELINE_SCHEMA, Replay, simulate
+from gpureplay.replay.simulate import ATTEMPT_SCHEMA, JOB_RESULT_SCHEMA, TIMELINE_SCHEMA, Replay, simulate
 
-__all__ = ["JOB_RESULT_SCHEMA", "TIMELINE_SCHEMA", "Replay", "simulate"]
+__all__ = ["ATTEMPT_SCHEMA", "JOB_RESULT_SCHEMA", "TIMELINE_SCHEMA", "Replay", "simulate"]

@@ -1,84 +1,157 @@
-"""Canonical tables + policy -> the flat, typed arrays the engine kernels take.
+"""Canonical tables + policy -> the engine's static bundles (:mod:`gpureplay.engine.bundles`).
 
-Everything the kernels need is normalised here, once: integer codes instead of
-strings and enums, ``int64``/``float64``/``uint64`` C-contiguous writeable
+Everything the kernels need is normalised here, once: integer codes instead
+of strings and enums, ``int64``/``float64``/``uint64`` C-contiguous writeable
 arrays (polars' zero-copy output can be read-only, and a read-only or strided
 array would compile a second kernel signature), nulls replaced by their
-meaning, GPU model names by bits of a per-job allowed-model mask, and the
-static orders the engine relies on (queue rank, arrival order, class-sorted
-layout) computed with vectorised sorts.
+meaning, GPU model names by bits of a per-job allowed-model mask, queues by
+tenant indices, and the static orders the engine relies on (queue keys,
+arrival order, class-sorted layout) computed with vectorised sorts.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from enum import Enum
 
 import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from gpureplay.engine import state as S
-from gpureplay.engine.queueing import bitset_words
-from gpureplay.engine.state import Float64Array, Int64Array, UInt64Array
-from gpureplay.errors import InputError
-from gpureplay.schedulers.policy import Backfill, GangMode, Placement, Policy, QueueOrder
+from gpureplay.engine import layout as L
+from gpureplay.engine.bundles import Classes, Cluster, Jobs, Params, empty_cluster
+from gpureplay.engine.layout import Int64Array
+from gpureplay.engine.resources import rejection_codes
+from gpureplay.engine.scoring import SCORERS, scorer_code
+from gpureplay.errors import InputError, Problem
+from gpureplay.schedulers.policy import Backfill, GangMode, Policy, Preemption, QueueOrder, Requeue
 from gpureplay.traces.schema import UNKNOWN_CAPACITY
+
+#: Restart overhead of Lucid's simulator (``simulation/policy/policy.py``): checkpoint
+#: and cold start, 40 s for jobs of at most 8 GPUs, 60 s for larger ones
+#: (scheduler-semantics.md §6.5), used when the jobs table gives none.
+LUCID_SMALL_OVERHEAD = 40.0
+LUCID_LARGE_OVERHEAD = 60.0
+LUCID_SMALL_GPUS = 8
+
+#: PriorityClass ``preemptionPolicy`` values (scheduler-semantics.md §6.1).
+PREEMPTION_POLICIES: tuple[str, ...] = ("PreemptLowerPriority", "Never")
 
 
 @dataclass(frozen=True)
-class CompiledReplay:
-    """Engine-ready arrays for one (jobs, nodes, policy) triple.
+class Compiled:
+    """Engine-ready static inputs for one (jobs, nodes, policy) triple.
 
-    Row layouts are the ``J_*``, ``JF_*``, ``C_*``, ``RC_*``, ``N_*`` and ``NT_*``
-    constants of :mod:`gpureplay.engine.state`; columns are jobs in input order,
-    classes, nodes in table order, node types.
+    Attributes
+    ----------
+    params, jobs, classes
+        The static bundles.
+    cluster
+        The empty cluster.
+    models
+        GPU model names by code.
+    tenants
+        Queue names by tenant index.
+    hist_width
+        1 + most GPUs on a node (fit-tree width).
     """
 
-    policy: Int64Array
-    session_interval: float
-    job_int: Int64Array
-    job_float: Float64Array
-    job_mask: UInt64Array
-    arrival: Int64Array
-    class_int: Int64Array
-    class_mask: UInt64Array
-    class_jobs: Int64Array
-    rclass_int: Int64Array
-    rclass_mask: UInt64Array
-    node_int: Int64Array
-    node_type: Int64Array
-    num_models: int
-    hist_width: int
-    num_pods: int
-    num_slots: int
-    bitset_sizes: Int64Array
+    params: Params
+    jobs: Jobs
+    classes: Classes
+    cluster: Cluster
     models: tuple[str, ...]
+    tenants: tuple[str, ...]
+    hist_width: int
 
 
-def _code(enum: type[Enum], value: object) -> int:
-    """The integer code of a policy field given as an enum member or its name."""
-    member = value if isinstance(value, enum) else enum[str(value)]
-    return int(member.value)
+def lucid_overhead(gpus: pl.Expr) -> pl.Expr:
+    """Lucid's restart overhead for a job of ``gpus`` GPUs (40 s up to 8 GPUs, else 60 s)."""
+    return pl.when(gpus <= LUCID_SMALL_GPUS).then(LUCID_SMALL_OVERHEAD).otherwise(LUCID_LARGE_OVERHEAD)
 
 
-def policy_codes(policy: Policy) -> Int64Array:
-    """``P_*`` codes of a :class:`Policy` (enum values; see :mod:`gpureplay.engine.state`)."""
+def policy_params(
+    policy: Policy,
+    *,
+    seed: int,
+    sample_interval: float,
+    horizon: float | None,
+    window: tuple[float, float],
+    max_samples: int,
+    debug: bool,
+) -> Params:
+    """``P_*`` codes and ``PF_*`` settings of a policy and the run settings.
+
+    Raises
+    ------
+    InputError
+        On a value out of range, naming its config key.
+    """
+    problems: list[tuple[str, str]] = []
     if policy.backfill_depth < 0:
-        raise InputError.single(f"must be >= 0 (found {policy.backfill_depth})", "scheduler.backfill_depth")
-    if not (np.isfinite(policy.session_interval) and policy.session_interval >= 0):
-        raise InputError.single(
-            f"must be a finite number >= 0 (found {policy.session_interval})", "scheduler.session_interval"
+        problems.append(("scheduler.backfill_depth", f"must be >= 0 (found {policy.backfill_depth})"))
+    if not (math.isfinite(policy.session_interval) and policy.session_interval >= 0):
+        problems.append(
+            ("scheduler.session_interval", f"must be a finite number >= 0 (found {policy.session_interval})")
         )
-    codes = np.zeros(S.POLICY_FIELDS, dtype=np.int64)
-    codes[S.P_ORDER] = _code(QueueOrder, policy.queue_order)
-    codes[S.P_GANG] = _code(GangMode, policy.gang)
-    codes[S.P_NODE] = _code(Placement, policy.node_placement)
-    codes[S.P_GPU] = _code(Placement, policy.gpu_placement)
-    codes[S.P_BACKFILL] = _code(Backfill, policy.backfill)
-    codes[S.P_DEPTH] = policy.backfill_depth
-    return codes
+    if not (math.isfinite(policy.graceful_termination) and policy.graceful_termination >= 0):
+        problems.append(
+            (
+                "scheduler.graceful_termination",
+                f"must be a finite number >= 0 (found {policy.graceful_termination})",
+            )
+        )
+    if policy.min_candidate_nodes < 1:
+        problems.append(
+            ("scheduler.min_candidate_nodes", f"must be >= 1 (found {policy.min_candidate_nodes})")
+        )
+    if not 0 <= policy.candidate_nodes_percent <= 100:
+        problems.append(
+            (
+                "scheduler.candidate_nodes_percent",
+                f"must be in [0, 100] (found {policy.candidate_nodes_percent})",
+            )
+        )
+    for key, name in (
+        ("scheduler.node_placement", policy.node_placement),
+        ("scheduler.gpu_placement", policy.gpu_placement),
+    ):
+        if name not in SCORERS:
+            problems.append((key, f"unknown scorer {name!r}; known: {', '.join(SCORERS)}"))
+    preemption = Preemption[str(getattr(policy.preemption, "name", policy.preemption))]
+    backfill = Backfill[str(getattr(policy.backfill, "name", policy.backfill))]
+    if preemption is not Preemption.none and backfill is Backfill.easy:
+        problems.append(
+            (
+                "scheduler.preemption",
+                "EASY backfill with preemption is not modelled: use backfill: skip or none",
+            )
+        )
+    if problems:
+        raise InputError([Problem(message, "config", column=key) for key, message in problems])
+    codes = np.zeros(L.POLICY_FIELDS, dtype=np.int64)
+    codes[L.P_ORDER] = QueueOrder[str(getattr(policy.queue_order, "name", policy.queue_order))].value
+    codes[L.P_GANG] = GangMode[str(getattr(policy.gang, "name", policy.gang))].value
+    codes[L.P_NODE] = scorer_code(policy.node_placement)
+    codes[L.P_GPU] = scorer_code(policy.gpu_placement)
+    codes[L.P_BACKFILL] = backfill.value
+    codes[L.P_DEPTH] = policy.backfill_depth
+    codes[L.P_PREEMPT] = preemption.value
+    codes[L.P_REQUEUE] = Requeue[str(getattr(policy.requeue, "name", policy.requeue))].value
+    codes[L.P_MIN_CANDIDATES] = policy.min_candidate_nodes
+    codes[L.P_CANDIDATE_PCT] = policy.candidate_nodes_percent
+    codes[L.P_SELECTOR] = L.SELECT_GLOBAL
+    codes[L.P_DEBUG] = 1 if debug else 0
+    codes[L.P_MAX_SAMPLES] = max_samples
+    codes[L.P_SEED] = seed % (1 << 63)
+    flt = np.zeros(L.PARAM_FLOAT_FIELDS)
+    flt[L.PF_SESSION] = float(policy.session_interval)
+    flt[L.PF_SAMPLE] = float(sample_interval)
+    flt[L.PF_HORIZON] = math.inf if horizon is None else float(horizon)
+    flt[L.PF_GRACE] = float(policy.graceful_termination)
+    flt[L.PF_WINDOW0] = float(window[0])
+    flt[L.PF_WINDOW1] = float(window[1])
+    return Params(codes, flt)
 
 
 def _rows(df: pl.DataFrame, columns: list[str]) -> Int64Array:
@@ -133,8 +206,8 @@ def _per_class(ids: Int64Array, count: int, values: npt.NDArray[np.generic]) -> 
     return out
 
 
-def compile_nodes(nodes: pl.DataFrame) -> tuple[Int64Array, Int64Array, tuple[str, ...], int]:
-    """Node table -> (``node_int``, ``node_type``, model names by code, histogram width).
+def compile_nodes(nodes: pl.DataFrame) -> tuple[Int64Array, tuple[str, ...], int]:
+    """Node table -> (``node_int``, model names by code, histogram width).
 
     Raises
     ------
@@ -142,13 +215,13 @@ def compile_nodes(nodes: pl.DataFrame) -> tuple[Int64Array, Int64Array, tuple[st
         When the cluster has more than 64 GPU models (one mask bit each).
     """
     models = tuple(sorted(nodes["gpu_model"].drop_nulls().unique().to_list()))
-    if len(models) > S.MAX_MODELS:
+    if len(models) > L.MAX_MODELS:
         raise InputError.single(
-            f"at most {S.MAX_MODELS} distinct GPU models are supported, found {len(models)}", "nodes", None,
+            f"at most {L.MAX_MODELS} distinct GPU models are supported, found {len(models)}", "nodes", None,
             "gpu_model",
         )  # fmt: skip
     codes = {name: i for i, name in enumerate(models)}
-    big = pl.lit(S.BIG, pl.Int64)
+    big = pl.lit(L.BIG, pl.Int64)
     df = nodes.select(
         pl.col("num_gpus").cast(pl.Int64),
         pl.col("gpu_mem_mib").cast(pl.Int64),
@@ -162,57 +235,65 @@ def compile_nodes(nodes: pl.DataFrame) -> tuple[Int64Array, Int64Array, tuple[st
         .alias("mem_mib"),
         pl.col("gpu_model").replace_strict(codes, default=-1, return_dtype=pl.Int64).alias("model"),
     )
-    node_int = np.empty((S.NODE_INT_FIELDS, df.height), dtype=np.int64)
-    node_int[S.N_GPUS] = df["num_gpus"].to_numpy()
-    node_int[S.N_GPU_MEM] = df["gpu_mem_mib"].to_numpy()
-    node_int[S.N_CPU] = df["cpu_milli"].to_numpy()
-    node_int[S.N_MEM] = df["mem_mib"].to_numpy()
-    node_int[S.N_MODEL] = df["model"].to_numpy()
-    node_int[S.N_GPU0] = _exclusive_cumsum(node_int[S.N_GPUS])
-    config = node_int[[S.N_MODEL, S.N_GPUS, S.N_GPU_MEM, S.N_CPU, S.N_MEM]].T
-    types, counts = np.unique(config, axis=0, return_counts=True)
-    node_type = np.empty((S.NODE_TYPE_FIELDS, types.shape[0]), dtype=np.int64)
-    node_type[S.NT_MODEL] = types[:, 0]
-    node_type[S.NT_GPUS] = types[:, 1]
-    node_type[S.NT_GPU_MEM] = types[:, 2]
-    node_type[S.NT_CPU] = types[:, 3]
-    node_type[S.NT_MEM] = types[:, 4]
-    node_type[S.NT_COUNT] = counts
-    hist_width = int(node_int[S.N_GPUS].max(initial=0)) + 1
-    return node_int, node_type, models, hist_width
+    node_int = np.empty((L.NODE_INT_FIELDS, df.height), dtype=np.int64)
+    node_int[L.N_GPUS] = df["num_gpus"].to_numpy()
+    node_int[L.N_GPU_MEM] = df["gpu_mem_mib"].to_numpy()
+    node_int[L.N_CPU] = df["cpu_milli"].to_numpy()
+    node_int[L.N_MEM] = df["mem_mib"].to_numpy()
+    node_int[L.N_MODEL] = df["model"].to_numpy()
+    node_int[L.N_GPU0] = _exclusive_cumsum(node_int[L.N_GPUS])
+    hist_width = int(node_int[L.N_GPUS].max(initial=0)) + 1
+    return node_int, models, hist_width
 
 
-def compile_replay(jobs: pl.DataFrame, nodes: pl.DataFrame, policy: Policy) -> CompiledReplay:
-    """Turn validated canonical tables and a policy into :class:`CompiledReplay`.
+def _node_types(node_int: Int64Array, num_models: int, hist_width: int) -> tuple[Cluster, Int64Array]:
+    """An empty cluster with one node per distinct node configuration, and how many nodes each stands for."""
+    fields = [L.N_MODEL, L.N_GPUS, L.N_GPU_MEM, L.N_CPU, L.N_MEM]
+    config = node_int[fields].T
+    types, counts = (
+        np.unique(config, axis=0, return_counts=True) if config.shape[0] else (config, np.zeros(0, np.int64))
+    )
+    type_int = np.zeros((L.NODE_INT_FIELDS, types.shape[0]), dtype=np.int64)
+    for i, f in enumerate(fields):
+        type_int[f] = types[:, i]
+    type_int[L.N_GPU0] = _exclusive_cumsum(type_int[L.N_GPUS])
+    return empty_cluster(type_int, num_models, hist_width), np.ascontiguousarray(counts, dtype=np.int64)
+
+
+def compile_replay(jobs: pl.DataFrame, nodes: pl.DataFrame, params: Params) -> Compiled:
+    """Turn validated canonical tables and the policy's codes into the engine's static bundles.
 
     Parameters
     ----------
     jobs, nodes
         Canonical tables (:func:`gpureplay.traces.schema.validate_jobs` /
-        ``validate_nodes`` output).
-    policy
-        The scheduler configuration.
-
-    Returns
-    -------
-    CompiledReplay
-        Arrays whose dtypes and layouts never vary, so every kernel compiles once.
+        ``validate_nodes`` output). Optional job columns the workload adds:
+        ``checkpoint_interval`` (s of progress between checkpoints; 0: taken
+        at eviction, nothing lost; inf: never), ``restart_overhead`` (s) and
+        ``preemption_policy`` (``PreemptLowerPriority`` or ``Never``).
+    nodes
+        Canonical nodes.
+    params
+        From :func:`policy_params`.
 
     Notes
     -----
-    Queue ranks follow the spec: fifo ``(submit_time, job_id)``, sjf
-    ``(duration, submit_time, job_id)``, priority ``(-priority, submit_time,
-    job_id)`` (kube-scheduler PrioritySort); pod-by-pod mode always uses the
-    priority key, its pod queue interleaving same-(priority, submit) groups.
+    Queue keys follow the spec: fifo ``(0, submit_time)``, sjf ``(duration,
+    submit_time)``, priority ``(-priority, submit_time)`` (kube-scheduler
+    PrioritySort), then ``job_id``; pod-by-pod mode always uses the priority
+    key. Classes group pending jobs that fit or fail together: the pod shape
+    (and, in gang mode, ``num_pods``), plus priority and preemption rights
+    when preemption is on.
     """
-    codes = policy_codes(policy)
-    node_int, node_type, models, hist_width = compile_nodes(nodes)
+    codes = params.codes
+    node_int, models, hist_width = compile_nodes(nodes)
+    cluster = empty_cluster(node_int, len(models), hist_width)
     bits = {name: 1 << i for i, name in enumerate(models)}
     cluster_bits = sum(bits.values())
     m = pl.col("gpu_milli").cast(pl.Int64)
     allowed = (
         pl.when(pl.col("gpu_models").is_null())
-        .then(pl.lit(S.ALL_MODELS, pl.UInt64))
+        .then(pl.lit(L.ALL_MODELS, pl.UInt64))
         .otherwise(
             pl.col("gpu_models")
             .list.unique()
@@ -221,6 +302,30 @@ def compile_replay(jobs: pl.DataFrame, nodes: pl.DataFrame, policy: Policy) -> C
             .cast(pl.UInt64)
         )
     )
+    gpus = pl.col("num_pods").cast(pl.Float64) * m.cast(pl.Float64) / 1000.0
+    ckpt = (
+        pl.col("checkpoint_interval").cast(pl.Float64)
+        if "checkpoint_interval" in jobs.columns
+        else pl.lit(0.0, pl.Float64)
+    )
+    overhead = (
+        pl.col("restart_overhead").cast(pl.Float64)
+        if "restart_overhead" in jobs.columns
+        else lucid_overhead(gpus)
+    )
+    if "preemption_policy" in jobs.columns:
+        bad = jobs.filter(~pl.col("preemption_policy").is_in(PREEMPTION_POLICIES))
+        if bad.height:
+            raise InputError.single(
+                f"unknown preemptionPolicy {bad['preemption_policy'][0]!r}; "
+                f"known: {', '.join(PREEMPTION_POLICIES)}",
+                "jobs",
+                column="preemption_policy",
+            )
+        can_preempt = (pl.col("preemption_policy") != "Never").cast(pl.Int64)
+    else:
+        can_preempt = pl.lit(1, pl.Int64)
+    tenants = tuple(sorted(jobs["queue"].unique().to_list())) if jobs.height else ("default",)
     df = jobs.select(
         pl.col("job_id").cast(pl.Int64),
         pl.col("submit_time").cast(pl.Float64),
@@ -233,118 +338,167 @@ def compile_replay(jobs: pl.DataFrame, nodes: pl.DataFrame, policy: Policy) -> C
         pl.col("mem_mib").cast(pl.Int64),
         pl.col("priority").cast(pl.Int64),
         pl.when(m == 0)
-        .then(pl.lit(S.ALL_MODELS, pl.UInt64))
+        .then(pl.lit(L.ALL_MODELS, pl.UInt64))
         .otherwise(allowed & pl.lit(cluster_bits, pl.UInt64))
         .alias("mask"),
-        pl.when(m >= S.WHOLE).then(m // S.WHOLE).when(m > 0).then(1).otherwise(0).cast(pl.Int64).alias("k"),
+        pl.when(m >= L.WHOLE).then(m // L.WHOLE).when(m > 0).then(1).otherwise(0).cast(pl.Int64).alias("k"),
+        pl.when(m >= L.WHOLE)
+        .then(L.KIND_WHOLE)
+        .when(m > 0)
+        .then(L.KIND_SHARE)
+        .otherwise(L.KIND_NONE)
+        .cast(pl.Int64)
+        .alias("kind"),
+        pl.col("queue")
+        .replace_strict({q: i for i, q in enumerate(tenants)}, return_dtype=pl.Int64)
+        .alias("tenant"),
+        can_preempt.alias("can_preempt"),
+        pl.col("preemptible").cast(pl.Int64).alias("preemptible"),
+        ckpt.alias("checkpoint"),
+        overhead.alias("overhead"),
     )
+    bad_ckpt = df.filter(
+        ~(pl.col("checkpoint") >= 0) | ~(pl.col("overhead") >= 0) | pl.col("overhead").is_infinite()
+    )
+    if bad_ckpt.height:
+        raise InputError.single(
+            "checkpoint_interval must be >= 0 (inf: never) and restart_overhead a finite number >= 0",
+            "jobs",
+            column="checkpoint_interval",
+        )
     num_jobs = df.height
-    pod_mode = codes[S.P_GANG] == S.POD_BY_POD
+    pod_mode = codes[L.P_GANG] == L.POD_BY_POD
+    preempting = codes[L.P_PREEMPT] != L.PREEMPT_NONE
     shape = ["gpu_milli", "gpu_mem", "cpu_milli", "mem_mib", "mask"]
+    if not pod_mode:
+        shape.append("num_pods")
+    if preempting:
+        shape += ["priority", "can_preempt"]
     (qclass, num_classes), (rclass, num_rclasses) = _dense_classes(
-        df, shape if pod_mode else [*shape, "num_pods"], [*shape, "num_pods"]
+        df, shape, ["gpu_milli", "gpu_mem", "cpu_milli", "mem_mib", "mask", "num_pods"]
     )
 
-    job_int = np.zeros((S.JOB_INT_FIELDS, num_jobs), dtype=np.int64)
-    base = _rows(df, ["job_id", "num_pods", "gpu_milli", "gpu_mem", "cpu_milli", "mem_mib", "priority", "k"])
-    job_int[[S.J_ID, S.J_PODS, S.J_MILLI, S.J_GMEM, S.J_CPU, S.J_MEM, S.J_PRIO, S.J_K]] = base
-    job_int[S.J_CLASS] = qclass
-    job_int[S.J_RCLASS] = rclass
-    job_float = np.empty((S.JOB_FLOAT_FIELDS, num_jobs), dtype=np.float64)
-    job_float[S.JF_SUBMIT] = df["submit_time"].to_numpy()
-    job_float[S.JF_DURATION] = df["duration"].to_numpy()
-    job_mask = np.ascontiguousarray(df["mask"].to_numpy(), dtype=np.uint64).copy()
+    ints = np.zeros((L.JOB_INT_FIELDS, num_jobs), dtype=np.int64)
+    base = _rows(
+        df,
+        [
+            "job_id",
+            "num_pods",
+            "gpu_milli",
+            "gpu_mem",
+            "cpu_milli",
+            "mem_mib",
+            "priority",
+            "k",
+            "kind",
+            "tenant",
+        ],
+    )
+    ints[[L.J_ID, L.J_PODS, L.J_MILLI, L.J_GMEM, L.J_CPU, L.J_MEM, L.J_PRIO, L.J_K, L.J_KIND, L.J_TENANT]] = (
+        base
+    )
+    ints[L.J_CAN_PREEMPT] = df["can_preempt"].to_numpy()
+    ints[L.J_PREEMPTIBLE] = df["preemptible"].to_numpy()
+    ints[L.J_CLASS] = qclass
+    ints[L.J_RCLASS] = rclass
+    flts = np.zeros((L.JOB_FLOAT_FIELDS, num_jobs), dtype=np.float64)
+    flts[L.JF_SUBMIT] = df["submit_time"].to_numpy()
+    flts[L.JF_WORK] = df["duration"].to_numpy()
+    flts[L.JF_CKPT] = df["checkpoint"].to_numpy()
+    flts[L.JF_OVERHEAD] = df["overhead"].to_numpy()
+    order = QueueOrder.priority.value if pod_mode else int(codes[L.P_ORDER])
+    if order == QueueOrder.fifo.value:
+        flts[L.JF_KEY1] = 0.0
+    elif order == QueueOrder.sjf.value:
+        flts[L.JF_KEY1] = flts[L.JF_WORK]
+    else:
+        flts[L.JF_KEY1] = -ints[L.J_PRIO].astype(np.float64)
+    flts[L.JF_KEY2] = flts[L.JF_SUBMIT]
+    mask = np.ascontiguousarray(df["mask"].to_numpy(), dtype=np.uint64).copy()
 
-    order = codes[S.P_ORDER]
-    keys = {
-        QueueOrder.fifo.value: ["submit_time", "job_id"],
-        QueueOrder.sjf.value: ["duration", "submit_time", "job_id"],
-        QueueOrder.priority.value: ["neg_priority", "submit_time", "job_id"],
-    }
+    keyed = pl.DataFrame(
+        {
+            "cls": qclass,
+            "k1": flts[L.JF_KEY1],
+            "k2": flts[L.JF_KEY2],
+            "id": ints[L.J_ID],
+            "submit": flts[L.JF_SUBMIT],
+        }
+    )
     sorts = (
-        df.lazy()
-        .select(pl.col("priority").neg().alias("neg_priority"), "submit_time", "job_id", "duration")
+        keyed.lazy()
         .select(
-            pl.arg_sort_by(keys[QueueOrder.priority.value if pod_mode else int(order)]).alias("queue"),
-            pl.arg_sort_by(keys[QueueOrder.fifo.value]).alias("arrival"),
+            pl.arg_sort_by(["cls", "k1", "k2", "id"]).alias("layout"),
+            pl.arg_sort_by(["submit", "id"]).alias("arrival"),
         )
         .collect()
     )
-    queue = sorts["queue"].to_numpy().astype(np.int64)
+    layout = np.ascontiguousarray(sorts["layout"].to_numpy(), dtype=np.int64)
     arrival = np.ascontiguousarray(sorts["arrival"].to_numpy(), dtype=np.int64)
-    job_int[S.J_RANK, queue] = np.arange(num_jobs, dtype=np.int64)
-    if pod_mode and num_jobs:
-        # (priority, submit_time) groups of the pod queue are contiguous runs of the queue order.
-        p_sorted = job_int[S.J_PRIO][queue]
-        s_sorted = job_float[S.JF_SUBMIT][queue]
-        is_start = np.ones(num_jobs, dtype=np.int64)
-        is_start[1:] = (p_sorted[1:] != p_sorted[:-1]) | (s_sorted[1:] != s_sorted[:-1])
-        starts = np.flatnonzero(is_start)
-        ends = np.append(starts[1:], num_jobs).astype(np.int64)
-        job_int[S.J_GROUP_END, queue] = ends[np.cumsum(is_start) - 1]
-    else:
-        job_int[S.J_GROUP_END] = job_int[S.J_RANK] + 1
-
-    # Class by class, queue order within a class (a stable sort of the queue order by class).
-    layout = np.ascontiguousarray(queue[np.argsort(qclass[queue], kind="stable")], dtype=np.int64)
-    class_jobs = layout
-    job_int[S.J_POS, layout] = np.arange(num_jobs, dtype=np.int64)
+    ints[L.J_POS, layout] = np.arange(num_jobs, dtype=np.int64)
     per_class = np.bincount(qclass, minlength=num_classes).astype(np.int64)
-    job_int[S.J_POD0] = _exclusive_cumsum(job_int[S.J_PODS])
-    job_int[S.J_SLOT0] = _exclusive_cumsum(job_int[S.J_PODS] * job_int[S.J_K])
+    ints[L.J_POD0] = _exclusive_cumsum(ints[L.J_PODS])
+    ints[L.J_SLOT0] = _exclusive_cumsum(ints[L.J_PODS] * ints[L.J_K])
 
-    class_int = np.zeros((S.CLASS_INT_FIELDS, num_classes), dtype=np.int64)
+    cls = np.zeros((L.CLASS_INT_FIELDS, num_classes), dtype=np.int64)
     for row, field in (
-        (S.C_MILLI, S.J_MILLI),
-        (S.C_GMEM, S.J_GMEM),
-        (S.C_CPU, S.J_CPU),
-        (S.C_MEM, S.J_MEM),
-        (S.C_K, S.J_K),
+        (L.C_MILLI, L.J_MILLI),
+        (L.C_GMEM, L.J_GMEM),
+        (L.C_CPU, L.J_CPU),
+        (L.C_MEM, L.J_MEM),
+        (L.C_K, L.J_K),
+        (L.C_KIND, L.J_KIND),
+        (L.C_PRIO, L.J_PRIO),
+        (L.C_CAN_PREEMPT, L.J_CAN_PREEMPT),
     ):
-        class_int[row] = _per_class(qclass, num_classes, job_int[field])
-    class_int[S.C_PODS] = 1 if pod_mode else _per_class(qclass, num_classes, job_int[S.J_PODS])
-    class_int[S.C_START] = _exclusive_cumsum(per_class)
-    class_int[S.C_END] = class_int[S.C_START] + per_class
-    gpu_nodes = node_int[S.N_GPUS] > 0
-    min_gpu_mem = int(node_int[S.N_GPU_MEM][gpu_nodes].min(initial=0)) if gpu_nodes.any() else 0
-    class_int[S.C_EXACT] = (
-        (class_int[S.C_MILLI] >= S.WHOLE)
-        & (class_int[S.C_CPU] == 0)
-        & (class_int[S.C_MEM] == 0)
-        & (class_int[S.C_GMEM] <= min_gpu_mem)
+        cls[row] = _per_class(qclass, num_classes, ints[field])
+    cls[L.C_PODS] = 1 if pod_mode else _per_class(qclass, num_classes, ints[L.J_PODS])
+    cls[L.C_START] = _exclusive_cumsum(per_class)
+    cls[L.C_END] = cls[L.C_START] + per_class
+    # Under the global order tenants do not rank jobs: every class is tenant 0 (jobs keep theirs).
+    cls[L.C_TENANT] = 0
+    gpu_nodes = node_int[L.N_GPUS] > 0
+    min_gpu_mem = int(node_int[L.N_GPU_MEM][gpu_nodes].min(initial=0)) if gpu_nodes.any() else 0
+    cls[L.C_EXACT] = (
+        (cls[L.C_KIND] == L.KIND_WHOLE)
+        & (cls[L.C_CPU] == 0)
+        & (cls[L.C_MEM] == 0)
+        & (cls[L.C_GMEM] <= min_gpu_mem)
     )
-    class_mask = _per_class(qclass, num_classes, job_mask).astype(np.uint64)
+    class_mask = _per_class(qclass, num_classes, mask).astype(np.uint64)
 
-    rclass_int = np.zeros((S.RCLASS_INT_FIELDS, num_rclasses), dtype=np.int64)
+    shapes = np.zeros((L.RCLASS_INT_FIELDS, num_rclasses), dtype=np.int64)
     for row, field in (
-        (S.RC_MILLI, S.J_MILLI),
-        (S.RC_GMEM, S.J_GMEM),
-        (S.RC_CPU, S.J_CPU),
-        (S.RC_MEM, S.J_MEM),
-        (S.RC_PODS, S.J_PODS),
-        (S.RC_K, S.J_K),
+        (L.RC_MILLI, L.J_MILLI),
+        (L.RC_GMEM, L.J_GMEM),
+        (L.RC_CPU, L.J_CPU),
+        (L.RC_MEM, L.J_MEM),
+        (L.RC_PODS, L.J_PODS),
+        (L.RC_K, L.J_K),
     ):
-        rclass_int[row] = _per_class(rclass, num_rclasses, job_int[field])
-    rclass_mask = _per_class(rclass, num_rclasses, job_mask).astype(np.uint64)
-
-    return CompiledReplay(
-        policy=codes,
-        session_interval=float(policy.session_interval),
-        job_int=job_int,
-        job_float=job_float,
-        job_mask=job_mask,
-        arrival=arrival,
-        class_int=class_int,
-        class_mask=class_mask,
-        class_jobs=class_jobs,
-        rclass_int=rclass_int,
-        rclass_mask=rclass_mask,
-        node_int=node_int,
-        node_type=node_type,
-        num_models=len(models),
-        hist_width=hist_width,
-        num_pods=int(job_int[S.J_PODS].sum()),
-        num_slots=int((job_int[S.J_PODS] * job_int[S.J_K]).sum()),
-        bitset_sizes=np.array(bitset_words(num_jobs), dtype=np.int64),
+        shapes[row] = _per_class(rclass, num_rclasses, ints[field])
+    shape_mask = _per_class(rclass, num_rclasses, mask).astype(np.uint64)
+    types, type_count = _node_types(node_int, len(models), hist_width)
+    codes_by_shape = np.zeros(num_rclasses, dtype=np.int64)
+    rejection_codes(types, shapes, shape_mask, type_count, codes_by_shape)
+    reject = np.ascontiguousarray(codes_by_shape[ints[L.J_RCLASS]])
+    pod_job = np.repeat(np.arange(num_jobs, dtype=np.int64), ints[L.J_PODS])
+    return Compiled(
+        params=params,
+        jobs=Jobs(ints, flts, mask, arrival, reject, np.ascontiguousarray(pod_job)),
+        classes=Classes(cls, np.ascontiguousarray(class_mask), layout),
+        cluster=cluster,
         models=models,
+        tenants=tenants,
+        hist_width=hist_width,
     )
+
+
+__all__ = [
+    "PREEMPTION_POLICIES",
+    "Compiled",
+    "compile_nodes",
+    "compile_replay",
+    "lucid_overhead",
+    "policy_params",
+]

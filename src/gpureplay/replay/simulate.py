@@ -1,11 +1,11 @@
 """Replay a canonical trace on a canonical cluster under a policy: the engine's Python face.
 
 :func:`simulate` compiles the tables once (:mod:`gpureplay.replay.compile`),
-runs the numba event loop (:func:`gpureplay.engine.loop.advance`, in chunks of
-simulated time when someone watches its progress) and turns its arrays back
-into polars tables with explicit schemas. The semantics are the ones of the
-engine v1 spec; the event order is written down once, in
-:mod:`gpureplay.engine.loop`.
+runs the numba event loop (:func:`gpureplay.engine.loop.advance`) in chunks of
+simulated time, grows its result buffers when it asks for room, and turns its
+arrays back into polars tables with explicit schemas: one row per job, one per
+run attempt, and the sampled timeline. The event order is written down once,
+in :mod:`gpureplay.engine.loop`; the semantics in ``docs/engine-semantics.md``.
 """
 
 from __future__ import annotations
@@ -14,29 +14,35 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import polars as pl
 
-from gpureplay.engine import state as S
-from gpureplay.engine.loop import EngineState, advance, init_state
-from gpureplay.engine.placement import rejection_codes
-from gpureplay.replay.compile import CompiledReplay, compile_replay
+from gpureplay.engine import layout as L
+from gpureplay.engine.bundles import JobState, Run, State, initial_state
+from gpureplay.engine.fitindex import index_layout
+from gpureplay.engine.loop import advance
+from gpureplay.engine.scoring import build_index
+from gpureplay.replay.compile import Compiled, compile_replay, policy_params
 from gpureplay.replay.progress import Progress
 from gpureplay.schedulers.policy import Policy
 
 __all__ = [
+    "ATTEMPT_SCHEMA",
     "DEFAULT_CHUNKS",
+    "DEFAULT_MAX_SAMPLES",
     "JOB_RESULT_SCHEMA",
     "TIMELINE_SCHEMA",
     "Replay",
-    "default_chunk_seconds",
     "simulate",
 ]
 
-#: Chunks a replay with a progress callback is cut into by default (over the submit span).
+#: Chunks a replay is cut into by default (over the submit span).
 DEFAULT_CHUNKS = 200
+#: Most timeline rows a run keeps by default (the interval widens beyond).
+DEFAULT_MAX_SAMPLES = 100_000
+#: Timeline rows allocated before the first growth.
+TIMELINE_START_CAPACITY = 1024
 
 #: Per-job result columns, in order.
 JOB_RESULT_SCHEMA: dict[str, pl.DataType] = {
@@ -48,6 +54,27 @@ JOB_RESULT_SCHEMA: dict[str, pl.DataType] = {
     "nodes_spanned": pl.Int32(),
     "held_milli": pl.Int64(),
     "preemptions": pl.Int32(),
+    "attempts": pl.Int32(),
+    "pending_time": pl.Float64(),
+    "lost_gpu_seconds": pl.Float64(),
+}
+
+#: One row per run attempt (``attempts.parquet``).
+ATTEMPT_SCHEMA: dict[str, pl.DataType] = {
+    "job_id": pl.Int64(),
+    "attempt": pl.Int32(),
+    "hold_start": pl.Float64(),
+    "start": pl.Float64(),
+    "evicted": pl.Float64(),
+    "end": pl.Float64(),
+    "gpus": pl.Float64(),
+    "pods": pl.Int32(),
+    "nodes": pl.Int32(),
+    "end_reason": pl.String(),
+    "progress": pl.Float64(),
+    "work_lost": pl.Float64(),
+    "restart_overhead": pl.Float64(),
+    "gpu_seconds": pl.Float64(),
 }
 
 #: Timeline columns, in order.
@@ -58,35 +85,36 @@ TIMELINE_SCHEMA: dict[str, pl.DataType] = {
     "pending_jobs": pl.Int32(),
     "running_jobs": pl.Int32(),
     "fragmented_gpus": pl.Int32(),
+    "preemptions": pl.Int64(),
+    "terminating_jobs": pl.Int32(),
+    "lost_gpu_seconds": pl.Float64(),
 }
 
 _REJECT_REASONS = {
-    S.R_NO_MODEL: "no_model",
-    S.R_POD_TOO_LARGE: "pod_too_large",
-    S.R_GANG_TOO_LARGE: "gang_too_large",
+    L.R_NO_MODEL: "no_model",
+    L.R_POD_TOO_LARGE: "pod_too_large",
+    L.R_GANG_TOO_LARGE: "gang_too_large",
 }
 
-_STATES = {S.S_FINISHED: "finished", S.S_REJECTED: "rejected", -1: "deadlocked"}
-
 _VIOLATIONS = {
-    S.E_GPU_MILLI_RANGE: "GPU {i} has free milli outside [0, 1000]",
-    S.E_GPU_MEM_RANGE: "GPU {i} has free memory outside [0, its memory]",
-    S.E_NODE_CPU: "node {i} has free CPU outside [0, its capacity]",
-    S.E_NODE_MEM: "node {i} has free memory outside [0, its capacity]",
-    S.E_GPU_MILLI_SUM: "GPU {i}'s free milli differs from 1000 minus the demands placed on it (or job {i} "
-    "recorded a GPU outside its node)",
-    S.E_GPU_MEM_SUM: "GPU {i}'s free memory differs from its memory minus the demands placed on it",
-    S.E_NODE_CPU_SUM: "node {i}'s free CPU differs from its capacity minus the pods placed on it",
-    S.E_NODE_MEM_SUM: "node {i}'s free memory differs from its capacity minus the pods placed on it",
-    S.E_NODE_WHOLE: "node {i}'s wholly-free GPU count is out of step with its GPUs",
-    S.E_NODE_MILLI: "node {i}'s free-milli sum is out of step with its GPUs",
-    S.E_TOTALS: "cluster totals (free GPUs, allocated milli) are out of step with the GPUs",
-    S.E_HISTOGRAM: "per-model aggregates of model {i} are out of step with the nodes",
-    S.E_STATUS: "job {i} has an impossible state / pod count",
-    S.E_COUNTS: "running/pending counts or the completion heap disagree with job states (job {i})",
-    S.E_QUEUE: "the pending set disagrees with job states (class/job {i})",
-    S.E_FINISH: "running job {i} should already have finished",
-    S.E_INDEX: "the whole-GPU fit index is out of step with node {i}'s free GPUs",
+    L.E_GPU_MILLI_RANGE: "GPU {i} has free milli outside [0, 1000]",
+    L.E_GPU_MEM_RANGE: "GPU {i} has free memory outside [0, its memory]",
+    L.E_NODE_CPU: "node {i} has free CPU outside [0, its capacity]",
+    L.E_NODE_MEM: "node {i} has free memory outside [0, its capacity]",
+    L.E_GPU_MILLI_SUM: "GPU {i}'s free milli differs from 1000 minus the demands placed on it",
+    L.E_GPU_MEM_SUM: "GPU {i}'s free memory differs from its memory minus the demands placed on it",
+    L.E_NODE_CPU_SUM: "node {i}'s free CPU differs from its capacity minus the pods placed on it",
+    L.E_NODE_MEM_SUM: "node {i}'s free memory differs from its capacity minus the pods placed on it",
+    L.E_NODE_WHOLE: "node {i}'s wholly-free GPU count is out of step with its GPUs",
+    L.E_NODE_MILLI: "node {i}'s free-milli sum is out of step with its GPUs",
+    L.E_TOTALS: "cluster totals (free GPUs, allocated milli) are out of step with the nodes",
+    L.E_HISTOGRAM: "per-model aggregates of model {i} are out of step with the nodes",
+    L.E_STATUS: "job {i} has an impossible state / pod count",
+    L.E_COUNTS: "running/pending/terminating counts or the completion heap disagree with job states ({i})",
+    L.E_QUEUE: "the pending set disagrees with job states (class/job {i})",
+    L.E_FINISH: "running job {i} should already have finished",
+    L.E_INDEX: "the whole-GPU fit index is out of step with node {i}'s free GPUs",
+    L.E_NODE_PODS: "node {i}'s pod list disagrees with the jobs' placements",
 }
 
 
@@ -100,43 +128,41 @@ class Replay:
         One row per input job, input order (:data:`JOB_RESULT_SCHEMA`).
         ``state`` is ``finished``, ``rejected``, ``deadlocked`` (pod by pod: some
         but not all pods placed at the end) or ``unfinished``.
+    attempts
+        One row per run attempt (:data:`ATTEMPT_SCHEMA`): ``end_reason`` is
+        ``finished``, ``preempted``, ``unfinished`` (still running at the end)
+        or ``deadlocked`` (holding pods at the end without running).
     timeline
         Sampled cluster state (:data:`TIMELINE_SCHEMA`).
     gpu_milli_seconds
-        Integral of allocated milli-GPU over time, up to the end of the run.
+        Integral of allocated milli-GPU over the run.
+    window_gpu_milli_seconds
+        The same integral restricted to the measurement window.
+    sample_interval
+        The interval the timeline's rows are on (wider than asked when the
+        row bound was reached).
     stats
-        ``events``, ``cycles``, ``placements_tried``, ``rng_draws``,
-        ``end_time`` and ``kernel_seconds`` (wall time of the compiled loop, all chunks and
-        progress calls included).
+        ``events``, ``cycles``, ``placements_tried``, ``preemption_searches``,
+        ``end_time`` and ``kernel_seconds`` (wall time of the compiled loop).
     """
 
     jobs: pl.DataFrame
+    attempts: pl.DataFrame
     timeline: pl.DataFrame
     gpu_milli_seconds: float
+    window_gpu_milli_seconds: float
+    sample_interval: float
     stats: dict[str, float]
 
 
-def default_chunk_seconds(job_float: np.ndarray) -> float:
-    """Simulated seconds per chunk when the caller gives none: the submit span / :data:`DEFAULT_CHUNKS`.
-
-    Parameters
-    ----------
-    job_float
-        The compiled ``JF_*`` rows of the jobs.
-
-    Returns
-    -------
-    float
-        Span of the submit times over :data:`DEFAULT_CHUNKS`; when every job
-        is submitted at once, the longest duration over it instead; ``inf``
-        (one chunk) when that is 0 too.
-    """
-    submit = job_float[S.JF_SUBMIT]
+def default_chunk_seconds(compiled: Compiled) -> float:
+    """Simulated seconds per chunk: the submit span / :data:`DEFAULT_CHUNKS` (``inf``: one chunk)."""
+    submit = compiled.jobs.flts[L.JF_SUBMIT]
     if submit.shape[0] == 0:
         return math.inf
     span = float(submit.max() - submit.min())
     if span <= 0.0:
-        span = float(job_float[S.JF_DURATION].max())
+        span = float(compiled.jobs.flts[L.JF_WORK].max())
     return span / DEFAULT_CHUNKS if span > 0.0 else math.inf
 
 
@@ -148,6 +174,8 @@ def simulate(
     seed: int = 0,
     sample_interval: float = 3600.0,
     horizon: float | None = None,
+    window: tuple[float, float] | None = None,
+    max_samples: int = DEFAULT_MAX_SAMPLES,
     debug: bool = False,
     progress: Callable[[Progress], None] | None = None,
     chunk_seconds: float | None = None,
@@ -157,46 +185,37 @@ def simulate(
     Parameters
     ----------
     jobs, nodes
-        Validated canonical tables (``validate_jobs`` / ``validate_nodes``).
+        Validated canonical tables (``validate_jobs`` / ``validate_nodes``),
+        with the workload's optional ``checkpoint_interval``,
+        ``restart_overhead`` and ``preemption_policy`` columns.
     policy
-        Queue order, gang mode, placement, backfill and cycle period.
+        Queue order, gang mode, placement, backfill, cycle period, preemption.
     seed
-        Seed of the splitmix64 generator used by ``random`` placement (taken mod 2**64).
+        Key of the counter-based generator behind every random choice.
     sample_interval
         Seconds between timeline samples (samples at ``k * sample_interval``).
     horizon
         Process no event later than this time; jobs still running are ``unfinished``.
+    window
+        ``(start, end)`` of the measurement window (default: first to last submit time).
+    max_samples
+        Most timeline rows kept: beyond, the interval doubles (every other row dropped).
     debug
-        Check the engine invariants after every cycle and the GPU-milli-second
-        accounting identity at the end.
+        Check the engine invariants after every cycle (incrementally) and all
+        of them at the end, and the GPU-second accounting identity.
     progress
         Called with a :class:`~gpureplay.replay.progress.Progress` after each
-        chunk of simulated time, and once more with ``finished=True`` at the
-        end (also when the run stops on an error). None: no chunks, no calls.
+        chunk of simulated time, and once more with ``finished=True``.
     chunk_seconds
-        Simulated seconds per chunk. Default: one chunk without ``progress``,
-        else :func:`default_chunk_seconds` (the submit span / 200). Chunk ``k``
-        ends at the first multiple of ``chunk_seconds`` at or after the next
-        event, so each chunk processes at least one event time.
-
-    Returns
-    -------
-    Replay
-        Per-job outcome, timeline, GPU-milli-seconds and run statistics.
+        Simulated seconds per chunk (default: the submit span / 200 with a
+        progress callback, else one chunk).
 
     Raises
     ------
-    ValueError
-        On a non-positive ``sample_interval`` or ``chunk_seconds``, or a
-        negative/NaN ``horizon``.
+    gpureplay.errors.InputError
+        On a policy or setting out of range, naming its config key.
     AssertionError
         With ``debug=True``, when an invariant is violated (what, and at which time).
-
-    Notes
-    -----
-    The same inputs and seed always give identical results (DESIGN.md,
-    "Determinism"), whatever the chunks: the engine stops only between event
-    times and keeps all of its state (:func:`gpureplay.engine.loop.advance`).
     """
     if not (math.isfinite(sample_interval) and sample_interval > 0):
         raise ValueError(f"sample_interval must be a finite number > 0, got {sample_interval}")
@@ -204,207 +223,310 @@ def simulate(
         raise ValueError(f"horizon must be >= 0 or None, got {horizon}")
     if chunk_seconds is not None and not (chunk_seconds > 0):
         raise ValueError(f"chunk_seconds must be > 0 or None, got {chunk_seconds}")
-    compiled = compile_replay(jobs, nodes, policy)
-    rng = np.array([seed % 2**64, 0], dtype=np.uint64)
+    if max_samples < 2:
+        raise ValueError(f"max_samples must be >= 2, got {max_samples}")
+    if window is None:
+        submit = jobs["submit_time"]
+        window = (float(submit.min()), float(submit.max())) if jobs.height else (0.0, 0.0)  # type: ignore[arg-type]
+    params = policy_params(
+        policy,
+        seed=seed,
+        sample_interval=sample_interval,
+        horizon=horizon,
+        window=window,
+        max_samples=max_samples,
+        debug=debug,
+    )
+    compiled = compile_replay(jobs, nodes, params)
+    state = _initial(compiled, min(TIMELINE_START_CAPACITY, max_samples))
     started = time.perf_counter()
-    job_reject = rejection_codes(compiled.rclass_int, compiled.rclass_mask, compiled.node_type)[
-        compiled.job_int[S.J_RCLASS]
-    ]
-    inputs = (
-        compiled.policy, compiled.session_interval, float(sample_interval),
-        math.inf if horizon is None else float(horizon), bool(debug), compiled.job_int, compiled.job_float,
-        compiled.job_mask, np.ascontiguousarray(job_reject), compiled.arrival, compiled.class_int,
-        compiled.class_mask, compiled.class_jobs, compiled.node_int, rng,
-    )  # fmt: skip
-    state = EngineState(
-        *init_state(
-            compiled.policy, compiled.job_int, compiled.class_int, compiled.node_int, compiled.num_models,
-            compiled.hist_width, compiled.num_pods, compiled.num_slots, compiled.bitset_sizes,
-        )
-    )  # fmt: skip
     if chunk_seconds is None and progress is not None:
-        chunk_seconds = default_chunk_seconds(compiled.job_float)
-    if chunk_seconds is None or (progress is None and math.isinf(chunk_seconds)):
-        _status, state = _advance(inputs, state, math.inf)
-    else:
-        state = _run_chunks(compiled, inputs, state, chunk_seconds, progress, horizon, started)
+        chunk_seconds = default_chunk_seconds(compiled)
+    state = _run(compiled, state, chunk_seconds or math.inf, progress, horizon, started)
     kernel_seconds = time.perf_counter() - started
-    err, clock = state.err, state.clock
-    if err[0] != S.E_OK:
-        what = _VIOLATIONS.get(int(err[0]), "invariant {i} violated").format(i=int(err[1]))
-        raise AssertionError(f"engine invariant violated at t={clock[S.X_ERROR_T]!r}: {what}")
-    gpu_milli_seconds = float(clock[S.X_INTEGRAL])
-    end_time = float(clock[S.X_NOW])
-    samples = int(state.cursor[S.L_SAMPLES])
+    js, run = state.js, state.run
+    clock = run.clock
+    if run.err[0] != L.E_OK:
+        what = _VIOLATIONS.get(int(run.err[0]), "invariant {i} violated").format(i=int(run.err[1]))
+        raise AssertionError(f"engine invariant violated at t={clock[L.X_ERROR_T]!r}: {what}")
+    end_time = float(clock[L.X_NOW])
+    attempts = _attempts(compiled, js, run, end_time)
+    gpu_milli_seconds = float(clock[L.X_INTEGRAL])
     if debug:
-        _check_accounting(
-            compiled, state.job_dyn, state.job_time, state.pod_time, end_time, gpu_milli_seconds
-        )
+        accounted = float(attempts["gpu_seconds"].sum()) * 1000.0
+        if not math.isclose(gpu_milli_seconds, accounted, rel_tol=1e-9, abs_tol=1e-6):
+            raise AssertionError(
+                f"GPU-second accounting broken at end t={end_time!r}: integral "
+                f"{gpu_milli_seconds / 1000.0!r} != sum over attempts {accounted / 1000.0!r}"
+            )
+    samples = int(run.cursor[L.L_SAMPLES])
     return Replay(
-        jobs=_job_results(compiled, job_reject, state.job_dyn, state.job_time, state.pod_node),
-        timeline=_timeline(state.tl_time[:samples], state.tl_rows[:, :samples]),
+        jobs=_job_results(compiled, js, end_time),
+        attempts=attempts,
+        timeline=_timeline(run, samples),
         gpu_milli_seconds=gpu_milli_seconds,
+        window_gpu_milli_seconds=float(clock[L.X_WINDOW_INTEGRAL]),
+        sample_interval=float(clock[L.X_SAMPLE_INTERVAL]),
         stats={
-            "events": float(state.counters[S.K_EVENTS]),
-            "cycles": float(state.counters[S.K_CYCLES]),
-            "placements_tried": float(state.counters[S.K_TRIED]),
-            "rng_draws": float(rng[1]),
+            "events": float(run.counters[L.K_EVENTS]),
+            "cycles": float(run.counters[L.K_CYCLES]),
+            "placements_tried": float(run.counters[L.K_TRIED]),
+            "preemption_searches": float(run.counters[L.K_PREEMPT_TRIES]),
+            "preemptions": float(run.counters[L.K_PREEMPTIONS]),
             "end_time": end_time,
             "kernel_seconds": kernel_seconds,
+            "sample_widenings": float(run.cursor[L.L_WIDENINGS]),
         },
     )
 
 
-def _advance(inputs: tuple[Any, ...], state: EngineState, t_stop: float) -> tuple[int, EngineState]:
-    """One :func:`~gpureplay.engine.loop.advance` call: its outcome and the state with current buffers."""
-    arguments: tuple[Any, ...] = (*inputs, *state, t_stop)
-    status, tl_time, tl_rows = advance(*arguments)
-    return int(status), state._replace(tl_time=tl_time, tl_rows=tl_rows)
+def _initial(compiled: Compiled, timeline_capacity: int) -> State:
+    """The replay's mutable state at time 0 (fit trees built when the node scorer is indexable)."""
+    ix = index_layout(compiled.cluster.node_int, len(compiled.models), compiled.hist_width)
+    build_index(compiled.params, compiled.cluster, ix)
+    return initial_state(
+        compiled.params,
+        compiled.jobs,
+        compiled.classes,
+        compiled.cluster,
+        ix,
+        len(compiled.tenants),
+        timeline_capacity,
+    )
 
 
-def _run_chunks(
-    compiled: CompiledReplay,
-    inputs: tuple[Any, ...],
-    state: EngineState,
+def _grow(run: Run, max_samples: int) -> Run:
+    """A Run with room for more timeline rows (up to ``max_samples``) and attempts."""
+    tl_cap = run.tl_flt.shape[1]
+    if run.cursor[L.L_SAMPLES] == tl_cap and tl_cap < max_samples:
+        cap = min(2 * tl_cap, max_samples)
+        tl_flt = np.zeros((run.tl_flt.shape[0], cap))
+        tl_rows = np.zeros((run.tl_rows.shape[0], cap), dtype=np.int64)
+        tl_flt[:, :tl_cap] = run.tl_flt
+        tl_rows[:, :tl_cap] = run.tl_rows
+        run = run._replace(tl_flt=tl_flt, tl_rows=tl_rows)
+    att_cap = run.att_i.shape[1]
+    cap = 2 * att_cap
+    att_i = np.zeros((run.att_i.shape[0], cap), dtype=np.int64)
+    att_f = np.zeros((run.att_f.shape[0], cap))
+    att_i[:, :att_cap] = run.att_i
+    att_f[:, :att_cap] = run.att_f
+    return run._replace(att_i=att_i, att_f=att_f)
+
+
+def _run(
+    compiled: Compiled,
+    state: State,
     chunk_seconds: float,
     progress: Callable[[Progress], None] | None,
     horizon: float | None,
     started: float,
-) -> EngineState:
-    """Advance the engine chunk by chunk, reporting after each; the final state.
+) -> State:
+    """Advance the engine chunk by chunk (growing buffers on request), reporting progress after each.
 
     Chunk boundaries are multiples of ``chunk_seconds``; after a pause the next
     boundary is the first one at or after the next event time, so a gap in the
     trace costs one call, not one per empty chunk.
     """
-    submit = compiled.job_float[S.JF_SUBMIT]
+    c = compiled
+    max_samples = int(c.params.codes[L.P_MAX_SAMPLES])
+    submit = c.jobs.flts[L.JF_SUBMIT]
     last_submit = float(submit.max()) if submit.shape[0] else 0.0
     if horizon is not None:
         last_submit = min(last_submit, horizon)
-    total = int(compiled.job_int.shape[1])
-    counters, clock, cursor = state.counters, state.clock, state.cursor
+    total = int(c.jobs.ints.shape[1])
     k = 0
-    status = S.ADV_PAUSED
+    t_stop = math.inf
+    status = L.ADV_PAUSED
     try:
-        while status == S.ADV_PAUSED:
-            k = max(k + 1, math.ceil(clock[S.X_NEXT_T] / chunk_seconds))
-            t_stop = k * chunk_seconds
-            if t_stop < clock[S.X_NEXT_T]:  # rounding of the division
-                k += 1
+        while True:
+            clock = state.run.clock
+            if status == L.ADV_PAUSED and math.isfinite(chunk_seconds):
+                k = max(k + 1, math.ceil(clock[L.X_NEXT_T] / chunk_seconds))
                 t_stop = k * chunk_seconds
-            status, state = _advance(inputs, state, t_stop)
-            if progress is not None and status == S.ADV_PAUSED:
-                progress(_progress(counters, clock, cursor, total, last_submit, started, False))
+                if t_stop < clock[L.X_NEXT_T]:  # rounding of the division
+                    k += 1
+                    t_stop = k * chunk_seconds
+            status = int(advance(c.params, c.jobs, c.classes, c.cluster, state, t_stop))
+            if status == L.ADV_GROW:
+                state = state._replace(run=_grow(state.run, max_samples))
+                continue
+            if status != L.ADV_PAUSED:
+                break
+            if progress is not None:
+                progress(_progress(state.run, total, last_submit, started, False))
     finally:
         if progress is not None:
-            progress(_progress(counters, clock, cursor, total, last_submit, started, True))
+            progress(_progress(state.run, total, last_submit, started, True))
     return state
 
 
-def _progress(
-    counters: np.ndarray,
-    clock: np.ndarray,
-    cursor: np.ndarray,
-    total: int,
-    last_submit: float,
-    started: float,
-    finished: bool,
-) -> Progress:
+def _progress(run: Run, total: int, last_submit: float, started: float, finished: bool) -> Progress:
     """The :class:`Progress` record of the engine's state now."""
-    now = float(clock[S.X_NOW])
-    # Every admitted job is pending, running, finished or rejected: done = admitted - pending - running.
-    done = int(cursor[S.L_ARRIVAL] - counters[S.K_NPEND] - counters[S.K_NRUN])
+    now = float(run.clock[L.X_NOW])
+    counters = run.counters
+    # Every admitted job is pending, running, terminating, finished or rejected.
+    done = int(run.cursor[L.L_ARRIVAL] - counters[L.K_NPEND] - counters[L.K_NRUN] - counters[L.K_NTERM])
     return Progress(
         sim_time=now,
         sim_end_estimate=max(last_submit, now),
         jobs_done=done,
         jobs_total=total,
-        events=int(counters[S.K_EVENTS]),
+        events=int(counters[L.K_EVENTS]),
         wall_seconds=time.perf_counter() - started,
         finished=finished,
     )
 
 
-def _placed_pods(compiled: CompiledReplay, job_dyn: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(job index, pod slot) of every placed pod."""
-    pods = compiled.job_int[S.J_PODS]
-    owner = np.repeat(np.arange(pods.shape[0], dtype=np.int64), pods)
-    index = np.arange(owner.shape[0], dtype=np.int64) - compiled.job_int[S.J_POD0][owner]
-    placed = index < job_dyn[S.D_PLACED][owner]
-    return owner[placed], np.flatnonzero(placed)
-
-
-def _check_accounting(
-    compiled: CompiledReplay,
-    job_dyn: np.ndarray,
-    job_time: np.ndarray,
-    pod_time: np.ndarray,
-    end_time: float,
-    gpu_milli_seconds: float,
-) -> None:
-    """The spec's identity: integral of allocated milli == sum over placed pods of hold time x milli."""
-    owner, pods = _placed_pods(compiled, job_dyn)
-    finished = job_dyn[S.D_STATUS][owner] == S.S_FINISHED
-    until = np.where(finished, job_time[S.T_FINISH][owner], end_time)
-    held = (until - pod_time[pods]) * compiled.job_int[S.J_MILLI][owner]
-    accounted = float(held.sum())
-    if not math.isclose(gpu_milli_seconds, accounted, rel_tol=1e-9, abs_tol=1e-6):
-        raise AssertionError(
-            f"GPU-milli-second accounting broken at end t={end_time!r}: integral {gpu_milli_seconds!r} "
-            f"!= sum over jobs {accounted!r}"
-        )
-
-
-def _job_results(
-    compiled: CompiledReplay,
-    job_reject: np.ndarray,
-    job_dyn: np.ndarray,
-    job_time: np.ndarray,
-    pod_node: np.ndarray,
-) -> pl.DataFrame:
-    status = job_dyn[S.D_STATUS]
-    placed = job_dyn[S.D_PLACED]
-    deadlocked = (status == S.S_QUEUED) & (placed > 0)
-    started = (status == S.S_RUNNING) | (status == S.S_FINISHED)
-    spanned = np.where(started, job_dyn[S.D_SPANNED], 0)
-    if deadlocked.any():
-        owner, pods = _placed_pods(compiled, job_dyn)
-        held = pl.DataFrame({"job": owner, "node": pod_node[pods]}).filter(pl.Series(deadlocked[owner]))
-        per_job = held.group_by("job").agg(pl.col("node").n_unique())
-        spanned[per_job["job"].to_numpy()] = per_job["node"].to_numpy()
-    state_code = np.where(deadlocked, -1, status)
-    state = pl.Series("state", state_code, dtype=pl.Int64).replace_strict(
-        _STATES, default="unfinished", return_dtype=pl.String
+def _open_attempts(compiled: Compiled, js: JobState, end_time: float) -> pl.DataFrame:
+    """Attempts still holding resources at the end (running, or pod-holding without running)."""
+    ints = compiled.jobs.ints
+    status = js.dyn[L.D_STATUS]
+    placed = js.dyn[L.D_PLACED]
+    holding = ((status == L.S_RUNNING) | (status == L.S_QUEUED)) & (placed > 0)
+    idx = np.flatnonzero(holding)
+    running = status[idx] == L.S_RUNNING
+    pod0 = ints[L.J_POD0][idx]
+    # Sum of the placement times of each job's placed pods.
+    owner = np.repeat(np.arange(idx.shape[0]), placed[idx])
+    offsets = np.arange(owner.shape[0]) - np.repeat(_starts(placed[idx]), placed[idx])
+    hold_sum = np.bincount(owner, weights=js.pod_time[pod0[owner] + offsets], minlength=idx.shape[0])
+    milli = ints[L.J_MILLI][idx].astype(np.float64)
+    start = np.where(running, js.time[L.T_START][idx], np.nan)
+    progress0 = js.time[L.T_PROGRESS0][idx]
+    return pl.DataFrame(
+        {
+            "job": idx,
+            "attempt": js.dyn[L.D_ATTEMPTS][idx] - 1,
+            "hold_start": js.time[L.T_HOLD0][idx],
+            "start": start,
+            "evicted": np.full(idx.shape[0], np.nan),
+            "end": np.full(idx.shape[0], end_time),
+            "pods": placed[idx],
+            "nodes": np.where(running, js.dyn[L.D_SPANNED][idx], 0),
+            "end_reason": np.where(running, "unfinished", "deadlocked"),
+            "progress": np.where(running, np.maximum(0.0, end_time - progress0), 0.0),
+            "work_lost": np.zeros(idx.shape[0]),
+            "restart_overhead": np.where(running, np.minimum(end_time, progress0) - start, 0.0),
+            "gpu_seconds": (end_time * placed[idx] - hold_sum) * milli / 1000.0,
+        },
+        nan_to_null=True,
     )
-    rejected_now = np.where(status == S.S_REJECTED, job_reject, S.R_NONE)
+
+
+def _starts(counts: np.ndarray) -> np.ndarray:
+    out = np.zeros(counts.shape[0], dtype=np.int64)
+    if counts.shape[0] > 1:
+        np.cumsum(counts[:-1], out=out[1:])
+    return out
+
+
+def _attempts(compiled: Compiled, js: JobState, run: Run, end_time: float) -> pl.DataFrame:
+    """Every attempt: the engine's records (clamped at the end of the run) and the open ones."""
+    n = int(run.counters[L.K_ATTEMPTS])
+    ai = run.att_i[:, :n]
+    af = run.att_f[:, :n]
+    end = af[L.AF_END]
+    overrun = np.maximum(0.0, end - end_time)  # an eviction whose grace period outlasts the run
+    milli = compiled.jobs.ints[L.J_MILLI][ai[L.A_JOB]].astype(np.float64)
+    recorded = pl.DataFrame(
+        {
+            "job": ai[L.A_JOB],
+            "attempt": ai[L.A_NUMBER],
+            "hold_start": af[L.AF_HOLD0],
+            "start": af[L.AF_START],
+            "evicted": af[L.AF_EVICTED],
+            "end": np.minimum(end, end_time),
+            "pods": ai[L.A_PODS],
+            "nodes": ai[L.A_NODES],
+            "end_reason": np.where(ai[L.A_REASON] == L.END_FINISHED, "finished", "preempted"),
+            "progress": af[L.AF_PROGRESS],
+            "work_lost": af[L.AF_LOST],
+            "restart_overhead": af[L.AF_OVERHEAD],
+            "gpu_seconds": af[L.AF_GPU_S] - overrun * ai[L.A_PODS] * milli / 1000.0,
+        },
+        nan_to_null=True,
+    )
+    table = pl.concat([recorded, _open_attempts(compiled, js, end_time)], how="vertical_relaxed")
+    ints = compiled.jobs.ints
+    return (
+        table.with_columns(
+            job_id=pl.Series(ints[L.J_ID])[table["job"]] if table.height else pl.lit(None, pl.Int64),
+            gpus=pl.col("pods").cast(pl.Float64)
+            * pl.Series(ints[L.J_MILLI].astype(np.float64))[table["job"]]
+            / 1000.0
+            if table.height
+            else pl.lit(None, pl.Float64),
+        )
+        .sort("job", "attempt")
+        .select(pl.col(name).cast(dtype) for name, dtype in ATTEMPT_SCHEMA.items())
+    )
+
+
+def _job_results(compiled: Compiled, js: JobState, end_time: float) -> pl.DataFrame:
+    ints = compiled.jobs.ints
+    status = js.dyn[L.D_STATUS]
+    placed = js.dyn[L.D_PLACED]
+    deadlocked = (status == L.S_QUEUED) & (placed > 0)
+    running = status == L.S_RUNNING
+    terminating = status == L.S_TERMINATING
+    ran = ~np.isnan(js.time[L.T_FIRST_START])
+    spanned = np.where(ran & ~terminating, js.dyn[L.D_SPANNED], 0)
+    if deadlocked.any():
+        idx = np.flatnonzero(deadlocked)
+        for j in idx:  # few jobs: nodes they hold
+            pod0 = ints[L.J_POD0, j]
+            spanned[j] = np.unique(js.pod_node[pod0 : pod0 + placed[j]]).shape[0]
+    state = np.full(status.shape[0], "unfinished", dtype=object)
+    state[status == L.S_FINISHED] = "finished"
+    state[status == L.S_REJECTED] = "rejected"
+    state[deadlocked] = "deadlocked"
+    rejected_now = np.where(status == L.S_REJECTED, compiled.jobs.reject, L.R_NONE)
     reason = pl.Series("reject_reason", rejected_now, dtype=pl.Int64).replace_strict(
         _REJECT_REASONS, default=None, return_dtype=pl.String
     )
+    pending_since = js.time[L.T_PEND_SINCE]
+    waiting = (status == L.S_QUEUED) & ~np.isnan(pending_since)
+    pending = js.time[L.T_PENDING] + np.where(waiting, end_time - np.where(waiting, pending_since, 0.0), 0.0)
+    gpus = placed * ints[L.J_MILLI] / 1000.0
+    # Lost GPU-seconds charged so far, plus what the end of the run leaves uncharged: the restart
+    # overhead a running attempt has spent and the grace period a terminating job has held.
+    start = js.time[L.T_START]
+    overhead_open = np.where(running, np.minimum(end_time, js.time[L.T_PROGRESS0]) - start, 0.0)
+    grace_open = np.where(terminating, end_time - js.time[L.T_EVICTED], 0.0)
+    lost = js.time[L.T_LOST] + gpus * (np.nan_to_num(overhead_open) + np.nan_to_num(grace_open))
     return pl.DataFrame(
         {
-            "job_id": compiled.job_int[S.J_ID],
-            "start_time": np.where(started, job_time[S.T_START], np.nan),
-            "finish_time": np.where(status == S.S_FINISHED, job_time[S.T_FINISH], np.nan),
-            "state": state,
+            "job_id": ints[L.J_ID],
+            "start_time": np.where(ran, js.time[L.T_FIRST_START], np.nan),
+            "finish_time": np.where(status == L.S_FINISHED, js.time[L.T_END], np.nan),
+            "state": pl.Series(state.tolist(), dtype=pl.String),
             "reject_reason": reason,
             "nodes_spanned": spanned,
-            "held_milli": np.where(deadlocked, placed * compiled.job_int[S.J_MILLI], 0),
-            "preemptions": np.zeros(status.shape[0], dtype=np.int32),
+            "held_milli": np.where(deadlocked, placed * ints[L.J_MILLI], 0),
+            "preemptions": js.dyn[L.D_PREEMPTIONS],
+            "attempts": js.dyn[L.D_ATTEMPTS],
+            "pending_time": np.where(status == L.S_REJECTED, np.nan, pending),
+            "lost_gpu_seconds": lost,
         },
         schema=JOB_RESULT_SCHEMA,
         nan_to_null=True,
     )
 
 
-def _timeline(tl_time: np.ndarray, tl_rows: np.ndarray) -> pl.DataFrame:
+def _timeline(run: Run, samples: int) -> pl.DataFrame:
+    rows = run.tl_rows[:, :samples]
     return pl.DataFrame(
         {
-            "time": tl_time,
-            "allocated_gpus": tl_rows[S.TL_GPUS],
-            "allocated_milli": tl_rows[S.TL_MILLI],
-            "pending_jobs": tl_rows[S.TL_PENDING],
-            "running_jobs": tl_rows[S.TL_RUNNING],
-            "fragmented_gpus": tl_rows[S.TL_FRAGMENTED],
+            "time": run.tl_flt[L.TLF_TIME, :samples],
+            "allocated_gpus": rows[L.TL_GPUS],
+            "allocated_milli": rows[L.TL_MILLI],
+            "pending_jobs": rows[L.TL_PENDING],
+            "running_jobs": rows[L.TL_RUNNING],
+            "fragmented_gpus": rows[L.TL_FRAGMENTED],
+            "preemptions": rows[L.TL_PREEMPTIONS],
+            "terminating_jobs": rows[L.TL_TERMINATING],
+            "lost_gpu_seconds": run.tl_flt[L.TLF_LOST, :samples],
         },
         schema=TIMELINE_SCHEMA,
     )

@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from gpureplay.engine2.config import kernel
-from gpureplay.engine2.layout import Float64Array, Int64Array, UInt64Array
+from gpureplay.engine.config import kernel
+from gpureplay.engine.layout import Float64Array, Int64Array, UInt64Array
 
 _ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
 _DEBRUIJN = np.uint64(0x03F79D71B4CB0A89)
@@ -83,7 +83,7 @@ def bits_clear(p: int, l0: UInt64Array, l1: UInt64Array, l2: UInt64Array) -> Non
 @kernel
 def bits_test(p: int, l0: UInt64Array) -> bool:
     """Whether position ``p`` is marked."""
-    return ((l0[p >> 6] >> np.uint64(p & 63)) & np.uint64(1)) != np.uint64(0)
+    return bool(((l0[p >> 6] >> np.uint64(p & 63)) & np.uint64(1)) != np.uint64(0))
 
 
 @kernel
@@ -129,10 +129,10 @@ def bits_next(p: int, end: int, l0: UInt64Array, l1: UInt64Array, l2: UInt64Arra
 def _event_less(hf: Float64Array, hi: Int64Array, a: int, key: float, t0: int, t1: int) -> bool:
     """Entry ``a`` orders strictly before key ``(key, t0, t1)``."""
     if hf[a] != key:
-        return hf[a] < key
+        return bool(hf[a] < key)
     if hi[0, a] != t0:
-        return hi[0, a] < t0
-    return hi[1, a] < t1
+        return bool(hi[0, a] < t0)
+    return bool(hi[1, a] < t1)
 
 
 @kernel
@@ -191,17 +191,15 @@ def event_pop(hf: Float64Array, hi: Int64Array, size: int) -> int:
 
 
 @kernel
-def _merge_less(
-    hf: Float64Array, hi: Int64Array, a: int, f0: float, f1: float, f2: float, tie: int
-) -> bool:
+def _merge_less(hf: Float64Array, hi: Int64Array, a: int, f0: float, f1: float, f2: float, tie: int) -> bool:
     """Entry ``a`` orders strictly before key ``(f0, f1, f2, tie)``."""
     if hf[0, a] != f0:
-        return hf[0, a] < f0
+        return bool(hf[0, a] < f0)
     if hf[1, a] != f1:
-        return hf[1, a] < f1
+        return bool(hf[1, a] < f1)
     if hf[2, a] != f2:
-        return hf[2, a] < f2
-    return hi[0, a] < tie
+        return bool(hf[2, a] < f2)
+    return bool(hi[0, a] < tie)
 
 
 @kernel
@@ -253,7 +251,9 @@ def merge_pop(hf: Float64Array, hi: Int64Array, size: int) -> int:
         if child >= size:
             break
         right = child + 1
-        if right < size and _merge_less(hf, hi, right, hf[0, child], hf[1, child], hf[2, child], hi[0, child]):
+        if right < size and _merge_less(
+            hf, hi, right, hf[0, child], hf[1, child], hf[2, child], hi[0, child]
+        ):
             child = right
         if not _merge_less(hf, hi, child, f0, f1, f2, tie):
             break

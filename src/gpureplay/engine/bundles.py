@@ -19,9 +19,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gpureplay.engine2 import layout as L
-from gpureplay.engine2.heaps import bitset_words
-from gpureplay.engine2.layout import Float64Array, Int64Array, UInt64Array
+from gpureplay.engine import layout as L
+from gpureplay.engine.heaps import bitset_words
+from gpureplay.engine.layout import Float64Array, Int64Array, UInt64Array
 
 
 class Params(NamedTuple):

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpureplay.engine2.bundles import Classes, Cluster, FitIndex, Params
-from gpureplay.engine2.config import kernel
-from gpureplay.engine2.fitindex import index_query, index_set
-from gpureplay.engine2.layout import (
+from gpureplay.engine.bundles import Classes, Cluster, FitIndex, Params
+from gpureplay.engine.config import kernel
+from gpureplay.engine.fitindex import index_query, index_set
+from gpureplay.engine.layout import (
     C_EXACT,
     C_K,
     C_MILLI,
@@ -39,8 +39,8 @@ from gpureplay.engine2.layout import (
     P_NODE,
     P_SEED,
 )
-from gpureplay.engine2.resources import node_capacity
-from gpureplay.engine2.rng import DRAW_GPU, DRAW_NODE, draw
+from gpureplay.engine.resources import node_capacity
+from gpureplay.engine.rng import DRAW_GPU, DRAW_NODE, draw
 
 #: Scorer names by code. ``first_fit``: lowest index. ``best_fit``: least free
 #: GPU milli left on the node (GPU) after placing (binpack: Volcano
@@ -67,7 +67,7 @@ def scorer_code(name: str) -> int:
 @kernel
 def indexable(scorer: int) -> bool:
     """Whether a node scorer ranks nodes by a key of their own free capacity (fit-tree eligible)."""
-    return scorer == FIRST_FIT or scorer == BEST_FIT or scorer == WORST_FIT
+    return scorer in (FIRST_FIT, BEST_FIT, WORST_FIT)
 
 
 @kernel
@@ -132,7 +132,7 @@ def node_score(params: Params, cl: Cluster, cs: Classes, c: int, n: int) -> floa
 def choose_node(
     params: Params, cl: Cluster, ix: FitIndex, cs: Classes, c: int, job: int, pod: int, attempt: int
 ) -> int:
-    """The node for one pod of class ``c`` (job id ``job``, pod ``pod``, run attempt ``attempt``); -1: none fits.
+    """The node for one pod of class ``c`` (job id ``job``, pod ``pod``, run attempt ``attempt``); -1: none.
 
     Notes
     -----
@@ -191,9 +191,7 @@ def gpu_score(params: Params, cl: Cluster, g: int, m: int) -> float:
 
 
 @kernel
-def choose_gpu(
-    params: Params, cl: Cluster, n: int, m: int, q: int, job: int, pod: int, attempt: int
-) -> int:
+def choose_gpu(params: Params, cl: Cluster, n: int, m: int, q: int, job: int, pod: int, attempt: int) -> int:
     """The GPU of node ``n`` for a shared pod of ``m`` milli and ``q`` MiB (the node is known to fit it)."""
     scorer = params.codes[P_GPU]
     g0 = cl.node_int[N_GPU0, n]

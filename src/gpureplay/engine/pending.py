@@ -27,10 +27,10 @@ with all of its jobs at once.
 
 from __future__ import annotations
 
-from gpureplay.engine2.bundles import Classes, Jobs, JobState, Pending, Run
-from gpureplay.engine2.config import kernel
-from gpureplay.engine2.heaps import bits_clear, bits_next, bits_set, merge_push
-from gpureplay.engine2.layout import (
+from gpureplay.engine.bundles import Classes, Jobs, JobState, Pending, Run
+from gpureplay.engine.config import kernel
+from gpureplay.engine.heaps import bits_clear, bits_next, bits_set, merge_push
+from gpureplay.engine.layout import (
     C_END,
     C_START,
     C_TENANT,
@@ -56,10 +56,10 @@ from gpureplay.engine2.layout import (
 def key_before(js: JobState, jobs: Jobs, a: int, b: int) -> bool:
     """Whether job ``a`` orders before job ``b`` within one class (same tenant): ``(key1, key2, job_id)``."""
     if js.time[T_KEY1, a] != js.time[T_KEY1, b]:
-        return js.time[T_KEY1, a] < js.time[T_KEY1, b]
+        return bool(js.time[T_KEY1, a] < js.time[T_KEY1, b])
     if js.time[T_KEY2, a] != js.time[T_KEY2, b]:
-        return js.time[T_KEY2, a] < js.time[T_KEY2, b]
-    return jobs.ints[J_ID, a] < jobs.ints[J_ID, b]
+        return bool(js.time[T_KEY2, a] < js.time[T_KEY2, b])
+    return bool(jobs.ints[J_ID, a] < jobs.ints[J_ID, b])
 
 
 @kernel
@@ -144,7 +144,7 @@ def cursor_reset(cs: Classes, pend: Pending, c: int) -> None:
 
 @kernel
 def cursor_job(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, c: int) -> int:
-    """The job under class ``c``'s cursors: the earlier of the static and the overflow candidate (-1: none)."""
+    """The job under class ``c``'s cursors: the earlier of its static and overflow candidates (-1: none)."""
     p = pend.cls[CD_CUR, c]
     o = pend.cls[CD_OCUR, c]
     a = cs.order[p] if p >= 0 else -1
@@ -167,9 +167,7 @@ def cursor_step(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, c: int, j:
     (tombstones keep positions stable during a cycle).
     """
     if js.dyn[D_OVER, j] == 0:
-        pend.cls[CD_CUR, c] = bits_next(
-            jobs.ints[J_POS, j] + 1, cs.ints[C_END, c], pend.l0, pend.l1, pend.l2
-        )
+        pend.cls[CD_CUR, c] = bits_next(jobs.ints[J_POS, j] + 1, cs.ints[C_END, c], pend.l0, pend.l1, pend.l2)
         return
     base = cs.ints[C_START, c]
     o = pend.cls[CD_OCUR, c] + 1
@@ -198,9 +196,7 @@ def push_head(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, size: int, c
 
 
 @kernel
-def build_merge(
-    jobs: Jobs, cs: Classes, js: JobState, pend: Pending, run: Run, drop_failed: bool
-) -> int:
+def build_merge(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, run: Run, drop_failed: bool) -> int:
     """Reset every active class's cursors and fill the merge heap with their heads; returns its size.
 
     Parameters

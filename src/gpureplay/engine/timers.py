@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import math
 
-from gpureplay.engine2.bundles import Jobs, JobState, Run, Timers
-from gpureplay.engine2.config import kernel
-from gpureplay.engine2.heaps import event_pop, event_push
-from gpureplay.engine2.layout import (
+from gpureplay.engine.bundles import Jobs, JobState, Run, Timers
+from gpureplay.engine.config import kernel
+from gpureplay.engine.heaps import event_pop, event_push
+from gpureplay.engine.layout import (
     D_GEN,
     D_STATUS,
     J_ID,
@@ -76,7 +76,7 @@ def next_completion(js: JobState, tm: Timers, run: Run) -> float:
         j = tm.run_i[2, 0]
         if tm.run_i[3, 0] == js.dyn[D_GEN, j] and js.dyn[D_STATUS, j] == S_RUNNING:
             run.counters[K_NRUNHEAP] = size
-            return tm.run_f[0]
+            return float(tm.run_f[0])
         size = event_pop(tm.run_f, tm.run_i, size)
     run.counters[K_NRUNHEAP] = 0
     return math.inf
@@ -87,7 +87,7 @@ def pop_completion(tm: Timers, run: Run) -> int:
     """Remove the top completion (live: call :func:`next_completion` first); returns its job."""
     j = tm.run_i[2, 0]
     run.counters[K_NRUNHEAP] = event_pop(tm.run_f, tm.run_i, run.counters[K_NRUNHEAP])
-    return j
+    return int(j)
 
 
 @kernel
@@ -104,7 +104,9 @@ def push_timer(js: JobState, tm: Timers, run: Run, kind: int, time: float, targe
         size = _compact(js, tm.tm_f, tm.tm_i, size)
     seq = run.counters[K_TIMER_SEQ]
     run.counters[K_TIMER_SEQ] = seq + 1
-    run.counters[K_NTIMERS] = event_push(tm.tm_f, tm.tm_i, size, time, kind, seq, target, js.dyn[D_GEN, target])
+    run.counters[K_NTIMERS] = event_push(
+        tm.tm_f, tm.tm_i, size, time, kind, seq, target, js.dyn[D_GEN, target]
+    )
 
 
 @kernel
@@ -114,7 +116,7 @@ def next_timer(js: JobState, tm: Timers, run: Run) -> float:
     while size > 0:
         if tm.tm_i[3, 0] == js.dyn[D_GEN, tm.tm_i[2, 0]]:
             run.counters[K_NTIMERS] = size
-            return tm.tm_f[0]
+            return float(tm.tm_f[0])
         size = event_pop(tm.tm_f, tm.tm_i, size)
     run.counters[K_NTIMERS] = 0
     return math.inf

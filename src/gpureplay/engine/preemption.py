@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpureplay.engine2.bundles import (
+from gpureplay.engine.bundles import (
     Classes,
     Cluster,
     FitIndex,
@@ -48,9 +48,9 @@ from gpureplay.engine2.bundles import (
     Scratch,
     Timers,
 )
-from gpureplay.engine2.config import kernel
-from gpureplay.engine2.jobs import attempt_of, evict_job, place_pod, touch_node, unlink_pod
-from gpureplay.engine2.layout import (
+from gpureplay.engine.config import kernel
+from gpureplay.engine.jobs import attempt_of, evict_job, place_pod, touch_node, unlink_pod
+from gpureplay.engine.layout import (
     C_CPU,
     C_GMEM,
     C_K,
@@ -84,9 +84,9 @@ from gpureplay.engine2.layout import (
     T_HOLD0,
     T_START,
 )
-from gpureplay.engine2.resources import node_capacity, release_pod, take_pod
-from gpureplay.engine2.rng import DRAW_PREEMPT_OFFSET, draw
-from gpureplay.engine2.scoring import choose_node, refresh_index
+from gpureplay.engine.resources import node_capacity, release_pod, take_pod
+from gpureplay.engine.rng import DRAW_PREEMPT_OFFSET, draw
+from gpureplay.engine.scoring import choose_node, refresh_index
 
 #: kube-scheduler's priority offset in the "sum of priorities" criterion.
 PRIORITY_OFFSET = 1 << 31
@@ -107,18 +107,18 @@ def could_ever_fit(cl: Cluster, cs: Classes, c: int, n: int) -> bool:
         return False
     if cl.node_int[N_GPU_MEM, n] < cs.ints[C_GMEM, c]:
         return False
-    return kind != KIND_WHOLE or cl.node_int[N_GPUS, n] >= cs.ints[C_K, c]
+    return bool(kind != KIND_WHOLE or cl.node_int[N_GPUS, n] >= cs.ints[C_K, c])
 
 
 @kernel
 def victim_eligible(pre: PreemptScratch, jobs: Jobs, js: JobState, v: int, j: int, stamp: int) -> bool:
-    """Whether job ``v`` may be evicted for job ``j`` (lower priority, preemptible, holding, not already chosen)."""
+    """Whether ``v`` may be evicted for job ``j``: lower priority, preemptible, holding, not yet chosen."""
     if v == j or pre.job_mark[v] == stamp:
         return False
     if jobs.ints[J_PREEMPTIBLE, v] == 0 or jobs.ints[J_PRIO, v] >= jobs.ints[J_PRIO, j]:
         return False
     status = js.dyn[D_STATUS, v]
-    return status == S_RUNNING or (status == S_QUEUED and js.dyn[D_PLACED, v] > 0)
+    return bool(status == S_RUNNING or (status == S_QUEUED and js.dyn[D_PLACED, v] > 0))
 
 
 @kernel
@@ -139,7 +139,16 @@ def move_pods_on_node(jobs: Jobs, cs: Classes, cl: Cluster, js: JobState, v: int
 
 @kernel
 def move_job(
-    params: Params, jobs: Jobs, cs: Classes, cl: Cluster, ix: FitIndex, js: JobState, sc: Scratch, run: Run, v: int, take: bool
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    ix: FitIndex,
+    js: JobState,
+    sc: Scratch,
+    run: Run,
+    v: int,
+    take: bool,
 ) -> None:
     """Release (or take back) all of job ``v``'s pods on the trial state, keeping the fit index in step."""
     c = jobs.ints[J_CLASS, v]
@@ -161,7 +170,7 @@ def move_job(
 def more_important(jobs: Jobs, js: JobState, a: int, b: int) -> bool:
     """kube's victim importance: higher priority first, then the earlier start."""
     if jobs.ints[J_PRIO, a] != jobs.ints[J_PRIO, b]:
-        return jobs.ints[J_PRIO, a] > jobs.ints[J_PRIO, b]
+        return bool(jobs.ints[J_PRIO, a] > jobs.ints[J_PRIO, b])
     return started_at(js, a) < started_at(js, b)
 
 
@@ -169,13 +178,21 @@ def more_important(jobs: Jobs, js: JobState, a: int, b: int) -> bool:
 def started_at(js: JobState, v: int) -> float:
     """When a candidate victim started (a pod-holding job that never ran: when it began holding)."""
     if js.dyn[D_STATUS, v] == S_RUNNING:
-        return js.time[T_START, v]
-    return js.time[T_HOLD0, v]
+        return float(js.time[T_START, v])
+    return float(js.time[T_HOLD0, v])
 
 
 @kernel
 def victims_on_node(
-    pre: PreemptScratch, jobs: Jobs, cs: Classes, cl: Cluster, js: JobState, j: int, c: int, n: int, stamp: int
+    pre: PreemptScratch,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    js: JobState,
+    j: int,
+    c: int,
+    n: int,
+    stamp: int,
 ) -> int:
     """DefaultPreemption's SelectVictimsOnNode for one pod of job ``j`` (class ``c``) on node ``n``.
 
@@ -264,7 +281,15 @@ def better_candidate(pre: PreemptScratch, jobs: Jobs, js: JobState, count: int, 
 
 @kernel
 def select_node(
-    pre: PreemptScratch, params: Params, jobs: Jobs, cs: Classes, cl: Cluster, js: JobState, j: int, pod: int, stamp: int
+    pre: PreemptScratch,
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    js: JobState,
+    j: int,
+    pod: int,
+    stamp: int,
 ) -> tuple[int, int]:
     """The node and victims (in ``pre.best``) for pod ``pod`` of job ``j``; ``(-1, 0)`` when no node works."""
     c = jobs.ints[J_CLASS, j]

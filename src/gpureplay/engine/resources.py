@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpureplay.engine2.bundles import Classes, Cluster
-from gpureplay.engine2.config import inline_kernel, kernel
-from gpureplay.engine2.layout import (
+from gpureplay.engine.bundles import Classes, Cluster
+from gpureplay.engine.config import inline_kernel, kernel
+from gpureplay.engine.layout import (
     C_CPU,
     C_EXACT,
     C_GMEM,
@@ -318,7 +318,9 @@ def take_pod(
         g = slots[slot0]
     else:
         slots[slot0] = g
-    set_gpu(cl, g, n, cl.gpu_free[G_MILLI, g] - cs.ints[C_MILLI, c], cl.gpu_free[G_MEM, g] - cs.ints[C_GMEM, c])
+    set_gpu(
+        cl, g, n, cl.gpu_free[G_MILLI, g] - cs.ints[C_MILLI, c], cl.gpu_free[G_MEM, g] - cs.ints[C_GMEM, c]
+    )
 
 
 @kernel
@@ -341,7 +343,9 @@ def release_pod(cl: Cluster, cs: Classes, c: int, n: int, slots: Int64Array, slo
             set_gpu(cl, slots[slot0 + i], n, WHOLE, mem)
         return
     g = slots[slot0]
-    set_gpu(cl, g, n, cl.gpu_free[G_MILLI, g] + cs.ints[C_MILLI, c], cl.gpu_free[G_MEM, g] + cs.ints[C_GMEM, c])
+    set_gpu(
+        cl, g, n, cl.gpu_free[G_MILLI, g] + cs.ints[C_MILLI, c], cl.gpu_free[G_MEM, g] + cs.ints[C_GMEM, c]
+    )
 
 
 @kernel
@@ -403,10 +407,13 @@ def rejection_codes(
             any_model = False
             for t in range(types.node_int.shape[1]):
                 model = types.node_int[N_MODEL, t]
-                if types.node_int[N_GPUS, t] > 0 and model >= 0:
-                    if ((mask >> np.uint64(model)) & np.uint64(1)) != np.uint64(0):
-                        any_model = True
-                        break
+                if (
+                    types.node_int[N_GPUS, t] > 0
+                    and model >= 0
+                    and ((mask >> np.uint64(model)) & np.uint64(1)) != np.uint64(0)
+                ):
+                    any_model = True
+                    break
             if not any_model:
                 out[s] = R_NO_MODEL
                 continue

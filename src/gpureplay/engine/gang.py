@@ -9,7 +9,7 @@ running sum of per-node capacities.
 
 from __future__ import annotations
 
-from gpureplay.engine2.bundles import (
+from gpureplay.engine.bundles import (
     Classes,
     Cluster,
     EasyScratch,
@@ -22,10 +22,10 @@ from gpureplay.engine2.bundles import (
     Scratch,
     Timers,
 )
-from gpureplay.engine2.config import kernel, when_given
-from gpureplay.engine2.heaps import event_pop
-from gpureplay.engine2.jobs import place_pods, undo_placement
-from gpureplay.engine2.layout import (
+from gpureplay.engine.config import kernel, when_given
+from gpureplay.engine.heaps import event_pop
+from gpureplay.engine.jobs import place_pods, undo_placement
+from gpureplay.engine.layout import (
     C_PODS,
     CD_FAIL,
     D_GEN,
@@ -45,7 +45,7 @@ from gpureplay.engine2.layout import (
     K_VERSION,
     S_RUNNING,
 )
-from gpureplay.engine2.resources import class_capacity, copy_cluster, node_capacity, release_pod, take_pod
+from gpureplay.engine.resources import class_capacity, copy_cluster, node_capacity, release_pod, take_pod
 
 
 @kernel
@@ -89,7 +89,7 @@ def hold_capacity(easy: EasyScratch, cs: Classes, c: int, pods: int, n: int) -> 
     new = node_capacity(easy.proj, cs, c, n, pods)
     change = new - easy.hold[n]
     easy.hold[n] = new
-    return change
+    return int(change)
 
 
 @kernel

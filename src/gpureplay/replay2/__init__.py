@@ -1,1 +1,0 @@
-"""From canonical tables to a finished replay: compile the inputs, run the engine, read the results."""
