@@ -1,31 +1,40 @@
-"""Targeted scenarios for the numba replay engine, each worked out by hand from the v1 semantics.
+"""Targeted scenarios for the numba replay engine, each worked out by hand from the v2 semantics.
 
 Every replay runs with ``debug=True`` (invariants after each cycle, accounting
 identity at the end). The differential tests against the plain-Python
 reference live elsewhere; these pin down behaviours a reader can check on
 paper: the pod-by-pod deadlock, head-of-line blocking vs skip vs EASY,
-packing, constraints, rejections, orders, placements, ticks and samples.
+packing, constraints, rejections, orders, placements, ticks and samples, and
+priority preemption with checkpoint/restart cost (docs/engine-semantics.md).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import polars as pl
 import pytest
 
-from gpureplay.engine import state as S
-from gpureplay.engine.fitindex import index_build, index_layout
-from gpureplay.engine.invariants import check_state
-from gpureplay.engine.loop import EngineState, advance, init_cluster, init_state
-from gpureplay.engine.placement import rejection_codes
-from gpureplay.engine.queueing import bits_clear, bits_next, bits_set, bitset_words
-from gpureplay.engine.rng import rng_next, rng_skip
-from gpureplay.replay.compile import compile_replay
-from gpureplay.replay.simulate import JOB_RESULT_SCHEMA, TIMELINE_SCHEMA, Replay, simulate
-from gpureplay.schedulers.policy import Backfill, GangMode, Placement, Policy, QueueOrder
+from gpureplay.engine import layout as L
+from gpureplay.engine.heaps import bits_clear, bits_next, bits_set, bitset_words
+from gpureplay.engine.invariants import check_node
+from gpureplay.engine.loop import advance
+from gpureplay.engine.rng import DRAW_NODE, draw, mix64
+from gpureplay.engine.scoring import SCORERS
+from gpureplay.replay.compile import compile_replay, policy_params
+from gpureplay.replay.simulate import (
+    ATTEMPT_SCHEMA,
+    JOB_RESULT_SCHEMA,
+    TIMELINE_SCHEMA,
+    Replay,
+    _initial,
+    simulate,
+)
+from gpureplay.schedulers.policy import Backfill, GangMode, Policy, Preemption, QueueOrder, Requeue
 from gpureplay.traces.schema import (
     JOB_DEFAULTS,
     JOBS_SCHEMA,
@@ -41,15 +50,24 @@ GANG_EASY = Policy("easy", backfill=Backfill.easy)
 POD_BY_POD = Policy("kube", gang=GangMode.pod_by_pod)
 
 
-def make_jobs(rows: Sequence[Mapping[str, Any]]) -> pl.DataFrame:
-    """Canonical jobs from dicts; ``num_pods`` defaults to 1 and ``gpu_milli`` to one GPU."""
+def make_jobs(rows: Sequence[Mapping[str, Any]], **extra: Any) -> pl.DataFrame:
+    """Canonical jobs from dicts; ``num_pods`` defaults to 1 and ``gpu_milli`` to one GPU.
+
+    ``extra`` adds workload columns to every job (``checkpoint_interval=600.0``, ...).
+    """
     full = []
     for row in rows:
         values = {c: row.get(c, JOB_DEFAULTS.get(c)) for c in JOBS_SCHEMA}
         values["num_pods"] = row.get("num_pods", 1)
         values["gpu_milli"] = row.get("gpu_milli", 1000)
         full.append(values)
-    return validate_jobs(pl.DataFrame(full, schema=JOBS_SCHEMA).with_row_index("source_row", offset=1), "t")
+    jobs = validate_jobs(pl.DataFrame(full, schema=JOBS_SCHEMA).with_row_index("source_row", offset=1), "t")
+    for name, value in extra.items():
+        if isinstance(value, Mapping):
+            jobs = jobs.with_columns(pl.col("job_id").replace_strict(dict(value)).alias(name))
+        else:
+            jobs = jobs.with_columns(pl.lit(value).alias(name))
+    return jobs
 
 
 def make_nodes(
@@ -323,12 +341,12 @@ def test_pod_by_pod_orders_pods_by_priority() -> None:
 @pytest.mark.parametrize(
     ("placement", "j2_start", "j3_start"),
     [
-        (Placement.first_fit, 1.0, 100.0),  # J1 on the 4-GPU node 0: J3 finds no 4 free GPUs
-        (Placement.best_fit, 1.0, 2.0),  # J1 on the 2-GPU node 2: both big jobs fit
-        (Placement.worst_fit, 502.0, 2.0),  # J1 and then J3 on the 8-GPU node 1: J2 waits for both
+        ("first_fit", 1.0, 100.0),  # J1 on the 4-GPU node 0: J3 finds no 4 free GPUs
+        ("best_fit", 1.0, 2.0),  # J1 on the 2-GPU node 2: both big jobs fit
+        ("worst_fit", 502.0, 2.0),  # J1 and then J3 on the 8-GPU node 1: J2 waits for both
     ],
 )
-def test_node_placement(placement: Placement, j2_start: float, j3_start: float) -> None:
+def test_node_placement(placement: str, j2_start: float, j3_start: float) -> None:
     jobs = make_jobs(
         [
             {"job_id": 1, "submit_time": 0.0, "duration": 100.0},
@@ -341,8 +359,8 @@ def test_node_placement(placement: Placement, j2_start: float, j3_start: float) 
     assert by_id(replay, "start_time") == {1: 0.0, 2: j2_start, 3: j3_start}
 
 
-@pytest.mark.parametrize(("placement", "spanned"), [(Placement.best_fit, 1), (Placement.worst_fit, 2)])
-def test_binpack_keeps_pods_together_spread_splits_them(placement: Placement, spanned: int) -> None:
+@pytest.mark.parametrize(("placement", "spanned"), [("best_fit", 1), ("worst_fit", 2)])
+def test_binpack_keeps_pods_together_spread_splits_them(placement: str, spanned: int) -> None:
     jobs = make_jobs([{"job_id": 1, "submit_time": 0.0, "duration": 1.0, "num_pods": 2}])
     replay = run(jobs, make_nodes(4, 4), Policy("p", node_placement=placement))
     assert by_id(replay, "nodes_spanned") == {1: spanned}
@@ -351,12 +369,12 @@ def test_binpack_keeps_pods_together_spread_splits_them(placement: Placement, sp
 @pytest.mark.parametrize(
     ("placement", "j4_start", "j5_start"),
     [
-        (Placement.first_fit, 3.0, 100.0),  # J3 on GPU 0 (800 -> 700): no room left for J5's 800
-        (Placement.best_fit, 3.0, 4.0),  # J3 on GPU 1 (100 -> 0): GPU 0 keeps 800 for J5
-        (Placement.worst_fit, 100.0, 4.0),  # J3 on GPU 2 (1000 -> 900): no whole GPU left for J4
+        ("first_fit", 3.0, 100.0),  # J3 on GPU 0 (800 -> 700): no room left for J5's 800
+        ("best_fit", 3.0, 4.0),  # J3 on GPU 1 (100 -> 0): GPU 0 keeps 800 for J5
+        ("worst_fit", 100.0, 4.0),  # J3 on GPU 2 (1000 -> 900): no whole GPU left for J4
     ],
 )
-def test_gpu_placement(placement: Placement, j4_start: float, j5_start: float) -> None:
+def test_gpu_placement(placement: str, j4_start: float, j5_start: float) -> None:
     # One 3-GPU node. J1 (200) and J2 (900) leave GPUs at 800 / 100 / 1000 free whatever the policy.
     jobs = make_jobs(
         [
@@ -381,14 +399,11 @@ def random_case() -> pl.DataFrame:
 
 
 def test_random_placement_is_deterministic_per_seed_and_depends_on_it() -> None:
-    policy = Policy(
-        "r", backfill=Backfill.skip, node_placement=Placement.random, gpu_placement=Placement.random
-    )
+    policy = Policy("r", backfill=Backfill.skip, node_placement="random", gpu_placement="random")
     nodes = make_nodes(2, 2, 2, 2)
     first = run(random_case(), nodes, policy, seed=7)
     again = run(random_case(), nodes, policy, seed=7)
     assert first.jobs.equals(again.jobs) and first.timeline.equals(again.timeline)
-    assert first.stats["rng_draws"] == again.stats["rng_draws"] > 0
     spans = {tuple(run(random_case(), nodes, policy, seed=seed).jobs["nodes_spanned"]) for seed in range(6)}
     assert len(spans) > 1
 
@@ -453,7 +468,7 @@ def test_timeline_rows_at_samples() -> None:
     )
     replay = run(jobs, make_nodes(4, 2), GANG_FIFO, sample_interval=10.0)
     assert replay.timeline.schema == pl.Schema(TIMELINE_SCHEMA)
-    rows = replay.timeline.rows()
+    rows = [row[:6] for row in replay.timeline.rows()]
     # t=0: 500 on node 0 GPU 0 and 3 whole GPUs (node 0 GPUs 1-3), node 1 idle.
     # t=10: job 3 (4 GPUs) waits; node 1's 2 idle GPUs cannot host it -> fragmented.
     # t=20: job 2 ended at 15 but node 0 still has job 1's 500 milli: job 3 waits, 2 + 3 GPUs idle.
@@ -473,8 +488,10 @@ def test_results_are_identical_across_runs_and_typed() -> None:
     one = run(jobs, make_nodes(4), GANG_EASY, sample_interval=7.0)
     two = run(jobs, make_nodes(4), GANG_EASY, sample_interval=7.0)
     assert one.jobs.equals(two.jobs) and one.timeline.equals(two.timeline)
+    assert one.attempts.equals(two.attempts)
     assert one.gpu_milli_seconds == two.gpu_milli_seconds
     assert one.jobs.schema == pl.Schema(JOB_RESULT_SCHEMA)
+    assert one.attempts.schema == pl.Schema(ATTEMPT_SCHEMA)
     assert one.jobs["job_id"].to_list() == jobs["job_id"].to_list()  # input order
 
 
@@ -491,17 +508,13 @@ def test_bad_arguments_are_refused() -> None:
 # --------------------------------------------------------------------------------------------------
 
 
-def test_splitmix64_matches_the_reference_sequence_and_skips_exactly() -> None:
-    rng = np.array([0, 0], dtype=np.uint64)
-    # First outputs of Vigna's splitmix64.c seeded with 0.
-    assert int(rng_next(rng)) == 0xE220A8397B1DCDAF
-    assert int(rng_next(rng)) == 0x6E789E6AA1B965F4
-    stepped = np.array([12345, 0], dtype=np.uint64)
-    skipped = stepped.copy()
-    for _ in range(1000):
-        rng_next(stepped)
-    rng_skip(skipped, 1000)
-    assert stepped.tolist() == skipped.tolist()
+def test_draws_are_a_pure_function_of_their_key() -> None:
+    # SplitMix64's finalizer is a bijection with full avalanche: known value of mix(0 + golden gamma).
+    assert int(mix64(np.uint64(0x9E3779B97F4A7C15))) == 0xE220A8397B1DCDAF
+    a = int(draw(7, 3, 0, 0, DRAW_NODE))
+    assert a == int(draw(7, 3, 0, 0, DRAW_NODE))
+    neighbours = {int(draw(7, 3, 0, 0, d)) for d in range(3)} | {int(draw(7, j, 0, 0, 0)) for j in range(4)}
+    assert len(neighbours) == 6  # the key's every word changes the draw
 
 
 def test_bitset_next_matches_a_plain_scan() -> None:
@@ -523,36 +536,29 @@ def test_bitset_next_matches_a_plain_scan() -> None:
         assert bits_next(start, end, l0, l1, l2) == (int(later[0]) if later.size else -1)
 
 
-def test_invariant_check_reports_a_corrupted_gpu() -> None:
-    jobs = backfill_case()
-    nodes = make_nodes(4, 2)
-    policy = Policy("b", node_placement=Placement.best_fit)
-    c = compile_replay(jobs, nodes, policy)
-    node_free, gpu_free, hist, milli, counters = init_cluster(c.node_int, c.num_models, c.hist_width)
-    leaf, offset, keys = index_layout(c.node_int, c.num_models, c.hist_width)
-    index_build(int(c.policy[S.P_NODE]), c.node_int, node_free, leaf, offset, keys)
-    n_jobs, n_classes = c.job_int.shape[1], c.class_int.shape[1]
-    class_dyn = np.zeros((S.CLASS_DYN_FIELDS, n_classes), dtype=np.int64)
-    class_dyn[S.CD_APOS] = -1
+def _prepared(jobs: pl.DataFrame, nodes: pl.DataFrame, policy: Policy, debug: bool = True) -> Any:
+    params = policy_params(
+        policy, seed=0, sample_interval=100.0, horizon=None, window=(0.0, 0.0), max_samples=1000, debug=debug
+    )
+    compiled = compile_replay(jobs, nodes, params)
+    return compiled, _initial(compiled, 16)
 
-    def check() -> tuple[bool, list[int]]:
-        err = np.zeros(2, dtype=np.int64)
-        ok = check_state(
-            0.0, S.GANG, c.job_int, np.zeros((S.JOB_DYN_FIELDS, n_jobs), dtype=np.int64),
-            np.zeros((S.JOB_TIME_FIELDS, n_jobs)), np.zeros(c.num_pods, dtype=np.int64),
-            np.zeros(c.num_slots, dtype=np.int64), c.class_int, class_dyn,
-            np.zeros(n_classes, dtype=np.int64), np.zeros(int(c.bitset_sizes[0]), dtype=np.uint64),
-            c.node_int, node_free, gpu_free, hist, milli, counters, np.zeros((2, n_jobs), dtype=np.int64),
-            c.policy, leaf, offset, keys, err,
-        )  # fmt: skip
+
+def test_node_check_reports_a_corrupted_gpu() -> None:
+    compiled, state = _prepared(backfill_case(), make_nodes(4, 2), Policy("b", node_placement="best_fit"))
+    c = compiled
+    err = np.zeros(2, dtype=np.int64)
+
+    def check(n: int) -> tuple[bool, list[int]]:
+        ok = check_node(state.dbg, c.params, c.jobs, c.classes, c.cluster, state.ix, state.js, n, err)
         return bool(ok), err.tolist()
 
-    assert check() == (True, [S.E_OK, 0])
-    gpu_free[S.G_MILLI, 5] = 400  # node 1's second GPU loses milli nobody holds
-    assert check() == (False, [S.E_GPU_MILLI_SUM, 5])
-    gpu_free[S.G_MILLI, 5] = 1000
-    node_free[S.F_WHOLE, 0] = 3
-    assert check() == (False, [S.E_NODE_WHOLE, 0])
+    assert check(1) == (True, [0, 0])
+    c.cluster.gpu_free[L.G_MILLI, 5] = 400  # node 1's second GPU loses milli nobody holds
+    assert check(1) == (False, [L.E_GPU_MILLI_SUM, 5])
+    c.cluster.gpu_free[L.G_MILLI, 5] = 1000
+    c.cluster.node_free[L.F_WHOLE, 0] = 3
+    assert check(0) == (False, [L.E_NODE_WHOLE, 0])
 
 
 def test_advance_stops_after_the_last_event_time_at_or_before_the_stop_and_resumes_there() -> None:
@@ -563,36 +569,259 @@ def test_advance_stops_after_the_last_event_time_at_or_before_the_stop_and_resum
             {"job_id": 2, "submit_time": 10.0, "duration": 5.0},
         ]
     )
-    c = compile_replay(jobs, make_nodes(1), GANG_FIFO)
-    rng = np.zeros(2, dtype=np.uint64)
-    reject = np.ascontiguousarray(
-        rejection_codes(c.rclass_int, c.rclass_mask, c.node_type)[c.job_int[S.J_RCLASS]]
-    )
-    inputs = (
-        c.policy, c.session_interval, 100.0, np.inf, True, c.job_int, c.job_float, c.job_mask, reject,
-        c.arrival, c.class_int, c.class_mask, c.class_jobs, c.node_int, rng,
-    )  # fmt: skip
-    state = EngineState(
-        *init_state(
-            c.policy, c.job_int, c.class_int, c.node_int, c.num_models, c.hist_width, c.num_pods, c.num_slots,
-            c.bitset_sizes,
-        )
-    )  # fmt: skip
+    c, state = _prepared(jobs, make_nodes(1), GANG_FIFO)
 
     def step(t_stop: float) -> tuple[int, float, float, int, list[int]]:
-        status, _tl_time, _tl_rows = advance(*inputs, *state, t_stop)
-        clock, counters = state.clock, state.counters
+        status = advance(c.params, c.jobs, c.classes, c.cluster, state, t_stop)
+        run = state.run
         return (
-            int(status), float(clock[S.X_NOW]), float(clock[S.X_NEXT_T]), int(counters[S.K_EVENTS]),
-            state.job_dyn[S.D_STATUS].tolist(),
+            int(status), float(run.clock[L.X_NOW]), float(run.clock[L.X_NEXT_T]),
+            int(run.counters[L.K_EVENTS]), state.js.dyn[L.D_STATUS].tolist(),
         )  # fmt: skip
 
-    running, finished = S.S_RUNNING, S.S_FINISHED
+    running, finished = L.S_RUNNING, L.S_FINISHED
     # The stop time is inclusive: the completion and the arrival at 10 are both handled.
-    assert step(10.0) == (S.ADV_PAUSED, 10.0, 15.0, 2, [finished, running])
-    assert step(12.0) == (S.ADV_PAUSED, 10.0, 15.0, 2, [finished, running])  # nothing in (10, 12]
-    assert step(np.inf)[:2] == (S.ADV_DONE, 15.0)
+    assert step(10.0) == (L.ADV_PAUSED, 10.0, 15.0, 2, [finished, running])
+    assert step(12.0) == (L.ADV_PAUSED, 10.0, 15.0, 2, [finished, running])  # nothing in (10, 12]
+    assert step(np.inf)[:2] == (L.ADV_DONE, 15.0)
     done = step(np.inf)  # a finished run stays finished
-    assert (done[0], done[1], done[3]) == (S.ADV_DONE, 15.0, 3)
-    assert state.job_dyn[S.D_STATUS].tolist() == [finished, finished]
-    assert int(state.cursor[S.L_SAMPLES]) == 1 and state.clock[S.X_INTEGRAL] == 1000 * 15.0
+    assert (done[0], done[1], done[3]) == (L.ADV_DONE, 15.0, 3)
+    assert int(state.run.cursor[L.L_SAMPLES]) == 1 and state.run.clock[L.X_INTEGRAL] == 1000 * 15.0
+
+
+def test_only_the_mechanisms_a_policy_uses_are_allocated() -> None:
+    jobs = backfill_case()
+    _, plain = _prepared(jobs, make_nodes(4), GANG_SKIP, debug=False)
+    assert (plain.pods, plain.easy, plain.pre, plain.dbg) == (None, None, None, None)
+    _, easy = _prepared(jobs, make_nodes(4), GANG_EASY, debug=True)
+    assert easy.easy is not None and easy.dbg is not None and easy.pre is None
+    _, pods = _prepared(jobs, make_nodes(4), replace(POD_BY_POD, preemption=Preemption.priority))
+    assert pods.pods is not None and pods.pre is not None and pods.easy is None
+
+
+def test_every_scorer_name_is_a_valid_node_and_gpu_placement() -> None:
+    jobs = make_jobs(
+        [
+            {"job_id": j, "submit_time": 0.0, "duration": 10.0, "gpu_milli": 500, "num_pods": 2}
+            for j in range(4)
+        ]
+    )
+    for name in SCORERS:
+        replay = run(jobs, make_nodes(2, 2), Policy(name, node_placement=name, gpu_placement=name))
+        assert replay.jobs["state"].to_list() == ["finished"] * 4
+
+
+def test_unknown_scorer_or_bad_preemption_settings_are_config_errors() -> None:
+    from gpureplay.errors import InputError
+
+    jobs = backfill_case()
+    with pytest.raises(InputError, match=r"scheduler\.node_placement"):
+        run(jobs, make_nodes(4), Policy("x", node_placement="tightest"))
+    with pytest.raises(InputError, match=r"scheduler\.preemption"):
+        run(jobs, make_nodes(4), replace(GANG_EASY, preemption=Preemption.priority))
+    with pytest.raises(InputError, match=r"scheduler\.graceful_termination"):
+        run(jobs, make_nodes(4), replace(GANG_SKIP, graceful_termination=-1.0))
+
+
+# --------------------------------------------------------------------------------------------------
+# Priority preemption, checkpoints and restarts
+# --------------------------------------------------------------------------------------------------
+
+GANG_PREEMPT = replace(
+    GANG_SKIP, name="preempt", queue_order=QueueOrder.priority, preemption=Preemption.priority
+)
+POD_PREEMPT = replace(POD_BY_POD, name="kube-preempt", preemption=Preemption.priority)
+
+
+def three_jobs() -> pl.DataFrame:
+    """The issue's hand-worked example: a low-priority 8-GPU job preempted by a high-priority one."""
+    return make_jobs(
+        [
+            {"job_id": 1, "submit_time": 0.0, "duration": 3600.0, "gpu_milli": 8000, "priority": 0},
+            {"job_id": 2, "submit_time": 1000.0, "duration": 1000.0, "gpu_milli": 8000, "priority": 100},
+            {"job_id": 3, "submit_time": 1500.0, "duration": 500.0, "gpu_milli": 8000, "priority": 0},
+        ],
+        checkpoint_interval=600.0,
+    )
+
+
+def test_three_job_preemption_with_checkpoints_gives_the_times_worked_out_on_paper() -> None:
+    replay = run(three_jobs(), make_nodes(8), GANG_PREEMPT, sample_interval=500.0)
+    # A (low) runs from 0. B (high) arrives at 1000 and does not fit: A is evicted at 1000 with 1000 s
+    # of progress, of which the checkpoint at 600 s is kept (400 s lost), and holds its GPUs for the
+    # 30 s grace period. B starts at 1030 and ends at 2030. A (requeued at 1030, ahead of C submitted
+    # at 1500) restarts at 2030, spends Lucid's 40 s restart overhead (8 GPUs), then 3000 s of work:
+    # it ends at 5070. C runs 5070-5570.
+    assert by_id(replay, "start_time") == {1: 0.0, 2: 1030.0, 3: 5070.0}
+    assert by_id(replay, "finish_time") == {1: 5070.0, 2: 2030.0, 3: 5570.0}
+    assert by_id(replay, "preemptions") == {1: 1, 2: 0, 3: 0}
+    assert by_id(replay, "attempts") == {1: 2, 2: 1, 3: 1}
+    assert by_id(replay, "pending_time") == {1: 1000.0, 2: 30.0, 3: 3570.0}
+    # Lost: 8 GPUs x (400 s rolled back + 30 s grace + 40 s restart overhead).
+    assert by_id(replay, "lost_gpu_seconds") == {1: 8 * 470.0, 2: 0.0, 3: 0.0}
+    first, second = replay.attempts.filter(pl.col("job_id") == 1).iter_rows(named=True)
+    assert (first["start"], first["evicted"], first["end"], first["end_reason"]) == (
+        0.0,
+        1000.0,
+        1030.0,
+        "preempted",
+    )
+    assert (first["progress"], first["work_lost"], first["gpu_seconds"]) == (1000.0, 400.0, 8 * 1030.0)
+    assert (second["start"], second["end"], second["restart_overhead"], second["progress"]) == (
+        2030.0, 5070.0, 40.0, 3000.0,
+    )  # fmt: skip
+    # The node is allocated from 0 to 5570 without a gap; useful work is 8 GPUs x (3600 + 1000 + 500) s.
+    assert replay.gpu_milli_seconds == 8000 * 5570.0
+    useful = 8 * (3600.0 + 1000.0 + 500.0)
+    assert useful / (replay.gpu_milli_seconds / 1000) == pytest.approx(40800 / 44560)
+    at = {row["time"]: row for row in replay.timeline.iter_rows(named=True)}
+    assert (at[1000.0]["preemptions"], at[1000.0]["terminating_jobs"], at[1000.0]["pending_jobs"]) == (
+        1,
+        1,
+        1,
+    )
+    assert at[1500.0]["terminating_jobs"] == 0
+
+
+@pytest.mark.parametrize(
+    ("interval", "a_finish", "lost"),
+    [
+        (0.0, 2030.0 + 40.0 + 2600.0, 8 * (0.0 + 30.0 + 40.0)),  # checkpoint at eviction: nothing rolled back
+        (math.inf, 2030.0 + 40.0 + 3600.0, 8 * (1000.0 + 30.0 + 40.0)),  # never checkpoints: all lost
+    ],
+)
+def test_checkpoint_interval_bounds_the_work_lost(interval: float, a_finish: float, lost: float) -> None:
+    jobs = three_jobs().with_columns(checkpoint_interval=pl.lit(interval))
+    replay = run(jobs, make_nodes(8), GANG_PREEMPT)
+    assert by_id(replay, "finish_time")[1] == a_finish
+    assert by_id(replay, "lost_gpu_seconds")[1] == lost
+
+
+def test_requeue_back_or_original_decides_who_runs_after_the_preemptor() -> None:
+    # As the three-job example, but C arrives at 900, before A is evicted: under `back` A re-enters
+    # behind C (requeued at 1030 > 900); under `original` ahead of it (submitted at 0).
+    jobs = three_jobs().with_columns(
+        pl.when(pl.col("job_id") == 3).then(900.0).otherwise(pl.col("submit_time")).alias("submit_time")
+    )
+    back = run(jobs, make_nodes(8), GANG_PREEMPT)
+    assert by_id(back, "start_time") == {1: 0.0, 2: 1030.0, 3: 2030.0}
+    assert by_id(back, "finish_time")[1] == 2530.0 + 40.0 + 3000.0
+    original = run(jobs, make_nodes(8), replace(GANG_PREEMPT, requeue=Requeue.original))
+    assert by_id(original, "start_time")[3] == 5070.0
+
+
+def test_never_policy_non_preemptible_and_equal_priority_jobs_are_not_evicted() -> None:
+    base = three_jobs()
+    never = base.with_columns(
+        preemption_policy=pl.when(pl.col("job_id") == 2)
+        .then(pl.lit("Never"))
+        .otherwise(pl.lit("PreemptLowerPriority"))
+    )
+    # B may not preempt: it waits for A like anyone else (but sorts ahead of C).
+    assert by_id(run(never, make_nodes(8), GANG_PREEMPT), "start_time") == {1: 0.0, 2: 3600.0, 3: 4600.0}
+    shielded = base.with_columns(preemptible=pl.col("job_id") != 1)
+    assert by_id(run(shielded, make_nodes(8), GANG_PREEMPT), "preemptions")[1] == 0
+    equal = base.with_columns(priority=pl.lit(0, pl.Int32))
+    assert by_id(run(equal, make_nodes(8), GANG_PREEMPT), "preemptions")[1] == 0
+
+
+def test_grace_zero_binds_the_preemptor_at_the_eviction_time() -> None:
+    replay = run(three_jobs(), make_nodes(8), replace(GANG_PREEMPT, graceful_termination=0.0))
+    assert by_id(replay, "start_time") == {1: 0.0, 2: 1000.0, 3: 5040.0}
+    assert by_id(replay, "lost_gpu_seconds")[1] == 8 * (400.0 + 40.0)
+
+
+def test_victims_are_the_lowest_priority_and_a_gang_needs_room_for_all_its_pods() -> None:
+    # Two 4-GPU nodes, each full with one job: low (prio 1) on node 0, mid (prio 5) on node 1.
+    # A prio-10 job of 4 GPUs evicts the low one only (kube: lowest highest-victim priority).
+    jobs = make_jobs(
+        [
+            {"job_id": 1, "submit_time": 0.0, "duration": 1000.0, "gpu_milli": 4000, "priority": 1},
+            {"job_id": 2, "submit_time": 0.0, "duration": 1000.0, "gpu_milli": 4000, "priority": 5},
+            {"job_id": 3, "submit_time": 10.0, "duration": 100.0, "gpu_milli": 4000, "priority": 10},
+            {
+                "job_id": 4,
+                "submit_time": 20.0,
+                "duration": 100.0,
+                "gpu_milli": 4000,
+                "priority": 3,
+                "num_pods": 2,
+            },
+        ]
+    )
+    replay = run(jobs, make_nodes(4, 4), GANG_PREEMPT)
+    assert by_id(replay, "start_time")[3] == 40.0  # 10 + 30 s grace
+    # Job 4 (prio 3, two pods of 4 GPUs) could evict job 1 (prio 1) but not job 2 (prio 5): while job 2
+    # runs its gang cannot fit, so nobody is evicted for it, and job 1 restarts on node 0 when job 3 ends
+    # (140). When job 2 ends (1000) the gang fits once job 1 goes: job 1 is evicted a second time.
+    assert by_id(replay, "preemptions") == {1: 2, 2: 0, 3: 0, 4: 0}
+    assert by_id(replay, "start_time")[4] == 1030.0
+    assert replay.attempts.filter(pl.col("job_id") == 1)["start"].to_list() == [0.0, 140.0, 1030.0 + 100.0]
+
+
+def test_reprieve_keeps_the_most_important_victims() -> None:
+    # One 4-GPU node with four 1-GPU jobs of priorities 1, 2, 3, 4 (started in that order). A 2-GPU job
+    # of priority 9 needs two of them gone: the reprieve gives back the most important first (4, then 3),
+    # so the victims are the priority-1 and priority-2 jobs.
+    jobs = make_jobs(
+        [{"job_id": p, "submit_time": float(p), "duration": 1000.0, "priority": p} for p in (1, 2, 3, 4)]
+        + [{"job_id": 9, "submit_time": 10.0, "duration": 10.0, "gpu_milli": 2000, "priority": 9}]
+    )
+    replay = run(jobs, make_nodes(4), GANG_PREEMPT)
+    assert by_id(replay, "preemptions") == {1: 1, 2: 1, 3: 0, 4: 0, 9: 0}
+
+
+def test_pod_by_pod_preemption_evicts_a_partly_placed_lower_priority_job() -> None:
+    # kube-scheduler default with preemption, two 4-GPU nodes. A priority-20 job takes node 0 whole; a
+    # low job of 8 one-GPU pods holds node 1's 4 GPUs without running (partly placed). A priority-10 job
+    # of 2 pods arrives at 10: its pods can only preempt the holder (evicted whole); once the holder's
+    # 30 s grace period ends both pods bind (40), and the holder re-queues and takes the 2 GPUs left.
+    jobs = make_jobs(
+        [
+            {"job_id": 0, "submit_time": 0.0, "duration": 1000.0, "gpu_milli": 4000, "priority": 20},
+            {"job_id": 1, "submit_time": 0.0, "duration": 50.0, "num_pods": 8, "priority": 0},
+            {"job_id": 2, "submit_time": 10.0, "duration": 50.0, "num_pods": 2, "priority": 10},
+        ]
+    )
+    replay = run(jobs, make_nodes(4, 4), POD_PREEMPT, horizon=500.0)
+    assert by_id(replay, "start_time") == {0: 0.0, 1: None, 2: 40.0}
+    assert by_id(replay, "preemptions") == {0: 0, 1: 1, 2: 0}
+    first, second = replay.attempts.filter(pl.col("job_id") == 1).sort("attempt").iter_rows(named=True)
+    assert (first["end_reason"], first["start"], first["pods"], first["end"]) == ("preempted", None, 4, 40.0)
+    # After job 2 ends (90) the holder gets node 1 whole again: 4 pods held at the horizon, deadlocked.
+    assert (second["end_reason"], second["pods"], second["hold_start"]) == ("deadlocked", 4, 40.0)
+    assert by_id(replay, "state")[1] == "deadlocked"
+    # It never ran, so it lost no work: only the 4 GPUs it held through the grace period.
+    assert by_id(replay, "lost_gpu_seconds")[1] == 4 * 30.0
+
+
+def test_accounting_identity_holds_with_evictions_and_a_horizon() -> None:
+    # The debug run checks sum over attempts of held GPU-seconds == the allocation integral at the end.
+    # With a horizon inside the grace period the run ends at the eviction (the last event time at or
+    # before the horizon), and the evicted attempt's end (due at 1030) is clamped to it.
+    replay = run(three_jobs(), make_nodes(8), GANG_PREEMPT, horizon=1010.0)
+    attempts = replay.attempts.filter(pl.col("job_id") == 1)
+    assert attempts["end"].to_list() == [1000.0]
+    assert attempts["gpu_seconds"].to_list() == [8 * 1000.0]
+    assert replay.gpu_milli_seconds == 8000 * 1000.0
+    assert by_id(replay, "state") == {1: "unfinished", 2: "unfinished", 3: "unfinished"}
+
+
+def test_timeline_widens_its_interval_to_stay_under_the_bound() -> None:
+    jobs = make_jobs([{"job_id": 1, "submit_time": 0.0, "duration": 1000.0}])
+    bounded = run(jobs, make_nodes(1), GANG_FIFO, sample_interval=1.0, max_samples=100)
+    plain = run(jobs, make_nodes(1), GANG_FIFO, sample_interval=16.0)
+    assert bounded.sample_interval == 16.0  # 1 -> 2 -> 4 -> 8 -> 16: 63 rows
+    assert bounded.timeline.equals(plain.timeline)
+
+
+def test_window_integral_counts_allocation_inside_the_window_only() -> None:
+    jobs = make_jobs(
+        [
+            {"job_id": 1, "submit_time": 0.0, "duration": 100.0, "gpu_milli": 2000},
+            {"job_id": 2, "submit_time": 50.0, "duration": 100.0},
+        ]
+    )
+    replay = run(jobs, make_nodes(4), GANG_SKIP, window=(25.0, 75.0))
+    assert replay.window_gpu_milli_seconds == 2000 * 50.0 + 1000 * 25.0
+    assert replay.gpu_milli_seconds == 2000 * 100.0 + 1000 * 100.0
