@@ -1,8 +1,9 @@
 """Replay a canonical trace on a canonical cluster under a policy: the engine's Python face.
 
 :func:`simulate` compiles the tables once (:mod:`gpureplay.replay.compile`),
-runs the numba event loop (:func:`gpureplay.engine.loop.advance`, in chunks of
-simulated time when someone watches its progress) and turns its arrays back
+runs the numba event loop (:func:`gpureplay.engine.loop.advance`, always in
+chunks of simulated time, so that progress can be shown and Ctrl-C is seen
+within a fraction of a second) and turns its arrays back
 into polars tables with explicit schemas. The semantics are the ones of the
 engine v1 spec; the event order is written down once, in
 :mod:`gpureplay.engine.loop`.
@@ -22,6 +23,7 @@ import polars as pl
 from gpureplay.engine import state as S
 from gpureplay.engine.loop import EngineState, advance, init_state
 from gpureplay.engine.placement import rejection_codes
+from gpureplay.interrupts import PendingSignal, deferred
 from gpureplay.replay.compile import CompiledReplay, compile_replay
 from gpureplay.replay.progress import Progress
 from gpureplay.schedulers.policy import Policy
@@ -35,8 +37,15 @@ __all__ = [
     "simulate",
 ]
 
-#: Chunks a replay with a progress callback is cut into by default (over the submit span).
+#: Chunks a replay is cut into by default (over the submit span).
 DEFAULT_CHUNKS = 200
+
+#: Wall seconds one default-sized chunk may take before the next ones are made smaller: the longest a
+#: Ctrl-C waits (signals are seen between chunks only).
+MAX_CHUNK_WALL_SECONDS = 0.2
+
+#: Smallest chunk, as a fraction of the default one (a chunk of one busy event time cannot be cut).
+MAX_CHUNK_SPLITS = 1024.0
 
 #: Per-job result columns, in order.
 JOB_RESULT_SCHEMA: dict[str, pl.DataType] = {
@@ -172,12 +181,15 @@ def simulate(
     progress
         Called with a :class:`~gpureplay.replay.progress.Progress` after each
         chunk of simulated time, and once more with ``finished=True`` at the
-        end (also when the run stops on an error). None: no chunks, no calls.
+        end (also when the run stops on an error). None: no calls.
     chunk_seconds
-        Simulated seconds per chunk. Default: one chunk without ``progress``,
-        else :func:`default_chunk_seconds` (the submit span / 200). Chunk ``k``
-        ends at the first multiple of ``chunk_seconds`` at or after the next
-        event, so each chunk processes at least one event time.
+        Simulated seconds per chunk. Default: :func:`default_chunk_seconds`
+        (the submit span / 200), halved while a chunk takes more than
+        :data:`MAX_CHUNK_WALL_SECONDS` of wall time (and grown back when
+        chunks are quick), so that a signal is seen soon whatever the trace.
+        A chunk ends at the first multiple of its size at or after the next
+        event, so each chunk processes at least one event time. ``math.inf``:
+        one chunk (no progress and no signal seen until the end).
 
     Returns
     -------
@@ -191,6 +203,9 @@ def simulate(
         negative/NaN ``horizon``.
     AssertionError
         With ``debug=True``, when an invariant is violated (what, and at which time).
+    KeyboardInterrupt, gpureplay.interrupts.Interrupted
+        On SIGINT (Ctrl-C) or SIGTERM, at the end of the chunk running when it
+        came (:func:`gpureplay.interrupts.deferred`).
 
     Notes
     -----
@@ -222,12 +237,13 @@ def simulate(
             compiled.hist_width, compiled.num_pods, compiled.num_slots, compiled.bitset_sizes,
         )
     )  # fmt: skip
-    if chunk_seconds is None and progress is not None:
+    adaptive = chunk_seconds is None
+    if chunk_seconds is None:
         chunk_seconds = default_chunk_seconds(compiled.job_float)
-    if chunk_seconds is None or (progress is None and math.isinf(chunk_seconds)):
-        _status, state = _advance(inputs, state, math.inf)
-    else:
-        state = _run_chunks(compiled, inputs, state, chunk_seconds, progress, horizon, started)
+    with deferred() as pending:
+        state = _run_chunks(
+            compiled, inputs, state, chunk_seconds, adaptive, progress, pending, horizon, started
+        )
     kernel_seconds = time.perf_counter() - started
     err, clock = state.err, state.clock
     if err[0] != S.E_OK:
@@ -262,20 +278,44 @@ def _advance(inputs: tuple[Any, ...], state: EngineState, t_stop: float) -> tupl
     return int(status), state._replace(tl_time=tl_time, tl_rows=tl_rows)
 
 
+def _next_stop(previous: float, next_event: float, chunk: float) -> float:
+    """End of the next chunk: the first multiple of ``chunk`` past ``previous``, at or after ``next_event``.
+
+    Examples
+    --------
+    >>> _next_stop(0.0, 0.0, 10.0), _next_stop(10.0, 12.0, 10.0), _next_stop(10.0, 95.0, 10.0)
+    (10.0, 20.0, 100.0)
+    >>> _next_stop(0.0, 5.0, math.inf)
+    inf
+    """
+    if math.isinf(chunk):
+        return math.inf
+    k = max(math.floor(previous / chunk) + 1, math.ceil(next_event / chunk))
+    stop = k * chunk
+    if stop < next_event or stop <= previous:  # rounding of the divisions
+        stop = (k + 1) * chunk
+    return stop
+
+
 def _run_chunks(
     compiled: CompiledReplay,
     inputs: tuple[Any, ...],
     state: EngineState,
     chunk_seconds: float,
+    adaptive: bool,
     progress: Callable[[Progress], None] | None,
+    pending: PendingSignal,
     horizon: float | None,
     started: float,
 ) -> EngineState:
-    """Advance the engine chunk by chunk, reporting after each; the final state.
+    """Advance the engine chunk by chunk, reporting and checking for signals after each; the final state.
 
-    Chunk boundaries are multiples of ``chunk_seconds``; after a pause the next
+    Chunk boundaries are multiples of the chunk size; after a pause the next
     boundary is the first one at or after the next event time, so a gap in the
-    trace costs one call, not one per empty chunk.
+    trace costs one call, not one per empty chunk. With ``adaptive``, the size
+    is halved after a chunk slower than :data:`MAX_CHUNK_WALL_SECONDS` (down to
+    ``chunk_seconds / MAX_CHUNK_SPLITS``) and doubled back (up to
+    ``chunk_seconds``) after a chunk ten times quicker.
     """
     submit = compiled.job_float[S.JF_SUBMIT]
     last_submit = float(submit.max()) if submit.shape[0] else 0.0
@@ -283,16 +323,21 @@ def _run_chunks(
         last_submit = min(last_submit, horizon)
     total = int(compiled.job_int.shape[1])
     counters, clock, cursor = state.counters, state.clock, state.cursor
-    k = 0
+    chunk = chunk_seconds
+    t_stop = -math.inf
     status = S.ADV_PAUSED
     try:
         while status == S.ADV_PAUSED:
-            k = max(k + 1, math.ceil(clock[S.X_NEXT_T] / chunk_seconds))
-            t_stop = k * chunk_seconds
-            if t_stop < clock[S.X_NEXT_T]:  # rounding of the division
-                k += 1
-                t_stop = k * chunk_seconds
+            t_stop = _next_stop(max(t_stop, 0.0), float(clock[S.X_NEXT_T]), chunk)
+            tick = time.perf_counter()
             status, state = _advance(inputs, state, t_stop)
+            pending.check()
+            if adaptive:
+                took = time.perf_counter() - tick
+                if took > MAX_CHUNK_WALL_SECONDS:
+                    chunk = max(chunk / 2.0, chunk_seconds / MAX_CHUNK_SPLITS)
+                elif took < MAX_CHUNK_WALL_SECONDS / 10.0 and chunk < chunk_seconds:
+                    chunk = min(chunk * 2.0, chunk_seconds)
             if progress is not None and status == S.ADV_PAUSED:
                 progress(_progress(counters, clock, cursor, total, last_submit, started, False))
     finally:
