@@ -42,7 +42,7 @@ def resolve_data_path(path: str | Path) -> Path:
         if candidate.exists():
             return candidate
         raise FileNotFoundError(f"trace file not found: {candidate}")
-    tried = []
+    tried = [f"{Path.cwd() / candidate} (the current directory)"]
     for root in data_roots():
         full = root / candidate
         if full.exists():
