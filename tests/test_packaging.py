@@ -36,6 +36,9 @@ def test_every_package_folder_is_listed_in_pyproject() -> None:
     for folder in (REPO / "conf").rglob("*"):
         if folder.is_dir() and folder.name != "__pycache__":
             found.add(".".join(("gpureplay", "conf", *folder.relative_to(REPO / "conf").parts)))
+    for folder in (REPO / "src" / "hydra_plugins").iterdir():  # a namespace package: its plugins only
+        if folder.is_dir() and folder.name != "__pycache__":
+            found.add(f"hydra_plugins.{folder.name}")
     assert found == listed_packages()
     for package in found - {"gpureplay.conf"}:
         if package.startswith("gpureplay.conf."):
@@ -110,3 +113,17 @@ def test_installed_wheel_finds_its_config_outside_the_checkout(wheel: Path, tmp_
     assert "name: fifo" in proc.stdout and "gpus_per_node: 8" in proc.stdout
     helped = subprocess.run([str(script), "run", "--help"], cwd=work, env=env, capture_output=True, text=True)
     assert helped.returncode == 0 and "gang-binpack" in helped.stdout and "schedulers-traces" in helped.stdout
+    # The sweep launcher sits in Hydra's plugin namespace, where Hydra's own scan finds it.
+    scan = (
+        "from hydra.core.plugins import Plugins; from hydra.plugins.launcher import Launcher; "
+        "print(sorted(f'{c.__module__}.{c.__name__}' for c in Plugins.instance().discover(Launcher)))"
+    )
+    plugins = subprocess.run([str(python), "-c", scan], cwd=work, env=env, capture_output=True, text=True)
+    assert "hydra_plugins.gpureplay_launcher.local_launcher.GpureplayJoblibLauncher" in plugins.stdout, (
+        plugins
+    )
+    # Bad config from an installed package: the same short message, no traceback.
+    bad = subprocess.run(
+        [str(script), "run", "scheduler=fiffo"], cwd=work, env=env, capture_output=True, text=True
+    )
+    assert bad.returncode == 2 and "did you mean 'fifo'" in bad.stderr and "Traceback" not in bad.stderr

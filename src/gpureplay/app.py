@@ -132,6 +132,20 @@ def _message(err: BaseException) -> str | None:
     return describe_config_error(err)
 
 
+def _register_launcher() -> None:
+    """Make sure Hydra knows the ``hydra/launcher=local`` plugin class.
+
+    A wheel puts it into the ``hydra_plugins`` namespace that Hydra scans; an
+    editable install (``make``) maps the module by name only, out of the scan's
+    sight, hence the explicit registration (``Plugins.register``, Hydra's API for it).
+    """
+    from hydra.core.plugins import Plugins
+
+    from hydra_plugins.gpureplay_launcher.local_launcher import GpureplayJoblibLauncher
+
+    Plugins.instance().register(GpureplayJoblibLauncher)
+
+
 def run(overrides: Sequence[str]) -> NoReturn:
     """``gpureplay run OVERRIDES``: one replay, or a sweep with ``-m``; never returns.
 
@@ -143,6 +157,7 @@ def run(overrides: Sequence[str]) -> NoReturn:
     """
     from gpureplay.interrupts import Interrupted, exit_status
 
+    _register_launcher()
     full_error = os.environ.get("HYDRA_FULL_ERROR") == "1"
     # Hydra prints its own errors and exits with 1 unless HYDRA_FULL_ERROR=1, which lets them reach us.
     os.environ["HYDRA_FULL_ERROR"] = "1"
