@@ -21,6 +21,7 @@ import numpy as np
 import polars as pl
 
 from gpureplay.engine import state as S
+from gpureplay.engine.config import is_cached
 from gpureplay.engine.loop import EngineState, advance, init_state
 from gpureplay.engine.placement import rejection_codes
 from gpureplay.interrupts import PendingSignal, deferred
@@ -34,6 +35,7 @@ __all__ = [
     "TIMELINE_SCHEMA",
     "Replay",
     "default_chunk_seconds",
+    "kernels_cached",
     "simulate",
 ]
 
@@ -123,6 +125,14 @@ class Replay:
     timeline: pl.DataFrame
     gpu_milli_seconds: float
     stats: dict[str, float]
+
+
+def kernels_cached() -> bool:
+    """False when the engine's entry kernels will compile before this replay (a first run, ~1 min).
+
+    See :func:`gpureplay.engine.config.is_cached`.
+    """
+    return all(is_cached(k) for k in (advance, init_state, rejection_codes))
 
 
 def default_chunk_seconds(job_float: np.ndarray) -> float:
