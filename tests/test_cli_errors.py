@@ -13,6 +13,11 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from click.testing import CliRunner
+
+from gpureplay.cli import main
+from gpureplay.errors import InputError
+from gpureplay.traces.registry import trace_selection
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -169,23 +174,22 @@ def test_every_name_trace_list_shows_is_understood_by_inspect() -> None:
     assert listed.returncode == 0, listed.stderr
     names = [line.split()[0] for line in listed.stdout.splitlines()[1:] if line.strip()]
     assert {"itp_raw", "itp_elasticflow", "philly", "openb"} <= set(names)
-    for name in names:
-        proc = gpureplay("trace", "inspect", name, "trace.cluster_id=10") if name.startswith("itp") else None
-        if proc is None:
-            continue
-        assert proc.returncode == 0, (name, proc.stderr)
-        assert "jobs:        260" in proc.stdout
     elastic = gpureplay("trace", "inspect", "itp_elasticflow", "trace.cluster_id=10")
-    assert "elasticflow-traces" in elastic.stdout
-    for (
-        name
-    ) in names:  # the rest: inspected, or refused with a reason (not "neither a trace name nor a file")
-        if name.startswith("itp") or name in ("philly", "openb"):
-            continue
-        proc = gpureplay("trace", "inspect", name)
-        assert "neither a trace name" not in proc.stderr, (name, proc.stderr)
-        assert "Traceback" not in proc.stderr, (name, proc.stderr)
-        assert proc.returncode in (0, 2), (name, proc.stderr)
+    assert elastic.returncode == 0, elastic.stderr
+    assert "elasticflow-traces" in elastic.stdout and "jobs:        260" in elastic.stdout
+    config_names = [p.stem for p in (REPO / "conf" / "trace").glob("*.yaml")]
+    for name in names:  # each selects a trace config, or is refused with its reason (not a job trace)
+        try:
+            selection = trace_selection(name, config_names)
+        except InputError as err:
+            assert "nothing to replay" in str(err) or "not jobs" in str(err), name
+        else:
+            assert selection is not None and selection[0].removeprefix("trace=") in config_names, name
+    runner = CliRunner()
+    raw = runner.invoke(main, ["trace", "inspect", "itp_raw", "trace.cluster_id=10"])
+    assert "raw-traces" in raw.output and "jobs:        260" in raw.output
+    refused = runner.invoke(main, ["trace", "inspect", "dlrm"])
+    assert refused.exit_code == 2 and "nothing to replay" in refused.output
 
 
 def test_convert_writes_csv_for_csv_and_parquet_for_parquet(tiny_jobs_csv: Path, tmp_path: Path) -> None:

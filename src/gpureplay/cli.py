@@ -41,9 +41,13 @@ Config groups and their options:
 
 Top-level keys: seed (int), sample_interval (s), horizon (s or null), debug (bool).
 Writes jobs.parquet, timeline.parquet, summary.parquet and a DONE marker into
-hydra.run.dir (default results/runs/<time>_<trace>_<scheduler>). A bad input exits
-with status 2 and a message naming the file, row and column (or config key).
-Hydra's own options: gpureplay run --hydra-help."""
+hydra.run.dir (default results/runs/<time>_<trace>_<scheduler>), which the run locks
+(a second run into it fails at once) and keeps a STATUS in.
+
+Exit status: 0 done; 2 bad input or config (a message naming the file, row and
+column, or the config key; no traceback), or a folder another run holds; 130 on
+Ctrl-C, 143 on SIGTERM (the folder is left without DONE); 1 a sweep with failed
+points, or an unexpected error. Hydra's own options: gpureplay run --hydra-help."""
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
