@@ -155,7 +155,7 @@ def run(overrides: Sequence[str]) -> NoReturn:
     SIGTERM (``gpureplay: interrupted``), leaving the folder without ``DONE``.
     With ``HYDRA_FULL_ERROR=1`` every error shows its traceback.
     """
-    from gpureplay.interrupts import Interrupted, exit_status
+    from gpureplay.interrupts import Interrupted, exit_status, terminate_raises
 
     _register_launcher()
     full_error = os.environ.get("HYDRA_FULL_ERROR") == "1"
@@ -163,7 +163,8 @@ def run(overrides: Sequence[str]) -> NoReturn:
     os.environ["HYDRA_FULL_ERROR"] = "1"
     sys.argv = ["gpureplay run", *overrides]
     try:
-        main()
+        with terminate_raises():  # SIGTERM to a sweep's parent ends it like Ctrl-C (workers are stopped)
+            main()
     except (KeyboardInterrupt, Interrupted) as stop:
         # After the terminal's echoed ^C, start a line of our own.
         print(("\n" if sys.stderr.isatty() else "") + "gpureplay: interrupted", file=sys.stderr)
