@@ -161,6 +161,11 @@ def test_missing_file_message_lists_the_current_directory(tmp_path: Path) -> Non
     assert_usage_error(proc, "'nowhere.csv' not found", f"{tmp_path / 'nowhere.csv'} (the current directory)")
 
 
+def test_a_folder_given_as_trace_path_is_refused(tmp_path: Path) -> None:
+    proc = gpureplay("run", "trace=csv", f"trace.path={tmp_path}", f"hydra.run.dir={tmp_path / 'o'}")
+    assert_usage_error(proc, f"{tmp_path} is a folder; a trace or node list is a file")
+
+
 def test_inspect_with_a_misspelt_key_names_it() -> None:
     proc = gpureplay("trace", "inspect", "itp", "trace.clusterid=4")
     assert_usage_error(proc, "config key 'trace.clusterid'", "did you mean 'trace.cluster_id'")
