@@ -96,7 +96,7 @@ def test_philly_topology_parameters() -> None:
     cluster = philly_nodes(rack_size=4, racks_per_spine=2)
     assert cluster.nodes["rack"].max() == 551 // 4
     assert cluster.nodes["spine"].max() == 551 // 8
-    with pytest.raises(InputError, match=r"config, column 'cluster.rack_size': must be a whole number >= 1"):
+    with pytest.raises(InputError, match=r"config key 'cluster.rack_size': must be a whole number >= 1"):
         philly_nodes(rack_size=0)
 
 
@@ -373,7 +373,7 @@ def test_homogeneous_topology() -> None:
 )
 def test_homogeneous_bad_config_names_key(kwargs: dict[str, object], key: str) -> None:
     args: dict[str, object] = {"nodes": 4, "gpus_per_node": 8, "gpu_model": "A100-80GB", **kwargs}
-    with pytest.raises(InputError, match=rf"config, column '{key}'"):
+    with pytest.raises(InputError, match=rf"config key '{key}'"):
         homogeneous_nodes(**args)  # type: ignore[arg-type]
 
 

@@ -123,7 +123,7 @@ def assert_chunks_change_nothing(
     horizon: float | None = None,
 ) -> None:
     kwargs: dict[str, Any] = {"seed": seed, "sample_interval": sample_interval, "horizon": horizon}
-    whole = simulate(jobs, nodes, policy, debug=True, **kwargs)
+    whole = simulate(jobs, nodes, policy, debug=True, chunk_seconds=math.inf, **kwargs)  # one go
     calls: list[Progress] = []
     chunk = chunk_seconds(jobs, nodes, policy, chunking)
     chunked = simulate(jobs, nodes, policy, debug=True, progress=calls.append, chunk_seconds=chunk, **kwargs)
@@ -238,7 +238,7 @@ def test_progress_reaches_every_job_in_about_the_default_number_of_chunks() -> N
 def test_timeline_buffers_that_grow_in_the_middle_of_a_chunked_run_are_kept() -> None:
     # 0.0625 s samples over ~160 s: about 2,600 rows, so the 1,024-row buffers double twice mid-run.
     jobs, nodes = staggered_jobs(), nodes_frame([{"gpu_model": "V100", "num_gpus": 4}])
-    whole = simulate(jobs, nodes, PRESETS["gang-binpack"], sample_interval=0.0625)
+    whole = simulate(jobs, nodes, PRESETS["gang-binpack"], sample_interval=0.0625, chunk_seconds=math.inf)
     chunked = simulate(jobs, nodes, PRESETS["gang-binpack"], sample_interval=0.0625, chunk_seconds=0.3)
     assert whole.timeline.height > 2048
     assert chunked.timeline.equals(whole.timeline) and chunked.jobs.equals(whole.jobs)
@@ -246,7 +246,7 @@ def test_timeline_buffers_that_grow_in_the_middle_of_a_chunked_run_are_kept() ->
 
 def test_chunk_seconds_alone_chunks_without_a_callback_and_bad_sizes_are_refused() -> None:
     jobs, nodes = staggered_jobs(), nodes_frame([{"gpu_model": "V100", "num_gpus": 4}])
-    whole = simulate(jobs, nodes, PRESETS["fifo"])
+    whole = simulate(jobs, nodes, PRESETS["fifo"], chunk_seconds=math.inf)
     chunked = simulate(jobs, nodes, PRESETS["fifo"], chunk_seconds=0.25)
     assert chunked.jobs.equals(whole.jobs) and chunked.timeline.equals(whole.timeline)
     for bad in (0.0, -1.0, math.nan):

@@ -113,11 +113,11 @@ def test_atomic_write_keeps_metadata_and_leaves_no_temp_file(tmp_path: Path) -> 
 
 
 def test_write_killed_half_way_leaves_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def half_write(table: object, where: Path, **kwargs: object) -> None:
+    def half_write(df: object, where: Path, **kwargs: object) -> None:
         Path(where).write_bytes(b"PAR1 half a file")
         raise OSError("disk full")
 
-    monkeypatch.setattr("gpureplay.results.writer.pq.write_table", half_write)
+    monkeypatch.setattr(pl.DataFrame, "write_parquet", half_write)
     with pytest.raises(OSError, match="disk full"):
         write_parquet_atomic(pl.DataFrame({"a": [1]}), tmp_path / "jobs.parquet", {})
     assert list(tmp_path.iterdir()) == []

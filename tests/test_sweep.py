@@ -1,4 +1,5 @@
-"""Sweeps: resumable after SIGKILL, failures recorded without stopping others, Ray equals joblib."""
+"""Sweeps: resumable after SIGKILL, failures (and points the system kills) recorded without stopping the
+others, one sweep per folder, bad values refused up front, Ray equals joblib."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import polars as pl
 import pytest
 
 from gpureplay.results.writer import DONE_MARKER, is_done
+from gpureplay.runfolder import SWEEP_LOCK_FILE, hold_folder
 from gpureplay.sweep import ERROR_FILE, read_status
 
 REPO = Path(__file__).resolve().parents[1]
@@ -180,3 +182,98 @@ exit $rc
     assert ours.keys() == reference.keys()
     for name, jobs in ours.items():
         assert jobs.equals(reference[name]), name
+
+
+KILLER = '''
+"""A Hydra callback that kills the point it runs in when its seed is the one given (a stand-in for OOM)."""
+import os
+import signal
+
+from hydra.experimental.callback import Callback
+
+
+class KillPoint(Callback):
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+
+    def on_job_start(self, config, **kwargs):
+        if config.seed == self.seed:
+            os.kill(os.getpid(), signal.SIGKILL)
+'''
+
+
+def test_a_point_killed_by_the_system_is_recorded_and_the_sweep_goes_on(
+    tiny_jobs_csv: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "killer.py").write_text(KILLER)
+    sweep_dir = tmp_path / "sweep"
+    cmd = [
+        sys.executable,
+        "-m",
+        "gpureplay",
+        "run",
+        "-m",
+        "trace=csv",
+        f"trace.path={tiny_jobs_csv}",
+        "cluster=homogeneous",
+        "cluster.nodes=1",
+        "seed=0,1,2,3",
+        f"hydra.sweep.dir={sweep_dir}",
+        "hydra.sweep.subdir=seed_${seed}",
+        "hydra.launcher.n_jobs=2",
+        "+hydra.callbacks.killer._target_=killer.KillPoint",
+        "+hydra.callbacks.killer.seed=1",
+    ]
+    env = {**ENV, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO, check=False, timeout=600)
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr and "TerminatedWorkerError" not in proc.stderr, proc.stderr
+    assert "4 points: 3 done, 0 skipped, 1 failed" in proc.stderr
+    killed = sweep_dir / "seed_1"
+    assert (read_status(killed) or {}).get("status") == "failed"
+    error = (killed / ERROR_FILE).read_text()
+    assert "killed by SIGKILL (signal 9)" in error and "out-of-memory" in error and "seed: 1" in error
+    assert not (killed / DONE_MARKER).exists()
+    for seed in (0, 2, 3):
+        assert is_done(sweep_dir / f"seed_{seed}"), seed
+
+
+def test_a_second_sweep_into_a_busy_sweep_folder_fails_at_once(tiny_jobs_csv: Path, tmp_path: Path) -> None:
+    sweep_dir = tmp_path / "sweep"
+    cmd = [
+        sys.executable,
+        "-m",
+        "gpureplay",
+        "run",
+        "-m",
+        "trace=csv",
+        f"trace.path={tiny_jobs_csv}",
+        "seed=0,1",
+        f"hydra.sweep.dir={sweep_dir}",
+    ]
+    with hold_folder(sweep_dir, SWEEP_LOCK_FILE):
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=ENV, cwd=REPO, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert f"{sweep_dir} is in use by another gpureplay run (pid {os.getpid()}" in proc.stderr
+    assert not any(sweep_dir.glob("seed=*"))
+
+
+def test_a_bad_value_in_a_sweep_fails_before_any_point_runs(tiny_jobs_csv: Path, tmp_path: Path) -> None:
+    sweep_dir = tmp_path / "sweep"
+    cmd = [
+        sys.executable,
+        "-m",
+        "gpureplay",
+        "run",
+        "-m",
+        "trace=csv",
+        f"trace.path={tiny_jobs_csv}",
+        "sample_interval=3600,0",
+        f"hydra.sweep.dir={sweep_dir}",
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=ENV, cwd=REPO, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert "config key 'sample_interval': must be a number of seconds > 0" in proc.stderr
+    assert "sample_interval=0" in proc.stderr and "Traceback" not in proc.stderr
+    assert not list(sweep_dir.rglob("STATUS"))

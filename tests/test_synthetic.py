@@ -131,7 +131,7 @@ def test_a_million_jobs_is_fast(mix: SyntheticMix) -> None:
 )
 def test_bad_settings_name_config_key(mix: SyntheticMix, kwargs: dict[str, object], key: str) -> None:
     args: dict[str, object] = {"n_jobs": 10, "seed": 0, "mix": mix, **kwargs}
-    with pytest.raises(InputError, match=rf"config, column '{key}'"):
+    with pytest.raises(InputError, match=rf"config key '{key}'"):
         synthetic_jobs(**args)  # type: ignore[arg-type]
 
 

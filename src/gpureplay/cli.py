@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -41,9 +41,13 @@ Config groups and their options:
 
 Top-level keys: seed (int), sample_interval (s), horizon (s or null), debug (bool).
 Writes jobs.parquet, timeline.parquet, summary.parquet and a DONE marker into
-hydra.run.dir (default results/runs/<time>_<trace>_<scheduler>). A bad input exits
-with status 2 and a message naming the file, row and column (or config key).
-Hydra's own options: gpureplay run --hydra-help."""
+hydra.run.dir (default results/runs/<time>_<trace>_<scheduler>), which the run locks
+(a second run into it fails at once) and keeps a STATUS in.
+
+Exit status: 0 done; 2 bad input or config (a message naming the file, row and
+column, or the config key; no traceback), or a folder another run holds; 130 on
+Ctrl-C, 143 on SIGTERM (the folder is left without DONE); 1 a sweep with failed
+points, or an unexpected error. Hydra's own options: gpureplay run --hydra-help."""
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -80,8 +84,7 @@ def run(overrides: Sequence[str]) -> None:
     """Replay a trace (Hydra app; see `gpureplay run --help`)."""
     from gpureplay import app
 
-    sys.argv = ["gpureplay run", *overrides]
-    app.main()
+    app.run(overrides)
 
 
 @main.command("compare")
@@ -142,25 +145,28 @@ def trace() -> None:
 
 
 def _load_named_or_path(name_or_path: str, overrides: Sequence[str]) -> Any:
-    from gpureplay.traces.registry import load_trace
+    from gpureplay.traces.registry import load_trace, trace_selection
 
-    if name_or_path in _options("trace"):
-        from hydra import compose, initialize_config_module
+    selection = trace_selection(name_or_path, _options("trace"))
+    if selection is not None:
         from omegaconf import OmegaConf
 
-        from gpureplay.config import register_configs
+        from gpureplay.config import compose_config
 
-        register_configs()
-        with initialize_config_module(config_module="gpureplay.conf", version_base="1.3"):
-            cfg = compose("config", overrides=[f"trace={name_or_path}", *overrides])
+        cfg = compose_config([*selection, *overrides])
         resolved = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
         assert isinstance(resolved, dict)
         return load_trace(resolved["trace"], int(cfg.seed))
     path = Path(name_or_path)
     if not path.exists():
         raise click.BadParameter(
-            f"{name_or_path!r} is neither a trace name ({', '.join(_options('trace'))}) nor a file",
+            f"{name_or_path!r} is neither a trace name ({', '.join(_options('trace'))}, or a name "
+            "`gpureplay trace list` shows) nor a file",
             param_hint="NAME_OR_PATH",
+        )
+    if overrides:
+        raise click.BadParameter(
+            f"overrides ({' '.join(overrides)}) apply to a trace name, not to a file", param_hint="OVERRIDES"
         )
     if path.suffix == ".json" or path.name.startswith("cluster_job_log"):
         from gpureplay.traces.philly_raw import load_philly_raw
@@ -171,7 +177,22 @@ def _load_named_or_path(name_or_path: str, overrides: Sequence[str]) -> Any:
     return load_table(path)
 
 
-def _fail(err: Exception) -> None:
+def _load_or_fail(name_or_path: str, overrides: Sequence[str]) -> Any:
+    """:func:`_load_named_or_path`, exiting with status 2 and a message on bad input or config."""
+    from gpureplay.config_check import describe_config_error
+
+    try:
+        return _load_named_or_path(name_or_path, overrides)
+    except (InputError, FileNotFoundError) as err:
+        _fail(err)
+    except Exception as err:
+        message = describe_config_error(err)
+        if message is None:
+            raise
+        _fail(message)
+
+
+def _fail(err: Exception | str) -> NoReturn:
     click.echo(f"gpureplay: error:\n{err}", err=True)
     sys.exit(2)
 
@@ -206,10 +227,7 @@ def trace_inspect(name_or_path: str, overrides: Sequence[str]) -> None:
     """
     from gpureplay.traces.inspect import describe
 
-    try:
-        click.echo(describe(_load_named_or_path(name_or_path, overrides)))
-    except (InputError, FileNotFoundError) as err:
-        _fail(err)
+    click.echo(describe(_load_or_fail(name_or_path, overrides)))
 
 
 @trace.command("convert", context_settings={"ignore_unknown_options": True})
@@ -220,18 +238,21 @@ def trace_inspect(name_or_path: str, overrides: Sequence[str]) -> None:
     "--output",
     type=click.Path(dir_okay=False, path_type=Path),
     required=True,
-    help="Parquet file to write (canonical jobs table).",
+    help="File to write, by its suffix: .parquet (with the trace's source and checksum as metadata) "
+    "or .csv (list columns joined with '|').",
 )
 def trace_convert(name_or_path: str, overrides: Sequence[str], output: Path) -> None:
-    """Write a trace as a canonical jobs Parquet file (replayable with trace=csv trace.path=FILE)."""
-    from gpureplay.results.writer import write_parquet_atomic
+    """Write a trace as a canonical jobs table, Parquet or CSV (replayable with trace=csv trace.path=FILE)."""
+    from gpureplay.results.writer import TABLE_SUFFIXES, write_table_atomic
 
-    try:
-        adapted = _load_named_or_path(name_or_path, overrides)
-    except (InputError, FileNotFoundError) as err:
-        _fail(err)
+    if output.suffix.lower() not in TABLE_SUFFIXES:
+        raise click.BadParameter(
+            f"cannot tell which format to write from {output.name!r}: name it *.parquet or *.csv",
+            param_hint="-o/--output",
+        )
+    adapted = _load_or_fail(name_or_path, overrides)
     output.parent.mkdir(parents=True, exist_ok=True)
-    write_parquet_atomic(
+    written = write_table_atomic(
         adapted.jobs,
         output,
         {
@@ -241,7 +262,7 @@ def trace_convert(name_or_path: str, overrides: Sequence[str], output: Path) -> 
             "adapter_changes": adapted.describe_changes(),
         },
     )
-    click.echo(f"wrote {adapted.jobs.height:,} jobs to {output}")
+    click.echo(f"wrote {adapted.jobs.height:,} jobs to {output} ({written})")
 
 
 @trace.command("fetch")

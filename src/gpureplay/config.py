@@ -1,7 +1,7 @@
 """Structured-config schemas of the Hydra config tree, registered in Hydra's ConfigStore.
 
 Every YAML option under ``conf/<group>/`` starts from one of these schemas
-(``defaults: [schema_name, _self_]``), so a misspelt key or a value of the
+(``defaults: [/schema/<group>/<kind>@_here_, _self_]``), so a misspelt key or a value of the
 wrong type (``seed=abc``, ``cluster.nodes=many``) fails at compose time with
 Hydra's own message, before any data is read.
 
@@ -17,12 +17,13 @@ Groups (DESIGN.md, "Config tree"):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
+from omegaconf import MISSING, DictConfig
 
 from gpureplay.schedulers.policy import Policy
 
@@ -283,13 +284,51 @@ CLUSTER_SCHEMAS: dict[str, type[ClusterConf]] = {
 }
 
 
+#: ConfigStore group holding the schemas. They live outside the run's own groups so that Hydra never
+#: offers a schema as an option (``scheduler=schema`` would run an unnamed default policy); a YAML
+#: option extends its schema with ``defaults: [/schema/<group>/<kind>@_here_, _self_]``.
+SCHEMA_GROUP = "schema"
+
+
 def register_configs() -> None:
     """Register every schema in Hydra's ConfigStore (idempotent)."""
     cs = ConfigStore.instance()
     cs.store(name="base_config", node=Config)
     for kind, trace_schema in TRACE_SCHEMAS.items():
-        cs.store(group="trace", name=f"schema_{kind}", node=trace_schema)
+        cs.store(group=f"{SCHEMA_GROUP}/trace", name=kind, node=trace_schema)
     for kind, cluster_schema in CLUSTER_SCHEMAS.items():
-        cs.store(group="cluster", name=f"schema_{kind}", node=cluster_schema)
-    cs.store(group="scheduler", name="schema", node=Policy)
-    cs.store(group="workload", name="schema", node=WorkloadConf)
+        cs.store(group=f"{SCHEMA_GROUP}/cluster", name=kind, node=cluster_schema)
+    cs.store(group=f"{SCHEMA_GROUP}/scheduler", name="scheduler", node=Policy)
+    cs.store(group=f"{SCHEMA_GROUP}/workload", name="workload", node=WorkloadConf)
+
+
+def compose_config(overrides: Sequence[str]) -> DictConfig:
+    """Compose and check the run config outside ``gpureplay run`` (``trace inspect``, scripts, tests).
+
+    Parameters
+    ----------
+    overrides
+        Hydra overrides, e.g. ``["trace=itp", "trace.cluster_id=4"]``.
+
+    Returns
+    -------
+    DictConfig
+        The config ``gpureplay run`` would replay (without the ``hydra`` node).
+
+    Raises
+    ------
+    hydra.errors.HydraException
+        On a misspelt option or key, or a value of the wrong type
+        (:func:`gpureplay.config_check.describe_config_error` words it).
+    gpureplay.errors.InputError
+        On what composition lets through (:func:`gpureplay.config_check.check_config`).
+    """
+    from hydra import compose, initialize_config_module
+
+    from gpureplay.config_check import check_config
+
+    register_configs()
+    with initialize_config_module(config_module="gpureplay.conf", version_base="1.3"):
+        cfg = compose("config", overrides=list(overrides))
+    check_config(cfg)
+    return cfg

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+#: ``Problem.source`` of a bad value in the run configuration (as opposed to a file).
+CONFIG = "config"
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -19,24 +22,41 @@ class Problem:
     message
         What is wrong, e.g. ``"negative value -3.0"``.
     source
-        The file (or config key) the bad value came from.
+        The file the bad value came from, or ``"config"`` for a config value.
     row
         1-based data row of the raw file (the header is not counted), or
         ``None`` when the problem is not tied to a row.
     column
         The raw or canonical column name, or ``None``.
+    key
+        The dotted config key (``cluster.nodes``) of a bad config value, or
+        ``None``. A problem with a key reads ``config key 'cluster.nodes': ...``.
+
+    Examples
+    --------
+    >>> str(Problem("negative value -3.0", "jobs.csv", row=2, column="duration"))
+    "jobs.csv, row 2, column 'duration': negative value -3.0"
+    >>> str(Problem("must be >= 1 (found 0)", "config", key="cluster.nodes"))
+    "config key 'cluster.nodes': must be >= 1 (found 0)"
     """
 
     message: str
-    source: str
+    source: str = CONFIG
     row: int | None = None
     column: str | None = None
+    key: str | None = None
 
     def __str__(self) -> str:
-        where = [self.source]
+        key = self.key
+        if key is None and self.source == CONFIG and self.column is not None:
+            key = self.column  # a config value named the old way (column=): it is a key all the same
+        if key is not None:
+            where = [f"config key {key!r}" if self.source == CONFIG else f"{self.source}, key {key!r}"]
+        else:
+            where = [self.source]
         if self.row is not None:
             where.append(f"row {self.row}")
-        if self.column is not None:
+        if self.column is not None and key is None:
             where.append(f"column {self.column!r}")
         return f"{', '.join(where)}: {self.message}"
 
@@ -63,9 +83,24 @@ class InputError(ValueError):
             lines.append(f"... and {total - len(lines)} more problem(s)")
         return "\n".join(lines)
 
+    def __reduce__(self) -> tuple[type[InputError], tuple[list[Problem], int | None, int]]:
+        # Exceptions pickle their args by default (here the message), which would not rebuild the
+        # problems; sweep workers send errors back to the parent process.
+        return (type(self), (self.problems, self.total, self.shown))
+
     @classmethod
     def single(
-        cls, message: str, source: str, row: int | None = None, column: str | None = None
+        cls,
+        message: str,
+        source: str,
+        row: int | None = None,
+        column: str | None = None,
+        key: str | None = None,
     ) -> InputError:
         """Build an error holding a single problem."""
-        return cls([Problem(message, source, row, column)])
+        return cls([Problem(message, source, row, column, key)])
+
+    @classmethod
+    def config(cls, message: str, key: str) -> InputError:
+        """Build an error about the config value at ``key`` (``config key 'cluster.nodes': ...``)."""
+        return cls([Problem(message, CONFIG, key=key)])

@@ -8,6 +8,7 @@ workers import it and hit numba's on-disk cache instead of recompiling.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -60,8 +61,11 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
     gpureplay.errors.InputError
         On any bad trace, node list or config value; nothing is written then.
     """
-    from gpureplay.replay.progress import progress_for_terminal
-    from gpureplay.replay.simulate import simulate  # numba import deferred: `--help` stays fast
+    from gpureplay.replay.progress import announce_compilation, progress_for_terminal
+    from gpureplay.replay.simulate import (
+        kernels_cached,
+        simulate,
+    )  # numba import deferred: `--help` stays fast
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -80,6 +84,8 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
         "cluster %s: %s nodes, %s GPUs", cfg.cluster.name, f"{cluster.nodes.height:,}", f"{total_gpus:,}"
     )
 
+    if not kernels_cached():
+        announce_compilation(os.environ.get("NUMBA_CACHE_DIR"))
     started = time.perf_counter()
     replay = simulate(
         jobs,

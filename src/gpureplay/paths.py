@@ -35,19 +35,22 @@ def resolve_data_path(path: str | Path) -> Path:
     Raises
     ------
     FileNotFoundError
-        Listing every place that was searched.
+        Listing every place that was searched (the current directory first),
+        or saying that the path names a folder.
     """
     candidate = Path(path).expanduser()
     if candidate.is_absolute() or candidate.exists():
+        if candidate.is_dir():
+            raise FileNotFoundError(f"{candidate} is a folder; a trace or node list is a file")
         if candidate.exists():
             return candidate
         raise FileNotFoundError(f"trace file not found: {candidate}")
-    tried = []
+    tried = [f"{Path.cwd() / candidate} (the current directory)"]
     for root in data_roots():
         full = root / candidate
-        if full.exists():
+        if full.is_file():
             return full
-        tried.append(str(full))
+        tried.append(str(full) + (" (a folder)" if full.is_dir() else ""))
     raise FileNotFoundError(
         f"file {str(path)!r} not found; looked in: {', '.join(tried)}. "
         f"Set ${DATA_PATH_ENV} or run `gpureplay trace fetch NAME` for traces too large to bundle."

@@ -1,12 +1,16 @@
 """Resumable sweeps: per-point status files and the closing count of a multirun.
 
-Each sweep point (one Hydra job) ends by writing ``STATUS`` into its folder:
+Every run (a sweep point or a single run) keeps a ``STATUS`` file in its
+folder: ``running`` from its start (:func:`gpureplay.runfolder.start_run`), then
 ``done`` (replayed now), ``skipped`` (already complete from an earlier run of
-the same sweep folder) or ``failed`` (with ``ERROR.txt`` holding the error and
-the point's config). :class:`SweepSummary`, a Hydra callback, counts the
-statuses written during this invocation and prints one line, whatever the
-launcher (joblib, Ray, Slurm): the files are the only channel every launcher
-shares with the process that started the sweep.
+the same sweep folder), ``failed`` (with ``ERROR.txt`` holding the error and
+the point's config) or ``interrupted`` (Ctrl-C or SIGTERM). ``running`` with
+nobody holding the folder's lock means the process was killed outright.
+:class:`SweepSummary`, a Hydra callback, counts the statuses written during
+this invocation and prints one line, whatever the launcher (joblib, Ray,
+Slurm): the files are the only channel every launcher shares with the process
+that started the sweep. A point left ``running`` by a killed process is
+recorded as failed then (:func:`write_killed`).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from omegaconf import DictConfig, OmegaConf
 STATUS_FILE = "STATUS"
 #: Per-point error report of a failed point.
 ERROR_FILE = "ERROR.txt"
-STATUSES = ("done", "skipped", "failed")
+STATUSES = ("running", "done", "skipped", "failed", "interrupted")
 
 
 def write_status(folder: Path, status: str, error: str | None = None) -> None:
@@ -47,6 +51,33 @@ def write_error(folder: Path, err: BaseException, cfg: DictConfig) -> None:
     tmp = folder / f".{ERROR_FILE}.tmp-{os.getpid()}"
     tmp.write_text(f"{type(err).__name__}: {err}\n\n{text}\nconfig:\n{config}")
     os.replace(tmp, folder / ERROR_FILE)
+
+
+def write_killed(folder: Path, how: str, cfg: DictConfig | None) -> None:
+    """Record a point whose process died without a word (SIGKILL, a crash) as failed.
+
+    Parameters
+    ----------
+    folder
+        The point's folder.
+    how
+        How it died, e.g. ``"killed by SIGKILL"``.
+    cfg
+        The point's config, written into ``ERROR.txt`` (None when unknown).
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    advice = (
+        "The operating system stopped the process: SIGKILL most often comes from the out-of-memory "
+        "killer (see `dmesg` or the job scheduler's log); lower the point's memory (fewer jobs, a longer "
+        "sample_interval) or run fewer points at once (hydra.launcher.n_jobs=1)."
+        if "SIGKILL" in how
+        else "The process ended without reporting an error (a crash in native code, or a signal)."
+    )
+    config = OmegaConf.to_yaml(cfg, resolve=False) if cfg is not None else "(unknown)\n"
+    tmp = folder / f".{ERROR_FILE}.tmp-{os.getpid()}"
+    tmp.write_text(f"point process {how}\n\n{advice}\n\nconfig:\n{config}")
+    os.replace(tmp, folder / ERROR_FILE)
+    write_status(folder, "failed", f"point process {how}")
 
 
 def read_status(folder: Path) -> dict[str, Any] | None:
@@ -82,8 +113,18 @@ class SweepSummary(Callback):
         self.started = time.time() - 1.0
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        from gpureplay.runfolder import is_held
+
         sweep_dir = Path(config.hydra.sweep.dir)
         found = count_statuses(sweep_dir, self.started)
+        # A point still `running` whose lock nobody holds died without a word (a launcher that does not
+        # isolate worker deaths, e.g. Ray or Slurm): record it as failed so the count adds up.
+        for folder in [f for f in found["running"] if not is_held(f)]:
+            write_killed(folder, "died without a status (killed, or crashed in native code)", None)
+            found["running"].remove(folder)
+            found["failed"].append(folder)
+        # A point stopped by SIGTERM alone (e.g. a preempted Slurm job) did not complete either.
+        found["failed"].extend(found.pop("interrupted"))
         total = sum(len(v) for v in found.values())
         line = (
             f"sweep {sweep_dir}: {total} points: {len(found['done'])} done, "

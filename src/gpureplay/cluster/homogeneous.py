@@ -89,7 +89,7 @@ def homogeneous_nodes(
     if name is None:
         known = ", ".join(sorted(catalog.gpu_models()))
         raise InputError.single(
-            f"unknown GPU model {gpu_model!r}; known models: {known}", "config", column="cluster.gpu_model"
+            f"unknown GPU model {gpu_model!r}; known models: {known}", "config", key="cluster.gpu_model"
         )
     model = catalog.gpu_model(name)
     size = min(model.nvlink_size, gpus_per_node) if nvlink_domain_size is None else nvlink_domain_size
@@ -98,7 +98,7 @@ def homogeneous_nodes(
             f"an NVLink domain of {size} GPUs larger than one node must be a whole number of nodes of "
             f"{gpus_per_node} GPUs (e.g. {gpus_per_node * max(2, size // gpus_per_node)})",
             "config",
-            column="cluster.nvlink_domain_size",
+            key="cluster.nvlink_domain_size",
         )
     nodes_per_domain = max(1, size // gpus_per_node)
 
@@ -132,7 +132,7 @@ def _check_capacity(values: dict[str, int | None]) -> None:
         Problem(
             f"must be a whole number from 0 to {2**31 - 1}, or null for unknown (found {value!r})",
             "config",
-            column=key,
+            key=key,
         )
         for key, value in values.items()
         if value is not None

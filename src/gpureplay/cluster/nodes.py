@@ -230,11 +230,9 @@ def check_positive(values: Mapping[str, int | None], *, maximum: Mapping[str, in
         if value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            problems.append(Problem(f"must be a whole number >= 1 (found {value!r})", "config", column=key))
+            problems.append(Problem(f"must be a whole number >= 1 (found {value!r})", "config", key=key))
         elif key in maximum and value > maximum[key]:
-            problems.append(
-                Problem(f"must be at most {maximum[key]} (found {value!r})", "config", column=key)
-            )
+            problems.append(Problem(f"must be at most {maximum[key]} (found {value!r})", "config", key=key))
     if problems:
         raise InputError(problems)
 

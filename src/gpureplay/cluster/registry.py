@@ -78,6 +78,6 @@ def build_cluster(cfg: Mapping[str, Any]) -> ClusterNodes:
         raise InputError.single(
             f"unknown cluster kind {kind!r}; known: {', '.join(sorted(BUILDERS))}",
             "config",
-            column="cluster.kind",
+            key="cluster.kind",
         )
     return builder(cfg)

@@ -6,6 +6,8 @@ is the terminal callback: one line on stderr that rewrites itself in place
 (a carriage return and the ANSI "erase to end of line", like pip's and
 tqdm's bars) and disappears when the replay ends. :func:`progress_for_terminal`
 decides whether to show it: only on an interactive terminal, never in CI.
+:func:`announce_compilation` says, on the same terms, that a first run is
+compiling the engine.
 """
 
 from __future__ import annotations
@@ -18,7 +20,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TextIO
 
-__all__ = ["Progress", "ProgressLine", "format_progress", "progress_for_terminal"]
+__all__ = [
+    "COMPILE_NOTICE",
+    "Progress",
+    "ProgressLine",
+    "announce_compilation",
+    "format_progress",
+    "progress_for_terminal",
+    "someone_watches",
+]
 
 #: ANSI "erase in line" (EL, ECMA-48 8.3.41) from the cursor to the end of the line.
 ERASE_TO_END = "\x1b[K"
@@ -206,16 +216,63 @@ def progress_for_terminal(
     services set; like pip and tqdm-based tools, no progress is drawn into
     logs that are not a terminal.
     """
+    return ProgressLine(stream) if someone_watches(stream, environ) else None
+
+
+def someone_watches(stream: TextIO | None = None, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether a person watches ``stream``: the rule of :func:`progress_for_terminal`, for any notice.
+
+    Parameters
+    ----------
+    stream
+        The stream (default ``sys.stderr``).
+    environ
+        Environment to read (default ``os.environ``).
+
+    Returns
+    -------
+    bool
+        False when ``GPUREPLAY_PROGRESS`` is off; True when it is on; else
+        False when ``CI`` is set, and whether ``stream`` is a TTY otherwise.
+    """
     env = os.environ if environ is None else environ
     out = sys.stderr if stream is None else stream
     flag = env.get(PROGRESS_ENV, "").strip().lower()
     if flag in _OFF or out is None:
-        return None
+        return False
     if flag in _ON:
-        return ProgressLine(stream)
+        return True
     if env.get("CI", ""):
-        return None
+        return False
     isatty = getattr(out, "isatty", None)
-    if not (callable(isatty) and isatty()):
-        return None
-    return ProgressLine(stream)
+    return bool(callable(isatty) and isatty())
+
+
+#: What a terminal is told before a replay that has to compile the engine first.
+COMPILE_NOTICE = "gpureplay: compiling kernels, first run only (~1 min)…"
+
+
+def announce_compilation(
+    cache_dir: str | None, stream: TextIO | None = None, environ: Mapping[str, str] | None = None
+) -> bool:
+    """Tell a watching terminal that the kernels compile now (numba is silent for about a minute).
+
+    Parameters
+    ----------
+    cache_dir
+        Where the compiled code will be kept, shown in the notice (None: not shown).
+    stream, environ
+        As :func:`someone_watches`.
+
+    Returns
+    -------
+    bool
+        Whether the notice was written (never on a pipe, a file or in CI).
+    """
+    if not someone_watches(stream, environ):
+        return False
+    out = sys.stderr if stream is None else stream
+    where = f" (cached in {cache_dir})" if cache_dir else ""
+    out.write(f"{COMPILE_NOTICE}{where}\n")
+    out.flush()
+    return True

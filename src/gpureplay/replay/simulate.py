@@ -1,8 +1,10 @@
 """Replay a canonical trace on a canonical cluster under a policy: the engine's Python face.
 
 :func:`simulate` compiles the tables once (:mod:`gpureplay.replay.compile`),
-runs the numba event loop (:func:`gpureplay.engine.loop.advance`) in chunks of
-simulated time, grows its result buffers when it asks for room, and turns its
+runs the numba event loop (:func:`gpureplay.engine.loop.advance`) always in
+chunks of simulated time (so that progress can be shown and Ctrl-C is seen
+within a fraction of a second), grows its result buffers when it asks for
+room, and turns its
 arrays back into polars tables with explicit schemas: one row per job, one per
 run attempt, and the sampled timeline. The event order is written down once,
 in :mod:`gpureplay.engine.loop`; the semantics in ``docs/engine-semantics.md``.
@@ -20,9 +22,12 @@ import polars as pl
 
 from gpureplay.engine import layout as L
 from gpureplay.engine.bundles import JobState, Run, State, initial_state
+from gpureplay.engine.config import is_cached
 from gpureplay.engine.fitindex import index_layout
 from gpureplay.engine.loop import advance
+from gpureplay.engine.resources import rejection_codes
 from gpureplay.engine.scoring import build_index
+from gpureplay.interrupts import PendingSignal, deferred
 from gpureplay.replay.compile import Compiled, compile_replay, policy_params
 from gpureplay.replay.progress import Progress
 from gpureplay.schedulers.policy import Policy
@@ -34,11 +39,19 @@ __all__ = [
     "JOB_RESULT_SCHEMA",
     "TIMELINE_SCHEMA",
     "Replay",
+    "kernels_cached",
     "simulate",
 ]
 
 #: Chunks a replay is cut into by default (over the submit span).
 DEFAULT_CHUNKS = 200
+
+#: Wall seconds one default-sized chunk may take before the next ones are made smaller: the longest a
+#: Ctrl-C waits (signals are seen between chunks only).
+MAX_CHUNK_WALL_SECONDS = 0.2
+
+#: Smallest chunk, as a fraction of the default one (a chunk of one busy event time cannot be cut).
+MAX_CHUNK_SPLITS = 1024.0
 #: Most timeline rows a run keeps by default (the interval widens beyond).
 DEFAULT_MAX_SAMPLES = 100_000
 #: Timeline rows allocated before the first growth.
@@ -155,6 +168,14 @@ class Replay:
     stats: dict[str, float]
 
 
+def kernels_cached() -> bool:
+    """False when the engine's entry kernels will compile before this replay (a first run, ~1 min).
+
+    See :func:`gpureplay.engine.config.is_cached`.
+    """
+    return all(is_cached(k) for k in (advance, rejection_codes, build_index))
+
+
 def default_chunk_seconds(compiled: Compiled) -> float:
     """Simulated seconds per chunk: the submit span / :data:`DEFAULT_CHUNKS` (``inf``: one chunk)."""
     submit = compiled.jobs.flts[L.JF_SUBMIT]
@@ -205,10 +226,16 @@ def simulate(
         of them at the end, and the GPU-second accounting identity.
     progress
         Called with a :class:`~gpureplay.replay.progress.Progress` after each
-        chunk of simulated time, and once more with ``finished=True``.
+        chunk of simulated time, and once more with ``finished=True`` (also
+        when the run stops on an error or a signal).
     chunk_seconds
-        Simulated seconds per chunk (default: the submit span / 200 with a
-        progress callback, else one chunk).
+        Simulated seconds per chunk. Default: :func:`default_chunk_seconds`
+        (the submit span / 200), halved while a chunk takes more than
+        :data:`MAX_CHUNK_WALL_SECONDS` of wall time (and grown back when
+        chunks are quick), so that a signal is seen soon whatever the trace.
+        A chunk ends at the first multiple of its size at or after the next
+        event, so each chunk processes at least one event time. ``math.inf``:
+        one chunk (no progress and no signal seen until the end).
 
     Raises
     ------
@@ -216,6 +243,9 @@ def simulate(
         On a policy or setting out of range, naming its config key.
     AssertionError
         With ``debug=True``, when an invariant is violated (what, and at which time).
+    KeyboardInterrupt, gpureplay.interrupts.Interrupted
+        On SIGINT (Ctrl-C) or SIGTERM, at the end of the chunk running when it
+        came (:func:`gpureplay.interrupts.deferred`).
     """
     if not (math.isfinite(sample_interval) and sample_interval > 0):
         raise ValueError(f"sample_interval must be a finite number > 0, got {sample_interval}")
@@ -240,9 +270,11 @@ def simulate(
     compiled = compile_replay(jobs, nodes, params)
     state = _initial(compiled, min(TIMELINE_START_CAPACITY, max_samples))
     started = time.perf_counter()
-    if chunk_seconds is None and progress is not None:
+    adaptive = chunk_seconds is None
+    if chunk_seconds is None:
         chunk_seconds = default_chunk_seconds(compiled)
-    state = _run(compiled, state, chunk_seconds or math.inf, progress, horizon, started)
+    with deferred() as pending:
+        state = _run(compiled, state, chunk_seconds, adaptive, progress, pending, horizon, started)
     kernel_seconds = time.perf_counter() - started
     js, run = state.js, state.run
     clock = run.clock
@@ -314,19 +346,43 @@ def _grow(run: Run, max_samples: int) -> Run:
     return run._replace(att_i=att_i, att_f=att_f)
 
 
+def _next_stop(previous: float, next_event: float, chunk: float) -> float:
+    """End of the next chunk: the first multiple of ``chunk`` past ``previous``, at or after ``next_event``.
+
+    Examples
+    --------
+    >>> _next_stop(0.0, 0.0, 10.0), _next_stop(10.0, 12.0, 10.0), _next_stop(10.0, 95.0, 10.0)
+    (10.0, 20.0, 100.0)
+    >>> _next_stop(0.0, 5.0, math.inf)
+    inf
+    """
+    if math.isinf(chunk):
+        return math.inf
+    k = max(math.floor(previous / chunk) + 1, math.ceil(next_event / chunk))
+    stop = k * chunk
+    if stop < next_event or stop <= previous:  # rounding of the divisions
+        stop = (k + 1) * chunk
+    return stop
+
+
 def _run(
     compiled: Compiled,
     state: State,
     chunk_seconds: float,
+    adaptive: bool,
     progress: Callable[[Progress], None] | None,
+    pending: PendingSignal,
     horizon: float | None,
     started: float,
 ) -> State:
-    """Advance the engine chunk by chunk (growing buffers on request), reporting progress after each.
+    """Advance the engine chunk by chunk (growing buffers on request), reporting and checking signals.
 
-    Chunk boundaries are multiples of ``chunk_seconds``; after a pause the next
+    Chunk boundaries are multiples of the chunk size; after a pause the next
     boundary is the first one at or after the next event time, so a gap in the
-    trace costs one call, not one per empty chunk.
+    trace costs one call, not one per empty chunk. With ``adaptive``, the size
+    is halved after a chunk slower than :data:`MAX_CHUNK_WALL_SECONDS` (down to
+    ``chunk_seconds / MAX_CHUNK_SPLITS``) and doubled back (up to
+    ``chunk_seconds``) after a chunk ten times quicker.
     """
     c = compiled
     max_samples = int(c.params.codes[L.P_MAX_SAMPLES])
@@ -335,24 +391,27 @@ def _run(
     if horizon is not None:
         last_submit = min(last_submit, horizon)
     total = int(c.jobs.ints.shape[1])
-    k = 0
-    t_stop = math.inf
+    chunk = chunk_seconds
+    t_stop = -math.inf
     status = L.ADV_PAUSED
     try:
         while True:
-            clock = state.run.clock
-            if status == L.ADV_PAUSED and math.isfinite(chunk_seconds):
-                k = max(k + 1, math.ceil(clock[L.X_NEXT_T] / chunk_seconds))
-                t_stop = k * chunk_seconds
-                if t_stop < clock[L.X_NEXT_T]:  # rounding of the division
-                    k += 1
-                    t_stop = k * chunk_seconds
+            if status == L.ADV_PAUSED:
+                t_stop = _next_stop(max(t_stop, 0.0), float(state.run.clock[L.X_NEXT_T]), chunk)
+            tick = time.perf_counter()
             status = int(advance(c.params, c.jobs, c.classes, c.cluster, state, t_stop))
+            pending.check()
             if status == L.ADV_GROW:
                 state = state._replace(run=_grow(state.run, max_samples))
                 continue
             if status != L.ADV_PAUSED:
                 break
+            if adaptive:
+                took = time.perf_counter() - tick
+                if took > MAX_CHUNK_WALL_SECONDS:
+                    chunk = max(chunk / 2.0, chunk_seconds / MAX_CHUNK_SPLITS)
+                elif took < MAX_CHUNK_WALL_SECONDS / 10.0 and chunk < chunk_seconds:
+                    chunk = min(chunk * 2.0, chunk_seconds)
             if progress is not None:
                 progress(_progress(state.run, total, last_submit, started, False))
     finally:

@@ -4,6 +4,11 @@ A file is written under a temporary name in the same folder and renamed into
 place (``os.replace`` is atomic on POSIX), so a killed run never leaves a file
 that looks complete. A run folder is complete when its ``DONE`` marker exists;
 the marker is written last.
+
+polars is imported by the functions that need it, so that the marker helpers
+(:func:`is_done`, :func:`clear_run`) stay cheap to import for the command line.
+Parquet is written and its key-value metadata read by polars itself: a run
+never imports pyarrow.
 """
 
 from __future__ import annotations
@@ -13,9 +18,10 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import polars as pl
-import pyarrow.parquet as pq
+if TYPE_CHECKING:
+    import polars as pl
 
 #: Name of the marker written after every result file of a run is in place.
 DONE_MARKER = "DONE"
@@ -32,6 +38,8 @@ def conform(df: pl.DataFrame, schema: Mapping[str, pl.DataType]) -> pl.DataFrame
     ValueError
         If a column is missing or a cast would lose values: a bug, not bad input.
     """
+    import polars as pl
+
     missing = [c for c in schema if c not in df.columns]
     if missing:
         raise ValueError(f"result table lacks column(s) {missing}")
@@ -42,25 +50,68 @@ def write_parquet_atomic(df: pl.DataFrame, path: Path, metadata: Mapping[str, st
     """Write ``df`` to ``path`` through a temporary file, with key-value ``metadata``."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    table = df.to_arrow()
-    meta = dict(table.schema.metadata or {})
-    meta.update({f"{META_PREFIX}{k}".encode(): v.encode() for k, v in metadata.items()})
+    meta = {f"{META_PREFIX}{k}": v for k, v in metadata.items()}
     try:
-        pq.write_table(table.replace_schema_metadata(meta), tmp, compression="zstd")
+        df.write_parquet(tmp, compression="zstd", metadata=meta)
         os.replace(tmp, path)
     finally:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
 
 
+#: File suffixes :func:`write_table_atomic` knows, and the format each means.
+TABLE_SUFFIXES: dict[str, str] = {".parquet": "Parquet", ".csv": "CSV"}
+
+
+def write_csv_atomic(df: pl.DataFrame, path: Path, list_separator: str = "|") -> None:
+    """Write ``df`` as CSV to ``path`` through a temporary file; list columns become joined text.
+
+    A list cell ``["A100", "H100"]`` is written ``A100|H100`` (an empty or
+    null list, an empty cell), which is how ``trace=csv`` reads ``gpu_models``
+    back (``trace.model_separator``).
+    """
+    import polars as pl
+
+    path = Path(path)
+    lists = [name for name, dtype in df.schema.items() if isinstance(dtype, pl.List)]
+    flat = df.with_columns(pl.col(c).cast(pl.List(pl.String)).list.join(list_separator) for c in lists)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        flat.write_csv(tmp)
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+
+
+def write_table_atomic(df: pl.DataFrame, path: Path, metadata: Mapping[str, str]) -> str:
+    """Write ``df`` in the format ``path``'s suffix names (:data:`TABLE_SUFFIXES`); the format's name.
+
+    Parquet keeps ``metadata`` as key-value metadata; CSV has no place for it.
+
+    Raises
+    ------
+    ValueError
+        For a suffix other than ``.parquet`` or ``.csv``.
+    """
+    kind = TABLE_SUFFIXES.get(Path(path).suffix.lower())
+    if kind == "Parquet":
+        write_parquet_atomic(df, path, metadata)
+    elif kind == "CSV":
+        write_csv_atomic(df, path)
+    else:
+        raise ValueError(
+            f"no table format for {Path(path).name!r}; known suffixes: {', '.join(TABLE_SUFFIXES)}"
+        )
+    return kind
+
+
 def read_metadata(path: Path) -> dict[str, str]:
     """Return gpureplay's key-value metadata of a result file (prefix stripped)."""
-    raw = pq.read_schema(path).metadata or {}
-    return {
-        k.decode()[len(META_PREFIX) :]: v.decode()
-        for k, v in raw.items()
-        if k.decode().startswith(META_PREFIX)
-    }
+    import polars as pl
+
+    raw = pl.read_parquet_metadata(path)
+    return {k[len(META_PREFIX) :]: v for k, v in raw.items() if k.startswith(META_PREFIX)}
 
 
 def mark_done(folder: Path, files: Mapping[str, int]) -> None:

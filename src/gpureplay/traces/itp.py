@@ -60,7 +60,7 @@ def cluster_name(cluster_id: int) -> str:
 def _check_args(cluster_id: object, variant: object) -> list[int]:
     if variant not in _FOLDERS:
         raise InputError.single(
-            f"unknown variant {variant!r}; known: {', '.join(_FOLDERS)}", "config", column="trace.variant"
+            f"unknown variant {variant!r}; known: {', '.join(_FOLDERS)}", "config", key="trace.variant"
         )
     if cluster_id is None:
         return list(CLUSTERS)
@@ -68,7 +68,7 @@ def _check_args(cluster_id: object, variant: object) -> list[int]:
         raise InputError.single(
             f"must be one of {CLUSTERS[0]}..{CLUSTERS[-1]} or null (all clusters), got {cluster_id!r}",
             "config",
-            column="trace.cluster_id",
+            key="trace.cluster_id",
         )
     return [cluster_id]
 

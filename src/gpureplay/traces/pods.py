@@ -62,7 +62,7 @@ def split_gpus_into_pods(num_gpus: pl.Expr, max_gpus_per_pod: int) -> tuple[pl.E
         raise InputError.single(
             f"must be a whole number >= 1, got {max_gpus_per_pod!r}",
             "config",
-            column="trace.max_gpus_per_pod",
+            key="trace.max_gpus_per_pod",
         )
     gpus = num_gpus.cast(pl.Int64)
     # Zero and negative counts pass through unchanged so validation sees (and reports) them.

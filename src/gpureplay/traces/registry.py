@@ -7,7 +7,7 @@ use so ``gpureplay --help`` stays fast.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from gpureplay.errors import InputError
@@ -77,7 +77,7 @@ def _synthetic(cfg: Mapping[str, Any], seed: int) -> AdaptedTrace:
     from gpureplay.workload.synthetic import synthetic_jobs
 
     if cfg["n_jobs"] <= 0:
-        raise InputError.single("must be > 0", "config", column="trace.n_jobs")
+        raise InputError.single("must be > 0", "config", key="trace.n_jobs")
     jobs = synthetic_jobs(cfg["n_jobs"], seed, load=cfg["load"])
     return AdaptedTrace(
         jobs, source=f"synthetic(n_jobs={cfg['n_jobs']}, seed={seed})", sha256="", changes=Counter()
@@ -100,6 +100,67 @@ LOADERS: dict[str, Callable[[Mapping[str, Any], int], AdaptedTrace]] = {
 FETCHED = frozenset({"philly_raw", "pai2020", "helios"})
 
 
+#: Names in the trace manifest (``gpureplay trace list``) that are read by a trace config of another
+#: name: the overrides that select them.
+MANIFEST_ALIASES: dict[str, tuple[str, ...]] = {
+    "itp_raw": ("trace=itp", "trace.variant=raw"),
+    "itp_elasticflow": ("trace=itp", "trace.variant=elasticflow"),
+}
+
+_NOT_JOBS = {
+    "nodes": "a node or topology list, not jobs (input for a cluster: `gpureplay run --help`, group cluster)",
+    "none": "statistics only: there is nothing to replay",
+}
+
+
+def trace_selection(name: str, config_names: Sequence[str]) -> tuple[str, ...] | None:
+    """The overrides that select the trace called ``name``, or None when no trace has that name.
+
+    Parameters
+    ----------
+    name
+        A trace config name (``philly``, ``itp``, ...) or a name ``gpureplay trace
+        list`` shows (``itp_raw``, ``itp_elasticflow``, ...).
+    config_names
+        The options of the ``trace`` config group.
+
+    Raises
+    ------
+    InputError
+        When ``name`` is in the manifest but is not a job trace (a node list,
+        or statistics only).
+
+    Examples
+    --------
+    >>> trace_selection("philly", ["philly", "itp"])
+    ('trace=philly',)
+    >>> trace_selection("itp_elasticflow", ["philly", "itp"])
+    ('trace=itp', 'trace.variant=elasticflow')
+    >>> trace_selection("jobs.csv", ["philly", "itp"]) is None
+    True
+    """
+    if name in config_names:
+        return (f"trace={name}",)
+    if name in MANIFEST_ALIASES:
+        return MANIFEST_ALIASES[name]
+    from gpureplay.traces.manifest import load_manifest
+
+    try:
+        entry = load_manifest().get(name)
+    except FileNotFoundError:
+        return None
+    if entry is None:
+        return None
+    if entry.format in _NOT_JOBS:
+        raise InputError.single(
+            f"{_NOT_JOBS[entry.format]} (traces/manifest.toml says format = {entry.format!r})",
+            f"trace {name!r}",
+        )
+    if entry.format in config_names:
+        return (f"trace={entry.format}",)
+    return None
+
+
 def _enum_name(value: Any) -> Any:
     """Config enums arrive as Enum members (structured) or plain strings (dict configs)."""
     return getattr(value, "name", value)
@@ -117,7 +178,7 @@ def load_trace(cfg: Mapping[str, Any], seed: int = 0) -> AdaptedTrace:
     loader = LOADERS.get(str(kind))
     if loader is None:
         raise InputError.single(
-            f"unknown trace kind {kind!r}; known: {', '.join(sorted(LOADERS))}", "config", column="trace.kind"
+            f"unknown trace kind {kind!r}; known: {', '.join(sorted(LOADERS))}", "config", key="trace.kind"
         )
     try:
         return loader(cfg, seed)

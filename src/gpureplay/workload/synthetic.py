@@ -156,14 +156,12 @@ def synthetic_jobs(
     """
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs < 1:
         raise InputError.single(
-            f"must be a whole number >= 1 (found {n_jobs!r})", "config", column="trace.n_jobs"
+            f"must be a whole number >= 1 (found {n_jobs!r})", "config", key="trace.n_jobs"
         )
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise InputError.single(f"must be a whole number >= 0 (found {seed!r})", "config", column="seed")
+        raise InputError.single(f"must be a whole number >= 0 (found {seed!r})", "config", key="seed")
     if not isinstance(load, int | float) or not math.isfinite(load) or load <= 0:
-        raise InputError.single(
-            f"must be a finite number > 0 (found {load!r})", "config", column="trace.load"
-        )
+        raise InputError.single(f"must be a finite number > 0 (found {load!r})", "config", key="trace.load")
     mix = mix if mix is not None else default_mix()
 
     rng = np.random.Generator(np.random.PCG64(seed))

@@ -85,10 +85,10 @@ def apply_workload(
     ]
     for key, ok, message in checks:
         if not ok:
-            raise InputError.single(message, "config", column=key)
+            raise InputError.single(message, "config", key=key)
     out = scale_load(
         first_jobs(sample(window(jobs, window_start, window_end), sample_fraction, seed), max_jobs), load
     )
     if out.height == 0:
-        raise InputError.single("the workload settings leave no job to replay", "config", column="workload")
+        raise InputError.single("the workload settings leave no job to replay", "config", key="workload")
     return out

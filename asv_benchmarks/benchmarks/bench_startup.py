@@ -1,0 +1,105 @@
+"""Start-up of ``gpureplay run`` as a user meets it: a process, from the command line to DONE.
+
+- ``ColdStart.track_cold_start``: the first run on a machine, numba's cache empty, so every kernel
+  compiles (about a minute; ``gpureplay run`` says so on a terminal). Tracked as one wall-clock figure:
+  it is far too long to repeat.
+- ``WarmStart.time_replay_one_job``: any later run, here of a one-job CSV, so the figure is all
+  overhead: interpreter and imports, Hydra composing the config (twice: it composes once to learn the
+  run mode), loading the compiled kernels from the cache, reading the trace and writing the results.
+- ``WarmStart.time_config_only``: ``gpureplay run --cfg job``, the imports and one composition only,
+  which shows how much of the warm start is the replay's own part.
+
+Each call is a fresh ``python -m gpureplay`` process (the interpreter asv runs in).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+#: The one-job trace of the warm and cold starts (the ``trace=csv`` contract).
+ONE_JOB_CSV = "job_id,submit_time,duration,num_pods,gpu_milli\n1,0,100,1,1000\n"
+
+
+def _env(cache_dir: str | None) -> dict[str, str]:
+    env = {**os.environ, "GPUREPLAY_PROGRESS": "0"}
+    if cache_dir is not None:
+        env["NUMBA_CACHE_DIR"] = cache_dir
+    return env
+
+
+def _replay_one_job(work: Path, env: dict[str, str]) -> None:
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpureplay",
+            "run",
+            "trace=csv",
+            f"trace.path={work / 'one_job.csv'}",
+            "cluster=homogeneous",
+            "cluster.nodes=1",
+            f"hydra.run.dir={work / 'run'}",
+        ],
+        cwd=work,
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+class WarmStart:
+    """A one-job replay with the kernels already in numba's cache (the environment's, or the default)."""
+
+    timeout = 600
+    number = 1
+    repeat = (3, 10, 60.0)
+    warmup_time = 0.0
+
+    def setup(self) -> None:
+        self.work = Path(tempfile.mkdtemp(prefix="gpureplay-bench-"))
+        (self.work / "one_job.csv").write_text(ONE_JOB_CSV)
+        self.env = _env(os.environ.get("NUMBA_CACHE_DIR"))
+        _replay_one_job(self.work, self.env)  # fills the cache if this machine never compiled
+
+    def teardown(self) -> None:
+        shutil.rmtree(self.work, ignore_errors=True)
+
+    def time_replay_one_job(self) -> None:
+        _replay_one_job(self.work, self.env)
+
+    def time_config_only(self) -> None:
+        subprocess.run(
+            [sys.executable, "-m", "gpureplay", "run", "--cfg", "job"],
+            cwd=self.work,
+            env=self.env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+
+
+class ColdStart:
+    """The first run: an empty numba cache, every kernel compiled."""
+
+    timeout = 900
+
+    def setup(self) -> None:
+        self.work = Path(tempfile.mkdtemp(prefix="gpureplay-bench-"))
+        (self.work / "one_job.csv").write_text(ONE_JOB_CSV)
+
+    def teardown(self) -> None:
+        shutil.rmtree(self.work, ignore_errors=True)
+
+    def track_cold_start(self) -> float:
+        env = _env(str(self.work / "empty-numba-cache"))
+        started = time.perf_counter()
+        _replay_one_job(self.work, env)
+        return time.perf_counter() - started
+
+    track_cold_start.unit = "seconds"  # type: ignore[attr-defined]

@@ -1,0 +1,197 @@
+"""Config errors in words: what Hydra and OmegaConf refuse, and what they let through.
+
+Hydra refuses a misspelt option, key or type at compose time, but its messages
+come with a search path, internal type names and a hint (``+key=value``) that
+would add the key silently. :func:`describe_config_error` turns those errors
+into one message naming the key or group, the value and the valid choices.
+
+Some mistakes pass composition: a key added with ``+`` to a structured node
+(struct mode is lifted for ``+``), a required value left ``???``, a value out of
+its range. :func:`check_config` finds them before anything is read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from hydra.errors import (
+    ConfigCompositionException,
+    HydraException,
+    MissingConfigException,
+    OverrideParseException,
+)
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException, ValidationError
+
+from gpureplay.errors import CONFIG, InputError, Problem
+
+__all__ = ["check_config", "describe_config_error", "unknown_key_message"]
+
+#: What a required key holds, for the message when it is missing.
+_REQUIRED_HINTS = {
+    "trace.path": "the CSV or Parquet file to replay: add trace.path=FILE",
+    "cluster.path": "the node list to read: add cluster.path=FILE",
+}
+
+
+def _fields(schema: Any) -> list[str]:
+    return [f.name for f in dataclasses.fields(schema)] if dataclasses.is_dataclass(schema) else []
+
+
+def _suggest(word: str, choices: list[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest choice, or nothing."""
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def unknown_key_message(full_key: str, schema: Any) -> str:
+    """Message for a key that the structured node it was given to does not have.
+
+    Examples
+    --------
+    >>> from gpureplay.config import HomogeneousClusterConf
+    >>> print(unknown_key_message("cluster.node", HomogeneousClusterConf))  # doctest: +ELLIPSIS
+    no such key (did you mean 'cluster.nodes'?); cluster has: name, kind, nodes, gpus_per_node, ...
+    """
+    parent, _, name = full_key.rpartition(".")
+    fields = _fields(schema)
+    close = difflib.get_close_matches(name, fields, n=1, cutoff=0.6)
+    hint = f" (did you mean {(parent + '.' if parent else '') + close[0]!r}?)" if close else ""
+    if not fields:
+        return f"no such key{hint}"
+    return f"no such key{hint}; {parent or 'the top level'} has: {', '.join(fields)}"
+
+
+def _unknown_keys(node: DictConfig, prefix: str) -> Iterator[tuple[str, Any]]:
+    """(full key, schema) of every key of ``node`` (recursively) that its dataclass schema lacks."""
+    schema = OmegaConf.get_type(node)
+    fields = set(_fields(schema))
+    for key in node:
+        key = str(key)
+        full = f"{prefix}{key}"
+        if fields and key not in fields:
+            yield full, schema
+            continue
+        if OmegaConf.is_missing(node, key) or OmegaConf.is_interpolation(node, key):
+            continue
+        child = node[key]
+        if isinstance(child, DictConfig):
+            yield from _unknown_keys(child, f"{full}.")
+
+
+def check_config(cfg: DictConfig) -> None:
+    """Refuse what composition lets through: added keys, missing required values, values out of range.
+
+    Parameters
+    ----------
+    cfg
+        The composed run config (without the ``hydra`` node).
+
+    Raises
+    ------
+    InputError
+        Listing every problem, each naming its config key.
+    """
+    problems: list[Problem] = []
+    for key, schema in _unknown_keys(cfg, ""):
+        problems.append(Problem(unknown_key_message(key, schema), CONFIG, key=key))
+    for key in sorted(OmegaConf.missing_keys(cfg)):
+        hint = _REQUIRED_HINTS.get(key, f"give it on the command line: {key}=...")
+        problems.append(Problem(f"is required and has no default; {hint}", CONFIG, key=key))
+    if problems:  # the range checks below read values that may be the ones missing
+        raise InputError(problems)
+    interval = cfg.get("sample_interval")
+    if interval is not None and not (math.isfinite(interval) and interval > 0):
+        problems.append(
+            Problem(f"must be a number of seconds > 0 (found {interval!r})", CONFIG, key="sample_interval")
+        )
+    horizon = cfg.get("horizon")
+    if horizon is not None and not (horizon >= 0):
+        problems.append(
+            Problem(
+                f"must be a time >= 0 in seconds, or null for none (found {horizon!r})", CONFIG, key="horizon"
+            )
+        )
+    if problems:
+        raise InputError(problems)
+
+
+_CONVERT = re.compile(r"Value '(?P<value>.*)' of type '\w+' could not be converted to (?P<type>\w+)")
+_ARTICLE = {"Integer": "an integer", "Float": "a number", "Boolean": "true or false", "String": "a string"}
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else text
+
+
+def _compose_cause(err: ConfigCompositionException) -> str | None:
+    cause = err.__cause__
+    full_key = getattr(cause, "full_key", None)
+    if not full_key:
+        return None
+    if isinstance(cause, ConfigKeyError | ConfigAttributeError):
+        schema = getattr(cause, "object_type", None)
+        return f"config key {full_key!r}: {unknown_key_message(str(full_key), schema)}"
+    if isinstance(cause, ValidationError):
+        text = _first_line(str(getattr(cause, "msg", "") or cause))
+        converted = _CONVERT.match(text)
+        if converted:
+            wanted = _ARTICLE.get(converted["type"], converted["type"].lower())
+            text = f"{converted['value']!r} is not {wanted}"
+        return f"config key {full_key!r}: {text}"
+    return None
+
+
+def _strip_hydra_noise(text: str) -> str:
+    """Hydra's message without its search path, internal type lines and its ``+key`` hint."""
+    kept = []
+    for line in text.strip().splitlines():
+        if line.startswith(("Config search path", "Search path", "\tprovider=")):
+            break
+        stripped = line.strip()
+        if stripped.startswith(("full_key:", "object_type=", "reference_type=", "To append to your config")):
+            continue
+        kept.append(line)
+    return "\n".join(kept)
+
+
+def describe_config_error(err: BaseException) -> str | None:
+    """A short message for a config error raised by Hydra or OmegaConf, or None if ``err`` is not one.
+
+    Parameters
+    ----------
+    err
+        The exception that stopped composition.
+
+    Returns
+    -------
+    str or None
+        E.g. ``config group 'scheduler' has no option 'fiffo' (did you mean 'fifo'?); options: ...``
+        or ``config key 'cluster.nodes': 'abc' is not an integer``.
+    """
+    if isinstance(err, MissingConfigException) and err.options is not None and err.missing_cfg_file:
+        group, _, option = str(err.missing_cfg_file).rpartition("/")
+        options = sorted(str(o) for o in err.options)
+        return (
+            f"config group {group!r} has no option {option!r}{_suggest(option, options)}; "
+            f"options: {', '.join(options)}"
+        )
+    if isinstance(err, OverrideParseException):
+        detail = [line for line in str(err.message).splitlines() if not line.startswith("See https://")]
+        return f"cannot read the override {err.override!r}: {' '.join(detail[1:]) or detail[0]}"
+    if isinstance(err, ConfigCompositionException):
+        described = _compose_cause(err)
+        if described is not None:
+            return described
+    if isinstance(err, HydraException | OmegaConfBaseException):
+        text = _strip_hydra_noise(str(err))
+        cause = err.__cause__
+        if isinstance(cause, OmegaConfBaseException):
+            text = f"{text}\n{_strip_hydra_noise(str(cause))}"
+        return text or type(err).__name__
+    return None

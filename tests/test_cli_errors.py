@@ -1,0 +1,222 @@
+"""Bad config and bad arguments as a user types them: exit status 2, one message naming the key, no traceback.
+
+Each case runs the real command line in a subprocess. None of them gets as far as the engine, so
+none compiles anything.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+from click.testing import CliRunner
+
+from gpureplay.cli import main
+from gpureplay.errors import InputError
+from gpureplay.traces.registry import trace_selection
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def gpureplay(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(REPO / ".cache" / "numba")}
+    env.pop("HYDRA_FULL_ERROR", None)
+    return subprocess.run(
+        [sys.executable, "-m", "gpureplay", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        check=False,
+    )
+
+
+def assert_usage_error(proc: subprocess.CompletedProcess[str], *fragments: str) -> None:
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr and "HYDRA_FULL_ERROR" not in proc.stderr, proc.stderr
+    for fragment in fragments:
+        assert fragment in proc.stderr, (fragment, proc.stderr)
+
+
+@pytest.fixture
+def csv_args(tiny_jobs_csv: Path, tmp_path: Path) -> list[str]:
+    return [
+        "run",
+        "trace=csv",
+        f"trace.path={tiny_jobs_csv}",
+        "cluster=homogeneous",
+        "cluster.nodes=1",
+        f"hydra.run.dir={tmp_path / 'out'}",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("override", "fragments"),
+    [
+        (
+            "scheduler=fiffo",
+            [
+                "config group 'scheduler' has no option 'fiffo'",
+                "did you mean 'fifo'",
+                "easy-backfill, fifo, gang-binpack, gang-spread, kube-default, sjf",
+            ],
+        ),
+        ("cluster.node=4", ["config key 'cluster.node'", "did you mean 'cluster.nodes'", "gpus_per_node"]),
+        ("cluster.nodes=abc", ["config key 'cluster.nodes'", "'abc' is not an integer"]),
+        ("seed=abc", ["config key 'seed'", "'abc' is not an integer"]),
+        ("scheduler.queue_order=lifo", ["config key 'scheduler.queue_order'", "fifo, sjf, priority"]),
+        ("x==", ["cannot read the override 'x=='"]),
+    ],
+)
+def test_config_errors_caught_by_hydra_exit_2_naming_the_key(
+    csv_args: list[str], tmp_path: Path, override: str, fragments: list[str]
+) -> None:
+    proc = gpureplay(*csv_args, override)
+    assert_usage_error(proc, *fragments)
+    assert "Set the environment variable" not in proc.stderr and "search path" not in proc.stderr.lower()
+    assert not (tmp_path / "out" / "jobs.parquet").exists()
+
+
+def test_schema_nodes_are_neither_offered_nor_accepted(csv_args: list[str]) -> None:
+    proc = gpureplay(*csv_args, "scheduler=schema")
+    assert_usage_error(proc, "config group 'scheduler' has no option 'schema'")
+    assert "options: easy-backfill, fifo" in proc.stderr and ", schema" not in proc.stderr
+    listed = gpureplay("run", "--help")
+    assert listed.returncode == 0 and "schema" not in listed.stdout
+    for group in ("trace=schema_csv", "cluster=schema_homogeneous", "workload=schema"):
+        assert_usage_error(gpureplay(*csv_args, group), "has no option")
+
+
+def test_a_key_added_with_plus_to_a_schema_is_refused(csv_args: list[str], tmp_path: Path) -> None:
+    proc = gpureplay(*csv_args, "+cluster.node=4")
+    assert_usage_error(proc, "config key 'cluster.node': no such key", "did you mean 'cluster.nodes'")
+    assert not (tmp_path / "out" / "DONE").exists()
+
+
+def test_plus_into_a_free_mapping_is_still_allowed(tiny_jobs_csv: Path, tmp_path: Path) -> None:
+    renamed = tmp_path / "renamed.csv"
+    pl.read_csv(tiny_jobs_csv).rename({"submit_time": "arrival"}).write_csv(renamed)
+    proc = gpureplay(
+        "run",
+        "trace=csv",
+        f"trace.path={renamed}",
+        "+trace.columns.submit_time=arrival",
+        "cluster=homogeneous",
+        "cluster.nodes=1",
+        f"hydra.run.dir={tmp_path / 'out'}",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "out" / "DONE").is_file()
+
+
+@pytest.mark.parametrize(
+    ("override", "fragments"),
+    [
+        ("sample_interval=0", ["config key 'sample_interval'", "> 0", "found 0.0"]),
+        ("horizon=-1", ["config key 'horizon'", ">= 0", "found -1.0"]),
+    ],
+)
+def test_values_out_of_range_name_the_key(csv_args: list[str], override: str, fragments: list[str]) -> None:
+    assert_usage_error(gpureplay(*csv_args, override), *fragments)
+
+
+def test_run_folder_that_is_a_file(csv_args: list[str], tmp_path: Path) -> None:
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder\n")
+    proc = gpureplay(*csv_args, f"hydra.run.dir={blocker}")
+    assert_usage_error(proc, "config key 'hydra.run.dir'", str(blocker), "a file is in the way")
+    assert blocker.read_text() == "not a folder\n"
+    assert_usage_error(gpureplay(*csv_args, f"hydra.run.dir={blocker / 'sub'}"), "config key 'hydra.run.dir'")
+
+
+def test_sweep_folder_that_is_a_file(tiny_jobs_csv: Path, tmp_path: Path) -> None:
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x\n")
+    proc = gpureplay(
+        "run", "-m", "trace=csv", f"trace.path={tiny_jobs_csv}", "seed=0,1", f"hydra.sweep.dir={blocker}"
+    )
+    assert_usage_error(proc, "config key 'hydra.sweep.dir'", "a file is in the way")
+
+
+def test_csv_trace_without_path_says_trace_path_is_required(tmp_path: Path) -> None:
+    proc = gpureplay("run", "trace=csv", f"hydra.run.dir={tmp_path / 'out'}")
+    assert_usage_error(proc, "config key 'trace.path'", "is required", "trace.path=FILE")
+    assert "???" not in proc.stderr
+
+
+def test_config_key_problems_say_config_key_not_column(csv_args: list[str]) -> None:
+    proc = gpureplay(*csv_args, "cluster.nodes=0")
+    assert_usage_error(proc, "config key 'cluster.nodes': must be a whole number >= 1")
+    assert "column" not in proc.stderr
+
+
+def test_missing_file_message_lists_the_current_directory(tmp_path: Path) -> None:
+    proc = gpureplay(
+        "run", "trace=csv", "trace.path=nowhere.csv", f"hydra.run.dir={tmp_path / 'o'}", cwd=tmp_path
+    )
+    assert_usage_error(proc, "'nowhere.csv' not found", f"{tmp_path / 'nowhere.csv'} (the current directory)")
+
+
+def test_a_folder_given_as_trace_path_is_refused(tmp_path: Path) -> None:
+    proc = gpureplay("run", "trace=csv", f"trace.path={tmp_path}", f"hydra.run.dir={tmp_path / 'o'}")
+    assert_usage_error(proc, f"{tmp_path} is a folder; a trace or node list is a file")
+
+
+def test_inspect_with_a_misspelt_key_names_it() -> None:
+    proc = gpureplay("trace", "inspect", "itp", "trace.clusterid=4")
+    assert_usage_error(proc, "config key 'trace.clusterid'", "did you mean 'trace.cluster_id'")
+    assert_usage_error(
+        gpureplay("trace", "inspect", "itp", "trace.cluster_id=abc"), "'abc' is not an integer"
+    )
+
+
+def test_every_name_trace_list_shows_is_understood_by_inspect() -> None:
+    listed = gpureplay("trace", "list")
+    assert listed.returncode == 0, listed.stderr
+    names = [line.split()[0] for line in listed.stdout.splitlines()[1:] if line.strip()]
+    assert {"itp_raw", "itp_elasticflow", "philly", "openb"} <= set(names)
+    elastic = gpureplay("trace", "inspect", "itp_elasticflow", "trace.cluster_id=10")
+    assert elastic.returncode == 0, elastic.stderr
+    assert "elasticflow-traces" in elastic.stdout and "jobs:        260" in elastic.stdout
+    config_names = [p.stem for p in (REPO / "conf" / "trace").glob("*.yaml")]
+    for name in names:  # each selects a trace config, or is refused with its reason (not a job trace)
+        try:
+            selection = trace_selection(name, config_names)
+        except InputError as err:
+            assert "nothing to replay" in str(err) or "not jobs" in str(err), name
+        else:
+            assert selection is not None and selection[0].removeprefix("trace=") in config_names, name
+    runner = CliRunner()
+    raw = runner.invoke(main, ["trace", "inspect", "itp_raw", "trace.cluster_id=10"])
+    assert "raw-traces" in raw.output and "jobs:        260" in raw.output
+    refused = runner.invoke(main, ["trace", "inspect", "dlrm"])
+    assert refused.exit_code == 2 and "nothing to replay" in refused.output
+
+
+def test_convert_writes_csv_for_csv_and_parquet_for_parquet(tiny_jobs_csv: Path, tmp_path: Path) -> None:
+    as_csv, as_parquet = tmp_path / "out.csv", tmp_path / "out.parquet"
+    assert gpureplay("trace", "convert", str(tiny_jobs_csv), "-o", str(as_csv)).returncode == 0
+    assert gpureplay("trace", "convert", str(tiny_jobs_csv), "-o", str(as_parquet)).returncode == 0
+    assert as_csv.read_text().startswith("job_id,submit_time,duration")
+    assert as_parquet.read_bytes()[:4] == b"PAR1"
+    assert pl.read_csv(as_csv)["job_id"].to_list() == pl.read_parquet(as_parquet)["job_id"].to_list()
+    refused = gpureplay("trace", "convert", str(tiny_jobs_csv), "-o", str(tmp_path / "out.txt"))
+    assert refused.returncode == 2 and "*.parquet or *.csv" in refused.stderr
+    assert not (tmp_path / "out.txt").exists()
+
+
+def test_converted_csv_keeps_model_lists_readable(tmp_path: Path) -> None:
+    jobs = tmp_path / "jobs.csv"
+    jobs.write_text(
+        "job_id,submit_time,duration,num_pods,gpu_milli,gpu_models\n1,0,10,1,1000,A100-80GB|H100-80GB\n2,5,10,1,1000,\n"
+    )
+    out = tmp_path / "again.csv"
+    assert gpureplay("trace", "convert", str(jobs), "-o", str(out)).returncode == 0
+    assert "A100-80GB|H100-80GB" in out.read_text()
+    back = gpureplay("trace", "inspect", str(out))
+    assert back.returncode == 0, back.stderr
+    assert "gpu_models             List(String)" in back.stdout

@@ -1,0 +1,154 @@
+"""numba's on-disk cache: a per-user folder by default, and a notice on a terminal when kernels compile."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from gpureplay.config import compose_config
+from gpureplay.engine.config import default_cache_dir
+from gpureplay.replay.progress import COMPILE_NOTICE, announce_compilation
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+class FakeTTY(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def bare_env(tmp_path: Path) -> dict[str, str]:
+    """The environment of a user who set nothing: no NUMBA_CACHE_DIR, a home of their own."""
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "XDG_CACHE_HOME", "CI")}
+    env["HOME"] = str(tmp_path / "home")
+    return env
+
+
+def python(code: str, env: dict[str, str]) -> str:
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
+def test_cache_defaults_to_the_users_cache_folder(tmp_path: Path) -> None:
+    env = bare_env(tmp_path)
+    shown = python(
+        """
+        import os
+        import gpureplay.engine.loop  # any kernel module
+        import numba
+        print(os.environ["NUMBA_CACHE_DIR"], numba.config.CACHE_DIR, sep="\\n")
+        """,
+        env,
+    )
+    expected = str(tmp_path / "home" / ".cache" / "gpureplay" / "numba")
+    assert shown.splitlines() == [expected, expected]
+    env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
+    shown = python("import gpureplay.engine.config, os; print(os.environ['NUMBA_CACHE_DIR'])", env)
+    assert shown == str(tmp_path / "xdg" / "gpureplay" / "numba")
+
+
+def test_a_chosen_cache_folder_is_kept_and_numba_imported_first_is_pointed_at_ours(tmp_path: Path) -> None:
+    env = {**bare_env(tmp_path), "NUMBA_CACHE_DIR": str(tmp_path / "mine")}
+    assert python("import gpureplay.engine.config, numba; print(numba.config.CACHE_DIR)", env) == str(
+        tmp_path / "mine"
+    )
+    env = bare_env(tmp_path)
+    first = python("import numba; import gpureplay.engine.config; print(numba.config.CACHE_DIR)", env)
+    assert first == str(default_cache_dir({"HOME": env["HOME"]}))
+
+
+def test_kernels_are_known_uncached_until_compiled_and_cached_after(tmp_path: Path) -> None:
+    module = tmp_path / "tiny_kernel.py"
+    module.write_text(
+        textwrap.dedent(
+            """
+            from gpureplay.engine.config import kernel
+
+            @kernel
+            def twice(x: float) -> float:
+                return 2.0 * x
+            """
+        )
+    )
+    env = {**bare_env(tmp_path), "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(tmp_path)}
+    probe = """
+        from gpureplay.engine.config import is_cached
+        from tiny_kernel import twice
+        before = is_cached(twice)
+        twice(1.0)
+        print(before, is_cached(twice))
+        """
+    assert python(probe, env) == "False True"  # first process: compiles
+    assert python(probe, env) == "True True"  # second: found in the cache
+    assert not list(tmp_path.glob("__pycache__/*.nbi")), "the cache must not go beside the source"
+
+
+def test_compile_notice_only_on_a_terminal() -> None:
+    tty, pipe = FakeTTY(), io.StringIO()
+    assert announce_compilation("/x/numba", tty, environ={})
+    assert tty.getvalue() == f"{COMPILE_NOTICE} (cached in /x/numba)\n"
+    assert "first run only" in COMPILE_NOTICE
+    assert not announce_compilation("/x/numba", pipe, environ={}) and pipe.getvalue() == ""
+    assert not announce_compilation("/x/numba", FakeTTY(), environ={"CI": "true"})
+    assert not announce_compilation("/x/numba", FakeTTY(), environ={"GPUREPLAY_PROGRESS": "0"})
+
+
+def test_a_run_that_must_compile_says_so_first(
+    tiny_jobs_csv: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import importlib
+
+    from gpureplay.experiment import run_experiment
+
+    simulate_module = importlib.import_module("gpureplay.replay.simulate")
+    cfg = compose_config(
+        ["trace=csv", f"trace.path={tiny_jobs_csv}", "cluster=homogeneous", "cluster.nodes=1", "debug=true"]
+    )
+    monkeypatch.setenv("GPUREPLAY_PROGRESS", "1")  # as if stderr were a terminal
+    monkeypatch.setattr(simulate_module, "kernels_cached", lambda: False)
+    run_experiment(cfg, tmp_path / "cold")
+    assert COMPILE_NOTICE in capsys.readouterr().err
+    monkeypatch.setattr(simulate_module, "kernels_cached", lambda: True)
+    run_experiment(cfg, tmp_path / "warm")
+    assert COMPILE_NOTICE not in capsys.readouterr().err
+
+
+def test_a_replay_without_numba_cache_dir_writes_nothing_into_the_source_tree(
+    tiny_jobs_csv: Path, tmp_path: Path
+) -> None:
+    # The per-user default, pointed (through XDG_CACHE_HOME) at the suite's warm cache so nothing compiles.
+    xdg = tmp_path / "xdg"
+    (xdg / "gpureplay").mkdir(parents=True)
+    (xdg / "gpureplay" / "numba").symlink_to(REPO / ".cache" / "numba", target_is_directory=True)
+    env = {**bare_env(tmp_path), "XDG_CACHE_HOME": str(xdg)}
+    before = set((REPO / "src").rglob("*.nb[ic]"))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpureplay",
+            "run",
+            "trace=csv",
+            f"trace.path={tiny_jobs_csv}",
+            "cluster=homogeneous",
+            "cluster.nodes=1",
+            f"hydra.run.dir={tmp_path / 'out'}",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert set((REPO / "src").rglob("*.nb[ic]")) == before
+    assert COMPILE_NOTICE not in proc.stderr  # not a terminal
