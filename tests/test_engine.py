@@ -569,8 +569,8 @@ def test_advance_stops_after_the_last_event_time_at_or_before_the_stop_and_resum
         rejection_codes(c.rclass_int, c.rclass_mask, c.node_type)[c.job_int[S.J_RCLASS]]
     )
     inputs = (
-        c.policy, c.session_interval, 100.0, np.inf, True, c.job_int, c.job_float, c.job_mask, reject,
-        c.arrival, c.class_int, c.class_mask, c.class_jobs, c.node_int, rng,
+        c.policy, c.session_interval, 100.0, 100_000, np.inf, np.inf, np.inf, True, c.job_int, c.job_float,
+        c.job_mask, reject, c.arrival, c.class_int, c.class_mask, c.class_jobs, c.node_int, rng,
     )  # fmt: skip
     state = EngineState(
         *init_state(

@@ -8,8 +8,8 @@ run in one go, and any sequence of stop times gives bit-identical results.
 Total order of work (the one place it is written down)
 ------------------------------------------------------
 Time is float64 seconds from the trace start. Event times are the submit
-times, the finish times of running jobs, the sample times ``k *
-sample_interval`` (k = 0, 1, ...) and, in periodic mode, the cycle ticks ``k *
+times, the finish times of running jobs, the sample times ``k * interval``
+(k = 0, 1, ...; see "Sample times") and, in periodic mode, the cycle ticks ``k *
 session_interval``. The loop visits each distinct event time ``t`` once, in
 increasing order, and at ``t`` does, in this order:
 
@@ -23,6 +23,24 @@ increasing order, and at ``t`` does, in this order:
    cycle iff step 1 or 2 did anything (a rejected arrival counts); periodic
    mode runs one iff ``t`` is a tick, whatever changed;
 4. **sample**: if ``t`` is the next sample time, one timeline row.
+
+Sample times
+------------
+Sample ``k`` is at ``k * interval`` (k = 0, 1, ...), computed by that
+product, never by accumulating ``+=`` (which drifts: ten additions of 0.1 are
+not 1.0). ``interval`` starts at ``sample_interval``; when one more row would
+make the timeline longer than ``max_samples`` rows, the interval doubles and
+only the rows on the new grid (even ``k``) are kept, before the row due now
+is considered (it is kept iff its time is on the new grid). The timeline is
+therefore always the one a replay with the final interval would write.
+
+GPU allocation integrals
+------------------------
+Allocation only changes at events, so between two processed event times
+``t_prev < t`` it is constant and ``integral += allocated * (t - t_prev)`` is
+exact. The window integral adds ``allocated * |[t_prev, t] & [window_start,
+window_end]|`` the same way: the allocation inside a measurement window, with
+no sampling error.
 
 If step 3 started jobs of duration 0 they finish at ``t``: steps 1-3 repeat at
 the same ``t`` (no new arrivals, no second sample) until no running job ends
@@ -105,6 +123,7 @@ from gpureplay.engine.state import (
     L_SAMPLES,
     L_STATUS,
     L_TICK_K,
+    L_WIDEN,
     N_COUNTERS,
     N_CPU,
     N_GPU0,
@@ -127,11 +146,12 @@ from gpureplay.engine.state import (
     X_NEXT_T,
     X_NOW,
     X_TICK_T,
+    X_WINDOW_INTEGRAL,
     Float64Array,
     Int64Array,
     UInt64Array,
 )
-from gpureplay.engine.timeline import record_sample
+from gpureplay.engine.timeline import record_sample, thin_timeline
 
 
 @kernel
@@ -177,6 +197,12 @@ def init_cluster(
     counters[K_ALLOC] = 0
     counters[K_RESV_HEAD] = -1
     return node_free, gpu_free, model_hist, model_milli, counters
+
+
+@kernel
+def overlap(a: float, b: float, lo: float, hi: float) -> float:
+    """Length of ``[a, b] & [lo, hi]`` (0 when they do not meet; ``lo = hi = inf``: always 0)."""
+    return max(0.0, min(b, hi) - max(a, lo))
 
 
 @kernel
@@ -347,7 +373,10 @@ def advance(
     policy: Int64Array,
     session_interval: float,
     sample_interval: float,
+    max_samples: int,
     horizon: float,
+    window_start: float,
+    window_end: float,
     debug: bool,
     job_int: Int64Array,
     job_float: Float64Array,
@@ -406,7 +435,12 @@ def advance(
     policy
         ``P_*`` codes: queue order, gang mode, node and GPU placement, backfill, depth.
     session_interval, sample_interval, horizon
-        Seconds; ``horizon = inf`` means none.
+        Seconds; ``horizon = inf`` means none. ``sample_interval`` is the
+        interval asked for; the one in use is ``sample_interval * 2**cursor[L_WIDEN]``.
+    max_samples
+        Most timeline rows (>= 1); the sample interval doubles rather than exceed it.
+    window_start, window_end
+        Measurement window (seconds) of ``clock[X_WINDOW_INTEGRAL]``; ``inf, inf`` for none.
     debug
         Check the invariants after every cycle and at the end.
     job_int, job_float, job_mask, job_reject, arrival
@@ -431,7 +465,8 @@ def advance(
         ``tl_rows`` (replaced by larger ones when they filled up; rows
         ``[0, cursor[L_SAMPLES])`` are written). When paused,
         ``clock[X_NEXT_T]`` is the next event time (``> t_stop``). At the end
-        ``clock[X_INTEGRAL]`` is the GPU-milli-second integral and
+        ``clock[X_INTEGRAL]`` is the GPU-milli-second integral,
+        ``clock[X_WINDOW_INTEGRAL]`` its part inside the window and
         ``clock[X_NOW]`` the end time; on failure ``err`` holds ``[code,
         entity]`` and ``clock[X_ERROR_T]`` the time of the failed check.
 
@@ -460,6 +495,11 @@ def advance(
     total_gpus = gpu_free.shape[1]
 
     integral = clock[X_INTEGRAL]
+    window_integral = clock[X_WINDOW_INTEGRAL]
+    widen = cursor[L_WIDEN]
+    interval = sample_interval
+    for _ in range(widen):
+        interval *= 2.0
     t_prev = clock[X_NOW]
     next_sample = clock[X_NEXT_SAMPLE]
     tick_t = clock[X_TICK_T]
@@ -498,6 +538,9 @@ def advance(
                 counters[K_EVENTS] += 1
                 last_tick = k * session_interval
                 integral += float(counters[K_ALLOC]) * (last_tick - t_prev)
+                window_integral += float(counters[K_ALLOC]) * overlap(
+                    t_prev, last_tick, window_start, window_end
+                )
                 t_prev = last_tick
             status = ADV_DONE
             break
@@ -509,6 +552,7 @@ def advance(
                 tick_k = k
                 tick_t = k * session_interval
         integral += float(counters[K_ALLOC]) * (t - t_prev)
+        window_integral += float(counters[K_ALLOC]) * overlap(t_prev, t, window_start, window_end)
         t_prev = t
         processed = True
         counters[K_EVENTS] += 1
@@ -564,9 +608,16 @@ def advance(
                     clock[X_ERROR_T] = t
                     status = ADV_FAILED
                     break
+            if first_pass and t == next_sample and samples == max_samples:
+                # One more row would exceed max_samples: double the interval, keep the even-k rows.
+                samples = thin_timeline(tl_time, tl_rows, samples)
+                widen += 1
+                interval *= 2.0
+                sample_k = samples
+                next_sample = sample_k * interval
             if first_pass and t == next_sample:
                 if samples == capacity:
-                    capacity *= 2
+                    capacity = min(2 * capacity, max(max_samples, 1))
                     grown_time = np.zeros(capacity)
                     grown_rows = np.zeros((TIMELINE_FIELDS, capacity), dtype=np.int64)
                     for i in range(samples):
@@ -582,7 +633,7 @@ def advance(
                 )  # fmt: skip
                 samples += 1
                 sample_k += 1
-                next_sample = sample_k * sample_interval
+                next_sample = sample_k * interval
             first_pass = False
             if not (counters[K_NRUN] > 0 and run_f[0] == t):
                 break
@@ -604,6 +655,7 @@ def advance(
         status = ADV_FAILED
 
     clock[X_INTEGRAL] = integral
+    clock[X_WINDOW_INTEGRAL] = window_integral
     clock[X_NOW] = t_prev
     clock[X_NEXT_SAMPLE] = next_sample
     clock[X_TICK_T] = tick_t
@@ -616,4 +668,5 @@ def advance(
     cursor[L_PROCESSED] = 1 if processed else 0
     cursor[L_SAMPLES] = samples
     cursor[L_STATUS] = status
+    cursor[L_WIDEN] = widen
     return status, tl_time, tl_rows

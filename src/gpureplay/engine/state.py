@@ -167,10 +167,11 @@ N_COUNTERS = 14
 X_INTEGRAL = 0  # allocated milli-GPU x seconds up to X_NOW (the result's gpu_milli_seconds)
 X_NOW = 1  # last event time processed (the result's end time)
 X_ERROR_T = 2  # time at which an invariant check failed
-X_NEXT_SAMPLE = 3  # sample_k * sample_interval
+X_NEXT_SAMPLE = 3  # sample_k * (sample_interval * 2**widen)
 X_TICK_T = 4  # periodic: tick_k * session_interval
 X_NEXT_T = 5  # paused: the next event time, beyond the chunk's stop time
-CLOCK_FIELDS = 6
+X_WINDOW_INTEGRAL = 6  # allocated milli-GPU x seconds inside the measurement window, up to X_NOW
+CLOCK_FIELDS = 7
 
 # --- cursor: int64 scalars of the event loop, kept between chunks ---------------------------------------
 L_ARRIVAL = 0  # jobs admitted so far = position of the next one in arrival order
@@ -182,7 +183,8 @@ L_IDLE_DRAWS = 5  # periodic: random draws of that idle cycle (what each skipped
 L_PROCESSED = 6  # 1 once an event time has been processed
 L_SAMPLES = 7  # timeline rows written
 L_STATUS = 8  # ADV_* outcome of the last advance
-CURSOR_FIELDS = 9
+L_WIDEN = 9  # times the sample interval was doubled to keep the timeline within max_samples
+CURSOR_FIELDS = 10
 
 # Outcome of one advance (a chunk of simulated time).
 ADV_PAUSED = 0  # every event time <= the stop time is processed; more remain

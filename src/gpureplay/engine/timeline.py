@@ -1,4 +1,12 @@
-"""Timeline samples: allocation, queue lengths and whole-GPU fragmentation at one instant."""
+"""Timeline samples: allocation, queue lengths and whole-GPU fragmentation at one instant.
+
+Sample ``k`` is taken at ``k * interval`` (never by accumulating ``+=``), so
+every sample time is exact whatever ``k``. When a replay would write more
+than ``max_samples`` rows the interval doubles and :func:`thin_timeline`
+keeps the rows on the coarser grid (the even ``k``): the rule stays ``k *
+interval`` and the rows kept are exactly those a replay run with the wider
+interval from the start would have written.
+"""
 
 from __future__ import annotations
 
@@ -24,11 +32,13 @@ from gpureplay.engine.state import (
     K_NACTIVE,
     K_NPEND,
     K_NRUN,
+    TIMELINE_FIELDS,
     TL_FRAGMENTED,
     TL_GPUS,
     TL_MILLI,
     TL_PENDING,
     TL_RUNNING,
+    Float64Array,
     Int64Array,
     UInt64Array,
 )
@@ -146,3 +156,34 @@ def record_sample(
             if fits == 0:
                 fragmented += node_free[F_WHOLE, n]
     out[TL_FRAGMENTED, row] = fragmented
+
+
+@kernel
+def thin_timeline(tl_time: Float64Array, tl_rows: Int64Array, samples: int) -> int:
+    """Keep the rows of even sample index (the grid of twice the interval), in place; their count.
+
+    Parameters
+    ----------
+    tl_time, tl_rows
+        Timeline buffers whose rows ``[0, samples)`` hold samples ``k = 0 .. samples - 1``.
+    samples
+        Rows written.
+
+    Returns
+    -------
+    int
+        Rows kept, ``ceil(samples / 2)``: row ``i`` now holds old row ``2 i``.
+
+    Notes
+    -----
+    ``(k // 2) * (2 * interval) == k * interval`` exactly in floating point for
+    even ``k`` (doubling is exact and both sides round the same real number),
+    so the kept times are on the new grid bit for bit.
+    """
+    kept = 0
+    for i in range(0, samples, 2):
+        tl_time[kept] = tl_time[i]
+        for f in range(TIMELINE_FIELDS):
+            tl_rows[f, kept] = tl_rows[f, i]
+        kept += 1
+    return kept

@@ -10,6 +10,7 @@ engine v1 spec; the event order is written down once, in
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Callable
@@ -28,6 +29,7 @@ from gpureplay.schedulers.policy import Policy
 
 __all__ = [
     "DEFAULT_CHUNKS",
+    "DEFAULT_MAX_SAMPLES",
     "JOB_RESULT_SCHEMA",
     "TIMELINE_SCHEMA",
     "Replay",
@@ -35,8 +37,13 @@ __all__ = [
     "simulate",
 ]
 
+log = logging.getLogger(__name__)
+
 #: Chunks a replay with a progress callback is cut into by default (over the submit span).
 DEFAULT_CHUNKS = 200
+
+#: Most timeline rows a replay writes by default; beyond it the sample interval doubles.
+DEFAULT_MAX_SAMPLES = 100_000
 
 #: Per-job result columns, in order.
 JOB_RESULT_SCHEMA: dict[str, pl.DataType] = {
@@ -101,9 +108,17 @@ class Replay:
         ``state`` is ``finished``, ``rejected``, ``deadlocked`` (pod by pod: some
         but not all pods placed at the end) or ``unfinished``.
     timeline
-        Sampled cluster state (:data:`TIMELINE_SCHEMA`).
+        Sampled cluster state (:data:`TIMELINE_SCHEMA`), one row at each ``k * sample_interval``.
     gpu_milli_seconds
-        Integral of allocated milli-GPU over time, up to the end of the run.
+        Integral of allocated milli-GPU over time, up to the end of the run
+        (``stats["end_time"]``).
+    window_gpu_milli_seconds
+        The same integral restricted to the measurement window passed to
+        :func:`simulate` (and to the run: nothing after the end time counts);
+        None when no window was given.
+    sample_interval
+        The interval the timeline was sampled at: the one asked for, doubled
+        as often as needed to stay within ``max_samples`` rows.
     stats
         ``events``, ``cycles``, ``placements_tried``, ``rng_draws``,
         ``end_time`` and ``kernel_seconds`` (wall time of the compiled loop, all chunks and
@@ -113,6 +128,8 @@ class Replay:
     jobs: pl.DataFrame
     timeline: pl.DataFrame
     gpu_milli_seconds: float
+    window_gpu_milli_seconds: float | None
+    sample_interval: float
     stats: dict[str, float]
 
 
@@ -148,6 +165,8 @@ def simulate(
     seed: int = 0,
     sample_interval: float = 3600.0,
     horizon: float | None = None,
+    window: tuple[float, float] | None = None,
+    max_samples: int = DEFAULT_MAX_SAMPLES,
     debug: bool = False,
     progress: Callable[[Progress], None] | None = None,
     chunk_seconds: float | None = None,
@@ -166,6 +185,13 @@ def simulate(
         Seconds between timeline samples (samples at ``k * sample_interval``).
     horizon
         Process no event later than this time; jobs still running are ``unfinished``.
+    window
+        ``(start, end)`` seconds of a measurement window: the allocation inside
+        it is integrated exactly, as ``Replay.window_gpu_milli_seconds``.
+    max_samples
+        Most timeline rows. When one more would exceed it, the sample interval
+        doubles and only the samples on the new grid are kept (a warning, once,
+        gives the interval used; ``Replay.sample_interval`` records it).
     debug
         Check the engine invariants after every cycle and the GPU-milli-second
         accounting identity at the end.
@@ -187,8 +213,9 @@ def simulate(
     Raises
     ------
     ValueError
-        On a non-positive ``sample_interval`` or ``chunk_seconds``, or a
-        negative/NaN ``horizon``.
+        On a non-positive ``sample_interval``, ``max_samples`` or
+        ``chunk_seconds``, a negative/NaN ``horizon``, or a window that is not
+        ``0 <= start <= end`` with finite bounds.
     AssertionError
         With ``debug=True``, when an invariant is violated (what, and at which time).
 
@@ -204,6 +231,16 @@ def simulate(
         raise ValueError(f"horizon must be >= 0 or None, got {horizon}")
     if chunk_seconds is not None and not (chunk_seconds > 0):
         raise ValueError(f"chunk_seconds must be > 0 or None, got {chunk_seconds}")
+    if max_samples < 1:
+        raise ValueError(f"max_samples must be >= 1, got {max_samples}")
+    if window is not None and not (
+        math.isfinite(window[0]) and math.isfinite(window[1]) and 0 <= window[0] <= window[1]
+    ):
+        raise ValueError(f"window must be (start, end) with 0 <= start <= end, finite; got {window}")
+    # No window: (inf, inf) overlaps no interval, so the kernel's window integral stays 0.
+    window_start, window_end = (
+        (math.inf, math.inf) if window is None else (float(window[0]), float(window[1]))
+    )
     compiled = compile_replay(jobs, nodes, policy)
     rng = np.array([seed % 2**64, 0], dtype=np.uint64)
     started = time.perf_counter()
@@ -211,8 +248,9 @@ def simulate(
         compiled.job_int[S.J_RCLASS]
     ]
     inputs = (
-        compiled.policy, compiled.session_interval, float(sample_interval),
-        math.inf if horizon is None else float(horizon), bool(debug), compiled.job_int, compiled.job_float,
+        compiled.policy, compiled.session_interval, float(sample_interval), int(max_samples),
+        math.inf if horizon is None else float(horizon), window_start, window_end, bool(debug),
+        compiled.job_int, compiled.job_float,
         compiled.job_mask, np.ascontiguousarray(job_reject), compiled.arrival, compiled.class_int,
         compiled.class_mask, compiled.class_jobs, compiled.node_int, rng,
     )  # fmt: skip
@@ -236,6 +274,13 @@ def simulate(
     gpu_milli_seconds = float(clock[S.X_INTEGRAL])
     end_time = float(clock[S.X_NOW])
     samples = int(state.cursor[S.L_SAMPLES])
+    used_interval = float(sample_interval) * 2.0 ** int(state.cursor[S.L_WIDEN])
+    if used_interval != sample_interval:
+        log.warning(
+            "timeline: more than max_samples=%d samples at sample_interval=%g s; sampled every %g s "
+            "instead (k * %g s)",
+            max_samples, sample_interval, used_interval, used_interval,
+        )  # fmt: skip
     if debug:
         _check_accounting(
             compiled, state.job_dyn, state.job_time, state.pod_time, end_time, gpu_milli_seconds
@@ -244,6 +289,8 @@ def simulate(
         jobs=_job_results(compiled, job_reject, state.job_dyn, state.job_time, state.pod_node),
         timeline=_timeline(state.tl_time[:samples], state.tl_rows[:, :samples]),
         gpu_milli_seconds=gpu_milli_seconds,
+        window_gpu_milli_seconds=None if window is None else float(clock[S.X_WINDOW_INTEGRAL]),
+        sample_interval=used_interval,
         stats={
             "events": float(state.counters[S.K_EVENTS]),
             "cycles": float(state.counters[S.K_CYCLES]),
