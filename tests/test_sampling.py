@@ -70,7 +70,9 @@ def test_the_bound_keeps_the_timeline_a_run_at_the_final_interval_writes(max_sam
     )
     nodes = one_node(2)
     bounded = simulate(jobs, nodes, FIFO, sample_interval=0.5, max_samples=max_samples, debug=True)
-    reference = reference_simulate(jobs, nodes, FIFO, sample_interval=0.5, max_samples=max_samples, debug=True)
+    reference = reference_simulate(
+        jobs, nodes, FIFO, sample_interval=0.5, max_samples=max_samples, debug=True
+    )
     assert bounded.timeline.height <= max_samples
     assert bounded.sample_interval > 0.5
     assert bounded.sample_interval == reference.sample_interval
@@ -80,7 +82,9 @@ def test_the_bound_keeps_the_timeline_a_run_at_the_final_interval_writes(max_sam
     assert bounded.jobs.equals(direct.jobs)
 
 
-def test_no_warning_and_the_interval_asked_for_when_within_the_bound(caplog: pytest.LogCaptureFixture) -> None:
+def test_no_warning_and_the_interval_asked_for_when_within_the_bound(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     with caplog.at_level(logging.WARNING, logger="gpureplay.replay.simulate"):
         result = simulate(one_job(10.0), one_node(), FIFO, sample_interval=1.0, max_samples=11)
     assert result.sample_interval == 1.0 and result.timeline.height == 11
