@@ -118,7 +118,7 @@ def test_rates_lie_in_0_1_and_censored_counts_add_up(
             else True
         )
         assert row["makespan"] is not None and row["makespan"] <= row["span_end"] - row["span_start"] + 1e-9
-    assert row["window_end"] <= row["span_end"]
+    assert row["window_start"] <= row["window_end"] <= max(row["span_end"], row["window_start"])
 
 
 def test_starved_jobs_count_in_the_wait_with_their_count_beside_it() -> None:

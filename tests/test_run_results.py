@@ -101,8 +101,19 @@ def test_times_beyond_max_time_are_refused_with_file_row_and_column(tmp_path: Pa
         assert f"huge.csv, row {row}, column '{column}'" in proc.stderr and "max_time" in proc.stderr
         assert "Traceback" not in proc.stderr
         assert not (out / "jobs.parquet").exists()
-    proc = csv_run(trace, tmp_path / "out-limit", "max_time=-5")
-    assert proc.returncode == 2 and "max_time" in proc.stderr
+
+
+def test_bad_run_keys_name_the_key(tiny_jobs_csv: Path, tmp_path: Path) -> None:
+    for override, key in (
+        ("max_time=-5", "max_time"),
+        ("max_samples=0", "max_samples"),
+        ("measure.end=-1", "measure.end"),
+    ):
+        proc = csv_run(tiny_jobs_csv, tmp_path / "out", override)
+        assert proc.returncode == 2 and key in proc.stderr and "Traceback" not in proc.stderr, override
+    proc = csv_run(tiny_jobs_csv, tmp_path / "out", "measure.start=50", "measure.end=10")
+    assert proc.returncode == 2 and "measure.end" in proc.stderr
+    assert not (tmp_path / "out" / "jobs.parquet").exists()
 
 
 def test_text_job_ids_are_replayed_and_kept(tmp_path: Path) -> None:

@@ -46,7 +46,8 @@ Trace-replay studies measure a steady state, leaving out the warm-up (an
 empty cluster filling) and the drain tail (no arrivals, the longest jobs
 finishing). The window (``measure.start``, ``measure.end``; defaults: the first
 and the last arrival) is closed ``[window_start, window_end]``, with
-``window_end`` capped at ``span_end`` (nothing is simulated after it):
+``window_end`` capped at ``span_end`` (nothing is simulated after it; a run that
+ended before ``window_start`` leaves an empty window, ``window_end = window_start``):
 
 - ``window_jobs``: jobs submitted in the window; ``window_wait_*``,
   ``window_jct_*``, ``window_bounded_slowdown_mean`` and their ``*_censored``
@@ -113,8 +114,8 @@ class MeasurementWindow:
     end: float
 
     def within(self, span: RunSpan) -> MeasurementWindow:
-        """The window as measured: its end capped at the end of the run."""
-        return MeasurementWindow(self.start, min(self.end, span.end))
+        """The window as measured: its end capped at the end of the run (empty if the run ended first)."""
+        return MeasurementWindow(self.start, max(self.start, min(self.end, span.end)))
 
     @property
     def seconds(self) -> float:
