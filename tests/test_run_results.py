@@ -15,6 +15,7 @@ from pathlib import Path
 import polars as pl
 from tests.test_end_to_end import csv_run
 
+from gpureplay.report.collect import collect
 from gpureplay.results.schemas import SUMMARY_METRICS_SCHEMA
 from gpureplay.results.timing import TIMING_FILE, read_timing
 from gpureplay.results.writer import DONE_MARKER, read_metadata
@@ -132,3 +133,13 @@ def test_a_csv_naming_a_column_twice_is_refused(tmp_path: Path) -> None:
     proc = csv_run(trace, tmp_path / "out")
     assert proc.returncode == 2
     assert "twice.csv, column 'duration'" in proc.stderr and "2 times" in proc.stderr
+
+
+def test_runs_differing_in_a_typed_key_stay_two_configurations(tiny_jobs_csv: Path, tmp_path: Path) -> None:
+    # workload.load is Float64 in summary.parquet now: the report must still tell the runs apart by it.
+    for load in ("1.0", "2.0"):
+        proc = csv_run(tiny_jobs_csv, tmp_path / "sweep" / load, f"workload.load={load}")
+        assert proc.returncode == 0, proc.stderr
+    collection = collect([tmp_path / "sweep"])
+    assert collection.configs.height == 2
+    assert collection.configs["workload.load"].to_list() == ["1.0", "2.0"]
