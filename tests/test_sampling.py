@@ -16,6 +16,7 @@ from tests.reference.simulator import simulate as reference_simulate
 from tests.reference.strategies import PRESETS, jobs_frame, nodes_frame
 
 from gpureplay.replay.simulate import DEFAULT_MAX_SAMPLES, simulate
+from gpureplay.traces.schema import max_time_limit
 
 FIFO = PRESETS["fifo"]
 
@@ -42,12 +43,14 @@ def test_a_tenth_of_a_second_gives_the_same_21_rows_in_engine_and_reference() ->
 
 def test_a_huge_duration_gives_a_bounded_timeline_and_one_warning(caplog: pytest.LogCaptureFixture) -> None:
     # The repro: two jobs, one of 1e11 s, hourly samples -> 27,777,778 rows before the bound.
-    jobs = jobs_frame(
-        [
-            {"job_id": 1, "submit_time": 0.0, "duration": 1e11, "num_pods": 1, "gpu_milli": 1000},
-            {"job_id": 2, "submit_time": 0.0, "duration": 60.0, "num_pods": 1, "gpu_milli": 1000},
-        ]
-    )
+    # (1e11 s is beyond the default max_time of 100 years, so validation is told to accept it.)
+    with max_time_limit(1e12):
+        jobs = jobs_frame(
+            [
+                {"job_id": 1, "submit_time": 0.0, "duration": 1e11, "num_pods": 1, "gpu_milli": 1000},
+                {"job_id": 2, "submit_time": 0.0, "duration": 60.0, "num_pods": 1, "gpu_milli": 1000},
+            ]
+        )
     with caplog.at_level(logging.WARNING, logger="gpureplay.replay.simulate"):
         result = simulate(jobs, one_node(), FIFO, sample_interval=3600.0)
     assert result.timeline.height <= DEFAULT_MAX_SAMPLES
