@@ -3,9 +3,11 @@
 Hypothesis draws small clusters and traces aimed at the corners of the
 semantics (see :mod:`tests.reference.strategies`); each drawn case is replayed
 by both simulators under every preset-shaped policy, under random policies
-(random placement, periodic cycles, backfill depths) and with a horizon. The
-two must agree on every job's start, finish, state, rejection reason, nodes
-spanned and held milli-GPU, on every timeline row and on the GPU milli-seconds.
+(random placement, periodic cycles, backfill depths) and with a horizon, a
+measurement window and small timeline bounds (``max_samples``). The two must
+agree on every job's start, finish, state, rejection reason, nodes spanned and
+held milli-GPU, on every timeline row, on the sample interval used, and on the
+GPU milli-seconds of the whole run and of the window.
 On a mismatch the failure message prints the (shrunk) case as tables and the
 rows that differ.
 
@@ -30,10 +32,12 @@ from tests.reference.strategies import (
     PRESETS,
     cases,
     jobs_frame,
+    max_samples_choices,
     nodes_frame,
     policies,
     sample_intervals,
     seeds,
+    windows,
 )
 
 from gpureplay.schedulers.policy import GangMode, Placement, Policy
@@ -90,12 +94,15 @@ def describe_case(
     seed: int,
     sample_interval: float,
     horizon: float | None,
+    window: tuple[float, float] | None = None,
+    max_samples: int | None = None,
 ) -> str:
     job_cols = ["job_id", "submit_time", "duration", "num_pods", "gpu_milli", "gpu_mem_mib", "gpu_models"]
     job_cols += ["cpu_milli", "mem_mib", "priority"]
     node_cols = ["node_id", "gpu_model", "num_gpus", "gpu_mem_mib", "cpu_milli", "mem_mib"]
     return (
-        f"policy={policy!r}\nseed={seed} sample_interval={sample_interval} horizon={horizon}\n"
+        f"policy={policy!r}\nseed={seed} sample_interval={sample_interval} horizon={horizon} "
+        f"window={window} max_samples={max_samples}\n"
         f"jobs:\n{_table(jobs.select(job_cols))}\nnodes:\n{_table(nodes.select(node_cols))}"
     )
 
@@ -109,8 +116,24 @@ def differences(got: Replay, want: Replay) -> list[str]:
         problems.append(f"engine timeline schema {dict(got.timeline.schema)} != {TIMELINE_SCHEMA}")
     if problems:
         return problems
+    if got.sample_interval != want.sample_interval:
+        problems.append(
+            f"sample interval used: engine {got.sample_interval!r}, reference {want.sample_interval!r}"
+        )
+    if (got.window_gpu_milli_seconds is None) != (want.window_gpu_milli_seconds is None) or (
+        got.window_gpu_milli_seconds is not None
+        and want.window_gpu_milli_seconds is not None
+        and not math.isclose(
+            got.window_gpu_milli_seconds, want.window_gpu_milli_seconds, rel_tol=1e-9, abs_tol=1e-6
+        )
+    ):
+        problems.append(
+            f"window_gpu_milli_seconds: engine {got.window_gpu_milli_seconds!r}, "
+            f"reference {want.window_gpu_milli_seconds!r}"
+        )
     if (
-        got.jobs.select(COMPARED_JOB_COLUMNS).equals(want.jobs.select(COMPARED_JOB_COLUMNS))
+        not problems
+        and got.jobs.select(COMPARED_JOB_COLUMNS).equals(want.jobs.select(COMPARED_JOB_COLUMNS))
         and got.timeline.equals(want.timeline)
         and math.isclose(got.gpu_milli_seconds, want.gpu_milli_seconds, rel_tol=1e-9, abs_tol=1e-6)
     ):
@@ -156,28 +179,28 @@ def assert_agree(
     seed: int,
     sample_interval: float,
     horizon: float | None = None,
+    window: tuple[float, float] | None = None,
+    max_samples: int = 100_000,
 ) -> None:
     kwargs: dict[str, Any] = {
         "seed": seed,
         "sample_interval": sample_interval,
         "horizon": horizon,
+        "window": window,
+        "max_samples": max_samples,
         "debug": True,
     }
+    case = describe_case(jobs, nodes, policy, seed, sample_interval, horizon, window, max_samples)
     try:
         want = reference_simulate(jobs, nodes, policy, **kwargs)
     except Exception as exc:
-        raise AssertionError(
-            f"reference raised {exc!r}\n{describe_case(jobs, nodes, policy, seed, sample_interval, horizon)}"
-        ) from exc
+        raise AssertionError(f"reference raised {exc!r}\n{case}") from exc
     try:
         got = engine.simulate(jobs, nodes, policy, **kwargs)
     except Exception as exc:
-        raise AssertionError(
-            f"engine raised {exc!r}\n{describe_case(jobs, nodes, policy, seed, sample_interval, horizon)}"
-        ) from exc
+        raise AssertionError(f"engine raised {exc!r}\n{case}") from exc
     problems = differences(got, want)
     if problems:
-        case = describe_case(jobs, nodes, policy, seed, sample_interval, horizon)
         raise AssertionError("engine and reference disagree\n" + case + "\n" + "\n".join(problems))
 
 
@@ -192,11 +215,26 @@ def _warm_engine() -> None:
 
 # 200 cases x 7 presets = 1,400 replays per simulator.
 @settings(max_examples=200, **SETTINGS)
-@given(case=cases(), sample_interval=sample_intervals, seed=seeds)
-def test_presets_agree(case: tuple[pl.DataFrame, pl.DataFrame], sample_interval: float, seed: int) -> None:
+@given(
+    case=cases(),
+    sample_interval=sample_intervals,
+    seed=seeds,
+    window=windows(),
+    max_samples=max_samples_choices,
+)
+def test_presets_agree(
+    case: tuple[pl.DataFrame, pl.DataFrame],
+    sample_interval: float,
+    seed: int,
+    window: tuple[float, float] | None,
+    max_samples: int,
+) -> None:
     jobs, nodes = case
     for policy in PRESETS.values():
-        assert_agree(jobs, nodes, policy, seed=seed, sample_interval=sample_interval)
+        assert_agree(
+            jobs, nodes, policy, seed=seed, sample_interval=sample_interval, window=window,
+            max_samples=max_samples,
+        )  # fmt: skip
 
 
 # 75 cases x 8 random policies = 600 replays: random placement, periodic cycles, any mode/backfill mix.
@@ -224,6 +262,8 @@ def test_random_policies_agree(
     horizon=st.sampled_from([0.0, 3.0, 7.5, 12.0, 20.0]),
     sample_interval=sample_intervals,
     seed=seeds,
+    window=windows(),
+    max_samples=max_samples_choices,
 )
 def test_horizon_agrees(
     case: tuple[pl.DataFrame, pl.DataFrame],
@@ -232,10 +272,15 @@ def test_horizon_agrees(
     horizon: float,
     sample_interval: float,
     seed: int,
+    window: tuple[float, float] | None,
+    max_samples: int,
 ) -> None:
     jobs, nodes = case
     for chosen in (PRESETS[preset], *policy_list):
-        assert_agree(jobs, nodes, chosen, seed=seed, sample_interval=sample_interval, horizon=horizon)
+        assert_agree(
+            jobs, nodes, chosen, seed=seed, sample_interval=sample_interval, horizon=horizon, window=window,
+            max_samples=max_samples,
+        )  # fmt: skip
 
 
 #: Policies the corner cases run under: every preset, plus random placement and periodic cycles.
@@ -254,4 +299,6 @@ def test_corner_cases_agree(name: str) -> None:
     jobs, nodes = jobs_frame(job_rows), nodes_frame(node_rows)
     for policy in CORNER_POLICIES:
         for horizon in (None, 11.0, 100.0):
-            assert_agree(jobs, nodes, policy, seed=3, sample_interval=10.0, horizon=horizon)
+            assert_agree(
+                jobs, nodes, policy, seed=3, sample_interval=10.0, horizon=horizon, window=(5.0, 30.0)
+            )

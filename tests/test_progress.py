@@ -38,10 +38,12 @@ from tests.reference.strategies import (
     PRESETS,
     cases,
     jobs_frame,
+    max_samples_choices,
     nodes_frame,
     policies,
     sample_intervals,
     seeds,
+    windows,
 )
 from tests.test_differential import differences
 
@@ -121,8 +123,16 @@ def assert_chunks_change_nothing(
     seed: int,
     sample_interval: float,
     horizon: float | None = None,
+    window: tuple[float, float] | None = None,
+    max_samples: int = 100_000,
 ) -> None:
-    kwargs: dict[str, Any] = {"seed": seed, "sample_interval": sample_interval, "horizon": horizon}
+    kwargs: dict[str, Any] = {
+        "seed": seed,
+        "sample_interval": sample_interval,
+        "horizon": horizon,
+        "window": window,
+        "max_samples": max_samples,
+    }
     whole = simulate(jobs, nodes, policy, debug=True, chunk_seconds=math.inf, **kwargs)  # one go
     calls: list[Progress] = []
     chunk = chunk_seconds(jobs, nodes, policy, chunking)
@@ -131,6 +141,8 @@ def assert_chunks_change_nothing(
     assert chunked.jobs.equals(whole.jobs), context
     assert chunked.timeline.equals(whole.timeline), context
     assert chunked.gpu_milli_seconds == whole.gpu_milli_seconds, context
+    assert chunked.window_gpu_milli_seconds == whole.window_gpu_milli_seconds, context
+    assert chunked.sample_interval == whole.sample_interval, context
     assert {k: chunked.stats[k] for k in EXACT_STATS} == {k: whole.stats[k] for k in EXACT_STATS}, context
     problems = differences(chunked, reference_simulate(jobs, nodes, policy, debug=True, **kwargs))
     assert not problems, context + "\n" + "\n".join(problems)
@@ -189,8 +201,10 @@ def test_chunks_change_nothing_under_random_policies(
     chunking=chunkings,
     sample_interval=sample_intervals,
     seed=seeds,
+    window=windows(),
+    max_samples=max_samples_choices,
 )
-def test_chunks_change_nothing_with_a_horizon(
+def test_chunks_change_nothing_with_a_horizon_a_window_and_a_timeline_bound(
     case: tuple[pl.DataFrame, pl.DataFrame],
     preset: str,
     policy_list: list[Policy],
@@ -198,12 +212,15 @@ def test_chunks_change_nothing_with_a_horizon(
     chunking: tuple[str, float],
     sample_interval: float,
     seed: int,
+    window: tuple[float, float] | None,
+    max_samples: int,
 ) -> None:
     jobs, nodes = case
     for policy in (PRESETS[preset], *policy_list):
         assert_chunks_change_nothing(
-            jobs, nodes, policy, chunking, seed=seed, sample_interval=sample_interval, horizon=horizon
-        )
+            jobs, nodes, policy, chunking, seed=seed, sample_interval=sample_interval, horizon=horizon,
+            window=window, max_samples=max_samples,
+        )  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------------------

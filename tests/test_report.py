@@ -22,7 +22,13 @@ from gpureplay.errors import InputError
 from gpureplay.report import build_report
 from gpureplay.report.collect import collect, label_keys
 from gpureplay.report.stats import effect_sentences, effects, summarize, t_quantile
-from gpureplay.results.metrics import job_results, summary_metrics, timeline_results
+from gpureplay.results.metrics import (
+    MeasurementWindow,
+    RunSpan,
+    job_results,
+    summary_metrics,
+    timeline_results,
+)
 from gpureplay.results.schemas import SUMMARY_METRICS_SCHEMA
 from gpureplay.results.writer import mark_done, write_parquet_atomic
 
@@ -158,7 +164,16 @@ def write_run(
         ),
         TOTAL_GPUS,
     )
-    metrics = summary_metrics(jobs, timeline, float(jobs["gpus"].sum()) * 1000.0 * 3600.0, TOTAL_GPUS, 0.5)
+    metrics = summary_metrics(
+        jobs,
+        timeline,
+        span=RunSpan(0.0, float(finish.max())),
+        window=MeasurementWindow(float(submit.min()), float(submit.max())),
+        gpu_milli_seconds=float(jobs["gpus"].sum()) * 1000.0 * 3600.0,
+        window_gpu_milli_seconds=None,
+        total_gpus=TOTAL_GPUS,
+        sample_interval=3600.0,
+    )
     metrics = metrics.with_columns(
         pl.lit(v).cast(SUMMARY_METRICS_SCHEMA[k]).alias(k) for k, v in {**SAME, **headline}.items()
     )

@@ -6,8 +6,17 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from omegaconf import OmegaConf
 
-from gpureplay.results.metrics import flatten_config, job_results, summary_metrics, timeline_results
+from gpureplay.config import Config
+from gpureplay.results.metrics import (
+    MeasurementWindow,
+    RunSpan,
+    config_frame,
+    job_results,
+    summary_metrics,
+    timeline_results,
+)
 from gpureplay.results.schemas import JOBS_RESULT_SCHEMA, TIMELINE_SCHEMA
 from gpureplay.results.writer import (
     clear_run,
@@ -83,18 +92,64 @@ def test_summary_metrics_match_hand_computation() -> None:
     )
     assert timeline.schema == pl.Schema(TIMELINE_SCHEMA)
     assert timeline["allocated_fraction"][0] == pytest.approx(1000 / 16000)
-    gpu_ms = 1000 * 100 + 8000 * 50 + 500 * 5
-    summary = summary_metrics(jobs, timeline, float(gpu_ms), total_gpus=16, replay_seconds=0.1).row(
-        0, named=True
-    )
+    gpu_ms = 1000 * 100 + 8000 * 50 + 500 * 5 + 4000 * 130
+    summary = summary_metrics(
+        jobs,
+        timeline,
+        span=RunSpan(0.0, 160.0),
+        window=MeasurementWindow(0.0, 30.0),
+        gpu_milli_seconds=float(gpu_ms),
+        window_gpu_milli_seconds=1000 * 30 + 4000 * 0 + 500 * 5.0,
+        total_gpus=16,
+        sample_interval=3600.0,
+    ).row(0, named=True)
     assert (summary["jobs"], summary["finished"], summary["deadlocked"]) == (4, 3, 1)
-    assert summary["jct_mean"] == pytest.approx((100 + 140 + 5) / 3)
-    assert summary["wait_median"] == pytest.approx(0.0)
-    assert summary["makespan"] == 150.0
-    assert summary["gpu_allocation_rate"] == pytest.approx(gpu_ms / 1000 / (16 * 150))
-    # bounded slowdown: job 2 (90+50)/50 = 2.8, jobs 1 and 3 -> 1
-    assert summary["bounded_slowdown_mean"] == pytest.approx((1 + 2.8 + 1) / 3)
+    # Job 4 (deadlocked, submitted at 30) never started: censored at the end of the run, 160.
+    assert (summary["never_started"], summary["wait_censored"], summary["jct_censored"]) == (1, 1, 1)
+    assert summary["jct_mean"] == pytest.approx((100 + 140 + 5 + 130) / 4)
+    assert summary["jct_mean_finished"] == pytest.approx((100 + 140 + 5) / 3)
+    assert summary["wait_mean"] == pytest.approx((0 + 90 + 0 + 130) / 4)
+    assert summary["wait_mean_started"] == pytest.approx(30.0)
+    assert summary["wait_median"] == pytest.approx(45.0)
+    # Not every admitted job finished: the makespan is censored at the end of the run.
+    assert summary["makespan"] == 160.0
+    assert summary["gpu_allocation_rate"] == pytest.approx(gpu_ms / 1000 / (16 * 160))
+    # bounded slowdown: job 2 (90+50)/50 = 2.8, jobs 1 and 3 -> 1, job 4 130 / max(10 s duration, 10) = 13
+    assert summary["bounded_slowdown_mean"] == pytest.approx((1 + 2.8 + 1 + 13) / 4)
     assert summary["fragmented_gpus_mean"] == 3.0
+    assert (summary["span_start"], summary["span_end"], summary["sample_interval_used"]) == (
+        0.0,
+        160.0,
+        3600.0,
+    )
+    # Window [0, 30]: every job; its allocation over 16 GPUs x 30 s.
+    assert (summary["window_start"], summary["window_end"], summary["window_jobs"]) == (0.0, 30.0, 4)
+    assert summary["window_gpu_allocation_rate"] == pytest.approx(32.5 / (16 * 30))
+
+
+def test_typed_config_columns_stack_across_runs(tmp_path: Path) -> None:
+    cfg = OmegaConf.structured(Config)
+    cfg.trace = {"name": "philly", "path": "x.csv", "cluster_id": None}
+    cfg.cluster = {"name": "homogeneous", "nodes": 4}
+    first = config_frame(cfg)
+    assert first.schema["seed"] == pl.Int64
+    assert first.schema["sample_interval"] == pl.Float64
+    assert first.schema["horizon"] == pl.Float64 and first["horizon"][0] is None  # declared float, null
+    assert first.schema["debug"] == pl.Boolean
+    assert first.schema["scheduler.queue_order"] == pl.String and first["scheduler.queue_order"][0] == "fifo"
+    assert first.schema["trace.cluster_id"] == pl.String  # untyped and null
+    assert first.schema["cluster.nodes"] == pl.Int64
+    assert first.schema["measure.start"] == pl.Float64
+    cfg.seed = 7
+    cfg.horizon = 50.0
+    cfg.trace.cluster_id = 4
+    second = config_frame(cfg)
+    for i, row in enumerate((first, second)):
+        row.write_parquet(tmp_path / f"{i}.parquet")
+    stacked = pl.concat([pl.read_parquet(tmp_path / f"{i}.parquet") for i in (0, 1)], how="diagonal_relaxed")
+    assert stacked["seed"].to_list() == [0, 7] and stacked.schema["seed"] == pl.Int64
+    assert stacked["horizon"].to_list() == [None, 50.0] and stacked.schema["horizon"] == pl.Float64
+    assert stacked["debug"].to_list() == [False, False]
 
 
 def test_conform_rejects_missing_columns_and_lossy_casts() -> None:
@@ -129,8 +184,3 @@ def test_done_marker_is_removed_before_results(tmp_path: Path) -> None:
     assert is_done(tmp_path)
     clear_run(tmp_path, ("jobs.parquet",))
     assert not is_done(tmp_path) and not (tmp_path / "jobs.parquet").exists()
-
-
-def test_flatten_config_is_stable() -> None:
-    flat = flatten_config({"b": {"x": 1.5, "y": None}, "a": True})
-    assert flat == {"b.x": "1.5", "b.y": "null", "a": "True"}

@@ -19,7 +19,13 @@ from gpureplay.traces.helios import load_helios
 from gpureplay.traces.itp import load_itp
 from gpureplay.traces.philly import load_philly
 from gpureplay.traces.philly_raw import load_philly_raw
-from gpureplay.traces.schema import JOBS_SCHEMA, NODES_SCHEMA, validate_jobs, validate_nodes
+from gpureplay.traces.schema import (
+    JOBS_SCHEMA,
+    NODES_SCHEMA,
+    max_time_limit,
+    validate_jobs,
+    validate_nodes,
+)
 
 JOBS_HEADER = "job_id,submit_time,duration,num_pods,gpu_milli,gpu_models,cpu_milli,mem_mib,gpu_mem_mib,queue"
 GOOD_JOBS = [
@@ -172,6 +178,35 @@ def test_problems_from_several_rules_are_ordered_by_row(tmp_path: Path) -> None:
         f"{path}, row 1, column 'duration'",
         f"{path}, row 3, column 'num_pods'",
     ]
+
+
+def test_times_beyond_max_time_name_file_row_and_column(tmp_path: Path) -> None:
+    # 100 years by default: 1e18 s durations and 1e20 s submit times (the repros) exhausted memory.
+    rows = _replace(
+        _replace(GOOD_JOBS, 1, "duration", "1e18", JOBS_HEADER), 2, "submit_time", "1e20", JOBS_HEADER
+    )
+    rows = _replace(rows, 3, "submit_time", "3e9", JOBS_HEADER)
+    rows = _replace(rows, 3, "duration", "2e8", JOBS_HEADER)  # each fine alone, the end is beyond
+    path, df = jobs_from(tmp_path, rows)
+    lines = _error(lambda: validate_jobs(df, str(path))).splitlines()
+    assert [line.split(":")[0] for line in lines] == [
+        f"{path}, row 1, column 'duration'",
+        f"{path}, row 2, column 'submit_time'",
+        f"{path}, row 3, column 'duration'",
+    ]
+    assert "beyond max_time = 3.15576e+09 s (100 years)" in lines[0] and "(found 1e+18)" in lines[0]
+    assert "submit_time + duration" in lines[2] and "(found 3200000000.0)" in lines[2]
+
+
+def test_max_time_is_configurable(tmp_path: Path) -> None:
+    rows = _replace(GOOD_JOBS, 1, "duration", "1e11", JOBS_HEADER)
+    path, df = jobs_from(tmp_path, rows)
+    assert "max_time" in _error(lambda: validate_jobs(df, str(path)))
+    assert validate_jobs(df, str(path), max_time=1e12).height == 3
+    with max_time_limit(1e12):
+        assert validate_jobs(df, str(path)).height == 3
+    text = _error(lambda: validate_jobs(df, str(path), max_time=25.0))
+    assert text.startswith(f"{path}, row 1, column 'duration'") and "row 3" in text
 
 
 # --- nodes --------------------------------------------------------------------------------------

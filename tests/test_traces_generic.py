@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 import polars as pl
@@ -123,7 +124,7 @@ OK = ["1,0,10,1,500,A100,true,1000", "2,1,10,2,2000,,no,0"]
 @pytest.mark.parametrize(
     ("bad_row", "column"),
     [
-        ("x,2,10,1,500,,yes,0", "job_id"),
+        (",2,10,1,500,,yes,0", "job_id"),  # text ids are names (see below): an empty one is missing
         ("3,soon,10,1,500,,yes,0", "submit_time"),
         ("3,2,-5,1,500,,yes,0", "duration"),
         ("3,2,10,0,500,,yes,0", "num_pods"),
@@ -196,3 +197,59 @@ def test_bad_arguments(tmp_path: Path, tiny_jobs_csv: Path) -> None:
     assert err.value.problems[0].column == "priority"
     with pytest.raises(InputError, match="time_unit"):
         load_table(tiny_jobs_csv, time_unit="days")  # type: ignore[arg-type]
+
+
+def test_text_job_ids_become_names_and_the_file_row_the_key(tmp_path: Path) -> None:
+    rows = ["jobB,0,10,1,1000", "jobA,0,20,1,500", "7,5,20,1,500", " job C ,1,1,1,0"]
+    trace = load_table(_write(tmp_path, "job_id,submit_time,duration,num_pods,gpu_milli", rows))
+    jobs = trace.jobs.sort("job_id")
+    assert jobs["job_id"].to_list() == [1, 2, 3, 4]
+    assert jobs["job_name"].to_list() == ["jobB", "jobA", "7", "job C"]  # one text id: every id is a name
+    assert trace.jobs["job_name"].to_list()[:2] == ["jobB", "jobA"]  # same submit time: file order
+    assert sum(trace.changes.values()) == 4
+
+
+def test_integer_job_ids_are_read_exactly_as_before(tmp_path: Path, tiny_jobs_csv: Path) -> None:
+    jobs = load_table(tiny_jobs_csv).jobs
+    assert jobs["job_id"].to_list() == [1, 2, 3, 4] and jobs["job_name"].null_count() == 4
+
+
+@pytest.mark.parametrize(
+    ("rows", "expected"),
+    [
+        (["jobA,0,1,1,1000", "jobA,1,1,1,1000"], ["row 1, column 'id': duplicate job_id (found 'jobA')",
+                                                  "row 2, column 'id': duplicate job_id (found 'jobA')"]),
+        (["jobA,0,1,1,1000", ",1,1,1,1000"], ["row 2, column 'id': missing value (found None)"]),
+    ],
+)  # fmt: skip
+def test_bad_text_job_ids_name_row_and_column(tmp_path: Path, rows: list[str], expected: list[str]) -> None:
+    path = _write(tmp_path, "id,submit_time,duration,num_pods,gpu_milli", rows)
+    with pytest.raises(InputError) as err:
+        load_table(path, columns={"job_id": "id"})
+    assert str(err.value).splitlines() == [f"{path}, {line}" for line in expected]
+
+
+def test_text_ids_beside_a_job_name_column_are_refused(tmp_path: Path) -> None:
+    path = _write(tmp_path, "job_id,job_name,submit_time,duration,num_pods,gpu_milli", ["a,x,0,1,1,1000"])
+    with pytest.raises(InputError, match="job_name"):
+        load_table(path)
+
+
+def test_job_names_round_trip_through_parquet(tmp_path: Path) -> None:
+    trace = load_table(_write(tmp_path, "job_id,submit_time,duration,num_pods,gpu_milli", ["x,0,1,1,1000"]))
+    trace.jobs.write_parquet(tmp_path / "named.parquet")  # as `trace convert` writes it
+    again = load_table(tmp_path / "named.parquet").jobs
+    assert again.select("job_id", "job_name").equals(trace.jobs.select("job_id", "job_name"))
+
+
+@pytest.mark.parametrize("name", ["twice.csv", "twice.csv.gz"])
+def test_a_column_named_twice_is_refused(tmp_path: Path, name: str) -> None:
+    text = "job_id,submit_time,duration,num_pods,gpu_milli,duration\n1,0,10,1,1000,20\n"
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(text.encode()) if name.endswith(".gz") else text.encode())
+    with pytest.raises(InputError) as err:
+        load_table(path)
+    assert str(err.value) == (
+        f"{path}, column 'duration': the header names this column 2 times (fields 3, 6); "
+        "each column must be named once"
+    )

@@ -237,6 +237,26 @@ class WorkloadConf:
     load: float = 1.0
 
 
+# --- measurement window ------------------------------------------------------------------------
+
+
+@dataclass
+class MeasureConf:
+    """The measurement window of the ``window_*`` summary metrics (:mod:`gpureplay.results.metrics`).
+
+    Parameters
+    ----------
+    start, end
+        Seconds of the replayed trace (after the workload transforms); the
+        window is ``[start, end]``, capped at the end of the run. Null: the
+        first / the last arrival, which leaves out the drain tail after the
+        last arrival.
+    """
+
+    start: float | None = None
+    end: float | None = None
+
+
 # --- top level ---------------------------------------------------------------------------------
 
 
@@ -249,9 +269,18 @@ class Config:
     seed
         Seed of every random choice (sampling, random placement, synthetic traces).
     sample_interval
-        Seconds between timeline samples.
+        Seconds between timeline samples (sample k at k * sample_interval).
+    max_samples
+        Most timeline rows; beyond it the sample interval doubles (a warning
+        says which one was used; the summary's ``sample_interval_used`` too).
     horizon
         Stop the replay at this simulated time (null = run until nothing is left).
+    max_time
+        Largest submit time, duration and submit time + duration a trace may
+        hold, seconds (default 100 years): larger ones are refused when the
+        trace is read, naming file, row and column.
+    measure
+        The measurement window (:class:`MeasureConf`).
     debug
         Check the engine's invariants every cycle (slower; always on in tests).
     """
@@ -262,7 +291,10 @@ class Config:
     workload: WorkloadConf = field(default_factory=WorkloadConf)
     seed: int = 0
     sample_interval: float = 3600.0
+    max_samples: int = 100_000
     horizon: float | None = None
+    max_time: float = 3_155_760_000.0
+    measure: MeasureConf = field(default_factory=MeasureConf)
     debug: bool = False
 
 

@@ -20,10 +20,20 @@ from omegaconf import DictConfig, OmegaConf
 
 from gpureplay import __version__
 from gpureplay.cluster.registry import build_cluster
-from gpureplay.results.metrics import flatten_config, job_results, summary_metrics, timeline_results
+from gpureplay.errors import InputError
+from gpureplay.results.metrics import (
+    config_frame,
+    job_results,
+    measurement_window,
+    run_span,
+    summary_metrics,
+    timeline_results,
+)
+from gpureplay.results.timing import TIMING_FILE, RunTiming, write_timing
 from gpureplay.results.writer import clear_run, mark_done, write_parquet_atomic
 from gpureplay.schedulers.policy import Policy
 from gpureplay.traces.registry import load_trace
+from gpureplay.traces.schema import max_time_limit
 from gpureplay.workload.transforms import apply_workload
 
 log = logging.getLogger(__name__)
@@ -52,9 +62,11 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
     cfg
         A composed config (schema :class:`gpureplay.config.Config`).
     out_dir
-        Folder for ``jobs.parquet``, ``timeline.parquet``, ``summary.parquet``
-        and the ``DONE`` marker. Existing result files there are removed first
-        (marker first), so a failed run never leaves a folder that looks complete.
+        Folder for ``jobs.parquet``, ``timeline.parquet``, ``summary.parquet``,
+        ``timing.json`` (wall-clock seconds, kept out of the Parquet files so a
+        re-run is byte-identical) and the ``DONE`` marker. Existing result
+        files there are removed first (marker first), so a failed run never
+        leaves a folder that looks complete.
 
     Raises
     ------
@@ -62,18 +74,22 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
         On any bad trace, node list or config value; nothing is written then.
     """
     from gpureplay.replay.progress import announce_compilation, progress_for_terminal
-    from gpureplay.replay.simulate import (
+    from gpureplay.replay.simulate import (  # numba import deferred: `--help` stays fast
         kernels_cached,
         simulate,
-    )  # numba import deferred: `--help` stays fast
+        warm_up,
+    )
 
+    run_started = time.perf_counter()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    clear_run(out_dir, RESULT_FILES)
+    clear_run(out_dir, (*RESULT_FILES, TIMING_FILE))
     resolved = cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))
     seed = int(cfg.seed)
+    _check_run_keys(cfg)
 
-    trace = load_trace(resolved["trace"], seed)
+    with max_time_limit(float(cfg.max_time)):
+        trace = load_trace(resolved["trace"], seed)
     log.info("trace %s: %s jobs from %s", cfg.trace.name, f"{trace.jobs.height:,}", trace.source)
     for reason, count in trace.changes.most_common():
         log.info("  adapter: %s rows: %s", f"{count:,}", reason)
@@ -84,16 +100,25 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
         "cluster %s: %s nodes, %s GPUs", cfg.cluster.name, f"{cluster.nodes.height:,}", f"{total_gpus:,}"
     )
 
+    window = measurement_window(jobs, cfg.measure.start, cfg.measure.end)
+    policy = _policy(cfg)
+
+    # Kernels compile (first run) or load from numba's cache here, timed apart from the replay.
     if not kernels_cached():
         announce_compilation(os.environ.get("NUMBA_CACHE_DIR"))
+    started = time.perf_counter()
+    warm_up(policy, debug=bool(cfg.debug))
+    compile_seconds = time.perf_counter() - started
     started = time.perf_counter()
     replay = simulate(
         jobs,
         cluster.nodes,
-        _policy(cfg),
+        policy,
         seed=seed,
         sample_interval=float(cfg.sample_interval),
+        max_samples=int(cfg.max_samples),
         horizon=None if cfg.horizon is None else float(cfg.horizon),
+        window=(window.start, window.end),
         debug=bool(cfg.debug),
         progress=progress_for_terminal(),
     )
@@ -101,9 +126,17 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
 
     job_table = job_results(jobs, replay.jobs)
     timeline = timeline_results(replay.timeline, total_gpus)
-    metrics = summary_metrics(job_table, timeline, replay.gpu_milli_seconds, total_gpus, replay_seconds)
-    flat = flatten_config(resolved)
-    summary = pl.DataFrame([flat], schema=dict.fromkeys(flat, pl.String())).hstack(metrics)
+    metrics = summary_metrics(
+        job_table,
+        timeline,
+        span=run_span(jobs, replay.stats["end_time"]),
+        window=window,
+        gpu_milli_seconds=replay.gpu_milli_seconds,
+        window_gpu_milli_seconds=replay.window_gpu_milli_seconds,
+        total_gpus=total_gpus,
+        sample_interval=replay.sample_interval,
+    )
+    summary = config_frame(cfg).hstack(metrics)
 
     metadata = {
         "config": OmegaConf.to_yaml(cfg, resolve=True),
@@ -112,16 +145,21 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
         "trace_source": trace.source,
         "cluster_sha256": cluster.sha256 or "",
         "seed": str(seed),
+        "sample_interval": repr(replay.sample_interval),
     }
     tables = {"jobs.parquet": job_table, "timeline.parquet": timeline, "summary.parquet": summary}
     for name in RESULT_FILES:
         write_parquet_atomic(tables[name], out_dir / name, metadata)
-    mark_done(out_dir, {name: tables[name].height for name in RESULT_FILES})
+    total_seconds = time.perf_counter() - run_started
+    write_timing(out_dir, RunTiming(compile_seconds, replay_seconds, total_seconds))
+    mark_done(out_dir, {**{name: tables[name].height for name in RESULT_FILES}, TIMING_FILE: 1})
     row = summary.row(0, named=True)
     log.info(
-        "replayed %s jobs in %.2f s: %s finished, %s rejected, %s deadlocked, %s unfinished -> %s",
+        "replayed %s jobs in %.2f s (kernels ready in %.2f s): %s finished, %s rejected, %s deadlocked, "
+        "%s unfinished -> %s",
         f"{row['jobs']:,}",
         replay_seconds,
+        compile_seconds,
         f"{row['finished']:,}",
         f"{row['rejected']:,}",
         f"{row['deadlocked']:,}",
@@ -134,6 +172,15 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
 def load_summary(out_dir: Path) -> dict[str, Any]:
     """The headline row of a complete run folder's ``summary.parquet``."""
     return pl.read_parquet(Path(out_dir) / "summary.parquet").row(0, named=True)
+
+
+def _check_run_keys(cfg: DictConfig) -> None:
+    """Top-level keys the schema types but cannot range-check, each named in its error."""
+    if int(cfg.max_samples) < 1:
+        raise InputError.single(f"must be >= 1 (found {cfg.max_samples})", "max_samples")
+    max_time = float(cfg.max_time)
+    if not (max_time > 0 and max_time < float("inf")):
+        raise InputError.single(f"must be a finite number of seconds > 0 (found {cfg.max_time})", "max_time")
 
 
 def _workload_args(workload: Mapping[str, Any]) -> dict[str, Any]:

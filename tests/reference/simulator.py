@@ -57,6 +57,8 @@ TIMELINE_SCHEMA: dict[str, pl.DataType] = {
 
 MASK64 = (1 << 64) - 1
 
+DEFAULT_MAX_SAMPLES = 100_000  # [Timeline row (sampled)] most rows before the interval doubles
+
 
 class SplitMix64:
     """The splitmix64 generator of [RNG] (Steele, Lea & Flood 2014; Vigna's reference C code).
@@ -584,18 +586,25 @@ class _Replay:
     # -- event loop  [Time and events] -------------------------------------------------------------
 
     def run(
-        self, sample_interval: float, horizon: float | None
-    ) -> tuple[list[dict[str, float | int]], float]:
+        self,
+        sample_interval: float,
+        horizon: float | None,
+        max_samples: int,
+        window: tuple[float, float] | None,
+    ) -> tuple[list[dict[str, float | int]], float, float, float]:
+        """The event loop: (timeline rows, GPU milli-seconds, the same inside ``window``, interval used)."""
         periodic = self.policy.session_interval > 0
         arrivals = sorted(self.jobs, key=lambda j: (j.submit, j.job_id))
         next_arrival = 0  # index into ``arrivals``
-        next_sample = 0.0
+        interval = sample_interval  # [Sample times] doubled when the timeline would exceed max_samples
         tick = 0  # next periodic cycle at tick * session_interval
         cycle_owed = False  # periodic: a change happened that no cycle has seen yet
         rows: list[dict[str, float | int]] = []
         gpu_milli_seconds = 0.0
+        window_milli_seconds = 0.0
 
         while True:
+            next_sample = len(rows) * interval  # [Sample times] sample k at k * interval, never +=
             candidates = [next_sample]
             if next_arrival < len(arrivals):
                 candidates.append(arrivals[next_arrival].submit)
@@ -607,6 +616,9 @@ class _Replay:
                 break  # the run ends at the last time processed, not at the horizon
             # allocated_milli is constant between events: integrate exactly.
             gpu_milli_seconds += self.allocated_milli() * (t - self.now)
+            if window is not None:
+                inside = min(t, window[1]) - max(self.now, window[0])
+                window_milli_seconds += self.allocated_milli() * max(0.0, inside)
             self.now = t
 
             first_pass = True
@@ -631,9 +643,13 @@ class _Replay:
                 elif changed:
                     self.cycle()
                 # 4. sample (once per time, in the first pass)
+                if first_pass and t == next_sample and len(rows) == max_samples:
+                    # One more row would exceed max_samples: keep the samples of the doubled grid.
+                    interval *= 2
+                    rows = rows[::2]
+                    next_sample = len(rows) * interval
                 if first_pass and t == next_sample:
                     rows.append(self.sample())
-                    next_sample += sample_interval
                 first_pass = False
                 # Jobs started now with duration 0 finish now: one more pass at the same t.
                 if not any(j.finish == t for j in self.with_state("running")):
@@ -644,7 +660,7 @@ class _Replay:
             done = not self.with_state("running") and next_arrival == len(arrivals)
             if done and not (periodic and cycle_owed):
                 break
-        return rows, gpu_milli_seconds
+        return rows, gpu_milli_seconds, window_milli_seconds, interval
 
 
 def _final_state(job: Job) -> str:
@@ -673,6 +689,8 @@ def simulate(
     seed: int = 0,
     sample_interval: float = 3600.0,
     horizon: float | None = None,
+    window: tuple[float, float] | None = None,
+    max_samples: int = DEFAULT_MAX_SAMPLES,
     debug: bool = False,
 ) -> Replay:
     """Replay ``jobs`` on ``nodes`` under ``policy`` -- the reference semantics, slowly.
@@ -680,11 +698,13 @@ def simulate(
     Same signature and result as ``gpureplay.replay.simulate.simulate``.
     ``debug`` checks capacities after every cycle and the accounting invariant at the end.
     """
-    if sample_interval <= 0:
-        raise ValueError("sample_interval must be > 0")
+    if sample_interval <= 0 or max_samples < 1:
+        raise ValueError("sample_interval must be > 0 and max_samples >= 1")
     job_list = _jobs_from_table(jobs)
     replay = _Replay(job_list, list(nodes.iter_rows(named=True)), policy, seed, debug)
-    rows, gpu_milli_seconds = replay.run(sample_interval, horizon)
+    rows, gpu_milli_seconds, window_milli_seconds, interval = replay.run(
+        sample_interval, horizon, max_samples, window
+    )
     if debug:
         accounted = _accounted_milli_seconds(job_list, replay.now)
         assert math.isclose(gpu_milli_seconds, accounted, rel_tol=1e-9, abs_tol=1e-6), (
@@ -717,5 +737,7 @@ def simulate(
         jobs=pl.DataFrame(result_rows, schema=JOB_RESULT_SCHEMA),
         timeline=pl.DataFrame(rows, schema=TIMELINE_SCHEMA),
         gpu_milli_seconds=float(gpu_milli_seconds),
+        window_gpu_milli_seconds=None if window is None else float(window_milli_seconds),
+        sample_interval=float(interval),
         stats=stats,
     )

@@ -199,8 +199,23 @@ def policies(draw: st.DrawFn) -> Policy:
     )
 
 
-#: Sample intervals: dyadic so ``next_sample += interval`` stays exact.
-sample_intervals = st.sampled_from([1.0, 2.5, 4.0, 10.0, 3600.0])
+#: Sample intervals, non-dyadic ones included: sample k is at ``k * interval`` in both simulators.
+sample_intervals = st.sampled_from([0.1, 0.3, 1.0, 2.5, 4.0, 10.0, 3600.0])
+
+#: Timeline bounds: small ones make the sample interval double (often more than once) mid-run.
+max_samples_choices = st.sampled_from([1, 2, 3, 7, 100_000])
+
+
+@st.composite
+def windows(draw: st.DrawFn) -> tuple[float, float] | None:
+    """A measurement window ``(start, end)`` over the drawn traces' times (about 0-40 s), or None."""
+    if draw(st.booleans()):
+        return None
+    a = draw(st.sampled_from([0.0, 0.5, 1.0, 3.0, 7.5, 12.0, 25.0]))
+    b = draw(st.sampled_from([0.0, 2.0, 5.0, 11.0, 20.0, 60.0]))
+    return (min(a, b), max(a, b))
+
+
 seeds = st.sampled_from([0, 1, 42, 123_456_789, 2**63 - 1])
 
 

@@ -12,6 +12,7 @@ in :mod:`gpureplay.engine.loop`; the semantics in ``docs/engine-semantics.md``.
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Callable
@@ -31,6 +32,7 @@ from gpureplay.interrupts import PendingSignal, deferred
 from gpureplay.replay.compile import Compiled, compile_replay, policy_params
 from gpureplay.replay.progress import Progress
 from gpureplay.schedulers.policy import Policy
+from gpureplay.traces.schema import JOBS_SCHEMA, NODES_SCHEMA
 
 __all__ = [
     "ATTEMPT_SCHEMA",
@@ -41,7 +43,10 @@ __all__ = [
     "Replay",
     "kernels_cached",
     "simulate",
+    "warm_up",
 ]
+
+log = logging.getLogger(__name__)
 
 #: Chunks a replay is cut into by default (over the submit span).
 DEFAULT_CHUNKS = 200
@@ -148,12 +153,14 @@ class Replay:
     timeline
         Sampled cluster state (:data:`TIMELINE_SCHEMA`).
     gpu_milli_seconds
-        Integral of allocated milli-GPU over the run.
+        Integral of allocated milli-GPU over the run (up to ``stats["end_time"]``).
     window_gpu_milli_seconds
-        The same integral restricted to the measurement window.
+        The same integral restricted to the measurement window passed to
+        :func:`simulate` (and to the run: nothing after the end time counts);
+        None when no window was given.
     sample_interval
-        The interval the timeline's rows are on (wider than asked when the
-        row bound was reached).
+        The interval the timeline was sampled at: the one asked for, doubled
+        as often as needed to stay within ``max_samples`` rows.
     stats
         ``events``, ``cycles``, ``placements_tried``, ``preemption_searches``,
         ``end_time`` and ``kernel_seconds`` (wall time of the compiled loop).
@@ -163,7 +170,7 @@ class Replay:
     attempts: pl.DataFrame
     timeline: pl.DataFrame
     gpu_milli_seconds: float
-    window_gpu_milli_seconds: float
+    window_gpu_milli_seconds: float | None
     sample_interval: float
     stats: dict[str, float]
 
@@ -218,9 +225,12 @@ def simulate(
     horizon
         Process no event later than this time; jobs still running are ``unfinished``.
     window
-        ``(start, end)`` of the measurement window (default: first to last submit time).
+        ``(start, end)`` seconds of a measurement window: the allocation inside
+        it is integrated exactly, as ``Replay.window_gpu_milli_seconds``.
     max_samples
-        Most timeline rows kept: beyond, the interval doubles (every other row dropped).
+        Most timeline rows. When one more would exceed it, the sample interval
+        doubles and only the samples on the new grid are kept (a warning, once,
+        gives the interval used; ``Replay.sample_interval`` records it).
     debug
         Check the engine invariants after every cycle (incrementally) and all
         of them at the end, and the GPU-second accounting identity.
@@ -253,17 +263,19 @@ def simulate(
         raise ValueError(f"horizon must be >= 0 or None, got {horizon}")
     if chunk_seconds is not None and not (chunk_seconds > 0):
         raise ValueError(f"chunk_seconds must be > 0 or None, got {chunk_seconds}")
-    if max_samples < 2:
-        raise ValueError(f"max_samples must be >= 2, got {max_samples}")
-    if window is None:
-        submit = jobs["submit_time"]
-        window = (float(submit.min()), float(submit.max())) if jobs.height else (0.0, 0.0)  # type: ignore[arg-type]
+    if max_samples < 1:
+        raise ValueError(f"max_samples must be >= 1, got {max_samples}")
+    if window is not None and not (
+        math.isfinite(window[0]) and math.isfinite(window[1]) and 0 <= window[0] <= window[1]
+    ):
+        raise ValueError(f"window must be (start, end) with 0 <= start <= end, finite; got {window}")
     params = policy_params(
         policy,
         seed=seed,
         sample_interval=sample_interval,
         horizon=horizon,
-        window=window,
+        # No window: (inf, inf) overlaps no interval, so the kernel's window integral stays 0.
+        window=(math.inf, math.inf) if window is None else (float(window[0]), float(window[1])),
         max_samples=max_samples,
         debug=debug,
     )
@@ -292,13 +304,20 @@ def simulate(
                 f"{gpu_milli_seconds / 1000.0!r} != sum over attempts {accounted / 1000.0!r}"
             )
     samples = int(run.cursor[L.L_SAMPLES])
+    used_interval = float(clock[L.X_SAMPLE_INTERVAL])
+    if used_interval != sample_interval:
+        log.warning(
+            "timeline: more than max_samples=%d samples at sample_interval=%g s; sampled every %g s "
+            "instead (k * %g s)",
+            max_samples, sample_interval, used_interval, used_interval,
+        )  # fmt: skip
     return Replay(
         jobs=_job_results(compiled, js, end_time),
         attempts=attempts,
         timeline=_timeline(run, samples),
         gpu_milli_seconds=gpu_milli_seconds,
-        window_gpu_milli_seconds=float(clock[L.X_WINDOW_INTEGRAL]),
-        sample_interval=float(clock[L.X_SAMPLE_INTERVAL]),
+        window_gpu_milli_seconds=None if window is None else float(clock[L.X_WINDOW_INTEGRAL]),
+        sample_interval=used_interval,
         stats={
             "events": float(run.counters[L.K_EVENTS]),
             "cycles": float(run.counters[L.K_CYCLES]),
@@ -310,6 +329,35 @@ def simulate(
             "sample_widenings": float(run.cursor[L.L_WIDENINGS]),
         },
     )
+
+
+def warm_up(policy: Policy, *, debug: bool = False) -> None:
+    """Replay one job on one node under ``policy``, so numba compiles or loads its kernels now.
+
+    The kernels a replay compiles depend on the policy's mechanisms (gang or
+    pod-by-pod mode, EASY, preemption, debug checks), not on the trace, so
+    this tiny replay readies them for the real one; a caller times it apart
+    from the replay (``timing.json``'s ``compile_seconds``). It costs
+    milliseconds when numba's cache is warm.
+    """
+    jobs = pl.DataFrame(
+        {
+            "job_id": [1], "job_name": [None], "submit_time": [0.0], "duration": [1.0], "num_pods": [1],
+            "gpu_milli": [1000], "gpu_mem_mib": [None], "gpu_models": [None], "mig_profile": [None],
+            "cpu_milli": [0], "mem_mib": [0], "queue": ["default"], "user": [None], "priority": [0],
+            "preemptible": [True],
+        },
+        schema=JOBS_SCHEMA,
+    )  # fmt: skip
+    nodes = pl.DataFrame(
+        {
+            "node_id": [0], "node_name": ["warm-up"], "gpu_model": ["V100"], "num_gpus": [1],
+            "gpu_mem_mib": [16_384], "cpu_milli": [1000], "mem_mib": [1024], "numa_of_gpu": [None],
+            "nvlink_domain": [0], "rack": [0], "spine": [0], "mig_layout": [None],
+        },
+        schema=NODES_SCHEMA,
+    )  # fmt: skip
+    simulate(jobs, nodes, policy, sample_interval=1.0, window=(0.0, 1.0), debug=debug)
 
 
 def _initial(compiled: Compiled, timeline_capacity: int) -> State:

@@ -166,14 +166,15 @@ def _read_summaries(folders: Sequence[Path]) -> pl.DataFrame:
 
 
 def config_columns(summaries: pl.DataFrame) -> list[str]:
-    """The flattened config keys among a summary table's columns (String, not metrics)."""
+    """The flattened config keys among a summary table's columns (every column but the metrics).
+
+    Summaries keep each key's type (``seed`` Int64, ``workload.load`` Float64, ...);
+    :func:`collect` compares and labels them as text.
+    """
     return [
         name
-        for name, dtype in summaries.schema.items()
-        if name not in SUMMARY_METRICS_SCHEMA
-        and name != RUN_COLUMN
-        and dtype == pl.String()
-        and is_config_key(name)
+        for name in summaries.columns
+        if name not in SUMMARY_METRICS_SCHEMA and name != RUN_COLUMN and is_config_key(name)
     ]
 
 
@@ -261,7 +262,8 @@ def collect(inputs: Sequence[Path]) -> Collection:
     seed = (
         pl.col("seed").cast(pl.Int64, strict=False) if "seed" in summaries.columns else pl.lit(None, pl.Int64)
     )
-    runs = summaries.with_columns(seed.alias("seed"))
+    # Typed config keys (Int64, Float64, Boolean) are labelled and compared as text, like older summaries.
+    runs = summaries.with_columns(seed.alias("seed"), *(pl.col(k).cast(pl.String) for k in keys))
 
     # The same configuration and seed twice (a sweep re-run into a new folder) would count one
     # sample twice and shrink the interval: keep the first folder, say which were left out.

@@ -1,26 +1,164 @@
-"""Per-job and headline metrics (scheduler-semantics.md §8).
+"""Per-job and headline metrics of one run (scheduler-semantics.md §8).
 
-Definitions used here:
+Every figure here is defined over one **run span**, written once (:class:`RunSpan`):
 
+- ``span_start`` = the first arrival, the least ``submit_time`` of the replayed jobs;
+- ``span_end`` = the engine's end time (``Replay.stats["end_time"]``): the last
+  event time it processed; with a ``horizon`` it is at most the horizon.
+
+Jobs
+----
+- **admitted**: arrived during the run (``submit_time <= span_end``; with a
+  horizon, later jobs never arrive: ``never_arrived``) and not rejected.
 - wait (queueing delay) = first start - submit; JCT = finish - submit;
-  run time = finish - first start (finished jobs only);
-- bounded slowdown (Feitelson) = max(1, (wait + run) / max(run, 10 s));
-- makespan = max(finish) - min(submit);
-- GPU allocation rate = allocated GPU-seconds / (total GPUs x makespan), with
-  fractional pods counted by their milli-GPU share.
+  run time = finish - first start (finished jobs only), as in ``jobs.parquet``.
+
+Survivorship bias is avoided by **censoring**: a statistic over admitted jobs
+includes the ones whose outcome the run did not see, with the value they had
+reached at ``span_end`` (a lower bound of the true one), and the count of
+such jobs is given beside it:
+
+- ``wait_*`` (mean, median, p95, p99) over all admitted jobs; a job that never
+  started counts ``span_end - submit`` (``wait_censored`` = how many; equal to
+  ``never_started``, admitted jobs that never started, deadlocked ones included);
+- ``jct_*`` over all admitted jobs; a job that did not finish (still pending or
+  running at a horizon, or deadlocked) counts ``span_end - submit``
+  (``jct_censored`` = how many);
+- ``bounded_slowdown_mean`` (Feitelson) = mean over admitted jobs of
+  ``max(1, jct / max(run, 10 s))`` with ``run`` = the measured run time of a
+  finished job, the requested ``duration`` of any other (its censored JCT
+  makes the figure a lower bound, counted by ``jct_censored``);
+- ``makespan`` = ``max(finish) - span_start`` when every admitted job finished,
+  else ``span_end - span_start`` (censored: then ``jct_censored > 0``); null
+  when no job was admitted;
+- ``gpu_allocation_rate`` = allocated GPU-seconds / (total GPUs x (span_end -
+  span_start)), fractional pods counted by their milli-GPU share. Nothing is
+  allocated before the first arrival and the integral stops at ``span_end``, so
+  it lies in [0, 1]; null for an empty span or a cluster without GPUs.
+
+The uncensored figures of earlier versions remain under explicit names:
+``wait_mean_started`` (started jobs only) and ``jct_mean_finished``
+(finished jobs only); they flatter a configuration that starves jobs.
+
+Measurement window
+------------------
+Trace-replay studies measure a steady state, leaving out the warm-up (an
+empty cluster filling) and the drain tail (no arrivals, the longest jobs
+finishing). The window (``measure.start``, ``measure.end``; defaults: the first
+and the last arrival) is closed ``[window_start, window_end]``, with
+``window_end`` capped at ``span_end`` (nothing is simulated after it; a run that
+ended before ``window_start`` leaves an empty window, ``window_end = window_start``):
+
+- ``window_jobs``: jobs submitted in the window; ``window_wait_*``,
+  ``window_jct_*``, ``window_bounded_slowdown_mean`` and their ``*_censored``
+  counts are the figures above over the admitted ones among them (followed to
+  ``span_end``, censored there);
+- ``window_gpu_allocation_rate`` = allocated GPU-seconds inside the window
+  (integrated exactly by the engine, ``Replay.window_gpu_milli_seconds``) /
+  (total GPUs x (window_end - window_start)); null for an empty window.
+
+Whole-run figures stay beside the window ones.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
 
 import polars as pl
+from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf.nodes import AnyNode, BooleanNode, FloatNode, IntegerNode
 
+from gpureplay.errors import InputError
 from gpureplay.results.schemas import JOBS_RESULT_SCHEMA, SUMMARY_METRICS_SCHEMA, TIMELINE_SCHEMA
 from gpureplay.results.writer import conform
 
 #: Run-time floor of the bounded slowdown, seconds (Feitelson's usual tau).
 SLOWDOWN_TAU = 10.0
+
+
+@dataclass(frozen=True)
+class RunSpan:
+    """The interval a run's whole-run figures are measured over (module docstring).
+
+    Attributes
+    ----------
+    start
+        First arrival: the least ``submit_time`` of the replayed jobs.
+    end
+        The engine's end time, ``Replay.stats["end_time"]``.
+    """
+
+    start: float
+    end: float
+
+    @property
+    def seconds(self) -> float:
+        """Length of the span (0 when the run ended before the first arrival, e.g. at a horizon)."""
+        return max(0.0, self.end - self.start)
+
+
+def run_span(jobs: pl.DataFrame, end_time: float) -> RunSpan:
+    """The run span of ``jobs`` replayed until ``end_time`` (``Replay.stats["end_time"]``)."""
+    first = jobs["submit_time"].min()
+    return RunSpan(float(first) if first is not None else 0.0, float(end_time))  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class MeasurementWindow:
+    """The declared measurement window ``[start, end]``, seconds of the replayed trace."""
+
+    start: float
+    end: float
+
+    def within(self, span: RunSpan) -> MeasurementWindow:
+        """The window as measured: its end capped at the end of the run (empty if the run ended first)."""
+        return MeasurementWindow(self.start, max(self.start, min(self.end, span.end)))
+
+    @property
+    def seconds(self) -> float:
+        """Length of the window (0 when empty)."""
+        return max(0.0, self.end - self.start)
+
+
+def measurement_window(jobs: pl.DataFrame, start: float | None, end: float | None) -> MeasurementWindow:
+    """Resolve ``measure.start`` / ``measure.end`` against the replayed jobs.
+
+    Parameters
+    ----------
+    jobs
+        The jobs that will be replayed (after the workload transforms).
+    start, end
+        Seconds of the replayed trace; None = the first / the last arrival.
+
+    Returns
+    -------
+    MeasurementWindow
+        ``[start, end]`` with the defaults filled in.
+
+    Raises
+    ------
+    InputError
+        Naming ``measure.start`` or ``measure.end`` when a value is negative,
+        not finite, or the window would end before it starts.
+    """
+    for key, value in (("measure.start", start), ("measure.end", end)):
+        if value is not None and not (math.isfinite(value) and value >= 0):
+            raise InputError.single(f"must be a finite number of seconds >= 0 or null (found {value})", key)
+    first = float(jobs["submit_time"].min()) if jobs.height else 0.0  # type: ignore[arg-type]
+    last = float(jobs["submit_time"].max()) if jobs.height else 0.0  # type: ignore[arg-type]
+    lo = first if start is None else float(start)
+    hi = last if end is None else float(end)
+    if hi < lo:
+        which = "measure.end" if end is not None else "measure.start"
+        raise InputError.single(
+            f"the measurement window would end ({hi:g} s{'' if end is not None else ', the last arrival'}) "
+            f"before it starts ({lo:g} s{'' if start is not None else ', the first arrival'})",
+            which,
+        )
+    return MeasurementWindow(lo, hi)
 
 
 def job_results(jobs: pl.DataFrame, outcome: pl.DataFrame) -> pl.DataFrame:
@@ -32,9 +170,18 @@ def job_results(jobs: pl.DataFrame, outcome: pl.DataFrame) -> pl.DataFrame:
         The canonical jobs that were replayed.
     outcome
         The engine's per-job table (``Replay.jobs``), same ``job_id`` values.
+
+    Returns
+    -------
+    polars.DataFrame
+        :data:`~gpureplay.results.schemas.JOBS_RESULT_SCHEMA`. ``wait_time``,
+        ``jct`` and ``run_time`` are what happened (null when it did not);
+        the summary's censored figures are derived from them and the run span.
     """
+    if "job_name" not in jobs.columns:  # a table built before job names existed: no names
+        jobs = jobs.with_columns(pl.lit(None, pl.String).alias("job_name"))
     df = jobs.select(
-        "job_id", "queue", "user", "priority", "num_pods", "gpu_milli", "submit_time", "duration"
+        "job_id", "job_name", "queue", "user", "priority", "num_pods", "gpu_milli", "submit_time", "duration"
     ).join(outcome, on="job_id", how="left", validate="1:1")
     finished = pl.col("state") == "finished"
     return conform(
@@ -55,62 +202,181 @@ def timeline_results(timeline: pl.DataFrame, total_gpus: int) -> pl.DataFrame:
     return conform(timeline.with_columns(allocated_fraction=fraction), TIMELINE_SCHEMA)
 
 
+def _censored(jobs: pl.DataFrame, span: RunSpan) -> pl.DataFrame:
+    """Admitted jobs with censored wait, JCT and bounded slowdown (module docstring)."""
+    end = pl.lit(span.end, pl.Float64)
+    started = pl.col("start_time").is_not_null()
+    finished = pl.col("state") == "finished"
+    run = pl.when(finished).then(pl.col("run_time")).otherwise(pl.col("duration"))
+    return (
+        jobs.filter((pl.col("state") != "rejected") & (pl.col("submit_time") <= span.end))
+        .with_columns(
+            wait_c=pl.when(started).then(pl.col("wait_time")).otherwise(end - pl.col("submit_time")),
+            jct_c=pl.when(finished).then(pl.col("jct")).otherwise(end - pl.col("submit_time")),
+            started=started,
+            finished=finished,
+        )
+        .with_columns(
+            slowdown_c=pl.max_horizontal(
+                pl.lit(1.0), pl.col("jct_c") / pl.max_horizontal(run, pl.lit(SLOWDOWN_TAU))
+            )
+        )
+    )
+
+
+def _job_figures(admitted: pl.DataFrame, prefix: str) -> dict[str, Any]:
+    """Censored wait/JCT/slowdown statistics of ``admitted`` (output of :func:`_censored`)."""
+    row: dict[str, Any] = {}
+    for name, column, seen in (("wait", "wait_c", "started"), ("jct", "jct_c", "finished")):
+        values = admitted[column]
+        row[f"{prefix}{name}_mean"] = values.mean()
+        row[f"{prefix}{name}_median"] = values.median()
+        row[f"{prefix}{name}_p95"] = values.quantile(0.95, "linear")
+        row[f"{prefix}{name}_p99"] = values.quantile(0.99, "linear")
+        row[f"{prefix}{name}_censored"] = admitted.height - int(admitted[seen].sum())
+    row[f"{prefix}bounded_slowdown_mean"] = admitted["slowdown_c"].mean()
+    return row
+
+
+def _rate(milli_seconds: float | None, total_gpus: int, seconds: float) -> float | None:
+    """Allocated GPU-seconds over capacity x time; None when either is zero or unknown."""
+    if milli_seconds is None or total_gpus <= 0 or seconds <= 0:
+        return None
+    return (milli_seconds / 1000.0) / (total_gpus * seconds)
+
+
 def summary_metrics(
     jobs: pl.DataFrame,
     timeline: pl.DataFrame,
+    *,
+    span: RunSpan,
+    window: MeasurementWindow,
     gpu_milli_seconds: float,
+    window_gpu_milli_seconds: float | None,
     total_gpus: int,
-    replay_seconds: float,
+    sample_interval: float,
 ) -> pl.DataFrame:
-    """Return the one-row table of headline metrics (columns of ``SUMMARY_METRICS_SCHEMA``)."""
-    finished = jobs.filter(pl.col("state") == "finished")
-    started = jobs.filter(pl.col("start_time").is_not_null())
-    bounded = pl.max_horizontal(
-        pl.lit(1.0),
-        (pl.col("wait_time") + pl.col("run_time"))
-        / pl.max_horizontal(pl.col("run_time"), pl.lit(SLOWDOWN_TAU)),
-    )
-    makespan = finished["finish_time"].max()
-    span = float(makespan) - float(jobs["submit_time"].min()) if makespan is not None else None  # type: ignore[arg-type]
-    row: dict[str, object] = {
+    """The one-row table of headline metrics (``SUMMARY_METRICS_SCHEMA``; definitions: module docstring).
+
+    Parameters
+    ----------
+    jobs
+        :func:`job_results` of the run.
+    timeline
+        :func:`timeline_results` of the run.
+    span
+        :func:`run_span` of the run.
+    window
+        The declared measurement window (:func:`measurement_window`); it is
+        capped at ``span.end`` here.
+    gpu_milli_seconds, window_gpu_milli_seconds
+        ``Replay.gpu_milli_seconds`` and ``Replay.window_gpu_milli_seconds``
+        (the latter replayed with ``window=(window.start, window.end)``).
+    total_gpus
+        GPUs in the cluster.
+    sample_interval
+        ``Replay.sample_interval``: the interval the timeline was sampled at.
+    """
+    admitted = _censored(jobs, span)
+    finished = admitted.filter(pl.col("finished"))
+    measured = window.within(span)
+    in_window = (pl.col("submit_time") >= measured.start) & (pl.col("submit_time") <= measured.end)
+    if admitted.height == 0:
+        makespan = None
+    elif finished.height == admitted.height:
+        makespan = float(finished["finish_time"].max()) - span.start  # type: ignore[arg-type]
+    else:
+        makespan = span.seconds
+    row: dict[str, Any] = {
         "jobs": jobs.height,
         **{
             state: jobs.filter(pl.col("state") == state).height
             for state in ("finished", "rejected", "deadlocked", "unfinished")
         },
+        "never_started": admitted.height - int(admitted["started"].sum()),
+        "never_arrived": jobs.filter(pl.col("submit_time") > span.end).height,
         "total_gpus": total_gpus,
-        "jct_mean": finished["jct"].mean(),
-        "jct_median": finished["jct"].median(),
-        "jct_p95": finished["jct"].quantile(0.95, "linear"),
-        "jct_p99": finished["jct"].quantile(0.99, "linear"),
-        "wait_mean": started["wait_time"].mean(),
-        "wait_median": started["wait_time"].median(),
-        "wait_p95": started["wait_time"].quantile(0.95, "linear"),
-        "wait_p99": started["wait_time"].quantile(0.99, "linear"),
-        "bounded_slowdown_mean": finished.select(bounded.mean()).item(),
-        "makespan": span,
-        "gpu_allocation_rate": (gpu_milli_seconds / 1000.0) / (total_gpus * span)
-        if span and total_gpus
-        else None,
+        "span_start": span.start,
+        "span_end": span.end,
+        **_job_figures(admitted, ""),
+        "wait_mean_started": admitted.filter(pl.col("started"))["wait_time"].mean(),
+        "jct_mean_finished": finished["jct"].mean(),
+        "makespan": makespan,
+        "gpu_allocation_rate": _rate(gpu_milli_seconds, total_gpus, span.seconds),
         "fragmented_gpus_mean": timeline["fragmented_gpus"].mean() if timeline.height else None,
-        "replay_seconds": replay_seconds,
+        "sample_interval_used": sample_interval,
+        "window_start": measured.start,
+        "window_end": measured.end,
+        "window_jobs": jobs.filter(in_window).height,
+        **_job_figures(admitted.filter(in_window), "window_"),
+        "window_gpu_allocation_rate": _rate(window_gpu_milli_seconds, total_gpus, measured.seconds),
     }
     return pl.DataFrame([row], schema=SUMMARY_METRICS_SCHEMA)
 
 
-def flatten_config(config: Mapping[str, object], prefix: str = "") -> dict[str, str]:
-    """Flatten a nested config into ``{"a.b": "value"}`` strings (None -> "null").
+def _column(node: Any, value: Any) -> tuple[pl.DataType, Any]:
+    """dtype and value of one config leaf: the declared type of a typed node, else the value's own."""
+    if isinstance(value, ListConfig | DictConfig):
+        return pl.String(), json.dumps(OmegaConf.to_container(value, resolve=True), sort_keys=True)
+    declared: pl.DataType | None = None
+    if isinstance(node, BooleanNode):
+        declared = pl.Boolean()
+    elif isinstance(node, IntegerNode):
+        declared = pl.Int64()
+    elif isinstance(node, FloatNode):
+        declared = pl.Float64()
+    elif not isinstance(node, AnyNode):  # str, enum, path nodes
+        declared = pl.String()
+    if value is None:
+        return declared or pl.String(), None
+    if declared is None:  # an untyped node: the value's own type
+        if isinstance(value, bool):
+            declared = pl.Boolean()
+        elif isinstance(value, int):
+            declared = pl.Int64()
+        elif isinstance(value, float):
+            declared = pl.Float64()
+        else:
+            declared = pl.String()
+    if declared == pl.String():
+        value = value.name if hasattr(value, "name") and not isinstance(value, str) else str(value)
+    elif declared == pl.Float64():
+        value = float(value)
+    return declared, value
+
+
+def _flatten_typed(cfg: DictConfig, prefix: str = "") -> dict[str, tuple[pl.DataType, Any]]:
+    """Flatten a composed config into ``{"a.b": (dtype, value)}`` (see :func:`config_frame`)."""
+    flat: dict[str, tuple[pl.DataType, Any]] = {}
+    for key in cfg:
+        name = f"{prefix}{key!s}"
+        node = cfg._get_node(key)
+        value = cfg[key]
+        if isinstance(value, DictConfig) and len(value) > 0:
+            flat.update(_flatten_typed(value, f"{name}."))
+        else:
+            flat[name] = _column(node, value)
+    return flat
+
+
+def config_frame(cfg: DictConfig) -> pl.DataFrame:
+    """One row of flattened config keys (``"scheduler.name"``, ``"seed"``, ...), each keeping its type.
+
+    This is the left part of ``summary.parquet``. A key's dtype is the type its
+    schema declares (``seed`` Int64, ``horizon`` Float64 even when null,
+    booleans Boolean, enums and text String); a key without a declared type
+    takes its value's type, and String when null. Lists and empty mappings are
+    written as JSON text. Runs stack with ``pl.concat(..., how="diagonal_relaxed")``.
 
     Examples
     --------
-    >>> flatten_config({"trace": {"name": "philly", "cluster_id": None}, "seed": 3})
-    {'trace.name': 'philly', 'trace.cluster_id': 'null', 'seed': '3'}
+    >>> from omegaconf import OmegaConf
+    >>> row = config_frame(OmegaConf.create({"trace": {"name": "philly", "id": None}, "seed": 3}))
+    >>> dict(row.schema)
+    {'trace.name': String, 'trace.id': String, 'seed': Int64}
     """
-    flat: dict[str, str] = {}
-    for key, value in config.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping):
-            flat.update(flatten_config(value, f"{name}."))
-        else:
-            flat[name] = "null" if value is None else str(value)
-    return flat
+    columns = _flatten_typed(cfg)
+    return pl.DataFrame(
+        [{name: value for name, (_, value) in columns.items()}],
+        schema={name: dtype for name, (dtype, _) in columns.items()},
+    )

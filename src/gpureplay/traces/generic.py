@@ -6,10 +6,18 @@ each of ``job_id``, ``submit_time``, ``duration``, ``num_pods`` and
 ``gpu_milli``; every other canonical column is optional. ``columns`` says where
 each canonical column is when the file spells it differently, e.g.
 ``{"submit_time": "arrival", "gpu_milli": "gpu_share"}``.
+
+Job ids may be integers or text. Integer ids are the engine's key as they are.
+When any id is not an integer (``"jobA"``, a UUID), every id is read as a
+name: it is kept in ``job_name`` and ``job_id`` becomes the 1-based data row of
+the file, so jobs submitted at the same time are queued in file order.
 """
 
 from __future__ import annotations
 
+import csv
+import gzip
+import io
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -162,6 +170,8 @@ def load_table(
     fill = _defaults(defaults, model_separator)
 
     lazy = _scan(file, source)
+    if _is_csv(file):
+        _refuse_repeated_columns(file, source)
     with reading(source):
         found = lazy.collect_schema().names()
     _require(mapping, columns or {}, found, source)
@@ -185,8 +195,9 @@ def load_table(
         )
 
     changes: Counter[str] = Counter()
-    if file.name.lower().endswith((".csv", ".csv.gz")):
+    if _is_csv(file):
         df = drop_blank_rows(df, changes)
+    df = _read_job_ids(df, changes, source, raw_names)
     df = _read_models(df, model_separator, changes, source, raw_names)
     df = _read_preemptible(df, source, raw_names)
     df = _read_times(df, TIME_UNITS[time_unit], datetime_format, source, raw_names)
@@ -207,6 +218,64 @@ def load_table(
         .collect()
     )
     return AdaptedTrace(validate_jobs(jobs, source, raw_names), source, file_sha256(file), changes)
+
+
+def _is_csv(file: Path) -> bool:
+    return file.name.lower().endswith((".csv", ".csv.gz"))
+
+
+def _refuse_repeated_columns(file: Path, source: str) -> None:
+    """A CSV header naming a column twice is ambiguous (polars would rename the second copy): refuse it."""
+    with reading(source):
+        raw = gzip.open(file, "rb") if file.name.lower().endswith(".gz") else open(file, "rb")  # noqa: SIM115
+        with raw, io.TextIOWrapper(raw, encoding="utf-8-sig", errors="replace", newline="") as text:
+            header = next(csv.reader(text), [])
+    seen: dict[str, list[int]] = {}
+    for position, name in enumerate(header, start=1):
+        seen.setdefault(name, []).append(position)
+    for name, positions in seen.items():
+        if len(positions) > 1:
+            where = ", ".join(str(i) for i in positions)
+            raise InputError.single(
+                f"the header names this column {len(positions)} times (fields {where}); "
+                "each column must be named once",
+                source,
+                column=name,
+            )
+
+
+def _read_job_ids(
+    df: pl.DataFrame, changes: Counter[str], source: str, raw_names: Mapping[str, str]
+) -> pl.DataFrame:
+    """Integer ids stay as they are; text ids become ``job_name``, with ``job_id`` = the file row.
+
+    An empty id is a missing value and a repeated name a duplicate, reported with
+    row and column like every other bad value.
+    """
+    dtype = df.schema["job_id"]
+    if not (dtype == pl.String or isinstance(dtype, pl.Categorical | pl.Enum)):
+        return df
+    text = pl.col("job_id").cast(pl.String).str.strip_chars()
+    filled = text.fill_null("") != ""
+    named = df.select((filled & text.cast(pl.Int64, strict=False).is_null()).any()).item()
+    if not named:  # every id reads as an integer: read as before (cast_columns reports the rest)
+        return df.with_columns(pl.col("job_id").cast(pl.String))
+    if "job_name" in df.columns:
+        raise InputError.single(
+            "job ids are text, which gpureplay keeps as job_name, but the file also has a job_name column; "
+            "map one of them elsewhere with trace.columns",
+            source,
+            column=raw_names.get("job_id", "job_id"),
+        )
+    check_rules(
+        df.with_columns(text.alias("_name")),
+        [Rule("job_id", ~filled, "missing value"),
+         Rule("job_id", filled & pl.col("_name").is_duplicated(), "duplicate job_id", pl.col("_name"))],
+        source,
+        raw_names,
+    )  # fmt: skip
+    changes["text job ids: kept as job_name, job_id = the file row"] += df.height
+    return df.with_columns(text.alias("job_name"), pl.col("source_row").cast(pl.Int64).alias("job_id"))
 
 
 def _scan(file: Path, source: str) -> pl.LazyFrame:

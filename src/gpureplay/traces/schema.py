@@ -9,13 +9,17 @@ The tables are the ones of DESIGN.md ("Canonical tables"):
 
 - ``jobs``: one row per job, a job being a gang of ``num_pods`` identical pods
   each asking for ``gpu_milli`` thousandths of a GPU (above 1000 only whole
-  multiples: 4000 is four whole GPUs on one node).
+  multiples: 4000 is four whole GPUs on one node). ``job_id`` is the int64 key
+  the engine uses (ties in time break by it); ``job_name`` is the trace's own
+  id when that is text (``"jobA"``), null otherwise.
 - ``nodes``: one row per machine.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import polars as pl
@@ -27,6 +31,7 @@ from gpureplay.errors import InputError, Problem
 #: columns follow these.
 JOBS_SCHEMA: dict[str, pl.DataType] = {
     "job_id": pl.Int64(),
+    "job_name": pl.String(),
     "submit_time": pl.Float64(),
     "duration": pl.Float64(),
     "num_pods": pl.Int32(),
@@ -50,6 +55,7 @@ REQUIRED_JOB_COLUMNS: tuple[str, ...] = ("job_id", "submit_time", "duration", "n
 #: ``preemptible`` defaults to True because in Kubernetes any pod below a
 #: higher PriorityClass can be preempted unless a policy says otherwise.
 JOB_DEFAULTS: dict[str, object] = {
+    "job_name": None,
     "gpu_mem_mib": None,
     "gpu_models": None,
     "mig_profile": None,
@@ -62,7 +68,9 @@ JOB_DEFAULTS: dict[str, object] = {
 }
 
 #: Columns that may hold nulls; every other canonical column must be filled.
-NULLABLE_JOB_COLUMNS: frozenset[str] = frozenset({"gpu_mem_mib", "gpu_models", "mig_profile", "user"})
+NULLABLE_JOB_COLUMNS: frozenset[str] = frozenset(
+    {"job_name", "gpu_mem_mib", "gpu_models", "mig_profile", "user"}
+)
 
 #: The canonical nodes schema, in column order.
 NODES_SCHEMA: dict[str, pl.DataType] = {
@@ -88,6 +96,26 @@ UNKNOWN_CAPACITY: int = 2**31 - 1
 
 #: How many problems an error lists before it says "... and N more".
 MAX_SHOWN = 10
+
+#: Default bound on trace times (config ``max_time``): 100 years of 365.25 days, in seconds.
+DEFAULT_MAX_TIME: float = 100 * 365.25 * 86_400.0
+
+#: The bound :func:`validate_jobs` applies when not given one (see :func:`max_time_limit`).
+_MAX_TIME: ContextVar[float] = ContextVar("gpureplay_max_time", default=DEFAULT_MAX_TIME)
+
+
+@contextmanager
+def max_time_limit(seconds: float) -> Iterator[None]:
+    """Make :func:`validate_jobs` refuse times beyond ``seconds`` inside the ``with`` block.
+
+    The run sets it from the config key ``max_time`` around the trace adapters,
+    which call :func:`validate_jobs` themselves (like :func:`decimal.localcontext`).
+    """
+    token = _MAX_TIME.set(float(seconds))
+    try:
+        yield
+    finally:
+        _MAX_TIME.reset(token)
 
 
 @dataclass(frozen=True)
@@ -247,13 +275,29 @@ def _nonfinite_or_negative(column: str) -> Rule:
     )
 
 
-def job_rules() -> list[Rule]:
+def _beyond(column: str, value: pl.Expr, max_time: float, what: str) -> Rule:
+    """``value`` (finite) beyond ``max_time``: a typo or a unit mistake, and a replay that never ends."""
+    return Rule(
+        column,
+        value.is_finite() & (value > max_time),
+        f"{what} is beyond max_time = {max_time:g} s ({max_time / (365.25 * 86_400):g} years); "
+        "if the trace really spans that long, raise the config key max_time",
+        value,
+    )
+
+
+def job_rules(max_time: float = DEFAULT_MAX_TIME) -> list[Rule]:
     """Row rules of the canonical jobs table (see module docstring)."""
     known = set(alias_table().values())
+    end = pl.col("submit_time") + pl.col("duration")
+    within = (pl.col("submit_time") <= max_time) & (pl.col("duration") <= max_time)
     return [
         *_null_rules(JOBS_SCHEMA, NULLABLE_JOB_COLUMNS),
         _nonfinite_or_negative("submit_time"),
         _nonfinite_or_negative("duration"),
+        _beyond("submit_time", pl.col("submit_time"), max_time, "submit_time"),
+        _beyond("duration", pl.col("duration"), max_time, "duration"),
+        _beyond("duration", pl.when(within).then(end), max_time, "submit_time + duration (the job's end)"),
         Rule("num_pods", pl.col("num_pods") < 1, "a job needs at least one pod"),
         Rule("gpu_milli", pl.col("gpu_milli") < 0, "gpu_milli must be >= 0"),
         Rule(
@@ -273,7 +317,12 @@ def job_rules() -> list[Rule]:
     ]
 
 
-def validate_jobs(df: pl.DataFrame, source: str, raw_names: Mapping[str, str] | None = None) -> pl.DataFrame:
+def validate_jobs(
+    df: pl.DataFrame,
+    source: str,
+    raw_names: Mapping[str, str] | None = None,
+    max_time: float | None = None,
+) -> pl.DataFrame:
     """Check a canonical jobs table and return it in canonical column order and dtypes.
 
     Parameters
@@ -285,6 +334,10 @@ def validate_jobs(df: pl.DataFrame, source: str, raw_names: Mapping[str, str] | 
         The raw file's name, for messages.
     raw_names
         Canonical → raw column names used in messages.
+    max_time
+        Largest ``submit_time``, ``duration`` and ``submit_time + duration``
+        accepted, seconds; None = the one set by :func:`max_time_limit`
+        (default :data:`DEFAULT_MAX_TIME`, 100 years).
 
     Returns
     -------
@@ -296,7 +349,8 @@ def validate_jobs(df: pl.DataFrame, source: str, raw_names: Mapping[str, str] | 
     ------
     InputError
         On an empty trace, a missing required column, a value of the wrong type,
-        a missing, negative, NaN or infinite time or duration, zero pods,
+        a missing, negative, NaN or infinite time or duration, a time beyond
+        ``max_time``, zero pods,
         ``gpu_milli`` above 1000 that is not a whole multiple, an unknown GPU
         model, or a duplicate ``job_id``; each problem names file, row and column.
     """
@@ -305,7 +359,7 @@ def validate_jobs(df: pl.DataFrame, source: str, raw_names: Mapping[str, str] | 
     _require_columns(df, ("source_row", *REQUIRED_JOB_COLUMNS), source)
     df = cast_columns(with_job_defaults(df), JOBS_SCHEMA, source, raw_names)
     df = df.with_columns(pl.col("gpu_models").list.eval(canonical_model_expr(pl.element())))
-    check_rules(df, job_rules(), source, raw_names)
+    check_rules(df, job_rules(_MAX_TIME.get() if max_time is None else max_time), source, raw_names)
     return _ordered(df, JOBS_SCHEMA)
 
 

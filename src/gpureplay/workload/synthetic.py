@@ -24,7 +24,9 @@ from gpureplay.errors import InputError
 from gpureplay.traces.schema import JOBS_SCHEMA, validate_jobs, with_job_defaults
 
 #: Columns drawn together from one real job: everything but its identity and arrival.
-DEMAND_COLUMNS: tuple[str, ...] = tuple(c for c in JOBS_SCHEMA if c not in ("job_id", "submit_time"))
+DEMAND_COLUMNS: tuple[str, ...] = tuple(
+    c for c in JOBS_SCHEMA if c not in ("job_id", "job_name", "submit_time")
+)
 
 
 @dataclass(frozen=True)

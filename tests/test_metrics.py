@@ -1,0 +1,173 @@
+"""Headline metrics over one run span, censored for jobs the run did not see through, and a window.
+
+Issue 7, items 1-3: the GPU allocation rate could exceed 100% (two jobs with
+``horizon=50`` gave 3.0); wait and JCT were means over started / finished jobs
+only; nothing measured the steady state between the first and the last arrival.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tests.reference.strategies import PRESETS, cases, jobs_frame, nodes_frame, windows
+
+from gpureplay.errors import InputError
+from gpureplay.replay.simulate import simulate
+from gpureplay.results.metrics import (
+    MeasurementWindow,
+    job_results,
+    measurement_window,
+    run_span,
+    summary_metrics,
+    timeline_results,
+)
+from gpureplay.traces.schema import JOBS_SCHEMA
+
+SETTINGS: dict[str, Any] = {
+    "deadline": None,
+    "derandomize": True,
+    "database": None,
+    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large],
+}
+
+
+def summarise(
+    jobs: pl.DataFrame,
+    nodes: pl.DataFrame,
+    preset: str = "fifo",
+    *,
+    window: MeasurementWindow | None = None,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """Replay and summarise as ``run_experiment`` does; the summary row."""
+    window = window or measurement_window(jobs, None, None)
+    replay = simulate(jobs, nodes, PRESETS[preset], window=(window.start, window.end), debug=True, **kwargs)
+    total_gpus = int(nodes["num_gpus"].sum())
+    return summary_metrics(
+        job_results(jobs, replay.jobs),
+        timeline_results(replay.timeline, total_gpus),
+        span=run_span(jobs, replay.stats["end_time"]),
+        window=window,
+        gpu_milli_seconds=replay.gpu_milli_seconds,
+        window_gpu_milli_seconds=replay.window_gpu_milli_seconds,
+        total_gpus=total_gpus,
+        sample_interval=replay.sample_interval,
+    ).row(0, named=True)
+
+
+def job(job_id: int, submit: float, duration: float, milli: int = 1000, pods: int = 1) -> dict[str, Any]:
+    return {
+        "job_id": job_id,
+        "submit_time": submit,
+        "duration": duration,
+        "num_pods": pods,
+        "gpu_milli": milli,
+    }
+
+
+EIGHT_GPUS = nodes_frame([{"gpu_model": "V100", "num_gpus": 8}])
+
+
+def test_two_jobs_cut_by_a_horizon_allocate_at_most_the_whole_cluster() -> None:
+    # The issue's repro: 4 + 4 GPUs from 0; one ends at 10, the other runs past the horizon (50).
+    # The old rate divided the integral to t=50 (240 GPU-s) by 8 GPUs x the finished jobs' makespan
+    # (10 s): 3.0.
+    jobs = jobs_frame([job(1, 0.0, 10.0, 4000), job(2, 0.0, 1000.0, 4000)])
+    row = summarise(jobs, EIGHT_GPUS, "gang-binpack", sample_interval=10.0, horizon=50.0)
+    assert (row["span_start"], row["span_end"]) == (0.0, 50.0)
+    assert row["gpu_allocation_rate"] == pytest.approx((4 * 10 + 4 * 50) / (8 * 50))
+    assert row["makespan"] == 50.0  # censored: job 2 is still running
+    assert (row["finished"], row["unfinished"], row["jct_censored"], row["never_started"]) == (1, 1, 1, 0)
+    assert row["jct_mean"] == pytest.approx((10 + 50) / 2)
+    assert row["jct_mean_finished"] == 10.0
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(
+    case=cases(),
+    preset=st.sampled_from(sorted(PRESETS)),
+    horizon=st.sampled_from([None, 0.0, 3.0, 12.0, 30.0]),
+    window=windows(),
+    sample_interval=st.sampled_from([0.3, 2.5, 3600.0]),
+)
+def test_rates_lie_in_0_1_and_censored_counts_add_up(
+    case: tuple[pl.DataFrame, pl.DataFrame],
+    preset: str,
+    horizon: float | None,
+    window: tuple[float, float] | None,
+    sample_interval: float,
+) -> None:
+    jobs, nodes = case
+    declared = MeasurementWindow(*window) if window else None
+    row = summarise(jobs, nodes, preset, window=declared, horizon=horizon, sample_interval=sample_interval)
+    for rate in ("gpu_allocation_rate", "window_gpu_allocation_rate"):
+        if row[rate] is not None:
+            assert 0.0 <= row[rate] <= 1.0 + 1e-12, (rate, row[rate])
+    admitted = row["jobs"] - row["rejected"] - row["never_arrived"]
+    assert row["wait_censored"] == row["never_started"] <= admitted
+    assert row["jct_censored"] == row["deadlocked"] + row["unfinished"] - row["never_arrived"]
+    if admitted:
+        # Censoring never makes a configuration look better than its started / finished jobs alone.
+        assert (
+            row["wait_mean"] >= row["wait_mean_started"] - 1e-9
+            if row["wait_mean_started"] is not None
+            else True
+        )
+        assert row["makespan"] is not None and row["makespan"] <= row["span_end"] - row["span_start"] + 1e-9
+    assert row["window_start"] <= row["window_end"] <= max(row["span_end"], row["window_start"])
+
+
+def test_starved_jobs_count_in_the_wait_with_their_count_beside_it() -> None:
+    # Strict FIFO: job 2 (8 GPUs) waits behind job 1 (which holds 1 GPU for 1000 s) and blocks job 3.
+    # A horizon at 100 ends the run with both still waiting: a started-only mean would say "no wait".
+    jobs = jobs_frame([job(1, 0.0, 1000.0), job(2, 1.0, 10.0, 8000), job(3, 2.0, 10.0)])
+    row = summarise(jobs, EIGHT_GPUS, "fifo", horizon=100.0, sample_interval=50.0)
+    assert row["wait_mean_started"] == 0.0
+    assert row["never_started"] == row["wait_censored"] == 2
+    assert row["wait_mean"] == pytest.approx((0 + (100 - 1) + (100 - 2)) / 3)
+    assert row["wait_p99"] > 90.0
+
+
+def test_the_default_window_leaves_the_drain_tail_out() -> None:
+    # Arrivals at 0, 10, 20 (one GPU each, 8 GPUs); the last job runs until 1020: a long idle tail.
+    jobs = jobs_frame([job(1, 0.0, 30.0), job(2, 10.0, 30.0), job(3, 20.0, 1000.0)])
+    row = summarise(jobs, EIGHT_GPUS)
+    assert (row["window_start"], row["window_end"], row["window_jobs"]) == (0.0, 20.0, 3)
+    # Inside [0, 20]: 1 GPU for 10 s, then 2 GPUs for 10 s (job 3 starts at 20, the window's end).
+    assert row["window_gpu_allocation_rate"] == pytest.approx((10 * 1 + 10 * 2) / (8 * 20))
+    assert row["gpu_allocation_rate"] == pytest.approx((30 + 30 + 1000) / (8 * 1020))
+    assert row["window_gpu_allocation_rate"] > row["gpu_allocation_rate"]
+
+
+def test_a_declared_window_selects_its_jobs_and_is_capped_at_the_end_of_the_run() -> None:
+    jobs = jobs_frame([job(1, 0.0, 30.0), job(2, 10.0, 30.0), job(3, 20.0, 5.0)])
+    row = summarise(jobs, EIGHT_GPUS, window=measurement_window(jobs, 5.0, 500.0))
+    assert (row["window_start"], row["window_end"], row["window_jobs"]) == (5.0, 40.0, 2)
+    assert row["window_jct_mean"] == pytest.approx((30 + 5) / 2)
+    inside = 1 * 5 + 2 * 10 + 3 * 5 + 2 * 5 + 1 * 10  # GPUs x seconds in [5, 40]
+    assert row["window_gpu_allocation_rate"] == pytest.approx(inside / (8 * 35))
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "key"),
+    [(-1.0, None, "measure.start"), (None, float("nan"), "measure.end"), (50.0, 10.0, "measure.end"),
+     (30.0, None, "measure.start")],
+)  # fmt: skip
+def test_a_window_that_cannot_be_measured_is_a_config_error(
+    start: float | None, end: float | None, key: str
+) -> None:
+    jobs = jobs_frame([job(1, 0.0, 30.0), job(2, 20.0, 30.0)])
+    with pytest.raises(InputError, match=key):
+        measurement_window(jobs, start, end)
+
+
+def test_job_names_reach_the_job_results() -> None:
+    jobs = jobs_frame([job(1, 0.0, 1.0), job(2, 0.0, 1.0)]).with_columns(
+        pl.Series("job_name", ["jobA", "jobB"], dtype=JOBS_SCHEMA["job_name"])
+    )
+    replay = simulate(jobs, EIGHT_GPUS, PRESETS["fifo"])
+    assert job_results(jobs, replay.jobs)["job_name"].to_list() == ["jobA", "jobB"]
