@@ -213,6 +213,35 @@ class HomogeneousClusterConf(ClusterConf):
 
 
 @dataclass
+class PriorityClassConf:
+    """A PriorityClass and its share of jobs (:class:`gpureplay.workload.priorities.PriorityClass`)."""
+
+    name: str = MISSING
+    value: int = MISSING
+    share: float = MISSING
+    preemptible: bool = True
+    preemption_policy: str = "PreemptLowerPriority"
+
+
+@dataclass
+class CheckpointConf:
+    """Checkpointing and restart cost (:class:`gpureplay.workload.priorities.Checkpointing`).
+
+    Parameters
+    ----------
+    interval
+        Seconds of progress between checkpoints; 0: taken at eviction (Lucid,
+        Tiresias: only the restart overhead is lost); ``.inf``: never.
+    restart_overhead
+        Seconds before a restarted job makes progress; null: Lucid's 40 s for
+        jobs of at most 8 GPUs, 60 s above.
+    """
+
+    interval: float = 0.0
+    restart_overhead: float | None = None
+
+
+@dataclass
 class WorkloadConf:
     """Transforms applied to the canonical jobs before the replay, in this order.
 
@@ -227,6 +256,15 @@ class WorkloadConf:
     load
         Arrival compression: submit times are divided by ``load`` (2.0 = twice the
         arrival rate, as in load-scaling studies), after re-basing the window at 0.
+    priority_classes
+        A seeded mix of PriorityClasses for a trace without priorities (empty:
+        the trace's own priorities); shares sum to 1.
+    priority_override
+        Replace priorities the trace has with the mix.
+    checkpoint
+        Checkpoint interval and restart overhead of every job.
+    checkpoint_by_queue
+        The same per queue (``queue`` column), overriding ``checkpoint``.
     """
 
     name: str = "none"
@@ -235,6 +273,10 @@ class WorkloadConf:
     sample_fraction: float = 1.0
     max_jobs: int | None = None
     load: float = 1.0
+    priority_classes: list[PriorityClassConf] = field(default_factory=list)
+    priority_override: bool = False
+    checkpoint: CheckpointConf = field(default_factory=CheckpointConf)
+    checkpoint_by_queue: dict[str, CheckpointConf] = field(default_factory=dict)
 
 
 # --- measurement window ------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from gpureplay import __version__
 from gpureplay.cluster.registry import build_cluster
 from gpureplay.errors import InputError
 from gpureplay.results.metrics import (
+    attempt_results,
     config_frame,
     job_results,
     measurement_window,
@@ -34,12 +35,18 @@ from gpureplay.results.writer import clear_run, mark_done, write_parquet_atomic
 from gpureplay.schedulers.policy import Policy
 from gpureplay.traces.registry import load_trace
 from gpureplay.traces.schema import max_time_limit
+from gpureplay.workload.priorities import (
+    Checkpointing,
+    PriorityClass,
+    assign_checkpointing,
+    assign_priority_classes,
+)
 from gpureplay.workload.transforms import apply_workload
 
 log = logging.getLogger(__name__)
 
 #: Result files of one run, in the order they are written (summary last, then the marker).
-RESULT_FILES: tuple[str, ...] = ("jobs.parquet", "timeline.parquet", "summary.parquet")
+RESULT_FILES: tuple[str, ...] = ("jobs.parquet", "attempts.parquet", "timeline.parquet", "summary.parquet")
 
 
 @dataclass(frozen=True)
@@ -94,6 +101,7 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
     for reason, count in trace.changes.most_common():
         log.info("  adapter: %s rows: %s", f"{count:,}", reason)
     jobs = apply_workload(trace.jobs, **_workload_args(resolved["workload"]), seed=seed)
+    jobs = _priorities_and_checkpoints(jobs, resolved["workload"], seed)
     cluster = build_cluster(resolved["cluster"])
     total_gpus = int(cluster.nodes["num_gpus"].sum())
     log.info(
@@ -125,6 +133,7 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
     replay_seconds = time.perf_counter() - started
 
     job_table = job_results(jobs, replay.jobs)
+    attempts = attempt_results(replay.attempts)
     timeline = timeline_results(replay.timeline, total_gpus)
     metrics = summary_metrics(
         job_table,
@@ -135,6 +144,7 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
         window_gpu_milli_seconds=replay.window_gpu_milli_seconds,
         total_gpus=total_gpus,
         sample_interval=replay.sample_interval,
+        attempts=attempts,
     )
     summary = config_frame(cfg).hstack(metrics)
 
@@ -147,7 +157,12 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
         "seed": str(seed),
         "sample_interval": repr(replay.sample_interval),
     }
-    tables = {"jobs.parquet": job_table, "timeline.parquet": timeline, "summary.parquet": summary}
+    tables = {
+        "jobs.parquet": job_table,
+        "attempts.parquet": attempts,
+        "timeline.parquet": timeline,
+        "summary.parquet": summary,
+    }
     for name in RESULT_FILES:
         write_parquet_atomic(tables[name], out_dir / name, metadata)
     total_seconds = time.perf_counter() - run_started
@@ -181,6 +196,14 @@ def _check_run_keys(cfg: DictConfig) -> None:
     max_time = float(cfg.max_time)
     if not (max_time > 0 and max_time < float("inf")):
         raise InputError.single(f"must be a finite number of seconds > 0 (found {cfg.max_time})", "max_time")
+
+
+def _priorities_and_checkpoints(jobs: pl.DataFrame, workload: Mapping[str, Any], seed: int) -> pl.DataFrame:
+    """The workload's PriorityClass mix (when it has one) and every job's checkpointing settings."""
+    classes = [PriorityClass(**c) for c in workload["priority_classes"]]
+    jobs = assign_priority_classes(jobs, classes, seed, override=bool(workload["priority_override"]))
+    by_queue = {q: Checkpointing(**c) for q, c in workload["checkpoint_by_queue"].items()}
+    return assign_checkpointing(jobs, Checkpointing(**workload["checkpoint"]), by_queue)
 
 
 def _workload_args(workload: Mapping[str, Any]) -> dict[str, Any]:

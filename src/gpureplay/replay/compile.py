@@ -25,17 +25,7 @@ from gpureplay.engine.resources import rejection_codes
 from gpureplay.engine.scoring import SCORERS, scorer_code
 from gpureplay.errors import InputError, Problem
 from gpureplay.schedulers.policy import Backfill, GangMode, Policy, Preemption, QueueOrder, Requeue
-from gpureplay.traces.schema import UNKNOWN_CAPACITY
-
-#: Restart overhead of Lucid's simulator (``simulation/policy/policy.py``): checkpoint
-#: and cold start, 40 s for jobs of at most 8 GPUs, 60 s for larger ones
-#: (scheduler-semantics.md §6.5), used when the jobs table gives none.
-LUCID_SMALL_OVERHEAD = 40.0
-LUCID_LARGE_OVERHEAD = 60.0
-LUCID_SMALL_GPUS = 8
-
-#: PriorityClass ``preemptionPolicy`` values (scheduler-semantics.md §6.1).
-PREEMPTION_POLICIES: tuple[str, ...] = ("PreemptLowerPriority", "Never")
+from gpureplay.traces.schema import PREEMPTION_POLICIES, UNKNOWN_CAPACITY, lucid_overhead
 
 
 @dataclass(frozen=True)
@@ -63,11 +53,6 @@ class Compiled:
     models: tuple[str, ...]
     tenants: tuple[str, ...]
     hist_width: int
-
-
-def lucid_overhead(gpus: pl.Expr) -> pl.Expr:
-    """Lucid's restart overhead for a job of ``gpus`` GPUs (40 s up to 8 GPUs, else 60 s)."""
-    return pl.when(gpus <= LUCID_SMALL_GPUS).then(LUCID_SMALL_OVERHEAD).otherwise(LUCID_LARGE_OVERHEAD)
 
 
 def policy_params(

@@ -58,6 +58,22 @@ ended before ``window_start`` leaves an empty window, ``window_end = window_star
   (total GPUs x (window_end - window_start)); null for an empty window.
 
 Whole-run figures stay beside the window ones.
+
+Preemption
+----------
+- ``preemptions``: evictions; ``preempted_jobs``: jobs evicted at least once;
+  ``preemptions_per_job``: evictions per admitted job;
+- ``lost_gpu_hours``: what the evictions cost, summed over jobs: GPUs x (work
+  rolled back to the last checkpoint + restart overheads + grace periods
+  held), as Lucid and Tiresias count preemption overhead (§6.5, §8);
+- ``goodput`` = useful GPU-time / allocated GPU-time (§8, cluster level):
+  useful is the work attempts kept (progress minus what was rolled back) times
+  their GPUs; allocated is the integral of allocation over the run, so time
+  lost to restarts, checkpoints rolled back, grace periods and pods held by a
+  job that never ran all count against it; null when nothing was allocated;
+- ``pending_time_mean``: mean over admitted jobs of the time spent pending,
+  the first wait and every requeue after an eviction (up to ``span_end`` for a
+  job still pending).
 """
 
 from __future__ import annotations
@@ -72,7 +88,12 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.nodes import AnyNode, BooleanNode, FloatNode, IntegerNode
 
 from gpureplay.errors import InputError
-from gpureplay.results.schemas import JOBS_RESULT_SCHEMA, SUMMARY_METRICS_SCHEMA, TIMELINE_SCHEMA
+from gpureplay.results.schemas import (
+    ATTEMPTS_RESULT_SCHEMA,
+    JOBS_RESULT_SCHEMA,
+    SUMMARY_METRICS_SCHEMA,
+    TIMELINE_SCHEMA,
+)
 from gpureplay.results.writer import conform
 
 #: Run-time floor of the bounded slowdown, seconds (Feitelson's usual tau).
@@ -180,8 +201,20 @@ def job_results(jobs: pl.DataFrame, outcome: pl.DataFrame) -> pl.DataFrame:
     """
     if "job_name" not in jobs.columns:  # a table built before job names existed: no names
         jobs = jobs.with_columns(pl.lit(None, pl.String).alias("job_name"))
+    if "priority_class" not in jobs.columns:  # no PriorityClass mix was applied
+        jobs = jobs.with_columns(pl.lit(None, pl.String).alias("priority_class"))
     df = jobs.select(
-        "job_id", "job_name", "queue", "user", "priority", "num_pods", "gpu_milli", "submit_time", "duration"
+        "job_id",
+        "job_name",
+        "queue",
+        "user",
+        "priority",
+        "priority_class",
+        "preemptible",
+        "num_pods",
+        "gpu_milli",
+        "submit_time",
+        "duration",
     ).join(outcome, on="job_id", how="left", validate="1:1")
     finished = pl.col("state") == "finished"
     return conform(
@@ -190,10 +223,14 @@ def job_results(jobs: pl.DataFrame, outcome: pl.DataFrame) -> pl.DataFrame:
             wait_time=pl.col("start_time") - pl.col("submit_time"),
             jct=pl.when(finished).then(pl.col("finish_time") - pl.col("submit_time")),
             run_time=pl.when(finished).then(pl.col("finish_time") - pl.col("start_time")),
-            lost_gpu_seconds=pl.lit(0.0),
         ),
         JOBS_RESULT_SCHEMA,
     )
+
+
+def attempt_results(attempts: pl.DataFrame) -> pl.DataFrame:
+    """The engine's attempt records (``Replay.attempts``) with the result schema of ``attempts.parquet``."""
+    return conform(attempts, ATTEMPTS_RESULT_SCHEMA)
 
 
 def timeline_results(timeline: pl.DataFrame, total_gpus: int) -> pl.DataFrame:
@@ -255,6 +292,7 @@ def summary_metrics(
     window_gpu_milli_seconds: float | None,
     total_gpus: int,
     sample_interval: float,
+    attempts: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """The one-row table of headline metrics (``SUMMARY_METRICS_SCHEMA``; definitions: module docstring).
 
@@ -276,6 +314,8 @@ def summary_metrics(
         GPUs in the cluster.
     sample_interval
         ``Replay.sample_interval``: the interval the timeline was sampled at.
+    attempts
+        :func:`attempt_results` of the run, for ``goodput`` (null without it).
     """
     admitted = _censored(jobs, span)
     finished = admitted.filter(pl.col("finished"))
@@ -310,8 +350,34 @@ def summary_metrics(
         "window_jobs": jobs.filter(in_window).height,
         **_job_figures(admitted.filter(in_window), "window_"),
         "window_gpu_allocation_rate": _rate(window_gpu_milli_seconds, total_gpus, measured.seconds),
+        **_preemption_figures(admitted, attempts, gpu_milli_seconds, span),
     }
     return pl.DataFrame([row], schema=SUMMARY_METRICS_SCHEMA)
+
+
+def _preemption_figures(
+    admitted: pl.DataFrame, attempts: pl.DataFrame | None, gpu_milli_seconds: float, span: RunSpan
+) -> dict[str, Any]:
+    """Evictions, their cost, goodput and pending time (module docstring, "Preemption")."""
+    useful = None
+    if attempts is not None and gpu_milli_seconds > 0:
+        kept = attempts.select(((pl.col("progress") - pl.col("work_lost")) * pl.col("gpus")).sum()).item()
+        useful = float(kept) / (gpu_milli_seconds / 1000.0)
+    pending = admitted.select(
+        pl.when(pl.col("pending_time").is_null())
+        .then(pl.lit(span.end) - pl.col("submit_time"))
+        .otherwise(pl.col("pending_time"))
+        .mean()
+    ).item()
+    evictions = int(admitted["preemptions"].sum())
+    return {
+        "preemptions": evictions,
+        "preempted_jobs": admitted.filter(pl.col("preemptions") > 0).height,
+        "preemptions_per_job": evictions / admitted.height if admitted.height else None,
+        "lost_gpu_hours": float(admitted["lost_gpu_seconds"].sum()) / 3600.0,
+        "goodput": useful,
+        "pending_time_mean": pending,
+    }
 
 
 def _column(node: Any, value: Any) -> tuple[pl.DataType, Any]:

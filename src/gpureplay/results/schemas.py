@@ -21,6 +21,8 @@ JOBS_RESULT_SCHEMA: dict[str, pl.DataType] = {
     "queue": pl.String(),
     "user": pl.String(),
     "priority": pl.Int32(),
+    "priority_class": pl.String(),  # from the workload's PriorityClass mix; null: the trace's priorities
+    "preemptible": pl.Boolean(),
     "num_pods": pl.Int32(),
     "gpu_milli": pl.Int32(),
     "gpus": pl.Float64(),
@@ -32,7 +34,9 @@ JOBS_RESULT_SCHEMA: dict[str, pl.DataType] = {
     "jct": pl.Float64(),
     "run_time": pl.Float64(),
     "preemptions": pl.Int32(),
-    "lost_gpu_seconds": pl.Float64(),
+    "attempts": pl.Int32(),
+    "pending_time": pl.Float64(),  # every interval spent pending: first wait and each requeue
+    "lost_gpu_seconds": pl.Float64(),  # what evictions cost it: rolled-back work, restart overheads, grace
     "nodes_spanned": pl.Int32(),
     "held_milli": pl.Int64(),
     "state": pl.Enum(JOB_STATES),
@@ -48,6 +52,35 @@ TIMELINE_SCHEMA: dict[str, pl.DataType] = {
     "pending_jobs": pl.Int32(),
     "running_jobs": pl.Int32(),
     "fragmented_gpus": pl.Int32(),
+    "preemptions": pl.Int64(),  # evictions so far
+    "terminating_jobs": pl.Int32(),
+    "lost_gpu_seconds": pl.Float64(),  # so far
+}
+
+#: Why a run attempt ended (``attempts.parquet``): finished; evicted (``preempted``); still running when the
+#: replay stopped (``unfinished``); holding pods without running at the end (pod by pod, ``deadlocked``).
+ATTEMPT_END_REASONS: tuple[str, ...] = ("finished", "preempted", "unfinished", "deadlocked")
+
+#: ``attempts.parquet``: one row per run attempt. An attempt holds resources from its first pod's placement
+#: (``hold_start``) to ``end``; it runs from ``start`` (all pods placed; null if it never ran). ``evicted``:
+#: when it was evicted (its resources are released a grace period later, at ``end``). ``progress``: seconds of
+#: work done (after ``restart_overhead``), of which ``work_lost`` were rolled back to the last checkpoint.
+#: ``gpu_seconds``: GPU-seconds held, pod by pod.
+ATTEMPTS_RESULT_SCHEMA: dict[str, pl.DataType] = {
+    "job_id": pl.Int64(),
+    "attempt": pl.Int32(),
+    "hold_start": pl.Float64(),
+    "start": pl.Float64(),
+    "evicted": pl.Float64(),
+    "end": pl.Float64(),
+    "gpus": pl.Float64(),
+    "pods": pl.Int32(),
+    "nodes": pl.Int32(),
+    "end_reason": pl.Enum(ATTEMPT_END_REASONS),
+    "progress": pl.Float64(),
+    "work_lost": pl.Float64(),
+    "restart_overhead": pl.Float64(),
+    "gpu_seconds": pl.Float64(),
 }
 
 #: Headline metrics of ``summary.parquet`` (one row; definitions in :mod:`gpureplay.results.metrics`).
@@ -104,4 +137,13 @@ SUMMARY_METRICS_SCHEMA: dict[str, pl.DataType] = {
     "window_jct_censored": pl.Int64(),
     "window_bounded_slowdown_mean": pl.Float64(),
     "window_gpu_allocation_rate": pl.Float64(),
+    # Preemption: evictions, jobs evicted at least once, evictions per admitted job, GPU-hours the
+    # evictions cost (rolled-back work, restart overheads, grace periods), goodput (useful GPU-time /
+    # allocated GPU-time) and the mean time admitted jobs spent pending, requeues included.
+    "preemptions": pl.Int64(),
+    "preempted_jobs": pl.Int64(),
+    "preemptions_per_job": pl.Float64(),
+    "lost_gpu_hours": pl.Float64(),
+    "goodput": pl.Float64(),
+    "pending_time_mean": pl.Float64(),
 }

@@ -25,21 +25,6 @@ class QueueOrder(Enum):
     priority = 2
 
 
-class Placement(Enum):
-    """How a pod picks a node (and a GPU on it).
-
-    ``first_fit``: lowest index that fits. ``best_fit``: least free capacity
-    left after placing (binpack; Volcano ``binpack``, KAI ``gpupack``).
-    ``worst_fit``: most free capacity left (spread; KAI ``gpuspread``).
-    ``random``: uniformly among fitting candidates, seeded.
-    """
-
-    first_fit = 0
-    best_fit = 1
-    worst_fit = 2
-    random = 3
-
-
 class GangMode(Enum):
     """How a multi-pod job is placed.
 
@@ -107,8 +92,12 @@ class Policy:
     gang
         See :class:`GangMode`.
     node_placement, gpu_placement
-        Node-level and GPU-level scorer by name (``gpureplay.engine.scoring.SCORERS``:
-        ``first_fit``, ``best_fit``, ``worst_fit``, ``random``; see :class:`Placement`).
+        Node-level and GPU-level scorer by name, one of
+        ``gpureplay.engine.scoring.SCORERS``: ``first_fit`` (lowest index that
+        fits), ``best_fit`` (least free capacity left: binpack; Volcano
+        ``binpack``, KAI ``gpupack``), ``worst_fit`` (most: spread;
+        kube-scheduler ``LeastAllocated``, KAI ``gpuspread``), ``random``
+        (uniform among the candidates, seeded). Checked when the replay starts.
     backfill
         See :class:`Backfill`.
     backfill_depth

@@ -72,6 +72,23 @@ NULLABLE_JOB_COLUMNS: frozenset[str] = frozenset(
     {"job_name", "gpu_mem_mib", "gpu_models", "mig_profile", "user"}
 )
 
+#: Restart overhead of Lucid's simulator (``simulation/policy/policy.py``): checkpoint
+#: and cold start, 40 s for jobs of at most 8 GPUs, 60 s for larger ones
+#: (scheduler-semantics.md §6.5), used when the jobs table gives no
+#: ``restart_overhead`` column.
+LUCID_SMALL_OVERHEAD = 40.0
+LUCID_LARGE_OVERHEAD = 60.0
+LUCID_SMALL_GPUS = 8
+
+#: PriorityClass ``preemptionPolicy`` values (scheduler-semantics.md §6.1).
+PREEMPTION_POLICIES: tuple[str, ...] = ("PreemptLowerPriority", "Never")
+
+
+def lucid_overhead(gpus: pl.Expr) -> pl.Expr:
+    """Lucid's restart overhead for a job of ``gpus`` GPUs (40 s up to 8 GPUs, else 60 s)."""
+    return pl.when(gpus <= LUCID_SMALL_GPUS).then(LUCID_SMALL_OVERHEAD).otherwise(LUCID_LARGE_OVERHEAD)
+
+
 #: The canonical nodes schema, in column order.
 NODES_SCHEMA: dict[str, pl.DataType] = {
     "node_id": pl.Int32(),

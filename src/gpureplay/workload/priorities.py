@@ -18,7 +18,7 @@ import numpy as np
 import polars as pl
 
 from gpureplay.errors import InputError, Problem
-from gpureplay.replay.compile import PREEMPTION_POLICIES, lucid_overhead
+from gpureplay.traces.schema import PREEMPTION_POLICIES, lucid_overhead
 
 
 @dataclass(frozen=True)
