@@ -85,7 +85,7 @@ def run_config(scheduler: str, seed: int, trace: str = "philly", load: str = "1.
         "trace.kind": trace,
         "cluster.name": trace,
         "scheduler.name": scheduler,
-        **PRESETS[scheduler],
+        **PRESETS.get(scheduler, {}),
         "workload.name": "none",
         "workload.load": load,
         "seed": str(seed),

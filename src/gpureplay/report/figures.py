@@ -250,9 +250,9 @@ def _say(ax: Axes, text: str) -> None:
     ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, fontsize=10, wrap=True)
 
 
-def _panel_title(ax: Axes, title: str, fallback: str = "") -> None:
-    if title or fallback:
-        ax.set_title(title or fallback, fontsize=10)
+def _panel_title(ax: Axes, title: str) -> None:
+    if title:
+        ax.set_title(title, fontsize=10)
 
 
 #: Tick marks of log time axes: units a reader thinks in, not powers of ten of hours.
@@ -537,7 +537,7 @@ def queue_figure(collection: Collection, lay: Layout) -> Drawn | None:
             bottom.bar(offset, waits, width, **bar)
         top.yaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
         top.set_ylabel("GPU-hours per run", fontsize=9)
-        _panel_title(top, panel, "GPU-hours and mean wait per queue")
+        _panel_title(top, panel)
         bottom.set_ylabel("mean wait (h)", fontsize=9)
         rotate = len(queues) > 5
         bottom.set_xticks(
