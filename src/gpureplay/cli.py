@@ -103,7 +103,7 @@ def compare(run_dirs: Sequence[Path]) -> None:
         _fail(err)
     click.echo(format_text(result.table))
     for note in result.notes:
-        click.echo(note)
+        click.echo(note, err=True)
     if result.left_out:
         click.echo(f"left out: {counts(result.left_out)}", err=True)
         for line in describe(result.left_out, limit=20):

@@ -102,11 +102,16 @@ def read_timing(folder: Path) -> dict[str, float]:
     }
 
 
-def _number(value: float | None, scale: float = 1.0) -> str:
+#: Columns of whole numbers (job counts).
+COUNTS = frozenset({"jobs", "finished", "never_started"})
+
+
+def _number(value: float | None, scale: float = 1.0, count: bool = False) -> str:
+    """Three significant digits (none from 100 up); whole numbers for counts."""
     if value is None or not math.isfinite(value):
         return NOT_AVAILABLE
     shown = value / scale
-    if shown == round(shown) and abs(shown) >= 1.0:
+    if count:
         return f"{shown:,.0f}"
     size = abs(shown)
     decimals = 0 if size == 0.0 or size >= 100.0 else max(0, min(4, 2 - math.floor(math.log10(size))))
@@ -176,7 +181,7 @@ def compare_runs(roots: Iterable[Path]) -> Comparison:
             value = key_row[key]
             row[key] = value[:CHECKSUM_DIGITS] if key in CHECKSUM_KEYS else value
         for column, _, scale, censored in METRICS:
-            text = _number(metrics.get(column), scale)
+            text = _number(metrics.get(column), scale, column in COUNTS)
             n = metrics.get(censored) if censored else None
             if text != NOT_AVAILABLE and n:
                 text += f" ({n:,} censored)"
