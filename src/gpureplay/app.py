@@ -27,7 +27,7 @@ register_configs()
 log = logging.getLogger("gpureplay")
 
 
-@hydra.main(version_base="1.3", config_path="conf", config_name="config")
+@hydra.main(version_base="1.3", config_path="pkg://gpureplay.conf", config_name="config")
 def main(cfg: DictConfig) -> Any:
     """Run one replay into Hydra's output folder; return its summary row (None if it failed)."""
     from gpureplay.experiment import load_summary, run_experiment
