@@ -69,6 +69,8 @@ SUMMARY_METRICS: dict[str, pl.DataType] = {
     },
     **dict.fromkeys(("bounded_slowdown_mean", "window_bounded_slowdown_mean"), _FLOAT),
     **dict.fromkeys(("gpu_allocation_rate", "window_gpu_allocation_rate", "fragmented_gpus_mean"), _FLOAT),
+    **dict.fromkeys(("never_arrived",), _COUNT),
+    **dict.fromkeys(("wait_mean_started", "jct_mean_finished", "sample_interval_used"), _FLOAT),
     "replay_seconds": _FLOAT,
     **SUMMARY_METRICS_SCHEMA,
 }
