@@ -77,6 +77,17 @@ def test_eighteen_configurations_get_a_panel_per_trace_and_a_legend_of_scheduler
         assert len(found) == 6 and len(set(found)) == 6
 
 
+def test_timeline_shades_the_measurement_window(eighteen: Path) -> None:
+    item = drawn(eighteen)["timeline.png"]
+    assert isinstance(item, Drawn)
+    tops = [ax for ax in item.figure.axes if ax.get_title()]
+    assert len(tops) == 3
+    for ax in tops:
+        assert [t.get_text() for t in ax.texts] == [" measurement window"]
+        assert len(ax.patches) == 1  # the shaded span: the written runs' window is the first day
+    assert item.caption.endswith("the shaded span is the measurement window.")
+
+
 def test_queues_of_different_traces_never_share_an_axis(eighteen: Path) -> None:
     item = drawn(eighteen)["queues.png"]
     assert isinstance(item, Drawn)

@@ -475,8 +475,9 @@ def effect_sentences(
     metric nor one strong configuration fills the list; free places then go to
     the largest effects left. Changes under ``min_relative`` and those without
     a better direction are left out. A change from a zero baseline (0 -> 179
-    deadlocked jobs) has no relative size: it is stated in absolute terms and
-    ranks first, when it reaches the metric's ``min_change``. Where the two
+    deadlocked jobs) has no relative size: it is stated in absolute terms, when
+    it reaches the metric's ``min_change``, and ranks first for job counts (jobs
+    that starve where the baseline's did not), as a 50% change otherwise. Where the two
     configurations have different numbers of censored values (jobs that never
     started or finished), the sentence says so, and a "better" figure backed by
     more censored values is called "better on paper only".
@@ -493,7 +494,12 @@ def effect_sentences(
         The scope ``table`` compares delays over: whole-run delay metrics are
         called "whole-run ..." when it is ``"window"`` (they are not then compared).
     """
-    size = pl.when(pl.col("relative").is_null()).then(float("inf")).otherwise(pl.col("relative").abs())
+    # A change from zero has no relative size. Jobs that start to starve or deadlock where the
+    # baseline had none rank first; other changes from zero (fragmentation from 0 to 6) rank
+    # like a 50% change: among the large effects, not above them all.
+    counts = [m.column for m in METRICS_BY_COLUMN.values() if m.count]
+    from_zero = pl.when(pl.col("metric").is_in(counts)).then(float("inf")).otherwise(0.5)
+    size = pl.when(pl.col("relative").is_null()).then(from_zero).otherwise(pl.col("relative").abs())
     ranked = (
         table.filter(
             pl.col("better").is_not_null()
