@@ -28,16 +28,12 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from gpureplay.errors import InputError
+from gpureplay.results.writer import DONE_MARKER
+from gpureplay.sweep import ERROR_FILE, STATUS_FILE
 
-#: Result files of a complete run (the marker is written after them).
+#: Result files of a complete run (the marker is written after them). The same list as
+#: ``gpureplay.experiment.RESULT_FILES``, which is not imported: it would load the engine.
 RESULT_FILES: tuple[str, ...] = ("jobs.parquet", "timeline.parquet", "summary.parquet")
-
-#: Written last by a run: its presence means every result file is in place.
-DONE_MARKER = "DONE"
-
-#: Per-point status (JSON) and error report written by a sweep point (``gpureplay.sweep``).
-STATUS_FILE = "STATUS"
-ERROR_FILE = "ERROR.txt"
 
 #: Names whose presence makes a folder a run folder (complete or not).
 _RUN_SIGNS: tuple[str, ...] = (DONE_MARKER, STATUS_FILE, ERROR_FILE, ".hydra", *RESULT_FILES)

@@ -39,8 +39,6 @@ SETTING_KEYS: tuple[str, ...] = (
     "horizon",
 )
 
-MISSING = "–"
-
 #: What a cell shows when the runs have no value for it (an older version did not write it).
 NOT_AVAILABLE = "n/a"
 
