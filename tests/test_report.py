@@ -18,18 +18,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from gpureplay.errors import InputError
 from gpureplay.report import build_report
-from gpureplay.report.collect import collect, label_keys
+from gpureplay.report.collect import SUMMARY_METRICS, collect, label_keys
 from gpureplay.report.stats import effect_sentences, effects, summarize, t_quantile
-from gpureplay.results.metrics import (
-    MeasurementWindow,
-    RunSpan,
-    job_results,
-    summary_metrics,
-    timeline_results,
-)
-from gpureplay.results.schemas import SUMMARY_METRICS_SCHEMA
+from gpureplay.results.schemas import JOB_STATES
 from gpureplay.results.writer import mark_done, write_parquet_atomic
 
 #: t(0.975, 1) from printed tables (e.g. NIST/SEMATECH e-Handbook, table 1.3.6.7.2).
@@ -93,7 +85,7 @@ def run_config(scheduler: str, seed: int, trace: str = "philly", load: str = "1.
         "trace.kind": trace,
         "cluster.name": trace,
         "scheduler.name": scheduler,
-        **PRESETS[scheduler],
+        **PRESETS.get(scheduler, {}),
         "workload.name": "none",
         "workload.load": load,
         "seed": str(seed),
@@ -107,81 +99,134 @@ def run_config(scheduler: str, seed: int, trace: str = "philly", load: str = "1.
     return config
 
 
+def typed(config: dict[str, str]) -> dict[str, object]:
+    """The same config with typed values, as summaries keep them now (seed Int64, load Float64, ...)."""
+    kinds: dict[str, type] = {
+        "seed": int,
+        "workload.load": float,
+        "sample_interval": float,
+        "trace.max_gpus_per_pod": int,
+    }
+    out: dict[str, object] = {}
+    for key, value in config.items():
+        if value == "null":
+            out[key] = None
+        elif key == "debug":
+            out[key] = value == "True"
+        else:
+            out[key] = kinds.get(key, str)(value)
+    return out
+
+
+#: Measurement window of the written runs: the first to the last arrival (submits span one day).
+WINDOW = (0.0, 86400.0)
+
+
+def summary_row(config: dict[str, object], headline: dict[str, float], window: bool = True) -> pl.DataFrame:
+    """A one-row summary: config keys as given, then metrics (SAME, then ``headline``).
+
+    With ``window``, the measurement-window metrics equal the whole-run ones unless
+    ``headline`` sets them, and censored counts are zero unless set; without it, the
+    summary is the one an older version wrote: no window, no censoring, ``replay_seconds``.
+    """
+    values: dict[str, float] = {
+        "total_gpus": TOTAL_GPUS,
+        "unfinished": 0,
+        "wait_median": 900.0,
+        "wait_p99": 9000.0,
+        "jct_median": 20000.0,
+        "jct_p99": 90000.0,
+        **SAME,
+        **headline,
+    }
+    if window:
+        values = {
+            "never_started": 0,
+            "wait_censored": 0,
+            "jct_censored": 0,
+            "span_start": 0.0,
+            "span_end": values.get("makespan", 360000.0),
+            "window_start": WINDOW[0],
+            "window_end": WINDOW[1],
+            **values,
+        }
+        whole = {k: v for k, v in values.items() if not k.startswith("window_")}
+        for name in [*SUMMARY_METRICS]:
+            if name.startswith("window_") and name not in values:
+                source = name.removeprefix("window_")
+                if source == "jobs" or source in whole:
+                    values[name] = whole[source]
+    else:
+        values["replay_seconds"] = 41.0
+        values = {k: v for k, v in values.items() if not k.startswith("window_")}
+    metrics = {k: pl.Series(k, [v]).cast(SUMMARY_METRICS[k]) for k, v in values.items()}
+    return pl.DataFrame([pl.Series(k, [v]) for k, v in config.items()]).hstack(list(metrics.values()))
+
+
 def write_run(
     folder: Path,
-    config: dict[str, str],
+    config: dict[str, object],
     headline: dict[str, float],
     rng: np.random.Generator,
     wait_scale: float = 1800.0,
     done: bool = True,
+    window: bool = True,
+    meta: dict[str, str] | None = None,
+    queues: tuple[str, ...] = ("prod", "research"),
+    samples: int = 48,
 ) -> None:
-    """Write one run folder: jobs, timeline and summary (+ DONE unless ``done`` is False)."""
+    """Write one run folder as ``run_experiment`` does: jobs, timeline, summary, then DONE (if ``done``).
+
+    Tables are written by hand with the result schemas' column names, so these
+    tests do not depend on how the metrics are computed, only on the files.
+    """
     folder.mkdir(parents=True, exist_ok=True)
     submit = np.sort(rng.uniform(0.0, 86400.0, N_JOBS))
     duration = rng.lognormal(8.0, 1.2, N_JOBS)
-    wait = rng.exponential(wait_scale, N_JOBS)
+    wait = rng.exponential(wait_scale, N_JOBS) if wait_scale > 0 else np.zeros(N_JOBS)
     wait[:8] = 0.0  # some jobs start at once, as on a real cluster
     start = submit + wait
     finish = start + duration
-    canonical = pl.DataFrame(
+    num_pods = np.where(np.arange(N_JOBS) % 4 == 0, 2, 1).astype(np.int32)
+    gpu_milli = np.where(np.arange(N_JOBS) % 5 == 0, 4000, 1000).astype(np.int32)
+    jobs = pl.DataFrame(
         {
-            "job_id": np.arange(1, N_JOBS + 1),
-            "queue": np.where(np.arange(N_JOBS) % 3 == 0, "prod", "research"),
+            "job_id": np.arange(1, N_JOBS + 1, dtype=np.int64),
+            "queue": [queues[i % len(queues)] for i in range(N_JOBS)],
             "user": [f"u{i % 5}" for i in range(N_JOBS)],
             "priority": np.zeros(N_JOBS, dtype=np.int32),
-            "num_pods": np.where(np.arange(N_JOBS) % 4 == 0, 2, 1).astype(np.int32),
-            "gpu_milli": np.where(np.arange(N_JOBS) % 5 == 0, 4000, 1000).astype(np.int32),
+            "num_pods": num_pods,
+            "gpu_milli": gpu_milli,
+            "gpus": num_pods * gpu_milli / 1000.0,
             "submit_time": submit,
             "duration": duration,
-        }
-    )
-    outcome = pl.DataFrame(
-        {
-            "job_id": np.arange(1, N_JOBS + 1),
             "start_time": start,
             "finish_time": finish,
-            "state": ["finished"] * N_JOBS,
-            "reject_reason": [None] * N_JOBS,
-            "nodes_spanned": np.ones(N_JOBS, dtype=np.int32),
-            "held_milli": np.zeros(N_JOBS, dtype=np.int64),
-            "preemptions": np.zeros(N_JOBS, dtype=np.int32),
-        },
-        schema_overrides={"reject_reason": pl.String},
+            "wait_time": wait,
+            "jct": finish - submit,
+            "run_time": duration,
+            "state": pl.Series(["finished"] * N_JOBS, dtype=pl.Enum(JOB_STATES)),
+        }
     )
-    jobs = job_results(canonical, outcome)
-    times = np.arange(0.0, 48 * 3600.0, 3600.0)
+    times = np.arange(0.0, samples * 3600.0, 3600.0)
     allocated = np.clip(np.round(TOTAL_GPUS * (0.5 + 0.4 * np.sin(times / 20000.0))), 0, TOTAL_GPUS)
-    timeline = timeline_results(
-        pl.DataFrame(
-            {
-                "time": times,
-                "allocated_gpus": allocated.astype(np.int32),
-                "allocated_milli": (allocated * 1000).astype(np.int64),
-                "pending_jobs": rng.integers(0, 10, times.size).astype(np.int32),
-                "running_jobs": rng.integers(0, 10, times.size).astype(np.int32),
-                "fragmented_gpus": rng.integers(0, 6, times.size).astype(np.int32),
-            }
-        ),
-        TOTAL_GPUS,
+    timeline = pl.DataFrame(
+        {
+            "time": times,
+            "allocated_gpus": allocated.astype(np.int32),
+            "allocated_milli": (allocated * 1000).astype(np.int64),
+            "allocated_fraction": allocated / TOTAL_GPUS,
+            "pending_jobs": rng.integers(0, 10, times.size).astype(np.int32),
+            "running_jobs": rng.integers(0, 10, times.size).astype(np.int32),
+            "fragmented_gpus": rng.integers(0, 6, times.size).astype(np.int32),
+        }
     )
-    metrics = summary_metrics(
-        jobs,
-        timeline,
-        span=RunSpan(0.0, float(finish.max())),
-        window=MeasurementWindow(float(submit.min()), float(submit.max())),
-        gpu_milli_seconds=float(jobs["gpus"].sum()) * 1000.0 * 3600.0,
-        window_gpu_milli_seconds=None,
-        total_gpus=TOTAL_GPUS,
-        sample_interval=3600.0,
-    )
-    metrics = metrics.with_columns(
-        pl.lit(v).cast(SUMMARY_METRICS_SCHEMA[k]).alias(k) for k, v in {**SAME, **headline}.items()
-    )
-    summary = pl.DataFrame([config], schema=dict.fromkeys(config, pl.String())).hstack(metrics)
-    meta = {"seed": config["seed"]}
+    summary = summary_row(config, headline, window)
+    metadata = {"seed": str(config.get("seed")), "trace_sha256": "a" * 64, "cluster_sha256": ""}
+    metadata.update(meta or {})
     tables = {"jobs.parquet": jobs, "timeline.parquet": timeline, "summary.parquet": summary}
     for name, table in tables.items():
-        write_parquet_atomic(table, folder / name, meta)
+        write_parquet_atomic(table, folder / name, metadata)
     if done:
         mark_done(folder, {name: t.height for name, t in tables.items()})
 
@@ -220,8 +265,9 @@ def test_collect_labels_configurations_by_varying_keys_only(tmp_path: Path) -> N
     assert collection.common["trace.name"] == "philly"
     assert "debug" not in collection.common and "seed" not in collection.common
     assert collection.runs.height == 6
-    assert collection.notes and "1 incomplete run folder" in collection.notes[0]
-    assert "seed=2" in collection.notes[0]
+    assert not collection.notes
+    [killed] = collection.left_out
+    assert killed.folder.name == "scheduler=fifo,seed=2" and killed.kind == "incomplete"
     jobs = collection.jobs.group_by("config").len().collect()
     assert dict(jobs.iter_rows()) == {c: 2 * N_JOBS for c in collection.configs["config"]}
 
@@ -255,10 +301,21 @@ def test_table_holds_means_and_student_t_intervals(tmp_path: Path) -> None:
 def test_markdown_table_cells(report: Path) -> None:
     md = (report.parent / "report.md").read_text()
     table = md.split("## Headline metrics")[1].split("\n## ")[0]
-    rows = {
-        line.split(" | ")[0].lstrip("| "): line for line in table.splitlines() if line.startswith("| sch")
+    # Two rows per configuration: the measurement window, then the whole run.
+    scoped = {
+        (line.split(" | ")[0].lstrip("| "), line.split(" | ")[2]): line
+        for line in table.splitlines()
+        if line.startswith("| sch")
     }
-    assert list(rows) == ["scheduler=fifo", "scheduler=gang-binpack", "scheduler=sjf"]
+    assert list(scoped) == [
+        (config, scope)
+        for config in ("scheduler=fifo", "scheduler=gang-binpack", "scheduler=sjf")
+        for scope in ("window", "whole run")
+    ]
+    rows = {config: line for (config, scope), line in scoped.items() if scope == "whole run"}
+    for (config, scope), line in scoped.items():
+        if scope == "window":  # the written window metrics equal the whole-run ones
+            assert line.replace("| window |", "| whole run |") == rows[config]
     # fifo p95 wait: mean 5400 s = 1.50 h, half-width 12.7062 * 2545.58 / sqrt(2) s = 6.35 h.
     assert "| 1.50 ± 6.35 |" in rows["scheduler=fifo"]
     # gang-binpack p95 wait: 2250 s = 0.625 h ± 5717.8 s = 1.588 h; mean JCT 8.50 ± 6.35 h.
@@ -267,16 +324,23 @@ def test_markdown_table_cells(report: Path) -> None:
     # GPU allocation in percent: 52.0 ± 25.4; a metric equal in both seeds shows its mean alone.
     assert "| 52.0 ± 25.4 |" in rows["scheduler=fifo"]
     assert "| 10.0 |" in rows["scheduler=fifo"]  # mean JCT 36000 s both seeds
-    assert rows["scheduler=sjf"].startswith("| scheduler=sjf | 2 | 40 | 38 | 2 | 0 |")  # whole numbers
+    outcomes = md.split("## Job outcomes")[1].split("\n## ")[0]
+    # jobs, finished, never started, deadlocked, rejected: whole numbers.
+    assert "| scheduler=sjf | 2 | 40 | 38 | 0 | 2 | 0 |" in outcomes
 
 
 def test_effect_sentences_direction_and_size(tmp_path: Path) -> None:
     collection = collect([write_sweep(tmp_path)])
     table = effects(collection, summarize(collection))
     assert set(table["baseline"]) == {"scheduler=fifo"}
-    # deadlocked and rejected have a zero baseline: no relative change.
-    assert table.filter(pl.col("metric").is_in(["deadlocked", "rejected"]))["relative"].null_count() == 4
+    # deadlocked has a zero baseline: no relative change, an absolute one.
+    deadlocked = table.filter(pl.col("metric") == "deadlocked")
+    assert deadlocked["relative"].null_count() == 2 and deadlocked["change"].to_list() == [0.0, 2.0]
+    # Sentences compare the window (these runs have one); rejections are never compared.
+    assert set(table["metric"]) >= {"window_wait_p95", "window_gpu_allocation_rate", "deadlocked"}
+    assert not set(table["metric"]) & {"wait_p95", "rejected"}
     assert effect_sentences(table) == [
+        "sjf raises deadlocked jobs from 0 to 2 vs fifo on philly (worse).",
         "gang-binpack cuts p95 wait by 58% vs fifo on philly (better, though the 95% intervals overlap).",
         "gang-binpack cuts fragmented GPUs by 50% vs fifo on philly (better).",
         "sjf raises makespan by 50% vs fifo on philly (worse).",
@@ -285,12 +349,11 @@ def test_effect_sentences_direction_and_size(tmp_path: Path) -> None:
         "(better, though the 95% intervals overlap).",
         "gang-binpack cuts mean JCT by 15% vs fifo on philly (better, though the 95% intervals overlap).",
         "sjf cuts finished jobs by 5.0% vs fifo on philly (worse).",
-        "sjf raises mean JCT by 2.5% vs fifo on philly (worse, though the 95% intervals overlap).",
     ]
     # Fewer places: one each first, so the stronger configuration cannot take them all.
     assert effect_sentences(table, limit=2) == [
+        "sjf raises deadlocked jobs from 0 to 2 vs fifo on philly (worse).",
         "gang-binpack cuts p95 wait by 58% vs fifo on philly (better, though the 95% intervals overlap).",
-        "sjf raises makespan by 50% vs fifo on philly (worse).",
     ]
 
 
@@ -301,8 +364,8 @@ def test_baseline_is_first_config_without_fifo_and_settings_stay_apart(tmp_path:
             headline = {k: v[0] for k, v in HEADLINES["fifo"].items()} | {"wait_p95": p95}
             write_run(tmp_path / trace / scheduler, run_config(scheduler, 0, trace), headline, rng)
     collection = collect([tmp_path / "philly", tmp_path / "openb"])
-    # cluster.name varies with the trace but is a group of its own: it stays in the label.
-    assert collection.label_keys == ("scheduler.name", "trace.name", "cluster.name")
+    # cluster.name varies with the trace, which names it already: only the keys that differ label.
+    assert collection.label_keys == ("scheduler.name", "trace.name")
     stats = summarize(collection)
     assert stats["half_width"].null_count() == stats.height  # one seed: no interval
     assert effect_sentences(effects(collection, stats)) == [
@@ -310,7 +373,7 @@ def test_baseline_is_first_config_without_fifo_and_settings_stay_apart(tmp_path:
         "sjf cuts p95 wait by 50% vs gang-binpack on philly (better).",
     ]
     md = (build_report([tmp_path], tmp_path / "out").parent / "report.md").read_text()
-    assert "| scheduler=gang-binpack, trace=openb, cluster=openb | 1 | 40 |" in md
+    assert "| scheduler=gang-binpack, trace=openb | 1 | window | 40 |" in md
     table = md.split("## Headline metrics")[1].split("\n## ")[0]
     assert "| 1.00 |" in table and "±" not in table.split("\n|:---")[1]  # a single seed: the mean alone
 
@@ -375,7 +438,144 @@ def test_duplicate_run_is_counted_once(tmp_path: Path) -> None:
         write_run(tmp_path / copy, run_config("fifo", 0), headline, rng)
     collection = collect([tmp_path])
     assert collection.runs.height == 1
-    assert any("repeating another run's configuration and seed" in n for n in collection.notes)
+    assert any("repeating another run's configuration, input files and seed" in n for n in collection.notes)
+
+
+def test_runs_on_different_trace_files_are_two_configurations(tmp_path: Path) -> None:
+    # `trace=csv trace.path=x.csv` twice, the file's contents changed in between: same config and
+    # seed, different trace_sha256. They are two configurations, labelled by the checksum.
+    rng = np.random.default_rng(9)
+    headline = {k: v[0] for k, v in HEADLINES["fifo"].items()}
+    for copy, digest in (("a", "1" * 64), ("b", "2" * 64)):
+        meta = {"trace_sha256": digest}
+        write_run(tmp_path / copy, run_config("fifo", 0), headline, rng, meta=meta)
+    collection = collect([tmp_path])
+    assert collection.runs.height == 2 and not collection.notes
+    assert collection.label_keys == ("trace_sha256",)
+    assert collection.configs["config"].to_list() == [
+        "trace_sha256=111111111111",
+        "trace_sha256=222222222222",
+    ]
+    md = (build_report([tmp_path], tmp_path / "out").parent / "report.md").read_text()
+    assert md.startswith("# gpureplay comparison report\n\n2 run(s) in 2 configuration(s)")
+    # Different trace files are different settings: never compared with each other.
+    assert "No two configurations share a trace and setting to compare." in md
+    # When a config key already tells the files apart, the checksum stays out of the label.
+    other = run_config("fifo", 0, load="2.0")
+    write_run(tmp_path / "c", other, headline, rng, meta={"trace_sha256": "3" * 64})
+    assert collect([tmp_path / "b", tmp_path / "c"]).label_keys == ("workload.load",)
+
+
+def test_censored_counts_stand_beside_figures_and_temper_sentences(tmp_path: Path) -> None:
+    # sjf starves 312 jobs: censored at the run's end, its mean wait is lower, but not a fair win.
+    rng = np.random.default_rng(2)
+    base = {k: v[0] for k, v in HEADLINES["fifo"].items()}
+    fifo = base | {"wait_mean": 30600.0, "window_wait_mean": 30600.0}
+    sjf = base | {
+        "wait_mean": 10800.0,
+        "window_wait_mean": 10800.0,
+        "wait_censored": 312,
+        "window_wait_censored": 312,
+        "jct_censored": 312,
+        "window_jct_censored": 312,
+        "never_started": 312,
+        "jct_mean": 30000.0,
+        "window_jct_mean": 30000.0,
+    }
+    write_run(tmp_path / "fifo", run_config("fifo", 0), fifo, rng)
+    write_run(tmp_path / "sjf", run_config("sjf", 0), sjf, rng)
+    collection = collect([tmp_path])
+    sentences = effect_sentences(effects(collection, summarize(collection)))
+    assert "sjf raises jobs never started from 0 to 312 vs fifo on philly (worse)." in sentences
+    assert (
+        "sjf cuts mean wait by 65% vs fifo on philly "
+        "(better on paper only: 312 censored waits vs 0 for fifo)." in sentences
+    )
+    assert (
+        "sjf cuts mean JCT by 17% vs fifo on philly (better on paper only: 312 censored JCTs vs 0 for fifo)."
+        in sentences
+    )
+    md = (build_report([tmp_path], tmp_path / "out").parent / "report.md").read_text()
+    table = md.split("## Headline metrics")[1].split("\n## ")[0]
+    sjf_rows = [line for line in table.splitlines() if line.startswith("| scheduler=sjf")]
+    assert len(sjf_rows) == 2
+    for row in sjf_rows:
+        assert "| 3.00 (312 censored) |" in row and "| 8.33 (312 censored) |" in row
+    assert all("censored" not in line for line in table.splitlines() if line.startswith("| scheduler=fifo"))
+
+
+def test_sentences_compare_the_window_and_state_its_bounds(tmp_path: Path) -> None:
+    # The drain tail makes whole-run allocation alike (22%); over the window the schedulers differ.
+    rng = np.random.default_rng(3)
+    base = {k: v[0] for k, v in HEADLINES["fifo"].items()}
+    for scheduler, window_alloc, window_p95 in (("fifo", 0.80, 30600.0), ("gang-binpack", 0.92, 3600.0)):
+        headline = base | {
+            "gpu_allocation_rate": 0.22,
+            "wait_p95": 3600.0,
+            "window_gpu_allocation_rate": window_alloc,
+            "window_wait_p95": window_p95,
+            "window_start": 0.0,
+            "window_end": 9.12 * 86400.0,
+        }
+        write_run(tmp_path / scheduler, run_config(scheduler, 0), headline, rng)
+    collection = collect([tmp_path])
+    sentences = effect_sentences(effects(collection, summarize(collection)))
+    assert sentences == [
+        "gang-binpack cuts p95 wait by 88% vs fifo on philly (better).",
+        "gang-binpack raises GPU allocation by 15% vs fifo on philly (better).",
+    ]
+    md = (build_report([tmp_path], tmp_path / "out").parent / "report.md").read_text()
+    intro = md.split("## Largest differences")[1].split("\n- ")[0]
+    assert "over the measurement window (on philly: 0.00 to 9.12 days)" in intro
+    table = md.split("## Headline metrics")[1].split("\n## ")[0]
+    assert "| scheduler=fifo | 1 | window | 40 | 0.500 | 8.50 | 10.0 | 20.0 | 2.00 | 80.0 |" in table
+    assert "| scheduler=fifo | 1 | whole run | 40 | 0.500 | 1.00 | 10.0 | 20.0 | 2.00 | 22.0 |" in table
+    change = md.split("## Change vs baseline")[1].split("\n## ")[0]
+    assert "GPU allocation, window (↑ better)" in change
+
+
+def test_older_runs_without_window_or_typed_keys_are_read(tmp_path: Path) -> None:
+    # One run from an older version (config as strings, no window, no censoring, replay_seconds) and
+    # one from now (typed config keys): the same configuration, seeds 0 and 1.
+    rng = np.random.default_rng(4)
+    headline = {k: v[0] for k, v in HEADLINES["fifo"].items()}
+    write_run(tmp_path / "old", run_config("fifo", 0), headline, rng, window=False)
+    write_run(tmp_path / "new", typed(run_config("fifo", 1)), headline, rng)
+    assert pl.read_parquet(tmp_path / "new" / "summary.parquet").schema["seed"] == pl.Int64
+    collection = collect([tmp_path])
+    assert collection.configs["runs"].to_list() == [2]
+    assert collection.runs["seed"].to_list() == [0, 1]
+    assert "replay_seconds" not in collection.label_keys and not collection.label_keys
+    md = (build_report([tmp_path], tmp_path / "out").parent / "report.md").read_text()
+    assert "Compared over the whole run: some of these runs were written by an older version" in md
+    window_row = next(line for line in md.splitlines() if "| window |" in line)
+    assert window_row.endswith("| n/a | n/a | n/a | n/a | n/a | n/a |")  # one seed of two has no window
+    # With old runs alone, the window rows are left out and never-started reads n/a.
+    write_run(tmp_path / "only-old" / "run", run_config("fifo", 0), headline, rng, window=False)
+    md = (build_report([tmp_path / "only-old"], tmp_path / "out2").parent / "report.md").read_text()
+    assert "| window |" not in md and "| whole run |" in md
+    assert "| scheduler=fifo | 1 | 40 | 40 | n/a | 0 |" in md
+
+
+def test_change_table_tells_zero_to_zero_from_zero_to_many(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    base = {k: v[0] for k, v in HEADLINES["fifo"].items()} | {"fragmented_gpus_mean": 0.0}
+    write_run(tmp_path / "fifo", run_config("fifo", 0), base, rng)
+    write_run(tmp_path / "gb", run_config("gang-binpack", 0), base | {"fragmented_gpus_mean": 179.0}, rng)
+    write_run(tmp_path / "sjf", run_config("sjf", 0), base, rng)
+    md = (build_report([tmp_path], tmp_path / "out").parent / "report.md").read_text()
+    change = md.split("## Change vs baseline")[1].split("\n## ")[0]
+    header = next(line for line in change.splitlines() if line.startswith("| configuration"))
+    column = header.rstrip(" |").split(" | ").index("fragmented GPUs (↓ better)")
+    cells = {
+        line.split(" | ")[0].lstrip("| "): line.rstrip(" |").split(" | ")[column]
+        for line in change.splitlines()
+        if line.startswith("| scheduler=")
+    }
+    assert cells == {"scheduler=gang-binpack": "+179 (from 0)", "scheduler=sjf": "0"}
+    assert "gang-binpack raises fragmented GPUs from 0 to 179 vs fifo on philly (worse)." in md
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert '<td class="num worse">+179 (from 0)</td>' in page
 
 
 def test_bad_inputs_give_clear_errors(tmp_path: Path) -> None:
@@ -388,11 +588,14 @@ def test_bad_inputs_give_clear_errors(tmp_path: Path) -> None:
     rng = np.random.default_rng(1)
     partial = tmp_path / "partial"
     write_run(partial, run_config("fifo", 0), {}, rng, done=False)
-    with pytest.raises(FileNotFoundError, match=r"1 incomplete folder\(s\) without a DONE marker"):
+    with pytest.raises(FileNotFoundError, match=r"1 incomplete:\n.*partial: incomplete: no DONE marker"):
         build_report([partial], tmp_path / "out")
     broken = tmp_path / "broken"
     write_run(broken, run_config("fifo", 0), {}, rng)
     (broken / "timeline.parquet").unlink()
-    with pytest.raises(InputError, match=r"broken: has a DONE marker but no timeline\.parquet"):
+    with pytest.raises(
+        FileNotFoundError,
+        match=r"broken: unreadable: the DONE marker lists timeline\.parquet but it is missing",
+    ):
         build_report([broken], tmp_path / "out")
     assert not (tmp_path / "out").exists()

@@ -88,31 +88,33 @@ def run(overrides: Sequence[str]) -> None:
 
 
 @main.command("compare")
-@click.argument(
-    "run_dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path)
-)
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
 def compare(run_dirs: Sequence[Path]) -> None:
-    """Print headline metrics of every complete run found under RUN_DIRS side by side."""
-    import polars as pl
+    """Print headline metrics of every complete run found under RUN_DIRS side by side.
 
-    from gpureplay.results.compare import compare_table
+    One row per run: its folder, the config keys that differ between the runs,
+    jobs, waits and JCTs (with their censored counts), GPU allocation over the
+    whole run and the measurement window, and compile and replay times apart.
+    Runs that failed, were killed or cannot be read are listed after the table.
+    """
+    from gpureplay.report.folders import counts, describe
+    from gpureplay.results.compare import compare_runs, format_text
 
     try:
-        table = compare_table(run_dirs)
-    except FileNotFoundError as err:
+        result = compare_runs(run_dirs)
+    except (InputError, FileNotFoundError) as err:
         _fail(err)
-    with pl.Config(
-        tbl_rows=-1,
-        tbl_cols=-1,
-        tbl_width_chars=200,
-        tbl_hide_dataframe_shape=True,
-        tbl_hide_column_data_types=True,
-    ):
-        click.echo(str(table))
+    click.echo(format_text(result.table))
+    for note in result.notes:
+        click.echo(note, err=True)
+    if result.left_out:
+        click.echo(f"left out: {counts(result.left_out)}", err=True)
+        for line in describe(result.left_out, limit=20):
+            click.echo(f"  {line}", err=True)
 
 
 @main.command("report")
-@click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
     "-o",
     "--output",
@@ -126,17 +128,26 @@ def report(inputs: Sequence[Path], out_dir: Path | None) -> None:
 
     Reads every complete run (a folder with a DONE marker) under INPUTS and writes
     report.md and a self-contained report.html with headline metrics per configuration
-    (mean and 95% interval across seeds), the largest differences in words, wait and
-    JCT CDFs, GPU allocation and fragmentation over time and per-queue usage.
+    (mean and 95% interval across seeds, over the measurement window and the whole
+    run), the largest differences in words, wait and JCT CDFs, GPU allocation and
+    fragmentation over time and per-queue usage. Runs that failed, were killed, or
+    hold a missing, truncated or corrupt result file are left out, listed here and in
+    the report; with no readable run left the command fails (status 2).
     """
-    from gpureplay.report.build import build_report
+    from gpureplay.report.build import build
+    from gpureplay.report.folders import counts, describe
 
     target = out_dir if out_dir is not None else Path("reports") / Path(inputs[0]).resolve().name
     try:
-        html = build_report(list(inputs), target)
+        built = build(list(inputs), target)
     except (InputError, FileNotFoundError) as err:
         _fail(err)
-    click.echo(f"report: {html.resolve()}")
+    left_out = built.left_out
+    if left_out:
+        click.echo(f"left out: {counts(left_out)}", err=True)
+        for line in describe(left_out, limit=20):
+            click.echo(f"  {line}", err=True)
+    click.echo(f"report: {built.html.resolve()}")
 
 
 @main.group("trace")

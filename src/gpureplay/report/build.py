@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from gpureplay.report.collect import collect
+import polars as pl
+
+from gpureplay.report.collect import Collection, collect
 from gpureplay.report.figures import make_figures
+from gpureplay.report.folders import LeftOut, find_unreadable
 from gpureplay.report.render import ReportData, render_html, render_markdown
-from gpureplay.report.stats import effect_sentences, effects, summarize
+from gpureplay.report.stats import delay_scope, effect_sentences, effects, summarize, window_bounds
 
 #: File names of the report in its output folder.
 REPORT_MD = "report.md"
@@ -26,7 +30,41 @@ def write_text_atomic(path: Path, text: str) -> None:
         tmp.unlink(missing_ok=True)
 
 
+def _report_data(inputs: Sequence[Path], collection: Collection, out_dir: Path) -> ReportData:
+    stats = summarize(collection)
+    scope = delay_scope(collection)
+    table = effects(collection, stats, scope)
+    figures, notes = make_figures(collection, out_dir)
+    return ReportData(
+        inputs=tuple(str(p) for p in inputs),
+        collection=collection,
+        stats=stats,
+        effects=table,
+        sentences=effect_sentences(table, scope=scope),
+        scope=scope,
+        windows=window_bounds(collection),
+        figures=figures,
+        figure_notes=notes,
+    )
+
+
+@dataclass(frozen=True)
+class BuiltReport:
+    """A written report: the path of ``report.html`` and the run folders it left out."""
+
+    html: Path
+    left_out: tuple[LeftOut, ...]
+
+
 def build_report(inputs: Sequence[Path], out_dir: Path) -> Path:
+    """Build the comparison report of every complete run under ``inputs``; return ``report.html``'s path.
+
+    See :func:`build` (which also says which runs were left out).
+    """
+    return build(inputs, out_dir).html
+
+
+def build(inputs: Sequence[Path], out_dir: Path) -> BuiltReport:
     """Build the comparison report of every complete run under ``inputs``.
 
     Writes ``report.md`` (figures linked), ``report.html`` (self-contained:
@@ -34,44 +72,54 @@ def build_report(inputs: Sequence[Path], out_dir: Path) -> Path:
     ``out_dir``, each through a temporary file renamed into place, so an
     interrupted build never leaves a half-written file.
 
+    Run folders that failed, were killed (no ``DONE`` marker) or hold a
+    missing, truncated or corrupt result file are left out and listed in the
+    report with the reason; the others are reported. A corrupt file that only
+    shows when its data is read is found then: the report is rebuilt without
+    that run.
+
     Parameters
     ----------
     inputs
-        Run folders and/or sweep folders (searched at any depth for folders
-        with a ``DONE`` marker; incomplete ones are left out and listed).
+        Run folders and/or sweep folders (searched at any depth).
     out_dir
         Folder for the report; created if missing.
 
     Returns
     -------
-    pathlib.Path
-        The path of ``report.html``.
+    BuiltReport
+        The path of ``report.html`` and the run folders left out.
 
     Raises
     ------
     FileNotFoundError
-        When an input is missing or no complete run is found.
+        When an input is missing or no complete, readable run is found (the
+        message lists the folders left out and why).
     gpureplay.errors.InputError
-        When a run folder is malformed (a marker without its files, a
-        summary with other than one row).
+        When an input is not a folder.
     """
-    collection = collect([Path(p) for p in inputs])
-    stats = summarize(collection)
-    table = effects(collection, stats)
+    paths = [Path(p) for p in inputs]
+    collection = collect(paths)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    data = ReportData(
-        inputs=tuple(str(p) for p in inputs),
-        collection=collection,
-        stats=stats,
-        effects=table,
-        sentences=effect_sentences(table),
-        figures=make_figures(collection, out_dir),
-    )
+    try:
+        data = _report_data(inputs, collection, out_dir)
+    except (pl.exceptions.PolarsError, OSError) as err:
+        # A data page that does not decode: find the file (a scan over many runs does not
+        # name it), leave its run out, and build again from the others.
+        folders = [Path(r) for r in collection.runs.get_column("run").to_list()]
+        bad = find_unreadable(folders)
+        if not bad:
+            raise
+        collection = collect(paths, exclude=bad)
+        try:
+            data = _report_data(inputs, collection, out_dir)
+        except (pl.exceptions.PolarsError, OSError):
+            raise err from None
     write_text_atomic(out_dir / REPORT_MD, render_markdown(data))
     html_path = out_dir / REPORT_HTML
     write_text_atomic(html_path, render_html(data))
-    return html_path
+    return BuiltReport(html_path, collection.left_out)
 
 
-__all__ = ["REPORT_HTML", "REPORT_MD", "build_report", "write_text_atomic"]
+__all__ = ["REPORT_HTML", "REPORT_MD", "BuiltReport", "build", "build_report", "write_text_atomic"]

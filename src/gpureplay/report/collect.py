@@ -1,18 +1,23 @@
 """Collect finished run folders into tidy tables for a comparison report.
 
-A *run* is one folder with ``jobs.parquet``, ``timeline.parquet``,
-``summary.parquet`` and a ``DONE`` marker (``gpureplay.results.writer``). A
+A *run* is one complete folder (:mod:`gpureplay.report.folders`): ``jobs.parquet``,
+``timeline.parquet``, ``summary.parquet`` and a ``DONE`` marker. A
 *configuration* is everything a run was configured with except its seed (and
-the debug flag, which does not change results): runs of one configuration with
-different seeds are the samples a report averages over. Configurations are
-labelled by the config keys that actually differ between them, so a sweep
-over schedulers and load reads ``scheduler=gang-binpack, workload.load=2.0``
-rather than the hundred keys every run shares.
+the debug flag, which does not change results), plus the checksums of the
+trace and node-list files it read (``trace_sha256`` and ``cluster_sha256``
+in the Parquet metadata): two runs of ``trace=csv trace.path=x.csv`` on
+different file contents are two configurations, not two seeds of one. Runs of
+one configuration with different seeds are the samples a report averages over.
+Configurations are labelled by the config keys that actually differ between
+them, so a sweep over schedulers and load reads ``scheduler=gang-binpack,
+workload.load=2.0`` rather than the hundred keys every run shares.
 
 Folders may come from different traces or versions, so their summaries need
-not have the same columns: they are stacked with a diagonal concat (missing
-columns are null), and the per-job and timeline tables are scanned lazily
-with missing columns inserted as null.
+not have the same columns: metrics a run lacks (an older version wrote none
+for the measurement window) are null and shown as "n/a"; config values are
+compared as text (``str`` of the value, "null" for none), so a run that stored
+``seed`` as "0" and one that stored it as the integer 0 agree. The per-job and
+timeline tables are scanned lazily with missing columns inserted as null.
 """
 
 from __future__ import annotations
@@ -20,15 +25,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
-from gpureplay.errors import InputError, Problem
-from gpureplay.results.compare import run_folders
+from gpureplay.report.folders import LeftOut, counts, describe, scan
 from gpureplay.results.schemas import JOBS_RESULT_SCHEMA, SUMMARY_METRICS_SCHEMA, TIMELINE_SCHEMA
-
-#: Result files every complete run folder holds (the marker is written after them).
-RESULT_FILES: tuple[str, ...] = ("jobs.parquet", "timeline.parquet", "summary.parquet")
+from gpureplay.results.writer import read_metadata
 
 #: Config keys that do not define a configuration: the seed is what a report
 #: averages over, and ``debug`` only turns on invariant checks.
@@ -39,6 +42,49 @@ NON_CONFIG_PREFIXES: tuple[str, ...] = ("hydra.",)
 
 #: Config groups in the order they appear in a configuration's label.
 GROUP_ORDER: tuple[str, ...] = ("scheduler", "workload", "trace", "cluster")
+
+#: Checksums of the input files (Parquet metadata of ``summary.parquet``): part of a
+#: configuration's identity, shown in a label only when no config key tells the runs apart.
+CHECKSUM_KEYS: tuple[str, ...] = ("trace_sha256", "cluster_sha256")
+
+#: Hex digits of a checksum shown in labels.
+CHECKSUM_DIGITS = 12
+
+#: Headline metrics of ``summary.parquet`` that a report reads, with their types. The
+#: results schema wins where it names the column; the rest are metrics of newer versions
+#: (run span, censoring, measurement window) or of older ones (``replay_seconds``), so
+#: that a column is never mistaken for a config key whichever version wrote the run.
+_COUNT = pl.Int64()
+_FLOAT = pl.Float64()
+SUMMARY_METRICS: dict[str, pl.DataType] = {
+    **dict.fromkeys(("jobs", "finished", "rejected", "deadlocked", "unfinished", "never_started"), _COUNT),
+    **dict.fromkeys(("total_gpus", "wait_censored", "jct_censored", "window_jobs"), _COUNT),
+    **dict.fromkeys(("window_wait_censored", "window_jct_censored"), _COUNT),
+    **dict.fromkeys(("span_start", "span_end", "window_start", "window_end", "makespan"), _FLOAT),
+    **{
+        f"{scope}{m}_{q}": _FLOAT
+        for scope in ("", "window_")
+        for m in ("wait", "jct")
+        for q in ("mean", "median", "p95", "p99")
+    },
+    **dict.fromkeys(("bounded_slowdown_mean", "window_bounded_slowdown_mean"), _FLOAT),
+    **dict.fromkeys(("gpu_allocation_rate", "window_gpu_allocation_rate", "fragmented_gpus_mean"), _FLOAT),
+    **dict.fromkeys(("never_arrived",), _COUNT),
+    **dict.fromkeys(("wait_mean_started", "jct_mean_finished", "sample_interval_used"), _FLOAT),
+    "replay_seconds": _FLOAT,
+    **SUMMARY_METRICS_SCHEMA,
+}
+
+#: Columns of ``jobs.parquet`` and ``timeline.parquet`` the report reads, as it reads them
+#: (the job state as text, so a version with more states still reads).
+JOB_COLUMNS: dict[str, pl.DataType] = {
+    **{c: JOBS_RESULT_SCHEMA[c] for c in ("queue", "gpus", "submit_time", "start_time", "finish_time")},
+    **{c: JOBS_RESULT_SCHEMA[c] for c in ("wait_time", "jct", "run_time")},
+    "state": pl.String(),
+}
+TIMELINE_COLUMNS: dict[str, pl.DataType] = {
+    c: TIMELINE_SCHEMA[c] for c in ("time", "allocated_fraction", "fragmented_gpus")
+}
 
 #: Columns added to every collected table.
 RUN_COLUMN = "run"
@@ -53,8 +99,9 @@ class Collection:
     ----------
     runs
         One row per run: ``run`` (folder), ``config`` (label), ``seed`` (Int64,
-        null when absent), every flattened config key (String) and every
-        column of ``SUMMARY_METRICS_SCHEMA``.
+        null when absent), every flattened config key and checksum (String:
+        the value as text, "null" for none) and every column of
+        :data:`SUMMARY_METRICS` (null where the run lacks it).
     configs
         One row per configuration, in report order: ``config``, ``runs``
         (number of seeds), and the label keys.
@@ -67,7 +114,10 @@ class Collection:
         with ``run`` and ``config`` columns added (Enum dtypes, in the order
         of ``runs`` and ``configs``).
     notes
-        What was left out and why (incomplete folders, duplicate runs).
+        Runs left out on purpose (duplicates of another run).
+    left_out
+        Run folders under the inputs that are not in the report: failed,
+        incomplete (killed) or unreadable, each with its reason.
     """
 
     runs: pl.DataFrame
@@ -77,6 +127,7 @@ class Collection:
     jobs: pl.LazyFrame
     timeline: pl.LazyFrame
     notes: tuple[str, ...] = field(default=())
+    left_out: tuple[LeftOut, ...] = field(default=())
 
 
 def short_key(key: str) -> str:
@@ -95,96 +146,76 @@ def is_config_key(key: str) -> bool:
 
     Examples
     --------
-    >>> [is_config_key(k) for k in ("scheduler.name", "seed", "debug", "hydra.job.num")]
-    [True, False, False, False]
+    >>> [is_config_key(k) for k in ("scheduler.name", "seed", "debug", "hydra.job.num", "wait_mean")]
+    [True, False, False, False, False]
     """
-    return key not in NON_CONFIG_KEYS and not key.startswith(NON_CONFIG_PREFIXES)
+    return (
+        key not in NON_CONFIG_KEYS and key not in SUMMARY_METRICS and not key.startswith(NON_CONFIG_PREFIXES)
+    )
 
 
-def find_runs(inputs: Sequence[Path]) -> tuple[list[Path], list[Path]]:
-    """Return the complete run folders under ``inputs`` and the incomplete ones.
+def config_text(value: Any) -> str:
+    """A config value as text, the way configurations are compared and labelled.
 
-    A folder is incomplete when it holds some result file but no ``DONE``
-    marker (a run that was killed or is still running): it is left out.
-
-    Raises
-    ------
-    FileNotFoundError
-        When an input does not exist.
-    InputError
-        When an input is not a folder, or a folder with a ``DONE`` marker lacks
-        a result file (the marker promises they are all there).
+    Examples
+    --------
+    >>> [config_text(v) for v in (None, 0, "0", 2.0, True, [1, 2])]
+    ['null', '0', '0', '2.0', 'True', '[1, 2]']
     """
-    roots = [Path(p) for p in inputs]
-    for root in roots:
-        if not root.exists():
-            raise FileNotFoundError(f"{root}: no such file or folder")
-        if not root.is_dir():
-            raise InputError.single("not a folder (give a run or sweep folder)", str(root))
-    complete = run_folders(roots)
-    missing = [
-        Problem(f"has a DONE marker but no {name}", str(folder))
-        for folder in complete
-        for name in RESULT_FILES
-        if not (folder / name).is_file()
-    ]
-    if missing:
-        raise InputError(missing)
-    done = set(complete)
-    partial = {
-        hit.parent
-        for root in roots
-        for name in RESULT_FILES
-        for hit in [root / name, *root.rglob(name)]
-        if hit.is_file() and hit.parent not in done
-    }
-    return complete, sorted(partial)
+    return "null" if value is None else str(value)
 
 
-def _read_summaries(folders: Sequence[Path]) -> pl.DataFrame:
-    scans = [
-        pl.scan_parquet(folder / "summary.parquet", glob=False).with_columns(
-            pl.lit(str(folder)).alias(RUN_COLUMN)
-        )
-        for folder in folders
-    ]
-    summaries = pl.concat(scans, how="diagonal_relaxed").collect()
-    counts = summaries.group_by(RUN_COLUMN).len().filter(pl.col("len") != 1)
-    if counts.height:
-        raise InputError(
-            [
-                Problem(f"summary has {n} rows, expected 1", str(Path(run) / "summary.parquet"))
-                for run, n in counts.sort(RUN_COLUMN).iter_rows()
-            ]
-        )
-    # Older or foreign summaries may lack a metric: add it as null so every table has every column.
-    return summaries.with_columns(
-        pl.lit(None, dtype).alias(name)
-        for name, dtype in SUMMARY_METRICS_SCHEMA.items()
-        if name not in summaries
-    ).with_columns(pl.col(name).cast(dtype) for name, dtype in SUMMARY_METRICS_SCHEMA.items())
+@dataclass(frozen=True)
+class RunSummary:
+    """One run's summary: its folder, config keys and checksums as text, and its metrics (one row)."""
+
+    folder: Path
+    keys: dict[str, str]
+    metrics: pl.DataFrame
+
+
+def read_summary(folder: Path) -> RunSummary | LeftOut:
+    """One run's summary row: config keys and checksums as text, metrics typed; or why it is unreadable."""
+    path = folder / "summary.parquet"
+    try:
+        table = pl.read_parquet(path)
+        meta = read_metadata(path)
+    except Exception as err:  # polars and pyarrow raise several types for damaged data
+        reason = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+        return LeftOut(folder, "unreadable", f"summary.parquet cannot be read ({reason})")
+    if table.height != 1:
+        return LeftOut(folder, "unreadable", f"summary.parquet has {table.height} rows, expected 1")
+    row = table.row(0, named=True)
+    keys = {k: config_text(v) for k, v in row.items() if k not in SUMMARY_METRICS}
+    for key in CHECKSUM_KEYS:
+        keys[key] = meta.get(key) or "null"
+    metrics = table.select(
+        pl.col(name).cast(dtype, strict=False) if name in table.columns else pl.lit(None, dtype).alias(name)
+        for name, dtype in SUMMARY_METRICS.items()
+    )
+    return RunSummary(folder, keys, metrics)
 
 
 def config_columns(summaries: pl.DataFrame) -> list[str]:
-    """The flattened config keys among a summary table's columns (every column but the metrics).
-
-    Summaries keep each key's type (``seed`` Int64, ``workload.load`` Float64, ...);
-    :func:`collect` compares and labels them as text.
-    """
+    """The config keys (and checksums) among a collected table's columns, less seed and debug."""
     return [
-        name
-        for name in summaries.columns
-        if name not in SUMMARY_METRICS_SCHEMA and name != RUN_COLUMN and is_config_key(name)
+        name for name in summaries.columns if name not in (RUN_COLUMN, CONFIG_COLUMN) and is_config_key(name)
     ]
 
 
 def label_keys(runs: pl.DataFrame, keys: Sequence[str]) -> list[str]:
-    """The keys that label configurations: those that vary, less those a group's name implies.
+    """The keys that label configurations: those that vary, less those other label keys imply.
 
-    A key that varies is dropped when its group's ``name`` varies too and fixes
-    its value (every run of ``scheduler=fifo`` has ``scheduler.backfill=none``):
-    the name already says it. A key overridden independently of the name
-    (two ``backfill_depth`` values under one scheduler name) stays.
+    Keys are taken in order of how a reader names a configuration (the
+    scheduler, the trace, the cluster, other groups' names, then single keys,
+    the input checksums last), and a key is kept only when the keys kept
+    before it do not already fix its value: every run of ``scheduler=fifo``
+    has ``scheduler.backfill=none``, and in a sweep of experiments each trace
+    brings its own cluster and sample interval, so ``scheduler=fifo,
+    trace=itp`` says it all. The kept keys still tell every configuration
+    apart. A key overridden independently (two ``backfill_depth`` values
+    under one scheduler name) stays, and a checksum shows only when the same
+    config keys read different files.
 
     Examples
     --------
@@ -194,33 +225,43 @@ def label_keys(runs: pl.DataFrame, keys: Sequence[str]) -> list[str]:
     ...         "scheduler.gang": ["gang", "gang", "gang", "gang"],
     ...         "scheduler.backfill": ["none", "none", "easy", "easy"],
     ...         "workload.load": ["1.0", "2.0", "1.0", "2.0"],
+    ...         "trace_sha256": ["ab", "ab", "ab", "ab"],
     ...     }
     ... )
     >>> label_keys(runs, runs.columns)
     ['scheduler.name', 'workload.load']
     """
     varying = [k for k in keys if runs.select(pl.col(k).n_unique()).item() > 1]
-    names = {k.partition(".")[0]: k for k in varying if k.count(".") == 1 and k.endswith(".name")}
-    kept: list[str] = []
-    for key in varying:
-        group = key.partition(".")[0]
-        name = names.get(group)
-        if name is not None and name != key:
-            implied = runs.group_by(name).agg(pl.col(key).n_unique()).get_column(key).max() == 1
-            if implied:
-                continue
-        kept.append(key)
 
-    def order(key: str) -> tuple[int, int, str]:
+    def group_rank(key: str) -> int:
         group = key.partition(".")[0]
-        rank = GROUP_ORDER.index(group) if group in GROUP_ORDER else len(GROUP_ORDER)
-        return (rank, 0 if key.endswith(".name") else 1, key)
+        return GROUP_ORDER.index(group) if group in GROUP_ORDER else len(GROUP_ORDER)
+
+    def priority(key: str) -> tuple[int, int, int, str]:
+        checksum = key in CHECKSUM_KEYS
+        is_name = key.count(".") == 1 and key.endswith(".name")
+        first = ("scheduler.name", "trace.name", "cluster.name")
+        return (int(checksum), first.index(key) if key in first else len(first), int(not is_name), key)
+
+    kept: list[str] = []
+    for key in sorted(varying, key=priority):
+        implied = bool(kept) and runs.group_by(kept).agg(pl.col(key).n_unique()).get_column(key).max() == 1
+        if not implied:
+            kept.append(key)
+
+    def order(key: str) -> tuple[int, int, int, str]:
+        return (int(key in CHECKSUM_KEYS), group_rank(key), 0 if key.endswith(".name") else 1, key)
 
     return sorted(kept, key=order)
 
 
+def _label_value(key: str) -> pl.Expr:
+    value = pl.col(key).fill_null("null")
+    return value.str.slice(0, CHECKSUM_DIGITS) if key in CHECKSUM_KEYS else value
+
+
 def _label_expr(keys: Sequence[str]) -> pl.Expr:
-    parts = [pl.concat_str(pl.lit(f"{short_key(k)}="), pl.col(k).fill_null("null")) for k in keys]
+    parts = [pl.concat_str(pl.lit(f"{short_key(k)}="), _label_value(k)) for k in keys]
     return pl.concat_str(parts, separator=", ")
 
 
@@ -232,39 +273,90 @@ def _sort_exprs(keys: Sequence[str]) -> list[pl.Expr]:
     return exprs
 
 
-def collect(inputs: Sequence[Path]) -> Collection:
+def _runs_table(summaries: Sequence[RunSummary]) -> pl.DataFrame:
+    keys = pl.DataFrame(
+        [{RUN_COLUMN: str(s.folder), **s.keys} for s in summaries], infer_schema_length=None
+    ).select(pl.all().cast(pl.String))
+    # Keys a run lacks (another trace's options) read "null", as a null value would.
+    keys = keys.with_columns(pl.exclude(RUN_COLUMN).fill_null("null"))
+    metrics = pl.concat([s.metrics for s in summaries], how="vertical")
+    seed = pl.col("seed").cast(pl.Int64, strict=False) if "seed" in keys.columns else pl.lit(None, pl.Int64)
+    return keys.hstack(metrics).with_columns(seed.alias("seed"))
+
+
+def _scan_all(
+    pairs: Sequence[tuple[str, str]],
+    name: str,
+    columns: dict[str, pl.DataType],
+    run_enum: pl.Enum,
+    config_enum: pl.Enum,
+) -> pl.LazyFrame:
+    """Lazy scan of one result file of every run: the report's columns, cast, plus ``run`` and ``config``.
+
+    Each file is scanned with its own schema and cast here, so files written by
+    other versions (a column missing, an Enum with more states, string job ids)
+    stack without a schema error. ``run`` and ``config`` are Enum columns (4
+    bytes a row): per-job tables of a sweep reach tens of millions of rows.
+    """
+    scans = []
+    for run, config in pairs:
+        path = Path(run) / name
+        present = pl.read_parquet_schema(path)
+        scans.append(
+            pl.scan_parquet(path, glob=False).select(
+                *(
+                    pl.col(c).cast(t) if c in present else pl.lit(None, t).alias(c)
+                    for c, t in columns.items()
+                ),
+                pl.lit(run).cast(run_enum).alias(RUN_COLUMN),
+                pl.lit(config).cast(config_enum).alias(CONFIG_COLUMN),
+            )
+        )
+    return pl.concat(scans, how="vertical")
+
+
+def collect(inputs: Sequence[Path], exclude: Sequence[LeftOut] = ()) -> Collection:
     """Read every complete run under ``inputs`` into a :class:`Collection`.
 
     Parameters
     ----------
     inputs
         Run folders and/or sweep folders (searched at any depth).
+    exclude
+        Runs found unreadable by an earlier attempt (:func:`gpureplay.report.folders.find_unreadable`):
+        left out and listed with the others.
 
     Raises
     ------
     FileNotFoundError
-        When an input does not exist or no complete run is found under them.
-    InputError
-        On a malformed run folder (see :func:`find_runs`) or summary.
+        When an input does not exist or no complete, readable run is found under
+        them (the message lists the folders left out and why).
+    gpureplay.errors.InputError
+        When an input is not a folder.
     """
-    folders, partial = find_runs(inputs)
-    if not folders:
+    found = scan(inputs)
+    skip = {item.folder for item in exclude}
+    left_out = [*found.left_out, *exclude]
+    summaries: list[RunSummary] = []
+    for folder in found.complete:
+        if folder in skip:
+            continue
+        summary = read_summary(folder)
+        if isinstance(summary, LeftOut):
+            left_out.append(summary)
+        else:
+            summaries.append(summary)
+    left_out.sort(key=lambda item: str(item.folder))
+    if not summaries:
         where = ", ".join(str(p) for p in inputs) or "(no folder given)"
-        hint = f" ({len(partial)} incomplete folder(s) without a DONE marker)" if partial else ""
-        raise FileNotFoundError(f"no complete run (folder with a DONE marker) under {where}{hint}")
+        text = f"no complete run (folder with a DONE marker and readable results) under {where}"
+        if left_out:
+            text += f"; {counts(left_out)}:\n" + "\n".join(describe(left_out, limit=10))
+        raise FileNotFoundError(text)
+
+    runs = _runs_table(summaries)
+    keys = config_columns(runs)
     notes: list[str] = []
-    if partial:
-        shown = ", ".join(str(p) for p in partial[:5]) + (", ..." if len(partial) > 5 else "")
-        notes.append(f"{len(partial)} incomplete run folder(s) without a DONE marker left out: {shown}")
-
-    summaries = _read_summaries(folders)
-    keys = config_columns(summaries)
-    seed = (
-        pl.col("seed").cast(pl.Int64, strict=False) if "seed" in summaries.columns else pl.lit(None, pl.Int64)
-    )
-    # Typed config keys (Int64, Float64, Boolean) are labelled and compared as text, like older summaries.
-    runs = summaries.with_columns(seed.alias("seed"), *(pl.col(k).cast(pl.String) for k in keys))
-
     # The same configuration and seed twice (a sweep re-run into a new folder) would count one
     # sample twice and shrink the interval: keep the first folder, say which were left out.
     identity = [*keys, "seed"]
@@ -273,7 +365,7 @@ def collect(inputs: Sequence[Path]) -> Collection:
     if dupes.height:
         runs = runs.filter(pl.struct(identity).is_first_distinct())
         notes.append(
-            f"{dupes.height} run(s) repeating another run's configuration and seed left out: "
+            f"{dupes.height} run(s) repeating another run's configuration, input files and seed left out: "
             + ", ".join(dupes.get_column(RUN_COLUMN).to_list()[:5])
             + (", ..." if dupes.height > 5 else "")
         )
@@ -294,49 +386,38 @@ def collect(inputs: Sequence[Path]) -> Collection:
     common = {
         k: v
         for k in keys
-        if runs.select(pl.col(k).n_unique()).item() == 1 and (v := runs.get_column(k)[0]) is not None
+        if runs.select(pl.col(k).n_unique()).item() == 1
+        and (v := runs.get_column(k)[0]) not in (None, "null")
     }
 
-    # Per-job tables of a sweep reach tens of millions of rows: label them with Enum columns
-    # (4 bytes a row) rather than repeating each folder and label string.
-    index = runs.select(
-        pl.col(RUN_COLUMN).alias("_file"),
-        pl.col(RUN_COLUMN).cast(pl.Enum(runs.get_column(RUN_COLUMN).to_list())),
-        pl.col(CONFIG_COLUMN).cast(pl.Enum(configs.get_column(CONFIG_COLUMN).to_list())),
-    )
-
-    def scan(name: str, schema: dict[str, pl.DataType]) -> pl.LazyFrame:
-        files = index.with_columns(pl.concat_str(pl.col("_file"), pl.lit(f"/{name}")).alias("_file"))
-        lazy = pl.scan_parquet(
-            files.get_column("_file").to_list(),
-            schema=schema,
-            missing_columns="insert",
-            extra_columns="ignore",
-            include_file_paths="_file",
-            glob=False,
-        )
-        return lazy.join(files.lazy(), on="_file", how="inner").drop("_file")
-
+    run_enum = pl.Enum(runs.get_column(RUN_COLUMN).to_list())
+    config_enum = pl.Enum(configs.get_column(CONFIG_COLUMN).to_list())
+    pairs = list(runs.select(RUN_COLUMN, CONFIG_COLUMN).iter_rows())
     return Collection(
         runs=runs,
         configs=configs,
         label_keys=tuple(labels),
         common=common,
-        jobs=scan("jobs.parquet", JOBS_RESULT_SCHEMA),
-        timeline=scan("timeline.parquet", TIMELINE_SCHEMA),
+        jobs=_scan_all(pairs, "jobs.parquet", JOB_COLUMNS, run_enum, config_enum),
+        timeline=_scan_all(pairs, "timeline.parquet", TIMELINE_COLUMNS, run_enum, config_enum),
         notes=tuple(notes),
+        left_out=tuple(left_out),
     )
 
 
 __all__ = [
+    "CHECKSUM_DIGITS",
+    "CHECKSUM_KEYS",
     "CONFIG_COLUMN",
-    "RESULT_FILES",
     "RUN_COLUMN",
+    "SUMMARY_METRICS",
     "Collection",
+    "RunSummary",
     "collect",
     "config_columns",
-    "find_runs",
+    "config_text",
     "is_config_key",
     "label_keys",
+    "read_summary",
     "short_key",
 ]

@@ -1,7 +1,15 @@
 """Figures of a comparison report, drawn with matplotlib's Agg renderer and saved as PNG.
 
-Every figure compares configurations, one colour each, the same colour in every
-figure. Runs of one configuration (its seeds) are pooled: CDFs pool the jobs of
+Figures compare configurations the way the sentences do: one panel per
+*setting* (trace, cluster and whatever else is held equal: runs on different
+traces are never drawn on one axis), and within a panel one curve per
+*treatment* (the scheduler, or what else varies), labelled by the keys that
+differ only. A treatment keeps its style in every panel and figure; styles
+combine ten colours with line styles (and, past forty, markers), so no two
+treatments look alike. The legend sits below the axes, inside the image,
+with as many columns as fit and the figure grown to hold its rows.
+
+Runs of one configuration (its seeds) are pooled: CDFs pool the jobs of
 all seeds, timelines average the seeds at each time bin, per-queue bars show the
 mean over seeds.
 
@@ -9,16 +17,21 @@ mean over seeds.
   since Tiresias (NSDI'19) and Themis (NSDI'20): the y value is the fraction of
   *all* jobs, so a curve that stays below 1 shows jobs that never started or
   never finished. Waits under one second are drawn at one second (log axis).
+  A panel where no job waited says so instead of drawing an empty frame.
 - GPU allocation and fragmented GPUs over time (FGD, ATC'23, reports
-  fragmentation this way).
-- GPU-hours and mean wait per queue, when the runs have more than one queue.
+  fragmentation this way). A run with a single sample is stated, not drawn.
+- GPU-hours and mean wait per queue, one panel per setting, when a setting
+  has more than one queue.
 """
 
 from __future__ import annotations
 
+import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import polars as pl
@@ -29,6 +42,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import StrMethodFormatter
 
 from gpureplay.report.collect import CONFIG_COLUMN, RUN_COLUMN, Collection
+from gpureplay.report.stats import baselines
 
 #: Largest number of points drawn per CDF curve (quantiles of the pooled values).
 CDF_POINTS = 1500
@@ -36,7 +50,7 @@ CDF_POINTS = 1500
 #: Largest number of time bins drawn per timeline curve.
 TIMELINE_BINS = 400
 
-#: Most queues drawn one by one; the rest are summed into "other".
+#: Most queues drawn one by one per panel; the rest are summed into "other".
 MAX_QUEUES = 12
 
 #: Shortest time drawn on log axes, seconds.
@@ -45,8 +59,23 @@ TIME_FLOOR = 1.0
 #: Dots per inch of saved figures (8 x 4.5 in -> 880 x 495 px).
 DPI = 110
 
+#: Width of a one-panel figure and of each panel beside others, inches; most panels side by side.
+WIDTH = 8.0
+PANEL_WIDTH = 4.6
+MAX_COLUMNS = 3
+
+#: Font size of legends, points, and the height of one legend row, inches.
+LEGEND_FONT = 8.0
+LEGEND_ROW = 0.2
+
 #: Names of the figure files this module writes.
 FIGURE_FILES: tuple[str, ...] = ("wait_cdf.png", "jct_cdf.png", "timeline.png", "queues.png")
+
+LineStyle = Literal["-", "--", "-.", ":"]
+_LINESTYLES: tuple[LineStyle, ...] = ("-", "--", "-.", ":")
+_MARKERS = ("", "o", "s", "^", "D", "v")
+_HATCHES = ("", "//", "..", "xx", "\\\\", "++")
+_PALETTE = 10
 
 
 @dataclass(frozen=True)
@@ -58,27 +87,154 @@ class FigureFile:
     caption: str
 
 
-def colours(n: int) -> list[tuple[float, float, float, float]]:
-    """``n`` distinguishable colours: tab10 up to 10, tab20 up to 20, then viridis."""
-    if n <= 10:
-        return [colormaps["tab10"](i) for i in range(n)]
-    if n <= 20:
-        return [colormaps["tab20"](i) for i in range(n)]
-    return [colormaps["viridis"](x) for x in np.linspace(0.0, 0.95, n)]
+@dataclass(frozen=True)
+class Drawn:
+    """A drawn figure not yet saved: the figure, its file name, title and caption."""
+
+    figure: Figure
+    name: str
+    title: str
+    caption: str
 
 
-_LINESTYLES = ("-", "--", "-.", ":")
+@dataclass(frozen=True)
+class Style:
+    """How one treatment is drawn: colour, line style, marker (lines) and hatch (bars)."""
+
+    colour: tuple[float, float, float, float]
+    linestyle: LineStyle
+    marker: str
+    hatch: str
+    width: float = 1.6
 
 
-def _linestyle(i: int, n: int) -> str:
-    # Beyond 10 colours the styles cycle too, so neighbours in a long list stay apart.
-    return _LINESTYLES[(i // 10) % len(_LINESTYLES)] if n > 10 else "-"
+def styles(n: int) -> list[Style]:
+    """``n`` styles, no two alike: ten colours, then line styles (hatches for bars), then markers.
+
+    Examples
+    --------
+    >>> s = styles(18)
+    >>> len({(x.colour, x.linestyle, x.marker) for x in s}), s[0].linestyle, s[12].linestyle
+    (18, '-', '--')
+    """
+    palette = [colormaps["tab10"](i) for i in range(_PALETTE)]
+    out: list[Style] = []
+    for i in range(n):
+        variant = i // _PALETTE
+        out.append(
+            Style(
+                colour=palette[i % _PALETTE],
+                linestyle=_LINESTYLES[variant % len(_LINESTYLES)],
+                marker=_MARKERS[(variant // len(_LINESTYLES)) % len(_MARKERS)],
+                hatch=_HATCHES[variant % len(_HATCHES)],
+                # Earlier curves are drawn wider, so a curve drawn later on top of an equal one
+                # (two schedulers that place alike) leaves its edges showing.
+                width=2.6 - 1.4 * i / (n - 1) if n > 1 else 1.6,
+            )
+        )
+    return out
 
 
-def _new_figure(height: float = 4.5) -> Figure:
-    fig = Figure(figsize=(8.0, height), dpi=DPI, layout="constrained")
+@dataclass(frozen=True)
+class Layout:
+    """Which panel each configuration is drawn in and how its curve is named and styled.
+
+    Attributes
+    ----------
+    panels
+        Panel titles in order ("" when there is one panel).
+    panel_of
+        Configuration label -> panel title.
+    name_of
+        Configuration label -> legend entry (the treatment keys only).
+    names
+        Legend entries in order; one style each.
+    style_of
+        Legend entry -> its style.
+    """
+
+    panels: list[str]
+    panel_of: dict[str, str]
+    name_of: dict[str, str]
+    names: list[str]
+    style_of: dict[str, Style]
+
+    def configs_in(self, panel: str, order: Sequence[str]) -> list[str]:
+        """The configurations of ``panel``, in report order."""
+        return [c for c in order if self.panel_of[c] == panel]
+
+
+def layout(collection: Collection) -> Layout:
+    """Panels by setting (what sentences hold equal), curves by treatment (what they compare)."""
+    table = baselines(collection).select(CONFIG_COLUMN, "subject", "setting")
+    panel_of: dict[str, str] = {}
+    name_of: dict[str, str] = {}
+    for config, subject, setting in table.iter_rows():
+        panel_of[config] = (setting or "").strip().removeprefix("on ")
+        name_of[config] = subject or config
+    panels = list(dict.fromkeys(panel_of.values()))
+    if len(panels) == 1:
+        panel_of = dict.fromkeys(panel_of, "")
+        panels = [""]
+    names = list(dict.fromkeys(name_of[c] for c in table.get_column(CONFIG_COLUMN).to_list()))
+    return Layout(panels, panel_of, name_of, names, dict(zip(names, styles(len(names)), strict=True)))
+
+
+def _grid(n: int) -> tuple[int, int]:
+    cols = min(n, MAX_COLUMNS)
+    return math.ceil(n / cols), cols
+
+
+def _legend_rows(names: Sequence[str], width: float) -> tuple[int, int]:
+    """Columns and rows of a legend of ``names`` across ``width`` inches at LEGEND_FONT."""
+    if len(names) <= 1:
+        return 0, 0
+    # An average character is about 0.55 em wide; the handle and the gaps take about 4 em.
+    entry = (max(len(n) for n in names) * 0.55 + 4.0) * LEGEND_FONT / 72.0
+    cols = max(1, min(len(names), int((width - 0.3) // entry)))
+    return cols, math.ceil(len(names) / cols)
+
+
+def _new_figure(width: float, height: float) -> Figure:
+    fig = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
     FigureCanvasAgg(fig)
     return fig
+
+
+def _figure_for(lay: Layout, panel_height: float, blocks: int = 1) -> tuple[Figure, int, int]:
+    """A figure for every panel (``blocks`` stacked axes each) with room for the legend below."""
+    rows, cols = _grid(len(lay.panels))
+    width = WIDTH if cols == 1 else PANEL_WIDTH * cols
+    _, legend_rows = _legend_rows(lay.names, width)
+    height = panel_height * rows * blocks + 0.6 + LEGEND_ROW * legend_rows
+    return _new_figure(width, height), rows, cols
+
+
+def _legend(fig: Figure, lay: Layout, kind: str = "line") -> None:
+    if len(lay.names) <= 1:
+        return
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    handles: list[Line2D | Patch] = []
+    for name in lay.names:
+        style = lay.style_of[name]
+        if kind == "bar":
+            handles.append(Patch(facecolor=style.colour, hatch=style.hatch, edgecolor="white", label=name))
+        else:
+            handles.append(
+                Line2D(
+                    [],
+                    [],
+                    color=style.colour,
+                    linestyle=style.linestyle,
+                    marker=style.marker or None,
+                    linewidth=style.width,
+                    label=name,
+                )
+            )
+    cols, _ = _legend_rows(lay.names, fig.get_figwidth())
+    fig.legend(handles=handles, loc="outside lower center", ncols=cols, fontsize=LEGEND_FONT, frameon=False)
 
 
 def save_png(fig: Figure, path: Path) -> None:
@@ -92,73 +248,15 @@ def save_png(fig: Figure, path: Path) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def _legend(fig: Figure, axes: Axes, n: int) -> None:
-    if n <= 1:
-        return
-    handles, labels = axes.get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=min(n, 2), fontsize="small", frameon=False)
+def _say(ax: Axes, text: str) -> None:
+    """Write ``text`` where a panel has nothing to draw, with no axes to misread."""
+    ax.set_axis_off()
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, fontsize=10, wrap=True)
 
 
-def _cdf_figure(
-    collection: Collection, column: str, state: pl.Expr, what: str, path: Path
-) -> FigureFile | None:
-    configs = collection.configs.get_column(CONFIG_COLUMN).to_list()
-    totals = dict(
-        collection.jobs.group_by(CONFIG_COLUMN)
-        .agg(pl.len())
-        .select(pl.col(CONFIG_COLUMN).cast(pl.String), "len")
-        .collect()
-        .iter_rows()
-    )
-    rank, count = pl.int_range(pl.len()).over(CONFIG_COLUMN), pl.len().over(CONFIG_COLUMN)
-    step = (count // CDF_POINTS).clip(lower_bound=1)
-    # Sorted per configuration, then every step-th value (and the last): at most ~CDF_POINTS
-    # points a curve leave the query, however many jobs a sweep holds.
-    values = (
-        collection.jobs.filter(state & pl.col(column).is_not_null())
-        .select(CONFIG_COLUMN, pl.col(column).clip(lower_bound=TIME_FLOOR))
-        .sort(CONFIG_COLUMN, column)
-        .with_columns(rank.alias("_rank"), count.alias("_count"))
-        .filter((pl.col("_rank") % step == 0) | (pl.col("_rank") == pl.col("_count") - 1))
-        .with_columns(pl.col(CONFIG_COLUMN).cast(pl.String))
-        .collect()
-    )
-    if values.height == 0:
-        return None
-    parts = values.partition_by(CONFIG_COLUMN, as_dict=True, include_key=False)
-    fig = _new_figure(4.8)
-    ax = fig.add_subplot()
-    for i, config in enumerate(configs):
-        part = parts.get((config,))
-        if part is None:
-            continue
-        x = part.get_column(column).to_numpy()
-        # Fraction of all jobs at or below x: the curve ends below 1 when jobs never got there.
-        y = (part.get_column("_rank").to_numpy() + 1.0) / float(totals[config])
-        ax.step(
-            x,
-            y,
-            where="post",
-            label=config,
-            linewidth=1.6,
-            color=colours(len(configs))[i],
-            linestyle=_linestyle(i, len(configs)),
-        )
-    column_values = values.get_column(column).to_numpy()
-    human = _time_axis(ax, float(column_values.min()), float(column_values.max()))
-    ax.set_ylim(0.0, 1.02)
-    ax.set_xlabel(f"{what} ({'' if human else 'seconds, '}log scale; under 1 s drawn at 1 s)")
-    ax.set_ylabel("fraction of all jobs")
-    ax.grid(True, which="major", alpha=0.3)
-    ax.set_title(f"{what}: cumulative distribution")
-    _legend(fig, ax, len(configs))
-    save_png(fig, path)
-    return FigureFile(
-        path,
-        f"{what} CDF",
-        f"{what} per configuration, seeds pooled; y is the fraction of all jobs, so a curve "
-        "that stays below 1 shows jobs that never got there.",
-    )
+def _panel_title(ax: Axes, title: str) -> None:
+    if title:
+        ax.set_title(title, fontsize=10)
 
 
 #: Tick marks of log time axes: units a reader thinks in, not powers of ten of hours.
@@ -190,69 +288,97 @@ def _time_axis(ax: Axes, smallest: float, largest: float) -> bool:
     return False
 
 
-def _timeline_figure(collection: Collection, path: Path) -> FigureFile | None:
-    configs = collection.configs.get_column(CONFIG_COLUMN).to_list()
-    extent = (
-        collection.timeline.group_by(RUN_COLUMN)
-        .agg(pl.col("time").max().alias("span"), pl.len().alias("samples"))
-        .select(
-            pl.col("span").max(),
-            (pl.col("span") / (pl.col("samples") - 1).cast(pl.Float64))
-            .filter(pl.col("samples") > 1)
-            .min()
-            .alias("spacing"),
-        )
-        .collect()
-    )
-    span, spacing = extent.row(0)
-    if span is None:
-        return None
-    span = float(span)
-    # Never finer than the sampling itself: a bin holds at least one sample of each run.
-    width = max(span / TIMELINE_BINS, float(spacing or 0.0), 1.0)
-    days = span > 3 * 86400.0
-    unit, unit_seconds = ("days", 86400.0) if days else ("hours", 3600.0)
-    binned = (
-        collection.timeline.with_columns(((pl.col("time") // width) * width).alias("_bin"))
-        # Per run first, then across seeds, so a seed with more samples in a bin does not weigh more.
-        .group_by(CONFIG_COLUMN, RUN_COLUMN, "_bin")
-        .agg(pl.col("allocated_fraction").mean(), pl.col("fragmented_gpus").cast(pl.Float64).mean())
-        .group_by(CONFIG_COLUMN, "_bin")
-        .agg(pl.col("allocated_fraction").mean(), pl.col("fragmented_gpus").mean())
-        .sort(CONFIG_COLUMN, "_bin")
+def _cdf_values(collection: Collection, column: str, state: pl.Expr) -> pl.DataFrame:
+    rank, count = pl.int_range(pl.len()).over(CONFIG_COLUMN), pl.len().over(CONFIG_COLUMN)
+    step = (count // CDF_POINTS).clip(lower_bound=1)
+    # Sorted per configuration, then every step-th value (and the last): at most ~CDF_POINTS
+    # points a curve leave the query, however many jobs a sweep holds.
+    return (
+        collection.jobs.filter(state & pl.col(column).is_not_null())
+        .select(CONFIG_COLUMN, pl.col(column).alias("_raw"), pl.col(column).clip(lower_bound=TIME_FLOOR))
+        .sort(CONFIG_COLUMN, column)
+        .with_columns(rank.alias("_rank"), count.alias("_count"), pl.col("_raw").max().over(CONFIG_COLUMN))
+        .filter((pl.col("_rank") % step == 0) | (pl.col("_rank") == pl.col("_count") - 1))
         .with_columns(pl.col(CONFIG_COLUMN).cast(pl.String))
         .collect()
     )
-    parts = binned.partition_by(CONFIG_COLUMN, as_dict=True, include_key=False)
-    fig = _new_figure(6.0)
-    top, bottom = fig.subplots(2, 1, sharex=True)
-    for i, config in enumerate(configs):
-        part = parts.get((config,))
-        if part is None:
-            continue
-        t = part.get_column("_bin").to_numpy() / unit_seconds
-        colour, style = colours(len(configs))[i], _linestyle(i, len(configs))
-        allocated = part.get_column("allocated_fraction").to_numpy() * 100.0
-        top.plot(t, allocated, label=config, linewidth=1.2, color=colour, linestyle=style)
-        bottom.plot(
-            t, part.get_column("fragmented_gpus").to_numpy(), linewidth=1.2, color=colour, linestyle=style
-        )
-    top.set_ylabel("GPUs allocated (%)")
-    top.set_ylim(0.0, 105.0)
-    top.set_title("GPU allocation and fragmentation over time")
-    bottom.set_ylabel("fragmented GPUs")
-    bottom.set_ylim(bottom=0.0)
-    bottom.set_xlabel(f"simulated time ({unit})")
-    for ax in (top, bottom):
-        ax.grid(True, alpha=0.3)
-    _legend(fig, top, len(configs))
-    save_png(fig, path)
-    return FigureFile(
-        path,
-        "GPU allocation and fragmentation over time",
-        f"Share of GPU capacity allocated and number of fragmented GPUs, mean of seeds per "
-        f"{_duration(width)} bin.",
+
+
+def cdf_figure(
+    collection: Collection, lay: Layout, column: str, state: pl.Expr, what: str, name: str
+) -> Drawn | str:
+    """The CDF figure, or a sentence saying why there is none."""
+    configs = collection.configs.get_column(CONFIG_COLUMN).to_list()
+    totals = dict(
+        collection.jobs.group_by(CONFIG_COLUMN)
+        .agg(pl.len())
+        .select(pl.col(CONFIG_COLUMN).cast(pl.String), "len")
+        .collect()
+        .iter_rows()
     )
+    values = _cdf_values(collection, column, state)
+    waits = column == "wait_time"
+    if values.height == 0:
+        return f"{what} CDF: no job {'started' if waits else 'finished'} in any run."
+    # The largest raw value per configuration: zero means every job got there at once.
+    largest = dict(values.group_by(CONFIG_COLUMN).agg(pl.col("_raw").max()).iter_rows())
+    if waits and all((largest.get(c) or 0.0) <= 0.0 for c in configs):
+        return f"{what} CDF: no job waited in any run (every job started on arrival)."
+    parts = values.partition_by(CONFIG_COLUMN, as_dict=True, include_key=False)
+    fig, rows, cols = _figure_for(lay, 3.6)
+    axes = fig.subplots(rows, cols, squeeze=False).ravel()
+    for ax, panel in zip(axes, lay.panels, strict=False):
+        members = [c for c in lay.configs_in(panel, configs) if (c,) in parts]
+        _panel_title(ax, panel)
+        if not members:
+            _say(ax, f"no job {'started' if waits else 'finished'}")
+            continue
+        if waits and all((largest.get(c) or 0.0) <= 0.0 for c in members):
+            _say(ax, "no job waited\n(every job started on arrival)")
+            continue
+        for config in members:
+            part = parts[(config,)]
+            style = lay.style_of[lay.name_of[config]]
+            x = part.get_column(column).to_numpy()
+            # Fraction of all jobs at or below x: the curve ends below 1 when jobs never got there.
+            y = (part.get_column("_rank").to_numpy() + 1.0) / float(totals[config])
+            ax.step(
+                x,
+                y,
+                where="post",
+                linewidth=style.width,
+                color=style.colour,
+                linestyle=style.linestyle,
+                marker=style.marker or None,
+                markevery=max(1, len(x) // 8),
+                markersize=4,
+            )
+        shown = pl.concat([parts[(c,)] for c in members]).get_column(column)
+        human = _time_axis(ax, float(shown.min()), float(shown.max()))  # type: ignore[arg-type]
+        ax.set_ylim(0.0, 1.02)
+        ax.set_xlabel(f"{what.lower()} ({'' if human else 'seconds, '}log scale)", fontsize=9)
+        ax.set_ylabel("fraction of all jobs", fontsize=9)
+        ax.grid(True, which="major", alpha=0.3)
+    for ax in axes[len(lay.panels) :]:
+        ax.set_axis_off()
+    fig.suptitle(f"{what}: cumulative distribution", fontsize=11)
+    _legend(fig, lay)
+    return Drawn(
+        fig,
+        name,
+        f"{what} CDF",
+        f"{what} per configuration, seeds pooled, one panel per setting; y is the fraction of all jobs, "
+        "so a curve that stays below 1 shows jobs that never got there. Values under 1 s are drawn at 1 s.",
+    )
+
+
+def _window(collection: Collection, configs: Sequence[str]) -> tuple[float, float] | None:
+    """The measurement window spanning the given configurations' runs (seconds), if they have one."""
+    runs = collection.runs.filter(pl.col(CONFIG_COLUMN).is_in(list(configs)))
+    start, end = runs.select(pl.col("window_start").min(), pl.col("window_end").max()).row(0)
+    if start is None or end is None or not end > start:
+        return None
+    return float(start), float(end)
 
 
 def _duration(seconds: float) -> str:
@@ -265,10 +391,120 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.3g}-second"
 
 
-def _queue_figure(collection: Collection, path: Path) -> FigureFile | None:
+def timeline_figure(collection: Collection, lay: Layout) -> Drawn | str:
+    configs = collection.configs.get_column(CONFIG_COLUMN).to_list()
+    per_run = (
+        collection.timeline.group_by(CONFIG_COLUMN, RUN_COLUMN)
+        .agg(pl.col("time").max().alias("span"), pl.len().alias("samples"))
+        .with_columns(pl.col(CONFIG_COLUMN).cast(pl.String))
+        .collect()
+    )
+    if per_run.height == 0:
+        return "GPU allocation over time: the runs have no timeline samples."
+    drawable = per_run.filter(pl.col("samples") > 1)
+    if drawable.height == 0:
+        return (
+            "GPU allocation over time: every run has a single timeline sample (the run is shorter than "
+            "its sample interval), so there is no curve to draw; see the headline allocation instead."
+        )
+    drawn_configs = set(drawable.get_column(CONFIG_COLUMN).to_list())
+    shaded = False
+    fig, rows, cols = _figure_for(lay, 2.4, blocks=2)
+    grid = fig.subplots(2 * rows, cols, squeeze=False)
+    widths: list[float] = []
+    for p, panel in enumerate(lay.panels):
+        top, bottom = grid[2 * (p // cols), p % cols], grid[2 * (p // cols) + 1, p % cols]
+        members = lay.configs_in(panel, configs)
+        _panel_title(top, panel)
+        shown = [c for c in members if c in drawn_configs]
+        if not shown:
+            single = collection.timeline.filter(pl.col(CONFIG_COLUMN).cast(pl.String).is_in(members)).select(
+                pl.col("allocated_fraction").mean() * 100.0
+            )
+            value = single.collect().item()
+            _say(top, f"one sample per run ({value:.1f}% allocated)" if value is not None else "no sample")
+            bottom.set_axis_off()
+            continue
+        sizes = drawable.filter(pl.col(CONFIG_COLUMN).is_in(shown))
+        span = float(sizes.get_column("span").max())  # type: ignore[arg-type]
+        spacing = float((sizes.get_column("span") / (sizes.get_column("samples") - 1)).min())  # type: ignore[arg-type]
+        # Never finer than the sampling itself: a bin holds at least one sample of each run.
+        width = max(span / TIMELINE_BINS, spacing, 1.0)
+        widths.append(width)
+        days = span > 3 * 86400.0
+        unit, unit_seconds = ("days", 86400.0) if days else ("hours", 3600.0)
+        binned = (
+            collection.timeline.with_columns(pl.col(CONFIG_COLUMN).cast(pl.String))
+            .filter(pl.col(CONFIG_COLUMN).is_in(shown))
+            .with_columns(((pl.col("time") // width) * width).alias("_bin"))
+            # Per run first, then across seeds, so a seed with more samples in a bin does not weigh more.
+            .group_by(CONFIG_COLUMN, RUN_COLUMN, "_bin")
+            .agg(pl.col("allocated_fraction").mean(), pl.col("fragmented_gpus").cast(pl.Float64).mean())
+            .group_by(CONFIG_COLUMN, "_bin")
+            .agg(pl.col("allocated_fraction").mean(), pl.col("fragmented_gpus").mean())
+            .sort(CONFIG_COLUMN, "_bin")
+            .collect()
+        )
+        parts = binned.partition_by(CONFIG_COLUMN, as_dict=True, include_key=False)
+        for config in shown:
+            part = parts.get((config,))
+            if part is None:
+                continue
+            style = lay.style_of[lay.name_of[config]]
+            t = part.get_column("_bin").to_numpy() / unit_seconds
+            kwargs = {
+                "linewidth": style.width * 0.75,
+                "color": style.colour,
+                "linestyle": style.linestyle,
+                "marker": style.marker or None,
+                "markevery": max(1, len(t) // 8),
+                "markersize": 3,
+            }
+            top.plot(t, part.get_column("allocated_fraction").to_numpy() * 100.0, **kwargs)
+            bottom.plot(t, part.get_column("fragmented_gpus").to_numpy(), **kwargs)
+        # Head room above 100% for the window's label, clear of the curves.
+        top.set_ylim(0.0, 115.0)
+        top.set_yticks([0, 20, 40, 60, 80, 100])
+        top.set_ylabel("GPUs allocated (%)", fontsize=9)
+        bottom.set_ylim(bottom=0.0)
+        bottom.set_ylabel("fragmented GPUs", fontsize=9)
+        bottom.set_xlabel(f"simulated time ({unit})", fontsize=9)
+        window = _window(collection, shown)
+        for ax in (top, bottom):
+            # Time starts at the first arrival: never a negative axis, even for a short run.
+            ax.set_xlim(0.0, max(span / unit_seconds, 1e-9))
+            ax.grid(True, alpha=0.3)
+            if window is not None:
+                ax.axvspan(window[0] / unit_seconds, window[1] / unit_seconds, color="0.5", alpha=0.08, lw=0)
+        if window is not None:
+            shaded = True
+            top.text(
+                window[0] / unit_seconds,
+                113.0,
+                " measurement window",
+                fontsize=7,
+                color="0.35",
+                va="top",
+                ha="left",
+            )
+        top.tick_params(labelbottom=False)
+    for p in range(len(lay.panels), rows * cols):
+        grid[2 * (p // cols), p % cols].set_axis_off()
+        grid[2 * (p // cols) + 1, p % cols].set_axis_off()
+    fig.suptitle("GPU allocation and fragmentation over time", fontsize=11)
+    _legend(fig, lay)
+    bins = ", ".join(sorted({_duration(w) for w in widths}))
+    return Drawn(
+        fig,
+        "timeline.png",
+        "GPU allocation and fragmentation over time",
+        "Share of GPU capacity allocated and number of fragmented GPUs, one panel per setting, "
+        f"mean of seeds per {bins} bin" + ("; the shaded span is the measurement window." if shaded else "."),
+    )
+
+
+def queue_figure(collection: Collection, lay: Layout) -> Drawn | None:
     queue = pl.col("queue").fill_null("(none)")
-    if collection.jobs.select(queue.n_unique()).collect().item() < 2:
-        return None
     configs = collection.configs.get_column(CONFIG_COLUMN).to_list()
     per_run = (
         collection.jobs.with_columns(queue.alias("queue"))
@@ -280,83 +516,129 @@ def _queue_figure(collection: Collection, path: Path) -> FigureFile | None:
         )
         .with_columns(pl.col(CONFIG_COLUMN).cast(pl.String), pl.col(RUN_COLUMN).cast(pl.String))
         .collect()
+        .with_columns(pl.col(CONFIG_COLUMN).replace_strict(lay.panel_of).alias("_panel"))
     )
-    order = (
-        per_run.group_by("queue")
-        .agg(pl.col("gpu_hours").sum())
-        .sort("gpu_hours", "queue", descending=[True, False])
-        .get_column("queue")
-        .to_list()
-    )
-    shown = order[:MAX_QUEUES] if len(order) <= MAX_QUEUES else order[: MAX_QUEUES - 1]
-    grouped = (
-        per_run.with_columns(
-            pl.when(pl.col("queue").is_in(shown))
-            .then(pl.col("queue"))
-            .otherwise(pl.lit("other"))
-            .alias("queue")
+    # Queues belong to a trace: only settings with more than one queue get a panel.
+    panels = [
+        p for p in lay.panels if per_run.filter(pl.col("_panel") == p).get_column("queue").n_unique() > 1
+    ]
+    if not panels:
+        return None
+    fig = _new_figure(WIDTH if len(panels) == 1 else WIDTH + 1.0, 1.0)
+    _, legend_rows = _legend_rows(lay.names, fig.get_figwidth())
+    fig.set_figheight(4.6 * len(panels) + 0.6 + LEGEND_ROW * legend_rows)
+    grid = fig.subplots(2 * len(panels), 1, squeeze=False)[:, 0]
+    summed = False
+    for i, panel in enumerate(panels):
+        top, bottom = grid[2 * i], grid[2 * i + 1]
+        members = lay.configs_in(panel, configs)
+        mine = per_run.filter(pl.col("_panel") == panel)
+        order = (
+            mine.group_by("queue")
+            .agg(pl.col("gpu_hours").sum())
+            .sort("gpu_hours", "queue", descending=[True, False])
+            .get_column("queue")
+            .to_list()
         )
-        .group_by(CONFIG_COLUMN, RUN_COLUMN, "queue")
-        .agg(pl.col("gpu_hours").sum(), pl.col("wait_sum").sum(), pl.col("started").sum())
-        .with_columns((pl.col("wait_sum") / pl.col("started")).alias("wait_mean"))
-        .group_by(CONFIG_COLUMN, "queue")
-        .agg(pl.col("gpu_hours").mean(), pl.col("wait_mean").mean())
-    )
-    queues = [*shown, "other"] if len(order) > len(shown) else shown
-    fig = _new_figure(6.4)
-    top, bottom = fig.subplots(2, 1, sharex=True)
-    x = np.arange(len(queues), dtype=np.float64)
-    width = 0.8 / max(len(configs), 1)
-    for i, config in enumerate(configs):
-        part = grouped.filter(pl.col(CONFIG_COLUMN) == config)
-        lookup = {q: (g, w) for q, g, w in part.select("queue", "gpu_hours", "wait_mean").iter_rows()}
-        hours = np.array([lookup.get(q, (0.0, None))[0] or 0.0 for q in queues], dtype=np.float64)
-        waits = np.array([lookup.get(q, (0.0, None))[1] or np.nan for q in queues], dtype=np.float64)
-        offset = x - 0.4 + width * (i + 0.5)
-        colour = colours(len(configs))[i]
-        top.bar(offset, hours, width, label=config, color=colour)
-        bottom.bar(offset, waits, width, color=colour)
-    top.yaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
-    top.set_ylabel("GPU-hours per run")
-    top.set_title("Per-queue GPU usage and mean wait")
-    bottom.set_ylabel("mean wait (h)")
-    bottom.set_xticks(
-        x, queues, rotation=30 if len(queues) > 5 else 0, ha="right" if len(queues) > 5 else "center"
-    )
-    bottom.set_xlabel("queue")
-    for ax in (top, bottom):
-        ax.grid(True, axis="y", alpha=0.3)
-    _legend(fig, top, len(configs))
-    save_png(fig, path)
-    return FigureFile(
-        path,
+        shown = order[:MAX_QUEUES] if len(order) <= MAX_QUEUES else order[: MAX_QUEUES - 1]
+        queues = [*shown, "other"] if len(order) > len(shown) else shown
+        summed = summed or "other" in queues
+        grouped = (
+            mine.with_columns(
+                pl.when(pl.col("queue").is_in(shown)).then(pl.col("queue")).otherwise(pl.lit("other"))
+            )
+            .group_by(CONFIG_COLUMN, RUN_COLUMN, "queue")
+            .agg(pl.col("gpu_hours").sum(), pl.col("wait_sum").sum(), pl.col("started").sum())
+            .with_columns((pl.col("wait_sum") / pl.col("started")).alias("wait_mean"))
+            .group_by(CONFIG_COLUMN, "queue")
+            .agg(pl.col("gpu_hours").mean(), pl.col("wait_mean").mean())
+        )
+        x = np.arange(len(queues), dtype=np.float64)
+        width = 0.8 / max(len(members), 1)
+        for j, config in enumerate(members):
+            part = grouped.filter(pl.col(CONFIG_COLUMN) == config)
+            lookup = {q: (g, w) for q, g, w in part.select("queue", "gpu_hours", "wait_mean").iter_rows()}
+            hours = np.array([lookup.get(q, (0.0, None))[0] or 0.0 for q in queues], dtype=np.float64)
+            waits = np.array([lookup.get(q, (0.0, None))[1] or np.nan for q in queues], dtype=np.float64)
+            offset = x - 0.4 + width * (j + 0.5)
+            style = lay.style_of[lay.name_of[config]]
+            bar = {"color": style.colour, "hatch": style.hatch or None, "edgecolor": "white", "linewidth": 0}
+            top.bar(offset, hours, width, **bar)
+            bottom.bar(offset, waits, width, **bar)
+        top.yaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
+        top.set_ylabel("GPU-hours per run", fontsize=9)
+        _panel_title(top, panel)
+        bottom.set_ylabel("mean wait (h)", fontsize=9)
+        rotate = len(queues) > 5
+        bottom.set_xticks(
+            x, queues, rotation=30 if rotate else 0, ha="right" if rotate else "center", fontsize=8
+        )
+        top.set_xticks(x, [""] * len(queues))
+        for ax in (top, bottom):
+            ax.grid(True, axis="y", alpha=0.3)
+            ax.set_xlim(-0.6, len(queues) - 0.4)
+    fig.suptitle("Per-queue GPU usage and mean wait", fontsize=11)
+    _legend(fig, lay, "bar")
+    return Drawn(
+        fig,
+        "queues.png",
         "Per-queue GPU usage and mean wait",
-        "GPU-hours of finished jobs and mean wait of started jobs per queue, mean over seeds"
-        + (f"; queues beyond the {len(shown)} largest are summed as 'other'." if "other" in queues else "."),
+        "GPU-hours of finished jobs and mean wait of started jobs per queue, mean over seeds, one panel "
+        "per setting with more than one queue"
+        + (f"; queues beyond the {MAX_QUEUES - 1} largest are summed as 'other'." if summed else "."),
     )
 
 
-def make_figures(collection: Collection, out_dir: Path) -> list[FigureFile]:
+def draw_figures(collection: Collection) -> list[Drawn | str]:
+    """Every figure of the report, drawn but not saved, or a sentence saying why one is not drawn."""
+    lay = layout(collection)
+    finished = pl.col("state") == "finished"
+    drawn: list[Drawn | str | None] = [
+        cdf_figure(collection, lay, "wait_time", pl.lit(True), "Wait time", "wait_cdf.png"),
+        cdf_figure(collection, lay, "jct", finished, "Job completion time", "jct_cdf.png"),
+        timeline_figure(collection, lay),
+        queue_figure(collection, lay),
+    ]
+    return [d for d in drawn if d is not None]
+
+
+def make_figures(collection: Collection, out_dir: Path) -> tuple[list[FigureFile], list[str]]:
     """Draw and save every figure that the runs have data for.
 
-    Figure files this module owns that no longer apply (a queue figure from an
-    earlier report of multi-queue runs) are removed, so the folder matches the report.
+    Returns the figures saved and, for those not drawn, a sentence saying why
+    ("no job waited in any run"). Figure files this module owns that no longer
+    apply (a queue figure from an earlier report of multi-queue runs) are
+    removed, so the folder matches the report.
     """
     out_dir = Path(out_dir)
-    drawn = [
-        _cdf_figure(collection, "wait_time", pl.lit(True), "Wait time", out_dir / "wait_cdf.png"),
-        _cdf_figure(
-            collection, "jct", pl.col("state") == "finished", "Job completion time", out_dir / "jct_cdf.png"
-        ),
-        _timeline_figure(collection, out_dir / "timeline.png"),
-        _queue_figure(collection, out_dir / "queues.png"),
-    ]
-    figures = [f for f in drawn if f is not None]
+    figures: list[FigureFile] = []
+    notes: list[str] = []
+    for item in draw_figures(collection):
+        if isinstance(item, str):
+            notes.append(item)
+            continue
+        path = out_dir / item.name
+        save_png(item.figure, path)
+        figures.append(FigureFile(path, item.title, item.caption))
     kept = {f.path.name for f in figures}
     for name in FIGURE_FILES:
         if name not in kept:
             (out_dir / name).unlink(missing_ok=True)
-    return figures
+    return figures, notes
 
 
-__all__ = ["FIGURE_FILES", "FigureFile", "colours", "make_figures", "save_png"]
+__all__ = [
+    "FIGURE_FILES",
+    "Drawn",
+    "FigureFile",
+    "Layout",
+    "Style",
+    "cdf_figure",
+    "draw_figures",
+    "layout",
+    "make_figures",
+    "queue_figure",
+    "save_png",
+    "styles",
+    "timeline_figure",
+]

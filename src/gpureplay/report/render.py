@@ -17,10 +17,16 @@ import polars as pl
 
 from gpureplay.report.collect import CONFIG_COLUMN, Collection
 from gpureplay.report.figures import FigureFile
-from gpureplay.report.stats import HEADLINE_METRICS, METRICS_BY_COLUMN, Metric
-
-#: Metrics that count jobs: whole numbers when every seed agrees.
-COUNT_METRICS: frozenset[str] = frozenset({"jobs", "finished", "deadlocked", "rejected"})
+from gpureplay.report.folders import LeftOut, counts
+from gpureplay.report.metrics import (
+    OUTCOME_METRICS,
+    RUN_METRICS,
+    WINDOW_METRICS,
+    Metric,
+    Scope,
+    compared_metrics,
+)
+from gpureplay.report.stats import format_count, format_value
 
 #: Constant config keys worth naming in the report's opening line, when present.
 SETTING_KEYS: tuple[str, ...] = (
@@ -33,10 +39,14 @@ SETTING_KEYS: tuple[str, ...] = (
     "horizon",
 )
 
-MISSING = "–"
+#: What a cell shows when the runs have no value for it (an older version did not write it).
+NOT_AVAILABLE = "n/a"
 
 #: Smallest relative change coloured better/worse in the HTML change table (as for sentences).
 COLOUR_THRESHOLD = 0.01
+
+#: Names of the two scopes in the headline table.
+SCOPE_NAMES: dict[Scope, str] = {"window": "window", "run": "whole run"}
 
 
 @dataclass(frozen=True)
@@ -55,8 +65,14 @@ class ReportData:
         :func:`gpureplay.report.stats.effects`.
     sentences
         :func:`gpureplay.report.stats.effect_sentences`.
+    scope
+        What the sentences and the change table compare (:func:`gpureplay.report.stats.delay_scope`).
+    windows
+        The measurement window of each setting in words (:func:`gpureplay.report.stats.window_bounds`).
     figures
         Saved figures, in the order shown.
+    figure_notes
+        Figures not drawn and why ("Wait time CDF: no job waited in any run.").
     """
 
     inputs: tuple[str, ...]
@@ -64,7 +80,10 @@ class ReportData:
     stats: pl.DataFrame
     effects: pl.DataFrame
     sentences: list[str]
+    scope: Scope = "window"
+    windows: list[str] = field(default_factory=list)
     figures: list[FigureFile] = field(default_factory=list)
+    figure_notes: list[str] = field(default_factory=list)
     title: str = "gpureplay comparison report"
 
 
@@ -82,40 +101,59 @@ def significant_decimals(value: float, digits: int = 3) -> int:
     return max(0, min(4, digits - 1 - math.floor(math.log10(size))))
 
 
-def format_cell(metric: Metric, n: int, mean: float | None, half_width: float | None) -> str:
-    """A table cell: ``mean ± half-width`` in display units; the mean alone for one seed or agreeing seeds.
+def format_cell(
+    metric: Metric, n: int, mean: float | None, half_width: float | None, censored: float | None = None
+) -> str:
+    """A table cell: ``mean ± half-width`` in display units, then the censored count when there are any.
+
+    The mean alone for one seed or agreeing seeds; "n/a" where the runs have
+    no value (an older version did not write the metric).
 
     Examples
     --------
-    >>> from gpureplay.report.stats import METRICS_BY_COLUMN
-    >>> format_cell(METRICS_BY_COLUMN["wait_p95"], 2, 5400.0, 22871.17)
+    >>> from gpureplay.report.metrics import METRICS_BY_COLUMN as M
+    >>> format_cell(M["wait_p95"], 2, 5400.0, 22871.17)
     '1.50 ± 6.35'
-    >>> format_cell(METRICS_BY_COLUMN["finished"], 1, 97.0, None)
-    '97'
-    >>> format_cell(METRICS_BY_COLUMN["jobs"], 2, 40.0, 0.0)
-    '40'
+    >>> format_cell(M["finished"], 1, 97.0, None), format_cell(M["jobs"], 2, 40.0, 0.0)
+    ('97', '40')
+    >>> format_cell(M["wait_mean"], 1, 30600.0, None, 312.0)
+    '8.50 (312 censored)'
+    >>> format_cell(M["window_wait_mean"], 1, None, None)
+    'n/a'
     """
     if mean is None or not math.isfinite(mean):
-        return MISSING
+        return NOT_AVAILABLE
     shown = mean / metric.scale
-    decimals = 0 if metric.column in COUNT_METRICS and shown == round(shown) else significant_decimals(shown)
+    decimals = 0 if metric.count and shown == round(shown) else significant_decimals(shown)
     text = f"{shown:,.{decimals}f}"
     # Seeds that agree give a zero-width interval: the bare mean says the same in less room.
     if n >= 2 and half_width is not None and math.isfinite(half_width) and half_width != 0.0:
         text += f" ± {half_width / metric.scale:,.{decimals}f}"
+    if censored is not None and censored > 0:
+        text += f" ({format_count(censored)} censored)"
     return text
 
 
-def format_change(relative: float | None) -> str:
-    """A signed relative change in percent, with a real minus sign.
+def format_change(metric: Metric, relative: float | None, change: float | None) -> str:
+    """A change from the baseline: relative in percent, or absolute when the baseline is zero.
 
     Examples
     --------
-    >>> format_change(-0.4137), format_change(0.05), format_change(1e-12), format_change(None)
-    ('−41.4%', '+5.0%', '0%', '–')
+    >>> from gpureplay.report.metrics import METRICS_BY_COLUMN as M
+    >>> format_change(M["wait_p95"], -0.4137, -10.0), format_change(M["wait_p95"], 0.05, 1.0)
+    ('−41.4%', '+5.0%')
+    >>> format_change(M["deadlocked"], None, 179.0), format_change(M["deadlocked"], None, 0.0)
+    ('+179 (from 0)', '0')
+    >>> format_change(M["wait_p95"], 1e-12, 1e-9), format_change(M["wait_p95"], None, None)
+    ('0%', 'n/a')
     """
+    if change is None or not math.isfinite(change):
+        return NOT_AVAILABLE
     if relative is None or not math.isfinite(relative):
-        return MISSING
+        # A zero baseline has no relative change: 0 -> 0 and 0 -> 179 must not read alike.
+        if change == 0.0:
+            return "0"
+        return f"{'−' if change < 0 else '+'}{format_value(metric, abs(change))} (from 0)"
     pct = relative * 100.0
     if round(pct, 1) == 0.0:
         # Float noise between equal runs (1e-12) would otherwise read "+0.0%".
@@ -123,47 +161,113 @@ def format_change(relative: float | None) -> str:
     return f"{'−' if pct < 0 else '+'}{abs(pct):,.1f}%"
 
 
-def headline_table(data: ReportData) -> tuple[list[str], list[list[str]]]:
-    """Header and rows of the headline table: one row per configuration."""
-    cells = {
-        (c, m): format_cell(METRICS_BY_COLUMN[m], n, mean, half)
+@dataclass(frozen=True)
+class Table:
+    """A table to render: header, rows of (text, HTML class) cells, Markdown alignment per column."""
+
+    header: list[str]
+    rows: list[list[tuple[str, str]]]
+    align: list[str]
+    row_classes: list[str] = field(default_factory=list)
+
+
+def _cells(data: ReportData) -> dict[tuple[str, str], tuple[int, float | None, float | None]]:
+    return {
+        (c, m): (n, mean, half)
         for c, m, n, mean, half in data.stats.select(
             CONFIG_COLUMN, "metric", "n", "mean", "half_width"
         ).iter_rows()
     }
-    header = ["configuration", "seeds", *(m.title for m in HEADLINE_METRICS)]
+
+
+def _cell(
+    cells: dict[tuple[str, str], tuple[int, float | None, float | None]],
+    config: str,
+    metric: Metric,
+    runs: int,
+) -> str:
+    n, mean, half = cells.get((config, metric.column), (0, None, None))
+    if n < runs:
+        # Some seeds lack the metric (written by an older version): a mean of the others would
+        # pass for the configuration's.
+        return NOT_AVAILABLE
+    censored = cells.get((config, metric.censored), (0, None, None))[1] if metric.censored else None
+    return format_cell(metric, n, mean, half, censored)
+
+
+def has_window(data: ReportData) -> bool:
+    """True when some run has measurement-window metrics (older runs have none)."""
+    return bool(data.collection.runs.get_column("window_jobs").is_not_null().any())
+
+
+def headline_table(data: ReportData) -> Table:
+    """Delays and allocation per configuration: a window row and a whole-run row each.
+
+    The window row is left out when no run has window metrics (all written by an older version).
+    """
+    cells = _cells(data)
+    scopes: list[tuple[Scope, tuple[Metric, ...]]] = [("run", RUN_METRICS)]
+    if has_window(data):
+        scopes.insert(0, ("window", WINDOW_METRICS))
+    header = ["configuration", "seeds", "over", *(m.title for m in RUN_METRICS)]
+    rows: list[list[tuple[str, str]]] = []
+    classes: list[str] = []
+    for config, runs in data.collection.configs.select(CONFIG_COLUMN, "runs").iter_rows():
+        for i, (scope, metrics) in enumerate(scopes):
+            rows.append(
+                [
+                    (config, ""),
+                    (str(runs), "num"),
+                    (SCOPE_NAMES[scope], "scope"),
+                    *((_cell(cells, config, m, runs), "num") for m in metrics),
+                ]
+            )
+            classes.append("scope-window" if i == 0 else "")
+    return Table(header, rows, [":---", "---:", ":---", *(["---:"] * len(RUN_METRICS))], classes)
+
+
+def outcome_table(data: ReportData) -> Table:
+    """What became of the jobs per configuration, and whole-run makespan and fragmentation."""
+    cells = _cells(data)
+    header = ["configuration", "seeds", *(m.title for m in OUTCOME_METRICS)]
     rows = [
-        [config, str(runs), *(cells.get((config, m.column), MISSING) for m in HEADLINE_METRICS)]
+        [(config, ""), (str(runs), "num"), *((_cell(cells, config, m, runs), "num") for m in OUTCOME_METRICS)]
         for config, runs in data.collection.configs.select(CONFIG_COLUMN, "runs").iter_rows()
     ]
-    return header, rows
+    return Table(header, rows, [":---", *(["---:"] * (len(header) - 1))])
 
 
-def change_table(data: ReportData) -> tuple[list[str], list[list[tuple[str, bool | None]]]]:
-    """Header and rows of the change-vs-baseline table; each cell is (text, better)."""
-    metrics = [m for m in HEADLINE_METRICS if m.better is not None]
+def change_table(data: ReportData) -> Table:
+    """Change of each configuration's means from its baseline's, coloured better/worse in HTML."""
+    metrics = compared_metrics(data.scope)
     found = {
-        (c, m): (rel, better)
-        for c, m, rel, better in data.effects.select(
-            CONFIG_COLUMN, "metric", "relative", "better"
+        (c, m): (rel, change, better)
+        for c, m, rel, change, better in data.effects.select(
+            CONFIG_COLUMN, "metric", "relative", "change", "better"
         ).iter_rows()
     }
     pairs = data.effects.select(CONFIG_COLUMN, "baseline").unique(maintain_order=True).iter_rows()
+    where = f", {SCOPE_NAMES[data.scope]}"
     header = [
         "configuration",
         "baseline",
-        *(f"{m.phrase} ({'↓' if m.better == 'lower' else '↑'} better)" for m in metrics),
+        *(
+            f"{m.phrase}{where if m.column in {x.column for x in (*WINDOW_METRICS, *RUN_METRICS)} else ''} "
+            f"({'↓' if m.better == 'lower' else '↑'} better)"
+            for m in metrics
+        ),
     ]
-    rows: list[list[tuple[str, bool | None]]] = []
+    rows: list[list[tuple[str, str]]] = []
     for config, baseline in pairs:
-        row: list[tuple[str, bool | None]] = [(config, None), (baseline, None)]
+        row: list[tuple[str, str]] = [(config, ""), (baseline, "")]
         for m in metrics:
-            rel, better = found.get((config, m.column), (None, None))
+            rel, change, better = found.get((config, m.column), (None, None, None))
             # Colour only changes a sentence could state, not noise a reader would over-read.
-            marked = rel is not None and abs(rel) >= COLOUR_THRESHOLD
-            row.append((format_change(rel), better if marked else None))
+            marked = better is not None and (rel is None or abs(rel) >= COLOUR_THRESHOLD)
+            tone = "" if not marked else " better" if better else " worse"
+            row.append((format_change(m, rel, change), "num" + tone))
         rows.append(row)
-    return header, rows
+    return Table(header, rows, [":---", ":---", *(["---:"] * len(metrics))])
 
 
 def _settings(collection: Collection) -> str:
@@ -179,13 +283,48 @@ def _summary_line(data: ReportData) -> str:
     settings = _settings(data.collection)
     if settings:
         text += f"; same for all: {settings}"
-    return text + "."
+    text += "."
+    if data.collection.left_out:
+        text += (
+            f" {len(data.collection.left_out)} run folder(s) left out ({counts(data.collection.left_out)}): "
+            "see “Runs left out”."
+        )
+    return text
 
 
 _INTERVAL_NOTE = (
     "Each cell is the mean over seeds ± the half-width of the two-sided 95% Student-t interval "
-    "(no ± for a single seed or when all seeds agree). Times in hours."
+    "(no ± for a single seed or when all seeds agree). Times in hours; n/a: not in these runs' "
+    "results (written by an older version)."
 )
+
+_CENSORING_NOTE = (
+    "Waits and JCTs count every admitted job: a job that never started (or never finished) is censored, "
+    "counted up to the end of the run, so its value is a lower bound; “(312 censored)” beside a figure "
+    "says how many such values it holds."
+)
+
+
+def _scope_note(data: ReportData) -> str:
+    window = (
+        "Window: the measurement window (by default the jobs submitted between the first and the last "
+        "arrival, with GPU allocation over that interval; warm-up and drain tail left out)"
+    )
+    if data.windows:
+        window += " — " + "; ".join(data.windows)
+    return f"{window}. Whole run: every job, from the first arrival to the end of the run."
+
+
+def _sentence_intro(data: ReportData) -> str:
+    if data.scope == "window":
+        text = "Delays and GPU allocation are compared over the measurement window"
+        if data.windows:
+            text += " (" + "; ".join(data.windows) + ")"
+        return text + "; job counts, makespan and fragmentation over the whole run."
+    return (
+        "Compared over the whole run: some of these runs were written by an older version "
+        "without measurement-window metrics."
+    )
 
 
 def _no_effects(data: ReportData) -> str:
@@ -196,34 +335,54 @@ def _no_effects(data: ReportData) -> str:
     return "No configuration differs from its baseline by 1% or more in a headline metric."
 
 
+def _left_out_lines(left_out: Sequence[LeftOut]) -> list[tuple[str, str, str]]:
+    return [(str(item.folder), item.kind, item.reason) for item in left_out]
+
+
 def _md_escape(text: str) -> str:
     return text.replace("|", "\\|")
+
+
+def _md_table(table: Table) -> list[str]:
+    out = ["| " + " | ".join(table.header) + " |", "|" + "|".join(table.align) + "|"]
+    out += ["| " + " | ".join(_md_escape(text) for text, _ in row) + " |" for row in table.rows]
+    return out
 
 
 def render_markdown(data: ReportData) -> str:
     """The report as Markdown, linking figures by file name (they sit next to it)."""
     out = [f"# {data.title}", "", _summary_line(data), ""]
     out += ["Inputs: " + ", ".join(f"`{p}`" for p in data.inputs), ""]
-    out += ["## Largest differences", ""]
+    out += ["## Largest differences", "", _sentence_intro(data), ""]
     out += [f"- {s}" for s in data.sentences] if data.sentences else [_no_effects(data)]
-    out += ["", "## Headline metrics", "", _INTERVAL_NOTE, ""]
-    header, rows = headline_table(data)
-    out.append("| " + " | ".join(header) + " |")
-    out.append("|" + "|".join([":---", "---:", *(["---:"] * (len(header) - 2))]) + "|")
-    out += ["| " + " | ".join(_md_escape(c) for c in row) + " |" for row in rows]
-    change_header, change_rows = change_table(data)
-    if change_rows:
-        out += ["", "## Change vs baseline", "", "Relative difference of the means from the baseline.", ""]
-        out.append("| " + " | ".join(change_header) + " |")
-        out.append("|" + "|".join([":---", ":---", *(["---:"] * (len(change_header) - 2))]) + "|")
-        out += ["| " + " | ".join(_md_escape(text) for text, _ in row) + " |" for row in change_rows]
-    if data.figures:
+    out += ["", "## Headline metrics", "", _scope_note(data), "", _CENSORING_NOTE, "", _INTERVAL_NOTE, ""]
+    out += _md_table(headline_table(data))
+    out += ["", "## Job outcomes", "", "Over the whole run; mean over seeds.", ""]
+    out += _md_table(outcome_table(data))
+    change = change_table(data)
+    if change.rows:
+        out += [
+            "",
+            "## Change vs baseline",
+            "",
+            "Relative difference of the means from the baseline; from a zero baseline, the absolute change.",
+            "",
+        ]
+        out += _md_table(change)
+    if data.figures or data.figure_notes:
         out += ["", "## Figures", ""]
         for fig in data.figures:
             out += [f"### {fig.title}", "", f"![{fig.title}]({fig.path.name})", "", fig.caption, ""]
+        out += [f"- {note}" for note in data.figure_notes]
     out += ["", "## Runs", ""]
     for config, runs in _runs_by_config(data):
         out.append(f"- {_md_escape(config)}: " + ", ".join(f"`{r}`" for r in runs))
+    if data.collection.left_out:
+        out += ["", "## Runs left out", "", "Run folders under the inputs that this report does not use:", ""]
+        out += [
+            f"- `{folder}`: {kind}: {reason}"
+            for folder, kind, reason in _left_out_lines(data.collection.left_out)
+        ]
     if data.collection.notes:
         out += ["", "## Notes", ""] + [f"- {n}" for n in data.collection.notes]
     return "\n".join(out).rstrip() + "\n"
@@ -250,6 +409,8 @@ th, td { border: 1px solid #d8dde6; padding: .3rem .5rem; }
 th { background: #eef1f6; text-align: center; vertical-align: bottom; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 tbody tr:nth-child(even) { background: #f8f9fb; }
+tr.scope-window td { border-top: 2px solid #c4cad6; }
+td.scope { color: #4a5467; white-space: nowrap; }
 td.better { color: #11643a; background: #e6f4ea; }
 td.worse { color: #8a1c1c; background: #fbeaea; }
 figure { margin: 1rem 0 2rem; }
@@ -257,6 +418,7 @@ figure img { max-width: 100%; height: auto; border: 1px solid #e3e6ec; }
 figcaption { color: #4a5467; font-size: .9rem; }
 .note { color: #4a5467; font-size: .9rem; }
 details { margin: .5rem 0; }
+.leftout { background: #fff7e6; border: 1px solid #f0d9a8; padding: .5rem 1rem; }
 """
 
 
@@ -268,15 +430,16 @@ def _data_uri(fig: FigureFile) -> str:
     return "data:image/png;base64," + base64.b64encode(fig.path.read_bytes()).decode("ascii")
 
 
-def _html_table(header: Sequence[str], rows: Sequence[Sequence[tuple[str, str]]]) -> str:
-    head = "".join(f"<th>{_e(h)}</th>" for h in header)
+def _html_table(table: Table) -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in table.header)
+    classes = table.row_classes or [""] * len(table.rows)
     body = "".join(
-        "<tr>"
+        (f'<tr class="{row_class}">' if row_class else "<tr>")
         + "".join(
             f'<td class="{cls}">{_e(text)}</td>' if cls else f"<td>{_e(text)}</td>" for text, cls in row
         )
         + "</tr>"
-        for row in rows
+        for row, row_class in zip(table.rows, classes, strict=True)
     )
     return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
@@ -294,35 +457,31 @@ def render_html(data: ReportData) -> str:
         f'<p class="lede">{_e(_summary_line(data))}</p>',
         '<p class="note">Inputs: ' + ", ".join(f"<code>{_e(p)}</code>" for p in data.inputs) + "</p>",
         "<h2>Largest differences</h2>",
+        f'<p class="note">{_e(_sentence_intro(data))}</p>',
     ]
     if data.sentences:
         parts.append('<ul class="effects">' + "".join(f"<li>{_e(s)}</li>" for s in data.sentences) + "</ul>")
     else:
         parts.append(f"<p>{_e(_no_effects(data))}</p>")
-    header, rows = headline_table(data)
-    parts += ["<h2>Headline metrics</h2>", f'<p class="note">{_e(_INTERVAL_NOTE)}</p>']
-    parts.append(_html_table(header, [[(row[0], ""), *((c, "num") for c in row[1:])] for row in rows]))
-    change_header, change_rows = change_table(data)
-    if change_rows:
+    parts += [
+        "<h2>Headline metrics</h2>",
+        f'<p class="note">{_e(_scope_note(data))}</p>',
+        f'<p class="note">{_e(_CENSORING_NOTE)}</p>',
+        f'<p class="note">{_e(_INTERVAL_NOTE)}</p>',
+        _html_table(headline_table(data)),
+        "<h2>Job outcomes</h2>",
+        '<p class="note">Over the whole run; mean over seeds.</p>',
+        _html_table(outcome_table(data)),
+    ]
+    change = change_table(data)
+    if change.rows:
         parts += [
             "<h2>Change vs baseline</h2>",
-            '<p class="note">Relative difference of the means from the baseline; '
-            "green is better, red worse.</p>",
+            '<p class="note">Relative difference of the means from the baseline; from a zero baseline, '
+            "the absolute change. Green is better, red worse.</p>",
+            _html_table(change),
         ]
-        styled = [
-            [
-                (
-                    text,
-                    ""
-                    if i < 2
-                    else "num " + ("better" if better else "worse" if better is False else "").strip(),
-                )
-                for i, (text, better) in enumerate(row)
-            ]
-            for row in change_rows
-        ]
-        parts.append(_html_table(change_header, styled))
-    if data.figures:
+    if data.figures or data.figure_notes:
         parts.append("<h2>Figures</h2>")
         for fig in data.figures:
             parts.append(
@@ -330,6 +489,8 @@ def render_html(data: ReportData) -> str:
                 f'<img src="{_data_uri(fig)}" alt="{_e(fig.title)}">'
                 f"<figcaption>{_e(fig.caption)}</figcaption></figure>"
             )
+        if data.figure_notes:
+            parts.append("<ul>" + "".join(f"<li>{_e(n)}</li>" for n in data.figure_notes) + "</ul>")
     parts.append("<h2>Runs</h2>")
     for config, runs in _runs_by_config(data):
         items = "".join(f"<li><code>{_e(r)}</code></li>" for r in runs)
@@ -341,6 +502,15 @@ def render_html(data: ReportData) -> str:
     )
     if common:
         parts.append(f"<details><summary>Settings shared by all runs</summary><ul>{common}</ul></details>")
+    if data.collection.left_out:
+        items = "".join(
+            f"<li><code>{_e(folder)}</code>: <strong>{_e(kind)}</strong>: {_e(reason)}</li>"
+            for folder, kind, reason in _left_out_lines(data.collection.left_out)
+        )
+        parts.append(
+            '<h2>Runs left out</h2><div class="leftout"><p>Run folders under the inputs that this report '
+            f"does not use:</p><ul>{items}</ul></div>"
+        )
     if data.collection.notes:
         parts.append(
             "<h2>Notes</h2><ul>" + "".join(f"<li>{_e(n)}</li>" for n in data.collection.notes) + "</ul>"
@@ -350,11 +520,15 @@ def render_html(data: ReportData) -> str:
 
 
 __all__ = [
+    "NOT_AVAILABLE",
     "ReportData",
+    "Table",
     "change_table",
     "format_cell",
     "format_change",
+    "has_window",
     "headline_table",
+    "outcome_table",
     "render_html",
     "render_markdown",
     "significant_decimals",

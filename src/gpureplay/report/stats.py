@@ -18,64 +18,25 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
 
 import polars as pl
 
-from gpureplay.report.collect import CONFIG_COLUMN, Collection, short_key
+from gpureplay.report.collect import CHECKSUM_DIGITS, CHECKSUM_KEYS, CONFIG_COLUMN, Collection, short_key
+from gpureplay.report.metrics import (
+    ALL_METRICS,
+    METRICS_BY_COLUMN,
+    WINDOW_PREFIX,
+    Metric,
+    Scope,
+    compared_metrics,
+)
 
 #: Name of the scheduler preset taken as the baseline when present.
 BASELINE_SCHEDULER = "fifo"
 
 #: Groups that describe the setting (what was replayed on what), never the treatment.
 SETTING_GROUPS: tuple[str, ...] = ("trace", "cluster")
-
-
-@dataclass(frozen=True)
-class Metric:
-    """A headline metric: its ``summary.parquet`` column and how to show it.
-
-    Parameters
-    ----------
-    column
-        Column of ``SUMMARY_METRICS_SCHEMA``.
-    title
-        Table header, with the display unit.
-    phrase
-        How a sentence names it ("p95 wait").
-    better
-        ``"lower"`` or ``"higher"`` when one direction is an improvement,
-        ``None`` for counts that describe the input (no effect is stated).
-    scale
-        Stored value / scale = shown value (3600: seconds shown as hours).
-    """
-
-    column: str
-    title: str
-    phrase: str
-    better: Literal["lower", "higher"] | None
-    scale: float = 1.0
-
-
-#: The metrics of the report's table, in column order. Times are stored in seconds, shown in hours.
-HEADLINE_METRICS: tuple[Metric, ...] = (
-    Metric("jobs", "jobs", "jobs", None),
-    Metric("finished", "finished", "finished jobs", "higher"),
-    Metric("deadlocked", "deadlocked", "deadlocked jobs", "lower"),
-    Metric("rejected", "rejected", "rejected jobs", "lower"),
-    Metric("wait_mean", "mean wait (h)", "mean wait", "lower", 3600.0),
-    Metric("wait_p95", "p95 wait (h)", "p95 wait", "lower", 3600.0),
-    Metric("jct_mean", "mean JCT (h)", "mean JCT", "lower", 3600.0),
-    Metric("jct_p95", "p95 JCT (h)", "p95 JCT", "lower", 3600.0),
-    Metric("bounded_slowdown_mean", "mean bounded slowdown", "mean bounded slowdown", "lower"),
-    Metric("makespan", "makespan (h)", "makespan", "lower", 3600.0),
-    Metric("gpu_allocation_rate", "GPU allocation (%)", "GPU allocation", "higher", 0.01),
-    Metric("fragmented_gpus_mean", "fragmented GPUs (mean)", "fragmented GPUs", "lower"),
-)
-
-METRICS_BY_COLUMN: dict[str, Metric] = {m.column: m for m in HEADLINE_METRICS}
 
 
 def _two_sided_t_cdf(t: float, df: int) -> float:
@@ -140,17 +101,21 @@ def summarize(collection: Collection, level: float = 0.95) -> pl.DataFrame:
     polars.DataFrame
         ``config``, ``metric``, ``n`` (runs with a value), ``mean``, ``sd``,
         ``half_width``, ``low``, ``high`` in stored units (seconds for times);
-        the interval columns are null when ``n < 2``. Rows follow the order of
-        ``collection.configs`` and :data:`HEADLINE_METRICS`.
+        the interval columns are null when ``n < 2``, and all of them when
+        some run of the configuration lacks the metric. Rows follow the order of
+        ``collection.configs`` and :data:`gpureplay.report.metrics.ALL_METRICS`.
     """
-    columns = [m.column for m in HEADLINE_METRICS]
+    columns = [m.column for m in ALL_METRICS]
     values = collection.runs.select(CONFIG_COLUMN, *(pl.col(c).cast(pl.Float64) for c in columns)).unpivot(
         index=CONFIG_COLUMN, variable_name="metric", value_name="value"
     )
+    # A metric some seeds of a configuration lack (written by an older version) has no mean:
+    # the mean of the other seeds would pass for the configuration's.
+    complete = pl.col("value").count() == pl.len()
     stats = values.group_by(CONFIG_COLUMN, "metric").agg(
         pl.col("value").count().cast(pl.Int64).alias("n"),
-        pl.col("value").mean().alias("mean"),
-        pl.col("value").std().alias("sd"),
+        pl.when(complete).then(pl.col("value").mean()).alias("mean"),
+        pl.when(complete).then(pl.col("value").std()).alias("sd"),
     )
     sizes = sorted(int(n) for n in stats.get_column("n").unique().to_list() if n >= 2)
     quantiles = pl.DataFrame(
@@ -184,12 +149,19 @@ def comparison_keys(label_keys: Sequence[str]) -> tuple[list[str], list[str]]:
     (['scheduler.name'], ['workload.load', 'trace.name'])
     >>> comparison_keys(["workload.load", "trace.name"])
     (['workload.load'], ['trace.name'])
+    >>> comparison_keys(["trace_sha256"])
+    ([], ['trace_sha256'])
     """
     scheduler = [k for k in label_keys if k.startswith("scheduler.")]
     if scheduler:
         return scheduler, [k for k in label_keys if k not in scheduler]
-    setting = [k for k in label_keys if k.partition(".")[0] in SETTING_GROUPS]
+    setting = [k for k in label_keys if k.partition(".")[0] in SETTING_GROUPS or k in CHECKSUM_KEYS]
     return [k for k in label_keys if k not in setting], setting
+
+
+def _value(key: str) -> pl.Expr:
+    value = pl.col(key).fill_null("null")
+    return value.str.slice(0, CHECKSUM_DIGITS) if key in CHECKSUM_KEYS else value
 
 
 def _describe(keys: Sequence[str]) -> pl.Expr:
@@ -197,8 +169,8 @@ def _describe(keys: Sequence[str]) -> pl.Expr:
     if not keys:
         return pl.col(CONFIG_COLUMN)
     if len(keys) == 1 and short_key(keys[0]) != keys[0]:
-        return pl.col(keys[0]).fill_null("null")
-    parts = [pl.concat_str(pl.lit(f"{short_key(k)}="), pl.col(k).fill_null("null")) for k in keys]
+        return _value(keys[0])
+    parts = [pl.concat_str(pl.lit(f"{short_key(k)}="), _value(k)) for k in keys]
     return pl.concat_str(parts, separator=", ")
 
 
@@ -229,7 +201,7 @@ def baselines(collection: Collection) -> pl.DataFrame:
     for key in setting:
         if key == "trace.name":
             continue
-        pair = pl.concat_str(pl.lit(f"{short_key(key)}="), pl.col(key).fill_null("null"))
+        pair = pl.concat_str(pl.lit(f"{short_key(key)}="), _value(key))
         if key == "cluster.name" and trace is not None:
             # Philly replayed on Philly's machines reads "on philly"; only another cluster is named.
             pair = pl.when(pl.col(key) != trace).then(pair)
@@ -271,8 +243,60 @@ def baselines(collection: Collection) -> pl.DataFrame:
     )
 
 
-def effects(collection: Collection, stats: pl.DataFrame) -> pl.DataFrame:
-    """Relative difference of each configuration's mean from its baseline's, per metric.
+def delay_scope(collection: Collection) -> Scope:
+    """What sentences compare: ``"window"`` when every run has measurement-window metrics, else ``"run"``.
+
+    Runs written before the measurement window existed have none; mixing their
+    whole-run figures with others' window figures would compare different things.
+    """
+    has = collection.runs.get_column(f"{WINDOW_PREFIX}jobs").is_not_null().all()
+    return "window" if has else "run"
+
+
+def _days_or_hours(seconds: float, days: bool) -> str:
+    return f"{seconds / 86400.0:,.2f}" if days else f"{seconds / 3600.0:,.1f}"
+
+
+def window_bounds(collection: Collection) -> list[str]:
+    """The measurement window of each setting in words, e.g. ``"on philly: 0.00 to 9.12 days"``.
+
+    Bounds are seconds from the trace start (``window_start``, ``window_end``);
+    where the seeds of a setting differ (a sampled trace), the range of each bound is given.
+    """
+    runs = collection.runs
+    if runs.get_column("window_start").is_null().all():
+        return []
+    settings = baselines(collection).select(CONFIG_COLUMN, "setting")
+    table = (
+        runs.join(settings, on=CONFIG_COLUMN, how="left")
+        .group_by("setting", maintain_order=True)
+        .agg(
+            pl.col("window_start").min().alias("s0"),
+            pl.col("window_start").max().alias("s1"),
+            pl.col("window_end").min().alias("e0"),
+            pl.col("window_end").max().alias("e1"),
+        )
+    )
+    lines: list[str] = []
+    for setting, s0, s1, e0, e1 in table.iter_rows():
+        if e1 is None:
+            continue
+        days = float(e1) > 3 * 86400.0
+        unit = "days" if days else "h"
+
+        def bound(low: float | None, high: float | None, days: bool = days) -> str:
+            if low is None or high is None:
+                return "n/a"
+            a, b = _days_or_hours(low, days), _days_or_hours(high, days)
+            return a if a == b else f"{a}–{b}"
+
+        where = setting.strip() if setting else ""
+        lines.append(f"{where + ': ' if where else ''}{bound(s0, s1)} to {bound(e0, e1)} {unit}")
+    return lines
+
+
+def effects(collection: Collection, stats: pl.DataFrame, scope: Scope | None = None) -> pl.DataFrame:
+    """Difference of each configuration's mean from its baseline's, per compared metric.
 
     Parameters
     ----------
@@ -280,18 +304,26 @@ def effects(collection: Collection, stats: pl.DataFrame) -> pl.DataFrame:
         The runs.
     stats
         :func:`summarize` of the same collection.
+    scope
+        Which delay metrics to compare (default: :func:`delay_scope`).
 
     Returns
     -------
     polars.DataFrame
         ``config``, ``baseline``, ``subject``, ``baseline_subject``, ``setting``,
-        ``metric``, ``mean``, ``baseline_mean``, ``relative`` ((mean - base) /
-        |base|; null where the baseline is zero or missing), ``better`` (null
-        for metrics without a better direction) and ``overlap`` (the two 95%
-        intervals overlap; null unless both have one). Baselines' own rows are
-        left out.
+        ``metric``, ``mean``, ``baseline_mean``, ``change`` (mean - base),
+        ``relative`` (change / |base|; null where the baseline is zero or
+        missing), ``better`` (null for metrics without a better direction, for
+        no change, and for a change from zero smaller than the metric's
+        ``min_change``), ``overlap`` (the two 95% intervals overlap; null
+        unless both have one) and ``censored`` / ``baseline_censored`` (mean
+        count of censored values, null for metrics without censoring).
+        Baselines' own rows are left out.
     """
-    lower = {m.column: m.better == "lower" for m in HEADLINE_METRICS if m.better is not None}
+    metrics = compared_metrics(scope or delay_scope(collection))
+    lower = {m.column: m.better == "lower" for m in metrics}
+    floor = {m.column: m.min_change for m in metrics}
+    censored_of = {m.column: m.censored for m in metrics if m.censored is not None}
     base = stats.select(
         pl.col(CONFIG_COLUMN).alias("baseline"),
         "metric",
@@ -299,25 +331,49 @@ def effects(collection: Collection, stats: pl.DataFrame) -> pl.DataFrame:
         pl.col("low").alias("_base_low"),
         pl.col("high").alias("_base_high"),
     )
-    base_mean = pl.col("baseline_mean")
-    relative = (
-        pl.when(base_mean.is_not_null() & (base_mean != 0.0))
-        .then((pl.col("mean") - base_mean) / base_mean.abs())
-        .otherwise(None)
+    counts = stats.filter(pl.col("metric").is_in(list(set(censored_of.values())))).select(
+        CONFIG_COLUMN, pl.col("metric").alias("_censored_metric"), pl.col("mean").alias("censored")
     )
+    base_counts = counts.select(
+        pl.col(CONFIG_COLUMN).alias("baseline"),
+        "_censored_metric",
+        pl.col("censored").alias("baseline_censored"),
+    )
+    base_mean = pl.col("baseline_mean")
+    change = pl.col("mean") - base_mean
+    relative = pl.when(base_mean.is_not_null() & (base_mean != 0.0)).then(change / base_mean.abs())
     lower_better = pl.col("metric").replace_strict(lower, default=None, return_dtype=pl.Boolean)
+    min_change = pl.col("metric").replace_strict(floor, default=0.0, return_dtype=pl.Float64)
+    direction = pl.when(lower_better).then(pl.col("change") < 0).otherwise(pl.col("change") > 0)
+    stated = (
+        pl.when(pl.col("relative").is_not_null())
+        .then(pl.col("relative") != 0.0)
+        .otherwise(pl.col("change").abs() >= pl.max_horizontal(min_change, pl.lit(1e-12)))
+    )
     return (
         baselines(collection)
         .filter(pl.col(CONFIG_COLUMN) != pl.col("baseline"))
-        .join(stats.select(CONFIG_COLUMN, "metric", "mean", "low", "high"), on=CONFIG_COLUMN, how="inner")
+        .join(
+            stats.filter(pl.col("metric").is_in(list(lower))).select(
+                CONFIG_COLUMN, "metric", "mean", "low", "high"
+            ),
+            on=CONFIG_COLUMN,
+            how="inner",
+        )
         .join(base, on=["baseline", "metric"], how="left", maintain_order="left")
-        .with_columns(relative.alias("relative"))
         .with_columns(
-            pl.when(pl.col("relative").is_null() | lower_better.is_null())
+            change.alias("change"),
+            relative.alias("relative"),
+            pl.col("metric")
+            .replace_strict(censored_of, default=None, return_dtype=pl.String)
+            .alias("_censored_metric"),
+        )
+        .join(counts, on=[CONFIG_COLUMN, "_censored_metric"], how="left", maintain_order="left")
+        .join(base_counts, on=["baseline", "_censored_metric"], how="left", maintain_order="left")
+        .with_columns(
+            pl.when(pl.col("change").is_null() | lower_better.is_null() | ~stated)
             .then(None)
-            .when(lower_better)
-            .then(pl.col("relative") < 0)
-            .otherwise(pl.col("relative") > 0)
+            .otherwise(direction)
             .alias("better"),
             ((pl.col("low") <= pl.col("_base_high")) & (pl.col("_base_low") <= pl.col("high"))).alias(
                 "overlap"
@@ -332,9 +388,12 @@ def effects(collection: Collection, stats: pl.DataFrame) -> pl.DataFrame:
             "metric",
             "mean",
             "baseline_mean",
+            "change",
             "relative",
             "better",
             "overlap",
+            "censored",
+            "baseline_censored",
         )
     )
 
@@ -355,14 +414,73 @@ def format_percent(fraction: float) -> str:
     return f"{pct:,.0f}%" if round(pct, 1) >= 10.0 else f"{pct:.1f}%"
 
 
-def effect_sentences(table: pl.DataFrame, limit: int = 8, min_relative: float = 0.01) -> list[str]:
+def format_value(metric: Metric, value: float) -> str:
+    """A metric's value in display units with three significant digits and its unit.
+
+    Examples
+    --------
+    >>> from gpureplay.report.metrics import METRICS_BY_COLUMN
+    >>> m = METRICS_BY_COLUMN
+    >>> format_value(m["deadlocked"], 179.0), format_value(m["wait_mean"], 5400.0)
+    ('179', '1.50 h')
+    >>> format_value(METRICS_BY_COLUMN["gpu_allocation_rate"], 0.2345)
+    '23.4%'
+    """
+    shown = value / metric.scale
+    if metric.count and shown == round(shown):
+        text = f"{shown:,.0f}"
+    else:
+        size = abs(shown)
+        decimals = 0 if size == 0.0 or size >= 100.0 else max(0, min(4, 2 - math.floor(math.log10(size))))
+        text = f"{shown:,.{decimals}f}"
+    if metric.scale == 3600.0:
+        return f"{text} h"
+    return f"{text}%" if metric.scale == 0.01 else text
+
+
+def format_count(value: float) -> str:
+    """A mean count of jobs: whole when it is, else one decimal (seeds disagree).
+
+    Examples
+    --------
+    >>> format_count(312.0), format_count(2.5)
+    ('312', '2.5')
+    """
+    return f"{value:,.0f}" if value == round(value) else f"{value:,.1f}"
+
+
+def _judgement(row: dict[str, object], metric: Metric) -> str:
+    better = bool(row["better"])
+    what = "waits" if "wait" in metric.family else "JCTs"
+    mine, theirs = row["censored"], row["baseline_censored"]
+    text = "better" if better else "worse"
+    if isinstance(mine, float) and isinstance(theirs, float) and round(mine, 1) != round(theirs, 1):
+        counted = (
+            f"{format_count(mine)} censored {what} vs {format_count(theirs)} for {row['baseline_subject']}"
+        )
+        # A censored value is a lower bound: more of them can make a starving configuration look faster.
+        text = f"better on paper only: {counted}" if better and mine > theirs else f"{text}; {counted}"
+    if row["overlap"]:
+        text += ", though the 95% intervals overlap"
+    return text
+
+
+def effect_sentences(
+    table: pl.DataFrame, limit: int = 8, min_relative: float = 0.01, scope: Scope = "window"
+) -> list[str]:
     """The largest effects in words, largest first.
 
     Effects are taken largest first, at first at most one per metric and
     setting and an equal share of ``limit`` per configuration, so neither one
     metric nor one strong configuration fills the list; free places then go to
     the largest effects left. Changes under ``min_relative`` and those without
-    a better direction or a defined relative change (zero baseline) are left out.
+    a better direction are left out. A change from a zero baseline (0 -> 179
+    deadlocked jobs) has no relative size: it is stated in absolute terms, when
+    it reaches the metric's ``min_change``, and ranks first for job counts (jobs
+    that starve where the baseline's did not), as a 50% change otherwise. Where the two
+    configurations have different numbers of censored values (jobs that never
+    started or finished), the sentence says so, and a "better" figure backed by
+    more censored values is called "better on paper only".
 
     Parameters
     ----------
@@ -372,10 +490,22 @@ def effect_sentences(table: pl.DataFrame, limit: int = 8, min_relative: float = 
         Most sentences returned.
     min_relative
         Smallest relative change worth a sentence (0.01 = 1%).
+    scope
+        The scope ``table`` compares delays over: whole-run delay metrics are
+        called "whole-run ..." when it is ``"window"`` (they are not then compared).
     """
+    # A change from zero has no relative size. Jobs that start to starve or deadlock where the
+    # baseline had none rank first; other changes from zero (fragmentation from 0 to 6) rank
+    # like a 50% change: among the large effects, not above them all.
+    counts = [m.column for m in METRICS_BY_COLUMN.values() if m.count]
+    from_zero = pl.when(pl.col("metric").is_in(counts)).then(float("inf")).otherwise(0.5)
+    size = pl.when(pl.col("relative").is_null()).then(from_zero).otherwise(pl.col("relative").abs())
     ranked = (
-        table.filter(pl.col("better").is_not_null() & (pl.col("relative").abs() >= min_relative))
-        .with_columns(pl.col("relative").abs().alias("_size"))
+        table.filter(
+            pl.col("better").is_not_null()
+            & (pl.col("relative").is_null() | (pl.col("relative").abs() >= min_relative))
+        )
+        .with_columns(size.alias("_size"))
         .sort("_size", descending=True, maintain_order=True)
         .with_row_index("_rank")
     )
@@ -396,28 +526,39 @@ def effect_sentences(table: pl.DataFrame, limit: int = 8, min_relative: float = 
 
     sentences: list[str] = []
     for row in ranked.filter(pl.col("_rank").is_in(chosen)).iter_rows(named=True):
-        metric_info = METRICS_BY_COLUMN[row["metric"]]
-        verb = "cuts" if row["relative"] < 0 else "raises"
-        judgement = "better" if row["better"] else "worse"
-        if row["overlap"]:
-            judgement += ", though the 95% intervals overlap"
+        metric = METRICS_BY_COLUMN[row["metric"]]
+        phrase = metric.phrase
+        if (
+            scope == "window"
+            and metric.scope == "run"
+            and f"{WINDOW_PREFIX}{metric.column}" in METRICS_BY_COLUMN
+        ):
+            phrase = f"whole-run {phrase}"
+        verb = "cuts" if row["change"] < 0 else "raises"
+        if row["relative"] is None:
+            amount = (
+                f"from {format_value(metric, row['baseline_mean'])} to {format_value(metric, row['mean'])}"
+            )
+        else:
+            amount = f"by {format_percent(row['relative'])}"
         sentences.append(
-            f"{row['subject']} {verb} {metric_info.phrase} by {format_percent(row['relative'])} "
-            f"vs {row['baseline_subject']}{row['setting']} ({judgement})."
+            f"{row['subject']} {verb} {phrase} {amount} vs {row['baseline_subject']}{row['setting']} "
+            f"({_judgement(row, metric)})."
         )
     return sentences
 
 
 __all__ = [
     "BASELINE_SCHEDULER",
-    "HEADLINE_METRICS",
-    "METRICS_BY_COLUMN",
-    "Metric",
     "baselines",
     "comparison_keys",
+    "delay_scope",
     "effect_sentences",
     "effects",
+    "format_count",
     "format_percent",
+    "format_value",
     "summarize",
     "t_quantile",
+    "window_bounds",
 ]

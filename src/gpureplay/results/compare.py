@@ -1,70 +1,254 @@
-"""A side-by-side table of headline metrics from finished run folders."""
+"""A side-by-side table of headline metrics from finished run folders (``gpureplay compare``).
+
+One row per complete run. Beside the metrics, each row shows its run folder
+and the config keys that differ between the runs (plus the seed, and the
+input checksums when the same keys read different files), so no two rows
+look alike. Waits and JCTs carry their count of censored values (jobs that
+never started or never finished, counted up to the run's end); the
+measurement-window figures stand beside the whole-run ones; compile and
+replay wall-clock times come apart from each run's ``timing.json``.
+
+Runs that failed, were killed or hold an unreadable file are not in the
+table: :class:`Comparison` lists them with the reason.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 
-from gpureplay.results.writer import DONE_MARKER, is_done
+from gpureplay.report.collect import (
+    CHECKSUM_DIGITS,
+    CHECKSUM_KEYS,
+    RUN_COLUMN,
+    RunSummary,
+    config_columns,
+    label_keys,
+    read_summary,
+    short_key,
+)
+from gpureplay.report.folders import LeftOut, counts, describe, scan
 
-#: Columns shown, with their headers: what a scheduling comparison looks at first.
-HEADLINE: dict[str, str] = {
-    "trace.name": "trace",
-    "cluster.name": "cluster",
-    "scheduler.name": "scheduler",
-    "workload.name": "workload",
-    "seed": "seed",
-    "jobs": "jobs",
-    "finished": "finished",
-    "deadlocked": "deadlocked",
-    "rejected": "rejected",
-    "wait_mean": "mean wait (h)",
-    "wait_p95": "p95 wait (h)",
-    "jct_mean": "mean JCT (h)",
-    "jct_p95": "p95 JCT (h)",
-    "gpu_allocation_rate": "GPU alloc",
-    "replay_seconds": "replay (s)",
-}
+#: Per-run wall-clock timings written beside the results (seconds).
+TIMING_FILE = "timing.json"
 
-_HOURS = ("wait_mean", "wait_p95", "jct_mean", "jct_p95")
+#: Metrics shown, with headers and how to show them: (column, header, scale, censored column).
+#: Times are stored in seconds and shown in hours; allocation as a percentage.
+METRICS: tuple[tuple[str, str, float, str | None], ...] = (
+    ("jobs", "jobs", 1.0, None),
+    ("finished", "finished", 1.0, None),
+    ("never_started", "never started", 1.0, None),
+    ("wait_mean", "mean wait (h)", 3600.0, "wait_censored"),
+    ("wait_p95", "p95 wait (h)", 3600.0, "wait_censored"),
+    ("jct_mean", "mean JCT (h)", 3600.0, "jct_censored"),
+    ("gpu_allocation_rate", "GPU alloc (%)", 0.01, None),
+    ("window_wait_mean", "window: mean wait (h)", 3600.0, "window_wait_censored"),
+    ("window_jct_mean", "window: mean JCT (h)", 3600.0, "window_jct_censored"),
+    ("window_gpu_allocation_rate", "window: GPU alloc (%)", 0.01, None),
+)
+
+NOT_AVAILABLE = "n/a"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The compared runs and those left out.
+
+    Attributes
+    ----------
+    table
+        One row per run, every cell display text: the differing keys, the
+        metrics of :data:`METRICS`, ``compile (s)``, ``replay (s)`` and ``run`` (the folder).
+    keys
+        The config keys shown as columns (those that differ between the runs).
+    left_out
+        Run folders under the inputs that are not compared, with the reason.
+    notes
+        Remarks on the table (e.g. replay times that include compilation).
+    """
+
+    table: pl.DataFrame
+    keys: tuple[str, ...]
+    left_out: tuple[LeftOut, ...]
+    notes: tuple[str, ...] = ()
 
 
 def run_folders(roots: Iterable[Path]) -> list[Path]:
-    """Every run folder with a ``DONE`` marker at or under the given roots, sorted.
+    """Every complete run folder at or under the given roots, sorted.
 
-    Callers check that the files the marker promises are there (see :func:`is_done`)
-    and report a folder where they are not, rather than skipping it quietly.
+    See :func:`gpureplay.report.folders.scan` for what complete means and for the others.
     """
-    found: set[Path] = set()
+    return scan(roots).complete
+
+
+def read_timing(folder: Path) -> dict[str, float]:
+    """A run's ``timing.json`` (compile_seconds, replay_seconds, total_seconds).
+
+    Empty when absent or unreadable (runs written before the file existed).
+    """
+    try:
+        raw = json.loads((Path(folder) / TIMING_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(raw, dict):
+        return {}
+    return {
+        str(k): float(v) for k, v in raw.items() if isinstance(v, int | float) and not isinstance(v, bool)
+    }
+
+
+#: Columns of whole numbers (job counts).
+COUNTS = frozenset({"jobs", "finished", "never_started"})
+
+
+def _number(value: float | None, scale: float = 1.0, count: bool = False) -> str:
+    """Three significant digits (none from 100 up); whole numbers for counts."""
+    if value is None or not math.isfinite(value):
+        return NOT_AVAILABLE
+    shown = value / scale
+    if count:
+        return f"{shown:,.0f}"
+    size = abs(shown)
+    decimals = 0 if size == 0.0 or size >= 100.0 else max(0, min(4, 2 - math.floor(math.log10(size))))
+    return f"{shown:,.{decimals}f}"
+
+
+def _shown_folder(folder: Path, roots: Sequence[Path]) -> str:
     for root in roots:
-        for marker in [Path(root) / DONE_MARKER, *Path(root).rglob(DONE_MARKER)]:
-            if marker.is_file():
-                found.add(marker.parent)
-    return sorted(found)
+        try:
+            rel = folder.relative_to(root)
+        except ValueError:
+            continue
+        return str(Path(root.name) / rel) if str(rel) != "." else root.name or str(folder)
+    return str(folder)
 
 
-def compare_table(roots: Iterable[Path]) -> pl.DataFrame:
+def _sorted(rows: pl.DataFrame, keys: Sequence[str]) -> pl.DataFrame:
+    # Numbers sort as numbers (load 0.5 < 2.0 < 10), names alphabetically.
+    exprs: list[pl.Expr] = []
+    for key in keys:
+        exprs += [pl.col(key).cast(pl.Float64, strict=False), pl.col(key)]
+    return rows.sort([*exprs, RUN_COLUMN], nulls_last=True)
+
+
+def compare_runs(roots: Iterable[Path]) -> Comparison:
     """Headline metrics of every complete run under ``roots``, one row per run.
 
     Raises
     ------
     FileNotFoundError
-        When no complete run is found.
+        When an input does not exist or no complete, readable run is found
+        (the message lists the folders left out and why).
+    gpureplay.errors.InputError
+        When an input is not a folder.
     """
-    folders = [f for f in run_folders(roots) if is_done(f)]
-    if not folders:
-        raise FileNotFoundError("no complete run (folder with a DONE marker) found")
-    summaries = pl.concat([pl.read_parquet(f / "summary.parquet") for f in folders], how="diagonal_relaxed")
-    return summaries.select(
-        *(
-            (pl.col(c) / 3600.0).round(2).alias(h)
-            if c in _HOURS
-            else pl.col(c).round(3).alias(h)
-            if c in ("gpu_allocation_rate", "replay_seconds")
-            else pl.col(c).alias(h)
-            for c, h in HEADLINE.items()
-            if c in summaries.columns
-        )
+    roots = [Path(r) for r in roots]
+    found = scan(roots)
+    left_out = list(found.left_out)
+    summaries: list[RunSummary] = []
+    for folder in found.complete:
+        summary = read_summary(folder)
+        if isinstance(summary, LeftOut):
+            left_out.append(summary)
+        else:
+            summaries.append(summary)
+    left_out.sort(key=lambda item: str(item.folder))
+    if not summaries:
+        where = ", ".join(str(p) for p in roots) or "(no folder given)"
+        text = f"no complete run (folder with a DONE marker and readable results) under {where}"
+        if left_out:
+            text += f"; {counts(left_out)}:\n" + "\n".join(describe(left_out, limit=10))
+        raise FileNotFoundError(text)
+
+    keys_table = pl.DataFrame(
+        [{RUN_COLUMN: str(s.folder), **s.keys} for s in summaries], infer_schema_length=None
+    ).select(pl.all().cast(pl.String))
+    keys_table = keys_table.with_columns(pl.exclude(RUN_COLUMN).fill_null("null"))
+    candidates = [*config_columns(keys_table), *(["seed"] if "seed" in keys_table.columns else [])]
+    shown_keys = label_keys(keys_table, candidates) if len(summaries) > 1 else []
+
+    rows: list[dict[str, str]] = []
+    old_timing = False
+    for summary, key_row in zip(summaries, keys_table.iter_rows(named=True), strict=True):
+        metrics = summary.metrics.row(0, named=True)
+        row = {RUN_COLUMN: _shown_folder(summary.folder, roots)}
+        for key in shown_keys:
+            value = key_row[key]
+            row[key] = value[:CHECKSUM_DIGITS] if key in CHECKSUM_KEYS else value
+        for column, _, scale, censored in METRICS:
+            text = _number(metrics.get(column), scale, column in COUNTS)
+            n = metrics.get(censored) if censored else None
+            if text != NOT_AVAILABLE and n:
+                text += f" ({n:,} censored)"
+            row[column] = text
+        timing = read_timing(summary.folder)
+        if timing:
+            row["compile (s)"] = _number(timing.get("compile_seconds"))
+            row["replay (s)"] = _number(timing.get("replay_seconds"))
+        else:
+            # Older runs kept one wall-clock figure in the summary, numba's compilation included.
+            old = metrics.get("replay_seconds")
+            old_timing = old_timing or old is not None
+            row["compile (s)"] = NOT_AVAILABLE
+            row["replay (s)"] = _number(old) + ("*" if old is not None else "")
+        rows.append(row)
+    table = _sorted(pl.DataFrame(rows, schema=dict.fromkeys(rows[0], pl.String())), shown_keys)
+    headers = {RUN_COLUMN: "run", **{k: short_key(k) for k in shown_keys}, **{c: h for c, h, _, _ in METRICS}}
+    # The folder last: it is long, and the keys before it already tell the rows apart.
+    table = table.select(pl.exclude(RUN_COLUMN), RUN_COLUMN).rename(headers)
+    notes = (
+        ("* no timing.json (an older run): replay time includes numba's compilation.",) if old_timing else ()
     )
+    return Comparison(table, tuple(shown_keys), tuple(left_out), notes)
+
+
+def compare_table(roots: Iterable[Path]) -> pl.DataFrame:
+    """The table of :func:`compare_runs` alone (display text, one row per run)."""
+    return compare_runs(roots).table
+
+
+def format_text(table: pl.DataFrame) -> str:
+    """The table as aligned plain text: names left, numbers right, nothing cut short.
+
+    Examples
+    --------
+    >>> print(format_text(pl.DataFrame({"run": ["a", "bb"], "jobs": ["1", "20"]})))
+    run  jobs
+    a       1
+    bb     20
+    """
+    columns = table.columns
+    cells = [[str(v) for v in table.get_column(c).to_list()] for c in columns]
+    widths = [
+        max(len(c), *(len(v) for v in col)) if col else len(c) for c, col in zip(columns, cells, strict=True)
+    ]
+
+    def numeric(col: list[str]) -> bool:
+        return all(v == NOT_AVAILABLE or v[:1].isdigit() or v[:1] == "-" for v in col)
+
+    right = [numeric(col) for col in cells]
+
+    def line(values: Sequence[str]) -> str:
+        parts = [v.rjust(w) if r else v.ljust(w) for v, w, r in zip(values, widths, right, strict=True)]
+        return "  ".join(parts).rstrip()
+
+    out = [line([c.rjust(w) if r else c for c, w, r in zip(columns, widths, right, strict=True)])]
+    out += [line([col[i] for col in cells]) for i in range(table.height)]
+    return "\n".join(out)
+
+
+__all__ = [
+    "METRICS",
+    "TIMING_FILE",
+    "Comparison",
+    "compare_runs",
+    "compare_table",
+    "format_text",
+    "read_timing",
+    "run_folders",
+]

@@ -1,0 +1,164 @@
+"""The headline metrics a report shows, how each is shown, and which one a sentence states.
+
+A run's ``summary.parquet`` holds each delay metric twice: over the whole run
+(first arrival to the end of the run) and over the *measurement window*
+(by default the jobs submitted between the first and the last arrival, with
+GPU allocation over that interval), as trace-replay studies report it: the
+warm-up and the drain tail, where the last long jobs run on an emptying
+cluster, are left out. The report shows both, and its sentences compare the
+window.
+
+Waits and JCTs count every admitted job: a job that never started (or never
+finished) is *censored* at the run's end, its value a lower bound. Each such
+figure has a count of censored values beside it, so a configuration that
+starves jobs cannot look better by dropping them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+#: Prefix of measurement-window columns in ``summary.parquet``.
+WINDOW_PREFIX = "window_"
+
+#: Over what a delay metric is taken: the measurement window or the whole run.
+Scope = Literal["window", "run"]
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A headline metric: its ``summary.parquet`` column and how to show it.
+
+    Attributes
+    ----------
+    column
+        Column of the summary table.
+    title
+        Table header, with the display unit.
+    phrase
+        How a sentence names it ("p95 wait").
+    better
+        ``"lower"`` or ``"higher"`` when one direction is an improvement,
+        ``None`` for counts that describe the input (no effect is stated).
+    scale
+        Stored value / scale = shown value (3600: seconds shown as hours).
+    censored
+        Column counting this metric's censored values (jobs that never
+        started or never finished, counted up to the run's end), or None.
+    count
+        Whole numbers (jobs): shown without decimals when seeds agree.
+    min_change
+        Smallest change, in stored units, worth a sentence when the baseline
+        is zero and no relative change exists (0 -> 179 deadlocked jobs).
+    """
+
+    column: str
+    title: str
+    phrase: str
+    better: Literal["lower", "higher"] | None
+    scale: float = 1.0
+    censored: str | None = None
+    count: bool = False
+    min_change: float = 0.0
+
+    @property
+    def scope(self) -> Scope:
+        """``"window"`` for a measurement-window column, ``"run"`` for a whole-run one."""
+        return "window" if self.column.startswith(WINDOW_PREFIX) else "run"
+
+    @property
+    def family(self) -> str:
+        """The metric without its scope: ``window_wait_mean`` and ``wait_mean`` are both ``wait_mean``."""
+        return self.column.removeprefix(WINDOW_PREFIX)
+
+
+def _delays(prefix: str) -> tuple[Metric, ...]:
+    wait, jct = f"{prefix}wait_censored", f"{prefix}jct_censored"
+    return (
+        Metric(f"{prefix}wait_mean", "mean wait (h)", "mean wait", "lower", 3600.0, wait, min_change=60.0),
+        Metric(f"{prefix}wait_p95", "p95 wait (h)", "p95 wait", "lower", 3600.0, wait, min_change=60.0),
+        Metric(f"{prefix}jct_mean", "mean JCT (h)", "mean JCT", "lower", 3600.0, jct, min_change=60.0),
+        Metric(f"{prefix}jct_p95", "p95 JCT (h)", "p95 JCT", "lower", 3600.0, jct, min_change=60.0),
+        Metric(
+            f"{prefix}bounded_slowdown_mean",
+            "mean bounded slowdown",
+            "mean bounded slowdown",
+            "lower",
+            min_change=0.01,
+        ),
+        Metric(
+            f"{prefix}gpu_allocation_rate",
+            "GPU allocation (%)",
+            "GPU allocation",
+            "higher",
+            0.01,
+            min_change=0.001,
+        ),
+    )
+
+
+#: Delay and allocation metrics over the measurement window (the sentences' default).
+WINDOW_METRICS: tuple[Metric, ...] = (
+    Metric("window_jobs", "jobs", "jobs in the window", None, count=True),
+    *_delays(WINDOW_PREFIX),
+)
+
+#: The same over the whole run (first arrival to the end of the run).
+RUN_METRICS: tuple[Metric, ...] = (Metric("jobs", "jobs", "jobs", None, count=True), *_delays(""))
+
+#: What became of the jobs, and whole-run properties without a window variant.
+OUTCOME_METRICS: tuple[Metric, ...] = (
+    Metric("jobs", "jobs", "jobs", None, count=True),
+    Metric("finished", "finished", "finished jobs", "higher", count=True, min_change=1.0),
+    Metric("never_started", "never started", "jobs never started", "lower", count=True, min_change=1.0),
+    Metric("deadlocked", "deadlocked", "deadlocked jobs", "lower", count=True, min_change=1.0),
+    # Rejection is decided against the empty cluster, so it never differs between schedulers;
+    # jobs left running at a horizon are counted, not compared (never_started says who starved).
+    Metric("rejected", "rejected", "rejected jobs", None, count=True),
+    Metric("unfinished", "unfinished", "unfinished jobs", None, count=True),
+    Metric("makespan", "makespan (h)", "makespan", "lower", 3600.0, min_change=60.0),
+    Metric("fragmented_gpus_mean", "fragmented GPUs (mean)", "fragmented GPUs", "lower", min_change=1.0),
+)
+
+#: Censoring counts: summarised across seeds like the metrics, shown beside them.
+CENSORED_METRICS: tuple[Metric, ...] = tuple(
+    Metric(f"{prefix}{what}_censored", f"censored {what}s", f"censored {what}s", None, count=True)
+    for prefix in ("", WINDOW_PREFIX)
+    for what in ("wait", "jct")
+)
+
+#: Every metric a report summarises across seeds, each once.
+ALL_METRICS: tuple[Metric, ...] = tuple(
+    {m.column: m for m in (*OUTCOME_METRICS, *RUN_METRICS, *WINDOW_METRICS, *CENSORED_METRICS)}.values()
+)
+
+METRICS_BY_COLUMN: dict[str, Metric] = {m.column: m for m in ALL_METRICS}
+
+
+def compared_metrics(scope: Scope) -> tuple[Metric, ...]:
+    """The metrics sentences and the change table compare: delays over ``scope``, then outcomes.
+
+    Examples
+    --------
+    >>> [m.column for m in compared_metrics("window")][:2]
+    ['window_wait_mean', 'window_wait_p95']
+    >>> [m.column for m in compared_metrics("run")][-2:]
+    ['makespan', 'fragmented_gpus_mean']
+    """
+    delays = WINDOW_METRICS if scope == "window" else RUN_METRICS
+    return tuple(m for m in (*delays, *OUTCOME_METRICS) if m.better is not None)
+
+
+__all__ = [
+    "ALL_METRICS",
+    "CENSORED_METRICS",
+    "METRICS_BY_COLUMN",
+    "OUTCOME_METRICS",
+    "RUN_METRICS",
+    "WINDOW_METRICS",
+    "WINDOW_PREFIX",
+    "Metric",
+    "Scope",
+    "compared_metrics",
+]
