@@ -181,11 +181,18 @@ class Scratch(NamedTuple):
     touched_nodes, touch_mark
         Debug runs: nodes whose state changed since the last check, and a
         per-node flag saying a node is in that list.
+    prio_jobs, prio_milli
+        Per priority rank: preemptible jobs holding pods (not terminating) and
+        the milli-GPU they hold, so a preemption search that cannot succeed
+        (no possible victim, or not enough GPU even with every one of them
+        gone) is dismissed at once.
     """
 
     node_mark: Int64Array
     touched_nodes: Int64Array
     touch_mark: Int64Array
+    prio_jobs: Int64Array
+    prio_milli: Int64Array
 
 
 class PodScratch(NamedTuple):
@@ -414,6 +421,8 @@ def initial_state(
         node_mark=np.full(max(num_nodes, 1), -1, dtype=np.int64),
         touched_nodes=np.zeros(max(num_nodes, 1) + 1, dtype=np.int64),
         touch_mark=np.zeros(max(num_nodes, 1), dtype=np.int64),
+        prio_jobs=np.zeros(int(jobs.ints[L.J_PRIO_RANK].max(initial=0)) + 1, dtype=np.int64),
+        prio_milli=np.zeros(int(jobs.ints[L.J_PRIO_RANK].max(initial=0)) + 1, dtype=np.int64),
     )
     pods = None
     if codes[L.P_GANG] == L.POD_BY_POD:

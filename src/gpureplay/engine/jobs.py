@@ -71,6 +71,8 @@ from gpureplay.engine.layout import (
     J_K,
     J_MILLI,
     J_POD0,
+    J_PREEMPTIBLE,
+    J_PRIO_RANK,
     J_SLOT0,
     JF_CKPT,
     JF_OVERHEAD,
@@ -183,6 +185,10 @@ def place_pod(
     if p == 0:
         js.dyn[D_ATTEMPTS, j] += 1
         js.time[T_HOLD0, j] = t
+        if jobs.ints[J_PREEMPTIBLE, j] != 0:
+            sc.prio_jobs[jobs.ints[J_PRIO_RANK, j]] += 1
+    if jobs.ints[J_PREEMPTIBLE, j] != 0:
+        sc.prio_milli[jobs.ints[J_PRIO_RANK, j]] += jobs.ints[J_MILLI, j]
     pod = jobs.ints[J_POD0, j] + p
     g = -1
     m = jobs.ints[J_MILLI, j]
@@ -230,6 +236,16 @@ def place_pods(
 
 
 @kernel
+def forget_victim(jobs: Jobs, js: JobState, sc: Scratch, j: int) -> None:
+    """Job ``j`` (preemptible, holding pods) stops being a possible victim: released or evicted."""
+    placed = js.dyn[D_PLACED, j]
+    if placed > 0:
+        rank = jobs.ints[J_PRIO_RANK, j]
+        sc.prio_jobs[rank] -= 1
+        sc.prio_milli[rank] -= placed * jobs.ints[J_MILLI, j]
+
+
+@kernel
 def release_job_pods(
     params: Params,
     jobs: Jobs,
@@ -242,6 +258,8 @@ def release_job_pods(
     j: int,
 ) -> None:
     """Release every placed pod of job ``j`` on the current state."""
+    if jobs.ints[J_PREEMPTIBLE, j] != 0 and js.dyn[D_STATUS, j] != S_TERMINATING:
+        forget_victim(jobs, js, sc, j)
     c = jobs.ints[J_CLASS, j]
     k = jobs.ints[J_K, j]
     pod0 = jobs.ints[J_POD0, j]
@@ -398,6 +416,7 @@ def evict_job(
     js: JobState,
     pend: Pending,
     tm: Timers,
+    sc: Scratch,
     run: Run,
     v: int,
     t: float,
@@ -413,6 +432,7 @@ def evict_job(
     pods, not yet running) leaves the queue the same way.
     """
     status = js.dyn[D_STATUS, v]
+    forget_victim(jobs, js, sc, v)
     progress = 0.0
     lost = 0.0
     overhead = 0.0

@@ -68,7 +68,8 @@ J_POD0 = 13  # first global pod
 J_SLOT0 = 14  # first GPU slot
 J_CAN_PREEMPT = 15  # 1: may evict lower-priority jobs (PriorityClass preemptionPolicy != Never)
 J_PREEMPTIBLE = 16  # 1: may be evicted
-JOB_INT_FIELDS = 17
+J_PRIO_RANK = 17  # rank of its priority among the trace's distinct priorities (0: lowest)
+JOB_INT_FIELDS = 18
 
 # --- jobs.flt: static per-job floats --------------------------------------------------------------
 JF_SUBMIT = 0

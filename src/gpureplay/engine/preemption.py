@@ -67,6 +67,7 @@ from gpureplay.engine.layout import (
     J_PODS,
     J_PREEMPTIBLE,
     J_PRIO,
+    J_PRIO_RANK,
     J_SLOT0,
     K_PREEMPT_TRIES,
     KIND_NONE,
@@ -83,6 +84,7 @@ from gpureplay.engine.layout import (
     S_RUNNING,
     T_HOLD0,
     T_START,
+    TOT_ALLOC,
 )
 from gpureplay.engine.resources import node_capacity, release_pod, take_pod
 from gpureplay.engine.rng import DRAW_PREEMPT_OFFSET, draw
@@ -322,6 +324,29 @@ def select_node(
 
 
 @kernel
+def victims_could_suffice(jobs: Jobs, cl: Cluster, js: JobState, sc: Scratch, j: int, pods: int) -> bool:
+    """A necessary condition for a search to succeed: some victim, and GPU enough with all of them gone.
+
+    Notes
+    -----
+    Possible victims are preemptible jobs of lower priority holding pods
+    (:class:`gpureplay.engine.bundles.Scratch` keeps them per priority rank).
+    The free GPU milli of the cluster plus theirs bounds what ``pods`` pods
+    of ``j`` could get; when it is short, the search could not succeed and
+    is skipped (its outcome would be the same: no victim).
+    """
+    victims = 0
+    milli = 0
+    for rank in range(jobs.ints[J_PRIO_RANK, j]):
+        victims += sc.prio_jobs[rank]
+        milli += sc.prio_milli[rank]
+    if victims == 0:
+        return False
+    free = cl.gpu_free.shape[1] * 1000 - cl.totals[TOT_ALLOC]
+    return bool(free + milli >= pods * jobs.ints[J_MILLI, j])
+
+
+@kernel
 def preempt_for(
     pre: PreemptScratch,
     params: Params,
@@ -353,11 +378,13 @@ def preempt_for(
     exactly before any eviction: victims keep their resources until their
     grace period ends, and ``j`` is placed by a later cycle.
     """
-    run.counters[K_PREEMPT_TRIES] += 1
-    stamp = run.counters[K_PREEMPT_TRIES]
     c = jobs.ints[J_CLASS, j]
     first = js.dyn[D_PLACED, j]
     target = jobs.ints[J_PODS, j]
+    if not victims_could_suffice(jobs, cl, js, sc, j, (target - first) if whole else 1):
+        return 0
+    run.counters[K_PREEMPT_TRIES] += 1
+    stamp = run.counters[K_PREEMPT_TRIES]
     chosen = 0
     while js.dyn[D_PLACED, j] < target:
         pod = js.dyn[D_PLACED, j]
@@ -375,6 +402,12 @@ def preempt_for(
         place_pod(params, jobs, cs, cl, ix, js, sc, run, j, n, t)
     complete = js.dyn[D_PLACED, j] == target
     began = first == 0 and js.dyn[D_PLACED, j] > 0
+    if jobs.ints[J_PREEMPTIBLE, j] != 0:
+        # place_pod counted the trial's pods as a possible victim's: take them back.
+        rank = jobs.ints[J_PRIO_RANK, j]
+        sc.prio_milli[rank] -= (js.dyn[D_PLACED, j] - first) * jobs.ints[J_MILLI, j]
+        if began:
+            sc.prio_jobs[rank] -= 1
     # Undo the trial: the preemptor's pods, then the victims, in reverse.
     c_j = jobs.ints[J_CLASS, j]
     k = jobs.ints[J_K, j]
@@ -396,6 +429,6 @@ def preempt_for(
     evicted = 0
     for i in range(chosen):
         v = pre.chosen[i]
-        evict_job(params, jobs, cs, js, pend, tm, run, v, t, j)
+        evict_job(params, jobs, cs, js, pend, tm, sc, run, v, t, j)
         evicted += 1
     return evicted

@@ -383,6 +383,7 @@ def compile_replay(jobs: pl.DataFrame, nodes: pl.DataFrame, params: Params) -> C
         base
     )
     ints[L.J_CAN_PREEMPT] = df["can_preempt"].to_numpy()
+    ints[L.J_PRIO_RANK] = df.select(pl.col("priority").rank("dense") - 1).to_series().to_numpy()
     ints[L.J_PREEMPTIBLE] = df["preemptible"].to_numpy()
     ints[L.J_CLASS] = qclass
     ints[L.J_RCLASS] = rclass
