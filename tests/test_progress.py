@@ -56,7 +56,7 @@ from gpureplay.replay.progress import (
     progress_for_terminal,
 )
 from gpureplay.replay.simulate import DEFAULT_CHUNKS, Replay, default_chunk_seconds, simulate
-from gpureplay.schedulers.policy import Placement, Policy
+from gpureplay.schedulers.policy import Policy
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -184,7 +184,7 @@ def test_chunks_change_nothing_under_random_policies(
     jobs, nodes = case
     # Random placement with periodic EASY cycles is the one mode that runs every idle tick: always try it.
     easy_random = replace(
-        PRESETS["easy-backfill"], node_placement=Placement.random, gpu_placement=Placement.random
+        PRESETS["easy-backfill"], node_placement="random", gpu_placement="random"
     )
     for policy in [*policy_list, replace(easy_random, session_interval=1.0)]:
         assert_chunks_change_nothing(

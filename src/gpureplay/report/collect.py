@@ -80,10 +80,13 @@ SUMMARY_METRICS: dict[str, pl.DataType] = {
 JOB_COLUMNS: dict[str, pl.DataType] = {
     **{c: JOBS_RESULT_SCHEMA[c] for c in ("queue", "gpus", "submit_time", "start_time", "finish_time")},
     **{c: JOBS_RESULT_SCHEMA[c] for c in ("wait_time", "jct", "run_time")},
+    **{c: JOBS_RESULT_SCHEMA[c] for c in ("priority", "priority_class", "preemptions", "pending_time")},
+    "lost_gpu_seconds": JOBS_RESULT_SCHEMA["lost_gpu_seconds"],
     "state": pl.String(),
 }
 TIMELINE_COLUMNS: dict[str, pl.DataType] = {
-    c: TIMELINE_SCHEMA[c] for c in ("time", "allocated_fraction", "fragmented_gpus")
+    c: TIMELINE_SCHEMA[c]
+    for c in ("time", "allocated_fraction", "fragmented_gpus", "preemptions", "lost_gpu_seconds")
 }
 
 #: Columns added to every collected table.

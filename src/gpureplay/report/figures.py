@@ -69,7 +69,13 @@ LEGEND_FONT = 8.0
 LEGEND_ROW = 0.2
 
 #: Names of the figure files this module writes.
-FIGURE_FILES: tuple[str, ...] = ("wait_cdf.png", "jct_cdf.png", "timeline.png", "queues.png")
+FIGURE_FILES: tuple[str, ...] = (
+    "wait_cdf.png",
+    "jct_cdf.png",
+    "timeline.png",
+    "queues.png",
+    "preemption.png",
+)
 
 LineStyle = Literal["-", "--", "-.", ":"]
 _LINESTYLES: tuple[LineStyle, ...] = ("-", "--", "-.", ":")
@@ -503,6 +509,86 @@ def timeline_figure(collection: Collection, lay: Layout) -> Drawn | str:
     )
 
 
+def preemption_figure(collection: Collection, lay: Layout) -> Drawn | None:
+    """Evictions and the GPU-hours they cost, accumulated over time: one panel per setting.
+
+    None when no run evicted anything (the report then has no preemption section).
+    """
+    configs = collection.configs.get_column(CONFIG_COLUMN).to_list()
+    timeline = collection.timeline.with_columns(pl.col(CONFIG_COLUMN).cast(pl.String))
+    totals = timeline.group_by(CONFIG_COLUMN).agg(pl.col("preemptions").max()).collect()
+    evicting = set(totals.filter(pl.col("preemptions").fill_null(0) > 0).get_column(CONFIG_COLUMN).to_list())
+    if not evicting:
+        return None
+    fig, rows, cols = _figure_for(lay, 2.2, blocks=2)
+    grid = fig.subplots(2 * rows, cols, squeeze=False)
+    for p, panel in enumerate(lay.panels):
+        top, bottom = grid[2 * (p // cols), p % cols], grid[2 * (p // cols) + 1, p % cols]
+        members = lay.configs_in(panel, configs)
+        _panel_title(top, panel)
+        span = (
+            timeline.filter(pl.col(CONFIG_COLUMN).is_in(members))
+            .select(pl.col("time").max())
+            .collect()
+            .item()
+        )
+        if span is None or span <= 0:
+            _say(top, "no timeline samples")
+            bottom.set_axis_off()
+            continue
+        width = max(float(span) / TIMELINE_BINS, 1.0)
+        days = span > 3 * 86400.0
+        unit, unit_seconds = ("days", 86400.0) if days else ("hours", 3600.0)
+        binned = (
+            timeline.filter(pl.col(CONFIG_COLUMN).is_in(members))
+            .with_columns(((pl.col("time") // width) * width).alias("_bin"))
+            # Cumulative counters: the last sample of each bin, per run, then the mean of seeds.
+            .group_by(CONFIG_COLUMN, RUN_COLUMN, "_bin")
+            .agg(pl.col("preemptions").max().cast(pl.Float64), (pl.col("lost_gpu_seconds").max() / 3600.0))
+            .group_by(CONFIG_COLUMN, "_bin")
+            .agg(pl.col("preemptions").mean(), pl.col("lost_gpu_seconds").mean())
+            .sort(CONFIG_COLUMN, "_bin")
+            .collect()
+        )
+        parts = binned.partition_by(CONFIG_COLUMN, as_dict=True, include_key=False)
+        for config in members:
+            part = parts.get((config,))
+            if part is None:
+                continue
+            style = lay.style_of[lay.name_of[config]]
+            t = part.get_column("_bin").to_numpy() / unit_seconds
+            kwargs = {
+                "linewidth": style.width * 0.75,
+                "color": style.colour,
+                "linestyle": style.linestyle,
+                "marker": style.marker or None,
+                "markevery": max(1, len(t) // 8),
+                "markersize": 3,
+            }
+            top.plot(t, part.get_column("preemptions").fill_null(0.0).to_numpy(), **kwargs)
+            bottom.plot(t, part.get_column("lost_gpu_seconds").fill_null(0.0).to_numpy(), **kwargs)
+        top.set_ylabel("evictions so far", fontsize=9)
+        bottom.set_ylabel("lost GPU-hours so far", fontsize=9)
+        bottom.set_xlabel(f"simulated time ({unit})", fontsize=9)
+        for ax in (top, bottom):
+            ax.set_xlim(0.0, float(span) / unit_seconds)
+            ax.set_ylim(bottom=0.0)
+            ax.grid(True, alpha=0.3)
+        top.tick_params(labelbottom=False)
+    for p in range(len(lay.panels), rows * cols):
+        grid[2 * (p // cols), p % cols].set_axis_off()
+        grid[2 * (p // cols) + 1, p % cols].set_axis_off()
+    fig.suptitle("Evictions and the GPU-hours they cost", fontsize=11)
+    _legend(fig, lay)
+    return Drawn(
+        fig,
+        "preemption.png",
+        "Evictions and the GPU-hours they cost",
+        "Evictions by priority preemption and GPU-hours lost to them (work rolled back to the last "
+        "checkpoint, restart overheads, termination grace), accumulated over simulated time; mean of seeds.",
+    )
+
+
 def queue_figure(collection: Collection, lay: Layout) -> Drawn | None:
     queue = pl.col("queue").fill_null("(none)")
     configs = collection.configs.get_column(CONFIG_COLUMN).to_list()
@@ -597,6 +683,7 @@ def draw_figures(collection: Collection) -> list[Drawn | str]:
         cdf_figure(collection, lay, "wait_time", pl.lit(True), "Wait time", "wait_cdf.png"),
         cdf_figure(collection, lay, "jct", finished, "Job completion time", "jct_cdf.png"),
         timeline_figure(collection, lay),
+        preemption_figure(collection, lay),
         queue_figure(collection, lay),
     ]
     return [d for d in drawn if d is not None]
@@ -637,6 +724,7 @@ __all__ = [
     "draw_figures",
     "layout",
     "make_figures",
+    "preemption_figure",
     "queue_figure",
     "save_png",
     "styles",

@@ -121,6 +121,22 @@ OUTCOME_METRICS: tuple[Metric, ...] = (
     Metric("fragmented_gpus_mean", "fragmented GPUs (mean)", "fragmented GPUs", "lower", min_change=1.0),
 )
 
+#: What evictions cost (runs with priority preemption; zero elsewhere).
+PREEMPTION_METRICS: tuple[Metric, ...] = (
+    Metric("preemptions", "evictions", "evictions", "lower", count=True, min_change=1.0),
+    Metric("preempted_jobs", "jobs evicted", "jobs evicted", "lower", count=True, min_change=1.0),
+    Metric("lost_gpu_hours", "lost GPU-hours", "GPU-hours lost to evictions", "lower", min_change=0.1),
+    Metric("goodput", "goodput (%)", "goodput", "higher", 0.01, min_change=0.0001),
+    Metric(
+        "pending_time_mean",
+        "mean pending, requeues incl. (h)",
+        "mean pending time (requeues included)",
+        "lower",
+        3600.0,
+        min_change=60.0,
+    ),
+)
+
 #: Censoring counts: summarised across seeds like the metrics, shown beside them.
 CENSORED_METRICS: tuple[Metric, ...] = tuple(
     Metric(f"{prefix}{what}_censored", f"censored {what}s", f"censored {what}s", None, count=True)
@@ -130,24 +146,27 @@ CENSORED_METRICS: tuple[Metric, ...] = tuple(
 
 #: Every metric a report summarises across seeds, each once.
 ALL_METRICS: tuple[Metric, ...] = tuple(
-    {m.column: m for m in (*OUTCOME_METRICS, *RUN_METRICS, *WINDOW_METRICS, *CENSORED_METRICS)}.values()
+    {
+        m.column: m
+        for m in (*OUTCOME_METRICS, *RUN_METRICS, *WINDOW_METRICS, *CENSORED_METRICS, *PREEMPTION_METRICS)
+    }.values()
 )
 
 METRICS_BY_COLUMN: dict[str, Metric] = {m.column: m for m in ALL_METRICS}
 
 
 def compared_metrics(scope: Scope) -> tuple[Metric, ...]:
-    """The metrics sentences and the change table compare: delays over ``scope``, then outcomes.
+    """The metrics sentences and the change table compare: delays over ``scope``, outcomes, preemption.
 
     Examples
     --------
     >>> [m.column for m in compared_metrics("window")][:2]
     ['window_wait_mean', 'window_wait_p95']
     >>> [m.column for m in compared_metrics("run")][-2:]
-    ['makespan', 'fragmented_gpus_mean']
+    ['goodput', 'pending_time_mean']
     """
     delays = WINDOW_METRICS if scope == "window" else RUN_METRICS
-    return tuple(m for m in (*delays, *OUTCOME_METRICS) if m.better is not None)
+    return tuple(m for m in (*delays, *OUTCOME_METRICS, *PREEMPTION_METRICS) if m.better is not None)
 
 
 __all__ = [
@@ -155,6 +174,7 @@ __all__ = [
     "CENSORED_METRICS",
     "METRICS_BY_COLUMN",
     "OUTCOME_METRICS",
+    "PREEMPTION_METRICS",
     "RUN_METRICS",
     "WINDOW_METRICS",
     "WINDOW_PREFIX",

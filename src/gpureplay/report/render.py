@@ -20,6 +20,7 @@ from gpureplay.report.figures import FigureFile
 from gpureplay.report.folders import LeftOut, counts
 from gpureplay.report.metrics import (
     OUTCOME_METRICS,
+    PREEMPTION_METRICS,
     RUN_METRICS,
     WINDOW_METRICS,
     Metric,
@@ -237,6 +238,88 @@ def outcome_table(data: ReportData) -> Table:
     return Table(header, rows, [":---", *(["---:"] * (len(header) - 1))])
 
 
+def has_preemption(data: ReportData) -> bool:
+    """True when some run evicted a job (the preemption tables are shown then)."""
+    runs = data.collection.runs
+    return "preemptions" in runs.columns and bool((runs.get_column("preemptions").fill_null(0) > 0).any())
+
+
+def preemption_table(data: ReportData) -> Table:
+    """Evictions and what they cost per configuration (whole run, mean over seeds)."""
+    cells = _cells(data)
+    header = ["configuration", "seeds", *(m.title for m in PREEMPTION_METRICS)]
+    rows = [
+        [
+            (config, ""),
+            (str(runs), "num"),
+            *((_cell(cells, config, m, runs), "num") for m in PREEMPTION_METRICS),
+        ]
+        for config, runs in data.collection.configs.select(CONFIG_COLUMN, "runs").iter_rows()
+    ]
+    return Table(header, rows, [":---", *(["---:"] * (len(header) - 1))])
+
+
+def priority_table(data: ReportData) -> Table:
+    """Per configuration and priority (class), what the jobs waited and lost: who pays for preemption.
+
+    Waits count every admitted job, a job that never started censored at its
+    run's end (as the headline metrics do); pending time adds every requeue
+    after an eviction. Means over the jobs of all seeds; job counts per seed.
+    """
+    runs = data.collection.runs.select(pl.col("run").cast(pl.String), "span_end")
+    jobs = (
+        data.collection.jobs.with_columns(
+            pl.col("run").cast(pl.String), pl.col(CONFIG_COLUMN).cast(pl.String)
+        )
+        .filter(pl.col("state") != "rejected")
+        .join(runs.lazy(), on="run", how="left")
+        .filter(pl.col("submit_time") <= pl.col("span_end"))
+        .with_columns(
+            pl.coalesce(pl.col("priority_class"), pl.col("priority").cast(pl.String)).alias("_class"),
+            pl.coalesce(pl.col("wait_time"), pl.col("span_end") - pl.col("submit_time")).alias("_wait"),
+        )
+        .group_by(CONFIG_COLUMN, "_class")
+        .agg(
+            (pl.len() / pl.col("run").n_unique()).alias("jobs"),
+            pl.col("priority").max().alias("priority"),
+            (pl.col("_wait").mean() / 3600.0).alias("wait"),
+            (pl.col("pending_time").mean() / 3600.0).alias("pending"),
+            pl.col("preemptions").cast(pl.Float64).mean().alias("evictions"),
+            (pl.col("lost_gpu_seconds").sum() / 3600.0 / pl.col("run").n_unique()).alias("lost"),
+        )
+        .collect()
+    )
+    order = {c: i for i, c in enumerate(data.collection.configs.get_column(CONFIG_COLUMN).to_list())}
+    jobs = jobs.with_columns(
+        pl.col(CONFIG_COLUMN).replace_strict(order, default=len(order)).alias("_o")
+    ).sort("_o", "priority", descending=[False, True])
+    header = [
+        "configuration",
+        "priority class",
+        "jobs",
+        "mean wait (h)",
+        "mean pending, requeues incl. (h)",
+        "evictions per job",
+        "lost GPU-hours",
+    ]
+    rows = [
+        [
+            (row[CONFIG_COLUMN], ""),
+            (str(row["_class"]), ""),
+            (format_count(row["jobs"]), "num"),
+            *((_number(row[k]), "num") for k in ("wait", "pending", "evictions", "lost")),
+        ]
+        for row in jobs.iter_rows(named=True)
+    ]
+    return Table(header, rows, [":---", ":---", *(["---:"] * 5)])
+
+
+def _number(value: float | None) -> str:
+    if value is None or not math.isfinite(value):
+        return NOT_AVAILABLE
+    return f"{value:.{significant_decimals(value)}f}"
+
+
 def change_table(data: ReportData) -> Table:
     """Change of each configuration's means from its baseline's, coloured better/worse in HTML."""
     metrics = compared_metrics(data.scope)
@@ -296,6 +379,17 @@ _INTERVAL_NOTE = (
     "Each cell is the mean over seeds ± the half-width of the two-sided 95% Student-t interval "
     "(no ± for a single seed or when all seeds agree). Times in hours; n/a: not in these runs' "
     "results (written by an older version)."
+)
+
+_PREEMPTION_NOTE = (
+    "Evictions by priority preemption and what they cost, over the whole run (mean over seeds): GPU-hours "
+    "lost to work rolled back to the last checkpoint, restart overheads and termination grace periods; "
+    "goodput = useful GPU-time / allocated GPU-time; pending time counts every requeue after an eviction."
+)
+
+_PRIORITY_NOTE = (
+    "By priority class: who waits and who pays. Waits count every admitted job (censored at the run's end "
+    "when it never started); job counts and lost GPU-hours per seed."
 )
 
 _CENSORING_NOTE = (
@@ -359,6 +453,11 @@ def render_markdown(data: ReportData) -> str:
     out += _md_table(headline_table(data))
     out += ["", "## Job outcomes", "", "Over the whole run; mean over seeds.", ""]
     out += _md_table(outcome_table(data))
+    if has_preemption(data):
+        out += ["", "## Preemption", "", _PREEMPTION_NOTE, ""]
+        out += _md_table(preemption_table(data))
+        out += ["", _PRIORITY_NOTE, ""]
+        out += _md_table(priority_table(data))
     change = change_table(data)
     if change.rows:
         out += [
@@ -473,6 +572,14 @@ def render_html(data: ReportData) -> str:
         '<p class="note">Over the whole run; mean over seeds.</p>',
         _html_table(outcome_table(data)),
     ]
+    if has_preemption(data):
+        parts += [
+            "<h2>Preemption</h2>",
+            f'<p class="note">{_e(_PREEMPTION_NOTE)}</p>',
+            _html_table(preemption_table(data)),
+            f'<p class="note">{_e(_PRIORITY_NOTE)}</p>',
+            _html_table(priority_table(data)),
+        ]
     change = change_table(data)
     if change.rows:
         parts += [
@@ -526,9 +633,12 @@ __all__ = [
     "change_table",
     "format_cell",
     "format_change",
+    "has_preemption",
     "has_window",
     "headline_table",
     "outcome_table",
+    "preemption_table",
+    "priority_table",
     "render_html",
     "render_markdown",
     "significant_decimals",
