@@ -14,6 +14,7 @@ from typing import ClassVar
 from gpureplay.replay.simulate import simulate
 
 from .common import (
+    PHILLY_PREEMPT_PRESETS,
     PHILLY_PRESETS,
     PRESETS,
     SEED,
@@ -21,6 +22,7 @@ from .common import (
     SYNTHETIC_SIZES,
     philly_cluster,
     philly_jobs,
+    philly_jobs_with_priorities,
     synthetic_inputs,
     warm_engine,
 )
@@ -47,6 +49,31 @@ class PhillyReplay:
 
     def peakmem_replay(self, preset: str) -> None:
         simulate(self.jobs, self.nodes, self.policy, seed=SEED)
+
+
+class PhillyPreemptReplay:
+    """Full Philly at 6x with 20% high-priority jobs under the preemption presets (evictions, restarts)."""
+
+    params: ClassVar[list[list[str]]] = [PHILLY_PREEMPT_PRESETS]
+    param_names: ClassVar[list[str]] = ["preset"]
+    timeout = 900
+    number = 1
+    repeat = (1, 5, 120.0)
+    warmup_time = 0.0
+
+    def setup(self, preset: str) -> None:
+        self.jobs = philly_jobs_with_priorities()
+        self.nodes = philly_cluster()
+        self.policy = PRESETS[preset]
+        warm_engine()
+
+    def time_replay(self, preset: str) -> None:
+        simulate(self.jobs, self.nodes, self.policy, seed=SEED)
+
+    def track_preemptions(self, preset: str) -> float:
+        return float(simulate(self.jobs, self.nodes, self.policy, seed=SEED).stats["preemptions"])
+
+    track_preemptions.unit = "evictions"  # type: ignore[attr-defined]
 
 
 class SyntheticReplay:

@@ -85,3 +85,25 @@ def warm_engine() -> None:
     nodes = homogeneous_nodes(4, SYNTHETIC_GPUS_PER_NODE, SYNTHETIC_GPU_MODEL).nodes
     for policy in PRESETS.values():
         simulate(jobs, nodes, policy, seed=SEED)
+
+
+#: Presets with priority preemption, timed on Philly with a 20% high-priority mix (engine v2).
+PHILLY_PREEMPT_PRESETS = ["gang-binpack-preempt", "kube-default-preempt"]
+
+
+def philly_jobs_with_priorities() -> pl.DataFrame:
+    """Full Philly at 6x with the ``priority-20pct`` workload's mix and 30-min checkpoints (seed ``SEED``).
+
+    At the trace's own rate nothing waits, so nothing would be preempted.
+    """
+    from gpureplay.workload.priorities import (
+        Checkpointing,
+        PriorityClass,
+        assign_checkpointing,
+        assign_priority_classes,
+    )
+    from gpureplay.workload.transforms import scale_load
+
+    mix = [PriorityClass("high", 1000, 0.2, preemptible=False), PriorityClass("low", 0, 0.8)]
+    jobs = assign_priority_classes(scale_load(philly_jobs(), 6.0), mix, SEED)
+    return assign_checkpointing(jobs, Checkpointing(1800.0))
