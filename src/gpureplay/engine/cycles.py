@@ -30,7 +30,7 @@ from gpureplay.engine.bundles import (
     Scratch,
     Timers,
 )
-from gpureplay.engine.config import kernel, when_given
+from gpureplay.engine.config import inline_kernel, kernel, when_given
 from gpureplay.engine.gang import backfill_past_shadow, keep_reservation, reserve, try_gang
 from gpureplay.engine.heaps import event_pop, event_push, merge_pop
 from gpureplay.engine.jobs import attempt_of, place_pod, start_job
@@ -71,7 +71,7 @@ from gpureplay.engine.resources import capacity_bound
 from gpureplay.engine.scoring import RANDOM, choose_node
 
 
-@kernel
+@inline_kernel
 def class_dead(cs: Classes, pend: Pending, run: Run, c: int, preempting: bool) -> bool:
     """Whether no job of class ``c`` can start or preempt for the rest of this cycle."""
     if pend.cls[CD_FAIL, c] != run.counters[K_VERSION]:
@@ -122,7 +122,7 @@ def _try_preempt(
 try_preempt = when_given(_try_preempt, 0)
 
 
-@kernel
+@inline_kernel
 def run_time(jobs: Jobs, js: JobState, j: int) -> float:
     """How long job ``j`` would run if started now (restart overhead included)."""
     overhead = 0.0 if math.isnan(js.time[T_FIRST_START, j]) else jobs.flts[JF_OVERHEAD, j]

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from gpureplay.engine.config import kernel
+from gpureplay.engine.config import inline_kernel, kernel
 from gpureplay.engine.layout import Float64Array, Int64Array, UInt64Array
 
 _ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -35,7 +35,7 @@ def _debruijn_table() -> npt.NDArray[np.int64]:
 _CTZ = _debruijn_table()
 
 
-@kernel
+@inline_kernel
 def ctz64(x: np.uint64) -> int:
     """Index of the lowest set bit of a non-zero ``x``.
 
@@ -80,7 +80,7 @@ def bits_clear(p: int, l0: UInt64Array, l1: UInt64Array, l2: UInt64Array) -> Non
     l2[w1 >> 6] &= ~(np.uint64(1) << np.uint64(w1 & 63))
 
 
-@kernel
+@inline_kernel
 def bits_test(p: int, l0: UInt64Array) -> bool:
     """Whether position ``p`` is marked."""
     return bool(((l0[p >> 6] >> np.uint64(p & 63)) & np.uint64(1)) != np.uint64(0))
@@ -125,7 +125,7 @@ def bits_next(p: int, end: int, l0: UInt64Array, l1: UInt64Array, l2: UInt64Arra
     return found if found < end else -1
 
 
-@kernel
+@inline_kernel
 def _event_less(hf: Float64Array, hi: Int64Array, a: int, key: float, t0: int, t1: int) -> bool:
     """Entry ``a`` orders strictly before key ``(key, t0, t1)``."""
     if hf[a] != key:
@@ -190,7 +190,7 @@ def event_pop(hf: Float64Array, hi: Int64Array, size: int) -> int:
     return size
 
 
-@kernel
+@inline_kernel
 def _merge_less(hf: Float64Array, hi: Int64Array, a: int, f0: float, f1: float, f2: float, tie: int) -> bool:
     """Entry ``a`` orders strictly before key ``(f0, f1, f2, tie)``."""
     if hf[0, a] != f0:

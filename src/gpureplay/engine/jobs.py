@@ -39,7 +39,7 @@ from gpureplay.engine.bundles import (
     Scratch,
     Timers,
 )
-from gpureplay.engine.config import kernel
+from gpureplay.engine.config import inline_kernel, kernel
 from gpureplay.engine.layout import (
     A_JOB,
     A_NODES,
@@ -116,7 +116,7 @@ from gpureplay.engine.scoring import choose_gpu, choose_node, refresh_index
 from gpureplay.engine.timers import push_completion, push_timer
 
 
-@kernel
+@inline_kernel
 def touch_node(params: Params, sc: Scratch, run: Run, n: int) -> None:
     """Remember that node ``n`` changed (debug runs check touched nodes after each cycle)."""
     if params.codes[P_DEBUG] != 0 and sc.touch_mark[n] == 0:
@@ -125,7 +125,7 @@ def touch_node(params: Params, sc: Scratch, run: Run, n: int) -> None:
         run.counters[K_NTOUCHED] += 1
 
 
-@kernel
+@inline_kernel
 def link_pod(js: JobState, pod: int, n: int) -> None:
     """Add a placed pod to node ``n``'s pod list."""
     head = js.node_pods[n]
@@ -136,7 +136,7 @@ def link_pod(js: JobState, pod: int, n: int) -> None:
     js.node_pods[n] = pod
 
 
-@kernel
+@inline_kernel
 def unlink_pod(js: JobState, pod: int, n: int) -> None:
     """Remove a pod from node ``n``'s pod list."""
     prev = js.pod_prev[pod]
@@ -151,7 +151,7 @@ def unlink_pod(js: JobState, pod: int, n: int) -> None:
     js.pod_next[pod] = -1
 
 
-@kernel
+@inline_kernel
 def attempt_of(js: JobState, j: int) -> int:
     """The run attempt a pod placed for job ``j`` now belongs to (0-based; the rng key's ``attempt``)."""
     if js.dyn[D_PLACED, j] > 0:
@@ -274,7 +274,7 @@ def release_job_pods(
     js.dyn[D_PLACED, j] = 0
 
 
-@kernel
+@inline_kernel
 def pod_hold_sum(jobs: Jobs, js: JobState, j: int) -> float:
     """Sum of the placement times of job ``j``'s placed pods."""
     total = 0.0

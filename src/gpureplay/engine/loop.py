@@ -57,7 +57,7 @@ from __future__ import annotations
 import math
 
 from gpureplay.engine.bundles import Classes, Cluster, Jobs, Params, Run, State
-from gpureplay.engine.config import kernel
+from gpureplay.engine.config import inline_kernel, kernel
 from gpureplay.engine.cycles import cycle
 from gpureplay.engine.invariants import check_full, check_touched
 from gpureplay.engine.jobs import admit_job, complete_job, terminate_job
@@ -120,7 +120,7 @@ def first_tick_at_or_after(t: float, interval: float, k: int) -> int:
     return guess
 
 
-@kernel
+@inline_kernel
 def attempt_room(jobs: Jobs, run: Run) -> bool:
     """Whether the attempt records can take what one pass may write (one row per job at most)."""
     return bool(run.att_i.shape[1] - run.counters[K_ATTEMPTS] > jobs.ints.shape[1])

@@ -28,7 +28,7 @@ with all of its jobs at once.
 from __future__ import annotations
 
 from gpureplay.engine.bundles import Classes, Jobs, JobState, Pending, Run
-from gpureplay.engine.config import kernel
+from gpureplay.engine.config import inline_kernel, kernel
 from gpureplay.engine.heaps import bits_clear, bits_next, bits_set, merge_push
 from gpureplay.engine.layout import (
     C_END,
@@ -52,7 +52,7 @@ from gpureplay.engine.layout import (
 )
 
 
-@kernel
+@inline_kernel
 def key_before(js: JobState, jobs: Jobs, a: int, b: int) -> bool:
     """Whether job ``a`` orders before job ``b`` within one class (same tenant): ``(key1, key2, job_id)``."""
     if js.time[T_KEY1, a] != js.time[T_KEY1, b]:
@@ -62,7 +62,7 @@ def key_before(js: JobState, jobs: Jobs, a: int, b: int) -> bool:
     return bool(jobs.ints[J_ID, a] < jobs.ints[J_ID, b])
 
 
-@kernel
+@inline_kernel
 def _activate(pend: Pending, run: Run, c: int) -> None:
     if pend.cls[CD_PENDING, c] == 0:
         a = run.counters[K_NACTIVE]
@@ -73,7 +73,7 @@ def _activate(pend: Pending, run: Run, c: int) -> None:
     run.counters[K_NPEND] += 1
 
 
-@kernel
+@inline_kernel
 def _deactivate(pend: Pending, run: Run, c: int) -> None:
     pend.cls[CD_PENDING, c] -= 1
     run.counters[K_NPEND] -= 1
@@ -142,7 +142,7 @@ def cursor_reset(cs: Classes, pend: Pending, c: int) -> None:
     pend.cls[CD_OCUR, c] = o if o < pend.cls[CD_OVER, c] else -1
 
 
-@kernel
+@inline_kernel
 def cursor_job(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, c: int) -> int:
     """The job under class ``c``'s cursors: the earlier of its static and overflow candidates (-1: none)."""
     p = pend.cls[CD_CUR, c]
@@ -176,7 +176,7 @@ def cursor_step(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, c: int, j:
     pend.cls[CD_OCUR, c] = o if o < pend.cls[CD_OVER, c] else -1
 
 
-@kernel
+@inline_kernel
 def push_head(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, size: int, c: int) -> int:
     """Push class ``c``'s cursor job onto the merge heap (if any); returns the heap size."""
     j = cursor_job(jobs, cs, js, pend, c)

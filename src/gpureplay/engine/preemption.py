@@ -48,7 +48,7 @@ from gpureplay.engine.bundles import (
     Scratch,
     Timers,
 )
-from gpureplay.engine.config import kernel
+from gpureplay.engine.config import inline_kernel, kernel
 from gpureplay.engine.jobs import attempt_of, evict_job, place_pod, touch_node, unlink_pod
 from gpureplay.engine.layout import (
     C_CPU,
@@ -94,7 +94,7 @@ from gpureplay.engine.scoring import choose_node, refresh_index
 PRIORITY_OFFSET = 1 << 31
 
 
-@kernel
+@inline_kernel
 def could_ever_fit(cl: Cluster, cs: Classes, c: int, n: int) -> bool:
     """Whether a pod of class ``c`` fits node ``n`` when the node is empty (else no eviction can help)."""
     if cl.node_int[N_CPU, n] < cs.ints[C_CPU, c] or cl.node_int[N_MEM, n] < cs.ints[C_MEM, c]:
@@ -112,7 +112,7 @@ def could_ever_fit(cl: Cluster, cs: Classes, c: int, n: int) -> bool:
     return bool(kind != KIND_WHOLE or cl.node_int[N_GPUS, n] >= cs.ints[C_K, c])
 
 
-@kernel
+@inline_kernel
 def victim_eligible(pre: PreemptScratch, jobs: Jobs, js: JobState, v: int, j: int, stamp: int) -> bool:
     """Whether ``v`` may be evicted for job ``j``: lower priority, preemptible, holding, not yet chosen."""
     if v == j or pre.job_mark[v] == stamp:
@@ -168,7 +168,7 @@ def move_job(
         touch_node(params, sc, run, n)
 
 
-@kernel
+@inline_kernel
 def more_important(jobs: Jobs, js: JobState, a: int, b: int) -> bool:
     """kube's victim importance: higher priority first, then the earlier start."""
     if jobs.ints[J_PRIO, a] != jobs.ints[J_PRIO, b]:
@@ -176,7 +176,7 @@ def more_important(jobs: Jobs, js: JobState, a: int, b: int) -> bool:
     return started_at(js, a) < started_at(js, b)
 
 
-@kernel
+@inline_kernel
 def started_at(js: JobState, v: int) -> float:
     """When a candidate victim started (a pod-holding job that never ran: when it began holding)."""
     if js.dyn[D_STATUS, v] == S_RUNNING:

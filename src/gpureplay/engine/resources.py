@@ -141,7 +141,7 @@ def capacity_on(
     return total
 
 
-@inline_kernel
+@kernel
 def node_capacity(cl: Cluster, cs: Classes, c: int, n: int, limit: int) -> int:
     """Identical pods of class ``c`` node ``n`` can still take, capped at ``limit``."""
     return capacity_on(

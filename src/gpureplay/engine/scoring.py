@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpureplay.engine.bundles import Classes, Cluster, FitIndex, Params
-from gpureplay.engine.config import kernel
+from gpureplay.engine.config import inline_kernel, kernel
 from gpureplay.engine.fitindex import index_query, index_set
 from gpureplay.engine.layout import (
     C_EXACT,
@@ -64,13 +64,13 @@ def scorer_code(name: str) -> int:
         raise KeyError(f"unknown scorer {name!r}; known: {', '.join(SCORERS)}") from None
 
 
-@kernel
+@inline_kernel
 def indexable(scorer: int) -> bool:
     """Whether a node scorer ranks nodes by a key of their own free capacity (fit-tree eligible)."""
     return scorer in (FIRST_FIT, BEST_FIT, WORST_FIT)
 
 
-@kernel
+@inline_kernel
 def index_key(scorer: int, cl: Cluster, n: int) -> int:
     """Node ``n``'s key under an indexable scorer: smaller is preferred, the node index in the low bits.
 
@@ -87,7 +87,7 @@ def index_key(scorer: int, cl: Cluster, n: int) -> int:
     return int(((_MILLI_CEILING - free) << 32) | n)
 
 
-@kernel
+@inline_kernel
 def uses_index(params: Params) -> bool:
     """Whether the replay keeps the fit trees (the one place this is decided)."""
     return indexable(params.codes[P_NODE])

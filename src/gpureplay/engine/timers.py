@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 from gpureplay.engine.bundles import Jobs, JobState, Run, Timers
-from gpureplay.engine.config import kernel
+from gpureplay.engine.config import inline_kernel, kernel
 from gpureplay.engine.heaps import event_pop, event_push
 from gpureplay.engine.layout import (
     D_GEN,
@@ -82,7 +82,7 @@ def next_completion(js: JobState, tm: Timers, run: Run) -> float:
     return math.inf
 
 
-@kernel
+@inline_kernel
 def pop_completion(tm: Timers, run: Run) -> int:
     """Remove the top completion (live: call :func:`next_completion` first); returns its job."""
     j = tm.run_i[2, 0]
@@ -122,7 +122,7 @@ def next_timer(js: JobState, tm: Timers, run: Run) -> float:
     return math.inf
 
 
-@kernel
+@inline_kernel
 def pop_timer(tm: Timers, run: Run) -> tuple[int, int]:
     """Remove the top timer (live: call :func:`next_timer` first); returns ``(kind, target)``."""
     kind = tm.tm_i[0, 0]
