@@ -825,3 +825,22 @@ def test_window_integral_counts_allocation_inside_the_window_only() -> None:
     replay = run(jobs, make_nodes(4), GANG_SKIP, window=(25.0, 75.0))
     assert replay.window_gpu_milli_seconds == 2000 * 50.0 + 1000 * 25.0
     assert replay.gpu_milli_seconds == 2000 * 100.0 + 1000 * 100.0
+
+
+def test_a_rate_change_keeps_the_work_done_and_moves_the_finish() -> None:
+    from gpureplay.engine.jobs import progress_at, set_rate
+
+    # One job of 100 s of work starts at 0 (rate 1). At 40 it is slowed to half speed: 40 s done,
+    # 60 s left at 0.5 s/s -> finishes at 160. Evicted at 100 with a checkpoint every 25 s of work:
+    # done 40 + 60 x 0.5 = 70, kept 50, lost 20.
+    jobs = make_jobs([{"job_id": 1, "submit_time": 0.0, "duration": 100.0}], checkpoint_interval=25.0)
+    c, state = _prepared(jobs, make_nodes(1), GANG_PREEMPT)
+    assert advance(c.params, c.jobs, c.classes, c.cluster, state, 0.0) == L.ADV_PAUSED
+    js, tm, run = state.js, state.tm, state.run
+    assert js.time[L.T_FINISH, 0] == 100.0
+    set_rate(c.jobs, js, tm, run, 0, 0.5, 40.0)
+    assert js.time[L.T_FINISH, 0] == 160.0 and progress_at(js, 0, 100.0) == 70.0
+    # The old completion (100) is stale: the loop skips it and finishes the job at 160.
+    assert advance(c.params, c.jobs, c.classes, c.cluster, state, np.inf) == L.ADV_DONE
+    assert js.time[L.T_END, 0] == 160.0
+    assert state.run.clock[L.X_INTEGRAL] == 1000.0 * 160.0

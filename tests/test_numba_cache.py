@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gpureplay.config import compose_config
-from gpureplay.engine.config import default_cache_dir
+from gpureplay.engine.config import default_cache_dir, engine_digest
 from gpureplay.replay.progress import COMPILE_NOTICE, announce_compilation
 
 REPO = Path(__file__).resolve().parents[1]
@@ -50,7 +50,7 @@ def test_cache_defaults_to_the_users_cache_folder(tmp_path: Path) -> None:
         env,
     )
     expected = str(tmp_path / "home" / ".cache" / "gpureplay" / "numba")
-    assert shown.splitlines() == [expected, expected]
+    assert shown.splitlines() == [expected, f"{expected}/engine-{engine_digest()}"]
     env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
     shown = python("import gpureplay.engine.config, os; print(os.environ['NUMBA_CACHE_DIR'])", env)
     assert shown == str(tmp_path / "xdg" / "gpureplay" / "numba")
@@ -59,11 +59,26 @@ def test_cache_defaults_to_the_users_cache_folder(tmp_path: Path) -> None:
 def test_a_chosen_cache_folder_is_kept_and_numba_imported_first_is_pointed_at_ours(tmp_path: Path) -> None:
     env = {**bare_env(tmp_path), "NUMBA_CACHE_DIR": str(tmp_path / "mine")}
     assert python("import gpureplay.engine.config, numba; print(numba.config.CACHE_DIR)", env) == str(
-        tmp_path / "mine"
+        tmp_path / "mine" / f"engine-{engine_digest()}"
     )
     env = bare_env(tmp_path)
     first = python("import numba; import gpureplay.engine.config; print(numba.config.CACHE_DIR)", env)
-    assert first == str(default_cache_dir({"HOME": env["HOME"]}))
+    assert first == str(default_cache_dir({"HOME": env["HOME"]}) / f"engine-{engine_digest()}")
+
+
+def test_each_version_of_the_engine_sources_has_its_own_cache_folder(tmp_path: Path) -> None:
+    # numba keys a cached kernel on its own file: a kernel in an unchanged file would keep a stale
+    # copy of a callee changed in another file. A copy of the engine with one file edited must get
+    # another cache folder.
+    import shutil
+
+    import gpureplay.engine as engine
+
+    copy = tmp_path / "engine"
+    shutil.copytree(Path(engine.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    assert engine_digest(copy) == engine_digest()
+    (copy / "jobs.py").write_text((copy / "jobs.py").read_text() + "\n# an edit\n")
+    assert engine_digest(copy) != engine_digest()
 
 
 def test_kernels_are_known_uncached_until_compiled_and_cached_after(tmp_path: Path) -> None:

@@ -8,7 +8,6 @@ workers import it and hit numba's on-disk cache instead of recompiling.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -80,6 +79,7 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
     gpureplay.errors.InputError
         On any bad trace, node list or config value; nothing is written then.
     """
+    from gpureplay.engine.config import cache_folder
     from gpureplay.replay.progress import announce_compilation, progress_for_terminal
     from gpureplay.replay.simulate import (  # numba import deferred: `--help` stays fast
         kernels_cached,
@@ -113,7 +113,7 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
 
     # Kernels compile (first run) or load from numba's cache here, timed apart from the replay.
     if not kernels_cached():
-        announce_compilation(os.environ.get("NUMBA_CACHE_DIR"))
+        announce_compilation(str(cache_folder()))
     started = time.perf_counter()
     warm_up(policy, debug=bool(cfg.debug))
     compile_seconds = time.perf_counter() - started

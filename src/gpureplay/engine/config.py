@@ -10,11 +10,16 @@ would break.
 The compiled code is cached on disk under ``$NUMBA_CACHE_DIR``; when it is
 unset, importing this module sets it to a per-user folder
 (:func:`default_cache_dir`) before numba is imported, so that an installed
-gpureplay never writes into its own package folder.
+gpureplay never writes into its own package folder. Inside it, each version
+of the engine's sources gets its own subfolder (:func:`engine_digest`):
+numba keys a cached kernel on its own file only, so a kernel in an unchanged
+file would otherwise keep a stale copy of a changed callee (numba issue 1833)
+after an upgrade or a ``git pull``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from collections.abc import Callable, Mapping
@@ -76,6 +81,23 @@ def _use_user_cache() -> None:
     os.environ[CACHE_ENV] = str(folder)
 
 
+def engine_digest(folder: Path | None = None) -> str:
+    """Hash of every source file of the engine (``folder``: another copy of it): its cache subfolder's name.
+
+    Returns 12 hex digits of the SHA-256 of the ``*.py`` files' names and contents, in name order.
+    """
+    digest = hashlib.sha256()
+    for path in sorted((folder or Path(__file__).parent).glob("*.py")):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def cache_folder() -> Path:
+    """Where this engine's compiled kernels are cached: ``$NUMBA_CACHE_DIR/engine-<digest>``."""
+    return Path(os.environ[CACHE_ENV]) / f"engine-{engine_digest()}"
+
+
 _use_user_cache()
 
 from numba import config as _numba_config  # noqa: E402  (after the cache folder is set)
@@ -83,9 +105,8 @@ from numba import njit  # noqa: E402
 from numba.core import types  # noqa: E402
 from numba.extending import overload  # noqa: E402
 
-# numba imported before gpureplay read the variable unset: give it the folder directly.
-if not _numba_config.CACHE_DIR:  # type: ignore[attr-defined]
-    _numba_config.CACHE_DIR = os.environ[CACHE_ENV]  # type: ignore[attr-defined]
+# Set after numba read the variable (whenever it was imported): this engine's own subfolder.
+_numba_config.CACHE_DIR = str(cache_folder())  # type: ignore[attr-defined]
 
 #: Options passed to ``numba.njit`` for every kernel. ``cache=True`` keeps the
 #: compiled code under ``$NUMBA_CACHE_DIR``; ``error_model="numpy"`` drops the

@@ -7,8 +7,10 @@ it gets what it asked for). An attempt begins when its first pod is placed
 and runs once all pods are placed; a restart (an attempt after one that ran)
 first spends the job's restart overhead (``JF_OVERHEAD``: reading the
 checkpoint, cold start) and only then makes progress, at one second of work
-per second. So a job started at ``t`` finishes at ``t + overhead +
-work left``.
+per second (its *rate*, 1). So a job started at ``t`` finishes at ``t +
+overhead + work left``. A mechanism that slows a running job down (a GPU
+shared by time-slicing, a gang spread over a slow link) changes its rate with
+:func:`set_rate`: the work done so far is kept and the finish time moves.
 
 Eviction and checkpoints
 ------------------------
@@ -95,6 +97,7 @@ from gpureplay.engine.layout import (
     S_REJECTED,
     S_RUNNING,
     S_TERMINATING,
+    T_DONE,
     T_END,
     T_EVICTED,
     T_FINISH,
@@ -106,6 +109,8 @@ from gpureplay.engine.layout import (
     T_PEND_SINCE,
     T_PENDING,
     T_PROGRESS0,
+    T_RATE,
+    T_RATE_T,
     T_START,
     TM_TERMINATED,
     X_LOST,
@@ -340,6 +345,9 @@ def start_job(
         overhead = jobs.flts[JF_OVERHEAD, j]
     js.time[T_START, j] = t
     js.time[T_PROGRESS0, j] = t + overhead
+    js.time[T_RATE, j] = 1.0
+    js.time[T_RATE_T, j] = t + overhead
+    js.time[T_DONE, j] = 0.0
     finish = t + overhead + js.time[T_LEFT, j]
     js.time[T_FINISH, j] = finish
     run.counters[K_NRUN] += 1
@@ -354,6 +362,35 @@ def start_job(
             sc.node_mark[n] = j
             spanned += 1
     js.dyn[D_SPANNED, j] = spanned
+
+
+@kernel
+def progress_at(js: JobState, j: int, t: float) -> float:
+    """Work running job ``j``'s current attempt has done by ``t`` (none during its restart overhead)."""
+    since = max(js.time[T_RATE_T, j], js.time[T_PROGRESS0, j])
+    return float(js.time[T_DONE, j] + max(0.0, t - since) * js.time[T_RATE, j])
+
+
+@kernel
+def set_rate(jobs: Jobs, js: JobState, tm: Timers, run: Run, j: int, rate: float, t: float) -> None:
+    """Running job ``j`` makes progress at ``rate`` (> 0) from ``t`` on: keep its work, move its finish.
+
+    Notes
+    -----
+    The completion entry of the old rate is left in the heap, stale (the
+    job's generation moves on), and a new one is pushed: lazy deletion
+    (:mod:`gpureplay.engine.timers`). A rate set during the restart overhead
+    applies once the overhead is over.
+    """
+    done = progress_at(js, j, t)
+    since = max(t, js.time[T_PROGRESS0, j])
+    js.time[T_DONE, j] = done
+    js.time[T_RATE_T, j] = since
+    js.time[T_RATE, j] = rate
+    finish = since + (js.time[T_LEFT, j] - done) / rate
+    js.time[T_FINISH, j] = finish
+    js.dyn[D_GEN, j] += 1
+    push_completion(jobs, js, tm, run, j, finish)
 
 
 @kernel
@@ -439,7 +476,7 @@ def evict_job(
     if status == S_RUNNING:
         start = js.time[T_START, v]
         begin = js.time[T_PROGRESS0, v]
-        progress = max(0.0, t - begin)
+        progress = progress_at(js, v, t)
         overhead = min(t, begin) - start
         interval = jobs.flts[JF_CKPT, v]
         if interval <= 0.0:

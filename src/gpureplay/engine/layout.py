@@ -106,7 +106,10 @@ T_KEY2 = 9
 T_HOLD0 = 10  # when the current attempt's first pod was placed
 T_END = 11  # when the job finished (nan otherwise)
 T_EVICTED = 12  # terminating: when it was evicted
-JOB_TIME_FIELDS = 13
+T_RATE = 13  # running: seconds of work done per second now (1: full speed; below 1 when slowed down)
+T_RATE_T = 14  # running: when the current rate began to apply (>= T_PROGRESS0)
+T_DONE = 15  # running: work done in this attempt up to T_RATE_T
+JOB_TIME_FIELDS = 16
 
 # Job status codes (every job is in exactly one).
 S_FUTURE = 0  # not yet submitted

@@ -501,6 +501,8 @@ def _open_attempts(compiled: Compiled, js: JobState, end_time: float) -> pl.Data
     milli = ints[L.J_MILLI][idx].astype(np.float64)
     start = np.where(running, js.time[L.T_START][idx], np.nan)
     progress0 = js.time[L.T_PROGRESS0][idx]
+    since = np.maximum(js.time[L.T_RATE_T][idx], progress0)
+    done = js.time[L.T_DONE][idx] + np.maximum(0.0, end_time - since) * js.time[L.T_RATE][idx]
     return pl.DataFrame(
         {
             "job": idx,
@@ -512,7 +514,7 @@ def _open_attempts(compiled: Compiled, js: JobState, end_time: float) -> pl.Data
             "pods": placed[idx],
             "nodes": np.where(running, js.dyn[L.D_SPANNED][idx], 0),
             "end_reason": np.where(running, "unfinished", "deadlocked"),
-            "progress": np.where(running, np.maximum(0.0, end_time - progress0), 0.0),
+            "progress": np.where(running, done, 0.0),
             "work_lost": np.zeros(idx.shape[0]),
             "restart_overhead": np.where(running, np.minimum(end_time, progress0) - start, 0.0),
             "gpu_seconds": (end_time * placed[idx] - hold_sum) * milli / 1000.0,
