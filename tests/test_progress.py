@@ -183,9 +183,7 @@ def test_chunks_change_nothing_under_random_policies(
 ) -> None:
     jobs, nodes = case
     # Random placement with periodic EASY cycles is the one mode that runs every idle tick: always try it.
-    easy_random = replace(
-        PRESETS["easy-backfill"], node_placement="random", gpu_placement="random"
-    )
+    easy_random = replace(PRESETS["easy-backfill"], node_placement="random", gpu_placement="random")
     for policy in [*policy_list, replace(easy_random, session_interval=1.0)]:
         assert_chunks_change_nothing(
             jobs, nodes, policy, chunking, seed=seed, sample_interval=sample_interval
