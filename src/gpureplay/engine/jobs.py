@@ -432,7 +432,9 @@ def evict_job(
         js.time[T_LEFT, v] -= saved
         run.counters[K_NRUN] -= 1
     else:
+        # A partly placed job leaves the queue: its pending time stops here.
         dequeue(jobs, cs, js, pend, run, v)
+        js.time[T_PENDING, v] += t - js.time[T_PEND_SINCE, v]
     grace = params.flt[PF_GRACE]
     record_attempt(jobs, js, run, v, END_PREEMPTED, t, t + grace, progress, lost, overhead)
     gpus = js.dyn[D_PLACED, v] * jobs.ints[J_MILLI, v] / 1000.0
