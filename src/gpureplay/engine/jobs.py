@@ -286,8 +286,9 @@ def record_attempt(
     run.att_i[A_NUMBER, a] = js.dyn[D_ATTEMPTS, j] - 1
     run.att_i[A_REASON, a] = reason
     run.att_i[A_PODS, a] = placed
-    run.att_i[A_NODES, a] = js.dyn[D_SPANNED, j]
     running = js.dyn[D_STATUS, j] == S_RUNNING
+    # Nodes when the attempt started running; an attempt that never ran (partly placed) has none.
+    run.att_i[A_NODES, a] = js.dyn[D_SPANNED, j] if running else 0
     run.att_f[AF_HOLD0, a] = js.time[T_HOLD0, j]
     run.att_f[AF_START, a] = js.time[T_START, j] if running else math.nan
     run.att_f[AF_EVICTED, a] = evicted
