@@ -331,10 +331,12 @@ def start_job(
     push_completion(jobs, js, tm, run, j, finish)
     spanned = 0
     pod0 = jobs.ints[J_POD0, j]
+    # A stamp unique to this start: a restart on the nodes of an earlier attempt counts them again.
+    stamp = run.counters[K_STARTS]
     for p in range(js.dyn[D_PLACED, j]):
         n = js.pod_node[pod0 + p]
-        if sc.node_mark[n] != j:
-            sc.node_mark[n] = j
+        if sc.node_mark[n] != stamp:
+            sc.node_mark[n] = stamp
             spanned += 1
     js.dyn[D_SPANNED, j] = spanned
 
