@@ -1,38 +1,50 @@
-"""Differential tests: the numba engine and the plain-Python reference agree job by job.
+"""Differential tests: the numba engine and the plain-Python reference agree job by job, attempt by attempt.
 
-Hypothesis draws small clusters and traces aimed at the corners of the
-semantics (see :mod:`tests.reference.strategies`); each drawn case is replayed
-by both simulators under every preset-shaped policy, under random policies
-(random placement, periodic cycles, backfill depths) and with a horizon, a
-measurement window and small timeline bounds (``max_samples``). The two must
-agree on every job's start, finish, state, rejection reason, nodes spanned and
-held milli-GPU, on every timeline row, on the sample interval used, and on the
-GPU milli-seconds of the whole run and of the window.
-On a mismatch the failure message prints the (shrunk) case as tables and the
-rows that differ.
+Hypothesis draws clusters and traces aimed at the corners of the v2 semantics
+(:mod:`tests.reference.strategies`): from one node and a few jobs up to about
+fifty nodes and three hundred jobs, and a few clusters with more than 64
+nodes of one model. Each case is replayed by both simulators under every
+scheduler preset read from the shipped YAML files, under preemption variants
+of the gang and pod-by-pod presets, and under random policies (random
+scorers, periodic cycles, backfill depths, grace periods, requeue rules,
+candidate-node limits), with horizons, measurement windows, small
+``max_samples`` (the timeline widens) and engine chunk sizes. The two must
+agree on every job row, every attempt row, every timeline row and both GPU
+integrals; on a mismatch the failure message prints the (shrunk) case as
+tables and the rows that differ.
 
-Runs are derandomized, so CI sees the same ~2,100 cases every time.
+The engine runs with ``debug=True`` (its invariants are checked after every
+cycle). Runs are derandomized with no example database, so CI sees the same
+cases every time. The tests fail, never skip, when the engine cannot be
+imported.
 """
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import math
 from dataclasses import replace
+from types import ModuleType
 from typing import Any
 
 import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.reference.simulator import JOB_RESULT_SCHEMA, TIMELINE_SCHEMA, Replay
+from tests.reference.simulator import ATTEMPT_SCHEMA, JOB_RESULT_SCHEMA, TIMELINE_SCHEMA, Replay
+from tests.reference.simulator import draw as reference_draw
 from tests.reference.simulator import simulate as reference_simulate
 from tests.reference.strategies import (
+    CHURN_HORIZON,
     CORNER_CASES,
+    PREEMPT_VARIANTS,
     PRESETS,
+    big_cases,
     cases,
+    horizons,
     jobs_frame,
-    max_samples_choices,
+    max_samples,
+    may_churn,
     nodes_frame,
     policies,
     sample_intervals,
@@ -40,134 +52,123 @@ from tests.reference.strategies import (
     windows,
 )
 
-from gpureplay.schedulers.policy import GangMode, Placement, Policy
+from gpureplay.schedulers.policy import GangMode, Policy, Preemption, Requeue
+
+try:
+    _engine_module: ModuleType | None = importlib.import_module("gpureplay.replay.simulate")
+except Exception as exc:  # any import failure must fail the tests, not skip them
+    _engine_module = None
+    ENGINE_IMPORT_ERROR: Exception | None = exc
+else:
+    ENGINE_IMPORT_ERROR = None
 
 
-def _engine_missing() -> bool:
-    try:
-        return importlib.util.find_spec("gpureplay.replay.simulate") is None
-    except ModuleNotFoundError:  # the gpureplay.replay package itself is missing
-        return True
+def engine() -> ModuleType:
+    """The engine module; fails the calling test (never skips) when it cannot be imported."""
+    if _engine_module is None:
+        pytest.fail(f"the numba engine gpureplay.replay.simulate cannot be imported: {ENGINE_IMPORT_ERROR!r}")
+    return _engine_module
 
 
-if _engine_missing():
-    pytest.skip(
-        "the numba engine gpureplay.replay.simulate does not exist yet: nothing to compare with",
-        allow_module_level=True,
-    )
-
-engine = pytest.importorskip("gpureplay.replay.simulate")
-
-#: Per-job columns both simulators must agree on (preemptions is always 0 in v1).
-COMPARED_JOB_COLUMNS = [
-    "job_id",
-    "start_time",
-    "finish_time",
-    "state",
-    "reject_reason",
-    "nodes_spanned",
-    "held_milli",
-]
-
-#: Differing timeline rows printed on a mismatch.
+#: Columns holding event times: compared exactly (the inputs are dyadic, so both sides are exact).
+EXACT_FLOATS = {"start_time", "finish_time", "hold_start", "start", "evicted", "end", "time"}
+#: Differing rows printed on a mismatch.
 MAX_SHOWN_ROWS = 20
 
 SETTINGS: dict[str, Any] = {
     "deadline": None,
     "derandomize": True,
     "database": None,
-    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large],
+    "suppress_health_check": [
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.large_base_example,
+    ],
 }
+
+#: Every shipped preset plus the preemption variants, by name.
+ALL_POLICIES: dict[str, Policy] = {**PRESETS, **PREEMPT_VARIANTS}
 
 
 def _table(df: pl.DataFrame) -> str:
     with pl.Config(
-        tbl_rows=-1, tbl_cols=-1, tbl_width_chars=300, fmt_str_lengths=60, fmt_table_cell_list_len=6
+        tbl_rows=-1, tbl_cols=-1, tbl_width_chars=400, fmt_str_lengths=60, fmt_table_cell_list_len=6
     ):
         return str(df)
 
 
-def describe_case(
-    jobs: pl.DataFrame,
-    nodes: pl.DataFrame,
-    policy: Policy,
-    seed: int,
-    sample_interval: float,
-    horizon: float | None,
-    window: tuple[float, float] | None = None,
-    max_samples: int | None = None,
-) -> str:
+def describe_case(jobs: pl.DataFrame, nodes: pl.DataFrame, policy: Policy, kwargs: dict[str, Any]) -> str:
     job_cols = ["job_id", "submit_time", "duration", "num_pods", "gpu_milli", "gpu_mem_mib", "gpu_models"]
-    job_cols += ["cpu_milli", "mem_mib", "priority"]
+    job_cols += ["cpu_milli", "mem_mib", "priority", "preemptible"]
+    job_cols += [
+        c for c in ("checkpoint_interval", "restart_overhead", "preemption_policy") if c in jobs.columns
+    ]
     node_cols = ["node_id", "gpu_model", "num_gpus", "gpu_mem_mib", "cpu_milli", "mem_mib"]
     return (
-        f"policy={policy!r}\nseed={seed} sample_interval={sample_interval} horizon={horizon} "
-        f"window={window} max_samples={max_samples}\n"
+        f"policy={policy!r}\n{kwargs}\n"
         f"jobs:\n{_table(jobs.select(job_cols))}\nnodes:\n{_table(nodes.select(node_cols))}"
     )
+
+
+def _close(column: str) -> pl.Expr:
+    """Per-row: the engine's value (``column``) equals the reference's (``column_ref``)."""
+    left, right = pl.col(column), pl.col(f"{column}_ref")
+    same = left.eq_missing(right)
+    if column in EXACT_FLOATS:
+        return same
+    if isinstance(left, pl.Expr):
+        close = (left - right).abs() <= 1e-6 + 1e-9 * right.abs()
+        return same | close.fill_null(False)
+    return same
+
+
+def _row_differences(
+    name: str, got: pl.DataFrame, want: pl.DataFrame, schema: dict[str, pl.DataType]
+) -> list[str]:
+    """Rows of two same-schema tables (compared in order) that differ, as printable tables."""
+    if got.height != want.height:
+        return [
+            f"{name}: engine {got.height} rows, reference {want.height}\n"
+            f"engine:\n{_table(got.head(MAX_SHOWN_ROWS))}\nreference:\n{_table(want.head(MAX_SHOWN_ROWS))}"
+        ]
+    left = got.with_row_index("row")
+    right = want.with_row_index("row")
+    both = left.join(right, on="row", suffix="_ref")
+    checks = []
+    for column, dtype in schema.items():
+        if dtype == pl.Float64:
+            checks.append(~_close(column))
+        else:
+            checks.append(~pl.col(column).eq_missing(pl.col(f"{column}_ref")))
+    bad = both.filter(pl.any_horizontal(checks))
+    if not bad.height:
+        return []
+    columns = ["row"] + [x for c in schema for x in (c, f"{c}_ref")]
+    more = f"\n... and {bad.height - MAX_SHOWN_ROWS} more" if bad.height > MAX_SHOWN_ROWS else ""
+    return [
+        f"{name} rows differ (engine vs *_ref):\n{_table(bad.select(columns).head(MAX_SHOWN_ROWS))}{more}"
+    ]
 
 
 def differences(got: Replay, want: Replay) -> list[str]:
     """Human-readable differences between the engine's result ``got`` and the reference's ``want``."""
     problems: list[str] = []
-    if dict(got.jobs.schema) != JOB_RESULT_SCHEMA:
-        problems.append(f"engine jobs schema {dict(got.jobs.schema)} != {JOB_RESULT_SCHEMA}")
-    if dict(got.timeline.schema) != TIMELINE_SCHEMA:
-        problems.append(f"engine timeline schema {dict(got.timeline.schema)} != {TIMELINE_SCHEMA}")
+    for name, table, schema in (
+        ("jobs", got.jobs, JOB_RESULT_SCHEMA),
+        ("attempts", got.attempts, ATTEMPT_SCHEMA),
+        ("timeline", got.timeline, TIMELINE_SCHEMA),
+    ):
+        if dict(table.schema) != schema:
+            problems.append(f"engine {name} schema {dict(table.schema)} != {schema}")
     if problems:
         return problems
-    if got.sample_interval != want.sample_interval:
-        problems.append(
-            f"sample interval used: engine {got.sample_interval!r}, reference {want.sample_interval!r}"
-        )
-    if (got.window_gpu_milli_seconds is None) != (want.window_gpu_milli_seconds is None) or (
-        got.window_gpu_milli_seconds is not None
-        and want.window_gpu_milli_seconds is not None
-        and not math.isclose(
-            got.window_gpu_milli_seconds, want.window_gpu_milli_seconds, rel_tol=1e-9, abs_tol=1e-6
-        )
-    ):
-        problems.append(
-            f"window_gpu_milli_seconds: engine {got.window_gpu_milli_seconds!r}, "
-            f"reference {want.window_gpu_milli_seconds!r}"
-        )
-    if (
-        not problems
-        and got.jobs.select(COMPARED_JOB_COLUMNS).equals(want.jobs.select(COMPARED_JOB_COLUMNS))
-        and got.timeline.equals(want.timeline)
-        and math.isclose(got.gpu_milli_seconds, want.gpu_milli_seconds, rel_tol=1e-9, abs_tol=1e-6)
-    ):
-        return []  # the common case, without building the row-by-row report
-
-    if got.jobs.height != want.jobs.height:
-        problems.append(f"engine returned {got.jobs.height} job rows, reference {want.jobs.height}")
-    else:
-        left = got.jobs.select(COMPARED_JOB_COLUMNS).with_row_index("row")
-        right = want.jobs.select(COMPARED_JOB_COLUMNS).with_row_index("row")
-        both = left.join(right, on="row", suffix="_ref")
-        differs = pl.any_horizontal(~pl.col(c).eq_missing(pl.col(f"{c}_ref")) for c in COMPARED_JOB_COLUMNS)
-        bad = both.filter(differs)
-        if bad.height:
-            columns = ["row"] + [x for c in COMPARED_JOB_COLUMNS for x in (c, f"{c}_ref")]
-            problems.append(f"job rows differ (engine vs *_ref):\n{_table(bad.select(columns))}")
-
-    # One sample per time, so matching rows by time shows missing, extra and differing samples alike.
-    both = got.timeline.join(want.timeline, on="time", how="full", suffix="_ref", coalesce=False)
-    differs = pl.any_horizontal(~pl.col(c).eq_missing(pl.col(f"{c}_ref")) for c in TIMELINE_SCHEMA)
-    bad = both.filter(differs).sort(pl.coalesce("time", "time_ref"))
-    if bad.height:
-        columns = [x for c in TIMELINE_SCHEMA for x in (c, f"{c}_ref")]
-        shown = MAX_SHOWN_ROWS
-        more = f"\n... and {bad.height - shown} more" if bad.height > shown else ""
-        problems.append(
-            f"timeline: engine {got.timeline.height} rows, reference {want.timeline.height}; "
-            f"rows that differ (engine vs *_ref):\n{_table(bad.select(columns).head(shown))}{more}"
-        )
-
-    if not math.isclose(got.gpu_milli_seconds, want.gpu_milli_seconds, rel_tol=1e-9, abs_tol=1e-6):
-        problems.append(
-            f"gpu_milli_seconds: engine {got.gpu_milli_seconds!r}, reference {want.gpu_milli_seconds!r}"
-        )
+    problems += _row_differences("jobs", got.jobs, want.jobs, JOB_RESULT_SCHEMA)
+    problems += _row_differences("attempts", got.attempts, want.attempts, ATTEMPT_SCHEMA)
+    problems += _row_differences("timeline", got.timeline, want.timeline, TIMELINE_SCHEMA)
+    for name in ("gpu_milli_seconds", "window_gpu_milli_seconds", "sample_interval"):
+        a, b = getattr(got, name), getattr(want, name)
+        if not math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-6):
+            problems.append(f"{name}: engine {a!r}, reference {b!r}")
     return problems
 
 
@@ -176,120 +177,135 @@ def assert_agree(
     nodes: pl.DataFrame,
     policy: Policy,
     *,
-    seed: int,
-    sample_interval: float,
-    horizon: float | None = None,
-    window: tuple[float, float] | None = None,
-    max_samples: int = 100_000,
-) -> None:
-    kwargs: dict[str, Any] = {
-        "seed": seed,
-        "sample_interval": sample_interval,
-        "horizon": horizon,
-        "window": window,
-        "max_samples": max_samples,
-        "debug": True,
-    }
-    case = describe_case(jobs, nodes, policy, seed, sample_interval, horizon, window, max_samples)
+    chunk_seconds: float | None = None,
+    **kwargs: Any,
+) -> Replay:
+    """Replay with both simulators (``kwargs``: seed, sample_interval, horizon, window, max_samples)."""
+    simulate = engine().simulate
+    kwargs.setdefault("seed", 0)
+    kwargs.setdefault("sample_interval", 10.0)
+    shown = {**kwargs, "chunk_seconds": chunk_seconds}
     try:
-        want = reference_simulate(jobs, nodes, policy, **kwargs)
+        want = reference_simulate(jobs, nodes, policy, debug=True, **kwargs)
     except Exception as exc:
-        raise AssertionError(f"reference raised {exc!r}\n{case}") from exc
+        raise AssertionError(
+            f"reference raised {exc!r}\n{describe_case(jobs, nodes, policy, shown)}"
+        ) from exc
     try:
-        got = engine.simulate(jobs, nodes, policy, **kwargs)
+        got = simulate(jobs, nodes, policy, debug=True, chunk_seconds=chunk_seconds, **kwargs)
     except Exception as exc:
-        raise AssertionError(f"engine raised {exc!r}\n{case}") from exc
+        raise AssertionError(f"engine raised {exc!r}\n{describe_case(jobs, nodes, policy, shown)}") from exc
     problems = differences(got, want)
     if problems:
+        case = describe_case(jobs, nodes, policy, shown)
         raise AssertionError("engine and reference disagree\n" + case + "\n" + "\n".join(problems))
+    return want
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _warm_engine() -> None:
-    """Compile the kernels once, outside hypothesis' timing."""
+    """Compile the engine's variants (gang, EASY, pod by pod; with preemption) outside hypothesis."""
+    if _engine_module is None:
+        return  # each test fails with the import error
     jobs = jobs_frame([{"job_id": 1, "submit_time": 0.0, "duration": 1.0, "num_pods": 1, "gpu_milli": 1000}])
     nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": 1}])
-    for policy in PRESETS.values():
-        engine.simulate(jobs, nodes, policy, debug=True)
+    for policy in ALL_POLICIES.values():
+        _engine_module.simulate(jobs, nodes, policy, debug=True)
 
 
-# 200 cases x 7 presets = 1,400 replays per simulator.
-@settings(max_examples=200, **SETTINGS)
-@given(
-    case=cases(),
-    sample_interval=sample_intervals,
-    seed=seeds,
-    window=windows(),
-    max_samples=max_samples_choices,
-)
+def test_engine_is_importable() -> None:
+    assert engine().simulate is not None
+
+
+def test_policies_cover_every_shipped_preset_and_preemption_in_both_modes() -> None:
+    """The differential policies include the YAML presets and preemption in gang and pod-by-pod mode."""
+    assert set(PRESETS) >= {"fifo", "sjf", "kube-default", "gang-binpack", "gang-spread", "easy-backfill"}
+    preempting = [p for p in ALL_POLICIES.values() if p.preemption is Preemption.priority]
+    assert {p.gang for p in preempting} == {GangMode.gang, GangMode.pod_by_pod}
+    assert any(p.node_placement == "random" for p in preempting)
+
+
+# Per policy (so a failure shrinks under that policy only): 60 small cases x every preset and variant.
+@pytest.mark.parametrize("name", sorted(ALL_POLICIES))
+@settings(max_examples=60, **SETTINGS)
+@given(case=cases(), sample_interval=sample_intervals, seed=seeds)
 def test_presets_agree(
-    case: tuple[pl.DataFrame, pl.DataFrame],
-    sample_interval: float,
-    seed: int,
-    window: tuple[float, float] | None,
-    max_samples: int,
+    name: str, case: tuple[pl.DataFrame, pl.DataFrame], sample_interval: float, seed: int
 ) -> None:
     jobs, nodes = case
-    for policy in PRESETS.values():
-        assert_agree(
-            jobs, nodes, policy, seed=seed, sample_interval=sample_interval, window=window,
-            max_samples=max_samples,
-        )  # fmt: skip
+    assert_agree(jobs, nodes, ALL_POLICIES[name], seed=seed, sample_interval=sample_interval)
 
 
-# 75 cases x 8 random policies = 600 replays: random placement, periodic cycles, any mode/backfill mix.
-@settings(max_examples=75, **SETTINGS)
+# 80 small cases x 6 random policies, with horizons, windows, small max_samples and engine chunks.
+@settings(max_examples=80, **SETTINGS)
 @given(
     case=cases(),
-    policy_list=st.lists(policies(), min_size=8, max_size=8),
+    policy_list=st.lists(policies(), min_size=6, max_size=6),
     sample_interval=sample_intervals,
     seed=seeds,
+    horizon=horizons,
+    window=windows,
+    rows=max_samples,
+    chunk=st.sampled_from([None, None, 0.5, 3.0, 7.0]),
 )
 def test_random_policies_agree(
-    case: tuple[pl.DataFrame, pl.DataFrame], policy_list: list[Policy], sample_interval: float, seed: int
+    case: tuple[pl.DataFrame, pl.DataFrame],
+    policy_list: list[Policy],
+    sample_interval: float,
+    seed: int,
+    horizon: float | None,
+    window: tuple[float, float] | None,
+    rows: int,
+    chunk: float | None,
 ) -> None:
     jobs, nodes = case
     for policy in policy_list:
-        assert_agree(jobs, nodes, policy, seed=seed, sample_interval=sample_interval)
+        assert_agree(
+            jobs,
+            nodes,
+            policy,
+            seed=seed,
+            sample_interval=sample_interval,
+            horizon=CHURN_HORIZON if horizon is None and may_churn(policy) else horizon,
+            window=window,
+            max_samples=rows,
+            chunk_seconds=chunk,
+        )
 
 
-# 40 cases x 3 policies = 120 replays cut by a horizon (partly placed, running and unarrived jobs at the end).
-@settings(max_examples=40, **SETTINGS)
+# A few big cases (6-50 nodes, up to 300 jobs), each under a preset and two random policies.
+@settings(max_examples=6, **SETTINGS)
 @given(
-    case=cases(),
-    preset=st.sampled_from(sorted(PRESETS)),
+    case=big_cases(),
+    name=st.sampled_from(sorted(ALL_POLICIES)),
     policy_list=st.lists(policies(), min_size=2, max_size=2),
-    horizon=st.sampled_from([0.0, 3.0, 7.5, 12.0, 20.0]),
-    sample_interval=sample_intervals,
     seed=seeds,
-    window=windows(),
-    max_samples=max_samples_choices,
 )
-def test_horizon_agrees(
-    case: tuple[pl.DataFrame, pl.DataFrame],
-    preset: str,
-    policy_list: list[Policy],
-    horizon: float,
-    sample_interval: float,
-    seed: int,
-    window: tuple[float, float] | None,
-    max_samples: int,
+def test_big_cases_agree(
+    case: tuple[pl.DataFrame, pl.DataFrame], name: str, policy_list: list[Policy], seed: int
 ) -> None:
     jobs, nodes = case
-    for chosen in (PRESETS[preset], *policy_list):
-        assert_agree(
-            jobs, nodes, chosen, seed=seed, sample_interval=sample_interval, horizon=horizon, window=window,
-            max_samples=max_samples,
-        )  # fmt: skip
+    for policy in (ALL_POLICIES[name], *policy_list):
+        horizon = 4 * CHURN_HORIZON if may_churn(policy) else None
+        assert_agree(jobs, nodes, policy, seed=seed, sample_interval=25.0, max_samples=8, horizon=horizon)
 
 
-#: Policies the corner cases run under: every preset, plus random placement and periodic cycles.
+# More than 64 nodes of one model (the engine's per-model fit tree and node scans at that width).
+@settings(max_examples=2, **SETTINGS)
+@given(case=big_cases(max_jobs=120, wide=True), policy=policies(), seed=seeds)
+def test_wide_cluster_agrees(case: tuple[pl.DataFrame, pl.DataFrame], policy: Policy, seed: int) -> None:
+    jobs, nodes = case
+    for chosen in (PRESETS["gang-binpack"], PREEMPT_VARIANTS["kube-default+preempt"], policy):
+        horizon = 4 * CHURN_HORIZON if may_churn(chosen) else None
+        assert_agree(jobs, nodes, chosen, seed=seed, sample_interval=50.0, horizon=horizon)
+
+
+#: Policies the corner cases run under: every preset and preemption variant, plus periodic cycles.
 CORNER_POLICIES: list[Policy] = [
-    *PRESETS.values(),
-    replace(PRESETS["gang-binpack"], node_placement=Placement.random, gpu_placement=Placement.random),
-    replace(PRESETS["kube-default"], name="kube-random", node_placement=Placement.random),
+    *ALL_POLICIES.values(),
     replace(PRESETS["easy-backfill"], name="easy-periodic", session_interval=4.0),
-    replace(PRESETS["kube-default"], name="kube-periodic", session_interval=3.0, gang=GangMode.pod_by_pod),
+    replace(PREEMPT_VARIANTS["kube-default+preempt"], name="kube-preempt-periodic", session_interval=3.0),
+    replace(PREEMPT_VARIANTS["gang-binpack+preempt"], name="gang-preempt-periodic", session_interval=0.5),
 ]
 
 
@@ -299,6 +315,80 @@ def test_corner_cases_agree(name: str) -> None:
     jobs, nodes = jobs_frame(job_rows), nodes_frame(node_rows)
     for policy in CORNER_POLICIES:
         for horizon in (None, 11.0, 100.0):
-            assert_agree(
-                jobs, nodes, policy, seed=3, sample_interval=10.0, horizon=horizon, window=(5.0, 30.0)
-            )
+            assert_agree(jobs, nodes, policy, seed=3, sample_interval=10.0, horizon=horizon)
+
+
+def test_engine_draw_matches_the_reference_hash() -> None:
+    """The engine's counter-based draw and the reference's (written from the spec) are one function."""
+    from gpureplay.engine.rng import draw as engine_draw
+
+    engine()
+    keys = [(0, 0, 0, 0, 0), (42, 7, 3, 1, 2), (2**63 - 1, 10_000, 15, 4, 1), (123_456_789, 2**40, 0, 9, 0)]
+    for key in keys:
+        assert int(engine_draw(*key)) == reference_draw(*key), key
+
+
+# --------------------------------------------------------------------------------------------------
+# Open questions for the spec (xfail, strict: they fail loudly once the engine changes)
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="spec question: the engine's timeline lost_gpu_seconds charges a restart overhead when its "
+    "attempt ends and a grace period when it ends, so 'so far' lags the job table (which adds what is "
+    "spent up to the end of the run); the reference follows the engine for now",
+)
+def test_spec_question_timeline_lost_gpu_seconds_accrue_while_spent() -> None:
+    jobs = jobs_frame(
+        [
+            {"job_id": 1, "submit_time": 0.0, "duration": 20.0, "num_pods": 1, "gpu_milli": 4000,
+             "restart_overhead": 1.0},
+            {"job_id": 2, "submit_time": 7.0, "duration": 5.0, "num_pods": 1, "gpu_milli": 4000,
+             "priority": 9, "restart_overhead": 1.0},
+        ]
+    )  # fmt: skip
+    nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": 4}])
+    policy = PREEMPT_VARIANTS["gang-binpack+preempt"]  # grace 2 s
+    # Job 1 is evicted at 7 (nothing lost: checkpoint 0), holds until 9, restarts at 14 and spends
+    # 1 s of overhead; cut at 14.5 it has lost 4 x (2 + 0.5) = 10 GPU-seconds, as its job row says.
+    result = engine().simulate(jobs, nodes, policy, sample_interval=0.5, horizon=14.5)
+    assert result.jobs["lost_gpu_seconds"].to_list() == [10.0, 0.0]
+    assert result.timeline.filter(pl.col("time") == 8.0)["lost_gpu_seconds"].to_list() == [4.0]
+    assert result.timeline["lost_gpu_seconds"].to_list()[-1] == 10.0
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="spec gap: with a FIFO (requeue: original) or SJF queue and preemption, a lower-priority job "
+    "ahead of the preemptor takes its victims' resources back at every release and is evicted again, "
+    "forever (without a horizon the run never ends); kube-scheduler avoids this with PrioritySort and "
+    "the preemptor's nominated node",
+)
+def test_spec_gap_lower_priority_job_ahead_of_the_preemptor_is_evicted_forever() -> None:
+    from gpureplay.errors import InputError
+
+    jobs = jobs_frame(
+        [
+            {"job_id": 1, "submit_time": 0.0, "duration": 100.0, "num_pods": 1, "gpu_milli": 1000},
+            {
+                "job_id": 2,
+                "submit_time": 1.0,
+                "duration": 10.0,
+                "num_pods": 1,
+                "gpu_milli": 1000,
+                "priority": 9,
+            },
+        ]
+    )
+    nodes = nodes_frame([{"gpu_model": "T4", "num_gpus": 1}])
+    policy = replace(
+        PRESETS["fifo"], preemption=Preemption.priority, graceful_termination=2.0, requeue=Requeue.original
+    )
+    try:
+        result = engine().simulate(jobs, nodes, policy, horizon=50.0)
+    except InputError:
+        return  # refusing preemption without the priority queue order settles it too
+    # Job 2 should run once job 1's grace period ends (3..13), job 1 evicted once.
+    assert result.jobs["start_time"].to_list()[1] == 3.0
+    assert result.jobs["preemptions"].to_list()[0] == 1

@@ -1,82 +1,79 @@
 """A slow, obviously-correct replay simulator: the oracle the numba engine is tested against.
 
-Every rule of the engine's v1 semantics is written here in the plainest way
-Python allows: the cluster is a list of :class:`Node` objects, the queue is
-re-sorted every cycle, every node is scanned for every pod, and "undo" or
-"project into the future" means copying the whole cluster state. Section
-names in the comments (``[Resources]``, ``[Gang mode]``, ...) are the headings
-of the engine semantics spec (``docs/engine-semantics.md``), so a reader can check each line against it.
+Every rule of the engine v2 spec (``docs/engine-semantics.md``) is written here
+in the plainest way Python allows: the cluster is a list of :class:`Node`
+objects, the queue is re-sorted whenever it is looked at, every node is
+scanned for every pod, a gang placement or a preemption search is tried on a
+copy of the cluster, and EASY's projection is another copy. Section names in
+the comments (``[Resources]``, ``[Priority preemption]``, ...) are the
+headings of the spec, so a reader can check each line against it.
 
-Speed is not a goal; it only has to be fast enough for clusters of a few
-nodes and traces of a few dozen jobs (the hypothesis differential tests).
+Nothing here is imported from the engine except the result type and the
+schemas it must produce: the counter-based draw is written again from the
+spec's formula, and the scorers live in the twin module
+:mod:`tests.reference.scoring`.
+
+Speed is not a goal; it only has to be fast enough for the hypothesis cases of
+the differential tests (tens of nodes, a few hundred jobs).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
+from tests.reference.scoring import SCORERS, Candidate, Scorer
 
-from gpureplay.replay.simulate import Replay  # the result type both simulators return
-from gpureplay.schedulers.policy import Backfill, GangMode, Placement, Policy, QueueOrder
+from gpureplay.replay.simulate import ATTEMPT_SCHEMA, JOB_RESULT_SCHEMA, TIMELINE_SCHEMA, Replay
+from gpureplay.schedulers.policy import Backfill, GangMode, Policy, Preemption, QueueOrder, Requeue
 from gpureplay.traces.schema import UNKNOWN_CAPACITY
 
 __all__ = [
+    "ATTEMPT_SCHEMA",
+    "DEFAULT_MAX_SAMPLES",
     "JOB_RESULT_SCHEMA",
     "TIMELINE_SCHEMA",
     "Replay",
-    "SplitMix64",
+    "draw",
+    "mix64",
     "rejection_reason",
     "simulate",
 ]
 
 WHOLE_GPU = 1000  # milli-GPU of one whole card
+DEFAULT_MAX_SAMPLES = 100_000
+#: Restart overhead when the jobs table gives none (Lucid's simulator): 40 s up to 8 GPUs, else 60 s.
+LUCID_SMALL, LUCID_LARGE, LUCID_SMALL_GPUS = 40.0, 60.0, 8
+#: kube-scheduler's offset in the "sum of victim priorities" node criterion.
+PRIORITY_OFFSET = 2**31
 
-JOB_RESULT_SCHEMA: dict[str, pl.DataType] = {
-    "job_id": pl.Int64(),
-    "start_time": pl.Float64(),
-    "finish_time": pl.Float64(),
-    "state": pl.String(),
-    "reject_reason": pl.String(),
-    "nodes_spanned": pl.Int32(),
-    "held_milli": pl.Int64(),
-    "preemptions": pl.Int32(),
-}
-
-TIMELINE_SCHEMA: dict[str, pl.DataType] = {
-    "time": pl.Float64(),
-    "allocated_gpus": pl.Int32(),
-    "allocated_milli": pl.Int64(),
-    "pending_jobs": pl.Int32(),
-    "running_jobs": pl.Int32(),
-    "fragmented_gpus": pl.Int32(),
-}
+# --------------------------------------------------------------------------------------------------
+# Draws  [Resources] "Draws (counter-based)"
+# --------------------------------------------------------------------------------------------------
 
 MASK64 = (1 << 64) - 1
+GOLDEN = 0x9E3779B97F4A7C15
+DECISION_NODE, DECISION_GPU, DECISION_PREEMPT_OFFSET = 0, 1, 2
 
-DEFAULT_MAX_SAMPLES = 100_000  # [Timeline row (sampled)] most rows before the interval doubles
+
+def mix64(z: int) -> int:
+    """SplitMix64's output function, every product reduced modulo 2**64 by hand."""
+    z &= MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+    return z ^ (z >> 31)
 
 
-class SplitMix64:
-    """The splitmix64 generator of [RNG] (Steele, Lea & Flood 2014; Vigna's reference C code).
-
-    Python integers are unbounded, so every step is reduced modulo 2**64 by hand.
-    """
-
-    def __init__(self, seed: int) -> None:
-        self.state = seed & MASK64
-        self.calls = 0
-
-    def __call__(self) -> int:
-        self.calls += 1
-        self.state = (self.state + 0x9E3779B97F4A7C15) & MASK64
-        z = self.state
-        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
-        return z ^ (z >> 31)
+def draw(seed: int, job_id: int, pod: int, attempt: int, decision: int) -> int:
+    """The spec's hash of ``(seed, job_id, pod, attempt, decision)``: a 64-bit word."""
+    h = mix64((seed % 2**63) + GOLDEN)
+    h = mix64(h ^ (((job_id & MASK64) + 2 * GOLDEN) & MASK64))
+    h = mix64(h ^ ((pod + 3 * GOLDEN) & MASK64))
+    h = mix64(h ^ ((attempt + 4 * GOLDEN) & MASK64))
+    return mix64(h ^ ((decision + 5 * GOLDEN) & MASK64))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -100,6 +97,8 @@ class Node:
     index: int
     model: str | None
     gpu_mem: float  # memory of one GPU (node gpu_mem_mib)
+    cpu: float  # capacity (inf when unknown)
+    mem: float
     free_cpu: float
     free_mem: float  # node memory, MiB
     gpus: list[Gpu]
@@ -109,6 +108,12 @@ class Node:
 
     def wholly_free(self) -> list[int]:
         return [i for i, g in enumerate(self.gpus) if g.free_milli == WHOLE_GPU]
+
+    def copy(self) -> Node:
+        gpus = [Gpu(g.free_milli, g.free_mem) for g in self.gpus]
+        return Node(
+            self.index, self.model, self.gpu_mem, self.cpu, self.mem, self.free_cpu, self.free_mem, gpus
+        )
 
 
 Cluster = list[Node]
@@ -130,12 +135,12 @@ class PodPlacement:
     """Where one pod went, with what it took, so it can be released exactly."""
 
     node: int
-    gpus: tuple[int, ...]  # whole pod: its k GPUs; fractional: one GPU; gpu_milli 0: none
+    gpus: tuple[int, ...]  # whole pod: its k GPUs; shared: one GPU; gpu_milli 0: none
     milli: int  # taken from each GPU in ``gpus``
     gpu_mem: float  # taken from each GPU in ``gpus``
     cpu: int
     mem: int
-    time: float  # when it was placed (for the accounting invariant)
+    time: float  # when it was placed (its hold starts)
 
 
 def empty_cluster(nodes: list[dict[str, Any]]) -> Cluster:
@@ -143,17 +148,15 @@ def empty_cluster(nodes: list[dict[str, Any]]) -> Cluster:
     cluster: Cluster = []
     for index, row in enumerate(nodes):
         gpu_mem = float(row["gpu_mem_mib"])
-        cluster.append(
-            Node(
-                index=index,
-                model=row["gpu_model"],
-                gpu_mem=gpu_mem,
-                free_cpu=_capacity(row["cpu_milli"]),
-                free_mem=_capacity(row["mem_mib"]),
-                gpus=[Gpu(WHOLE_GPU, gpu_mem) for _ in range(row["num_gpus"])],
-            )
-        )
+        cpu, mem = _capacity(row["cpu_milli"]), _capacity(row["mem_mib"])
+        gpus = [Gpu(WHOLE_GPU, gpu_mem) for _ in range(row["num_gpus"])]
+        cluster.append(Node(index, row["gpu_model"], gpu_mem, cpu, mem, cpu, mem, gpus))
     return cluster
+
+
+def clone(cluster: Cluster) -> Cluster:
+    """An independent copy of the cluster state."""
+    return [node.copy() for node in cluster]
 
 
 def model_allowed(node: Node, pod: Pod) -> bool:
@@ -161,9 +164,7 @@ def model_allowed(node: Node, pod: Pod) -> bool:
 
 
 def fitting_gpus(node: Node, pod: Pod) -> list[int]:
-    """GPUs of ``node`` one GPU-using pod could use, lowest index first."""
-    if pod.milli >= WHOLE_GPU:
-        return node.wholly_free()
+    """GPUs of ``node`` a shared pod could use, lowest index first."""
     return [i for i, g in enumerate(node.gpus) if g.free_milli >= pod.milli and g.free_mem >= pod.gpu_mem]
 
 
@@ -177,58 +178,32 @@ def pod_fits(node: Node, pod: Pod) -> bool:
         return False
     if pod.milli < WHOLE_GPU:
         return len(fitting_gpus(node, pod)) > 0
-    k = pod.milli // WHOLE_GPU
-    # A whole GPU is wholly free, so its memory is the node's per-GPU memory.
-    return len(node.wholly_free()) >= k and node.gpu_mem >= pod.gpu_mem
+    # Whole GPUs are wholly free, so their memory is the node's per-GPU memory.
+    return len(node.wholly_free()) >= pod.milli // WHOLE_GPU and node.gpu_mem >= pod.gpu_mem
 
 
-def choose_gpu(node: Node, pod: Pod, gpu_policy: Placement, rng: SplitMix64 | None) -> int:
-    """[Resources] GPU choice for a fractional pod among the GPUs that fit."""
-    candidates = fitting_gpus(node, pod)
-    if gpu_policy is Placement.first_fit:
-        return candidates[0]
-    if gpu_policy is Placement.best_fit:
-        # min() keeps the first of equal keys, i.e. the lowest index.
-        return min(candidates, key=lambda i: node.gpus[i].free_milli - pod.milli)
-    if gpu_policy is Placement.worst_fit:
-        return max(candidates, key=lambda i: (node.gpus[i].free_milli - pod.milli, -i))
-    assert rng is not None
-    return candidates[rng() % len(candidates)]
+def take(node: Node, placement: PodPlacement) -> None:
+    """Subtract a placement's resources from its node (whole GPUs end at free_milli 0, free_mem 0)."""
+    node.free_cpu -= placement.cpu
+    node.free_mem -= placement.mem
+    for g in placement.gpus:
+        node.gpus[g].free_milli -= placement.milli
+        node.gpus[g].free_mem -= placement.gpu_mem
 
 
-def choose_node(cluster: Cluster, pod: Pod, node_policy: Placement, rng: SplitMix64 | None) -> int | None:
-    """[Resources] Node choice among the nodes the pod fits; None when it fits nowhere."""
-    candidates = [n.index for n in cluster if pod_fits(n, pod)]
-    if not candidates:
-        return None
-    if node_policy is Placement.first_fit:
-        return candidates[0]
-
-    def free_after(i: int) -> int:
-        # Every kind of pod removes exactly ``milli`` from its node's free GPU milli.
-        return cluster[i].free_gpu_milli() - pod.milli
-
-    if node_policy is Placement.best_fit:
-        return min(candidates, key=free_after)
-    if node_policy is Placement.worst_fit:
-        return max(candidates, key=lambda i: (free_after(i), -i))
-    assert rng is not None
-    # Drawn whenever the policy is random and some node fits, even a single one.
-    return candidates[rng() % len(candidates)]
+def release(node: Node, placement: PodPlacement) -> None:
+    """Give back exactly what :func:`take` took."""
+    node.free_cpu += placement.cpu
+    node.free_mem += placement.mem
+    for g in placement.gpus:
+        node.gpus[g].free_milli += placement.milli
+        node.gpus[g].free_mem += placement.gpu_mem
 
 
-def place_pod(
-    cluster: Cluster,
-    pod: Pod,
-    node_policy: Placement,
-    gpu_policy: Placement,
-    rng: SplitMix64 | None,
-    time: float,
-) -> PodPlacement | None:
-    """Place one pod (node choice first, then GPU choice), mutating ``cluster``."""
-    index = choose_node(cluster, pod, node_policy, rng)
-    if index is None:
-        return None
+def place_on(
+    cluster: Cluster, index: int, pod: Pod, gpu_scorer: Scorer, gpu_draw: Callable[[], int], time: float
+) -> PodPlacement:
+    """Place ``pod`` on node ``index`` (which fits it): the GPUs, then take them."""
     node = cluster[index]
     gpus: tuple[int, ...]
     if pod.milli == 0:
@@ -238,72 +213,21 @@ def place_pod(
         gpus = tuple(node.wholly_free()[: pod.milli // WHOLE_GPU])
         milli, gpu_mem = WHOLE_GPU, node.gpu_mem
     else:
-        gpus = (choose_gpu(node, pod, gpu_policy, rng),)
+        candidates = [Candidate(g, node.gpus[g].free_milli - pod.milli) for g in fitting_gpus(node, pod)]
+        gpus = (gpu_scorer(candidates, gpu_draw),)
         milli, gpu_mem = pod.milli, float(pod.gpu_mem)
     placement = PodPlacement(index, gpus, milli, gpu_mem, pod.cpu, pod.mem, time)
-    take(cluster, placement)
+    take(node, placement)
     return placement
 
 
-def take(cluster: Cluster, placement: PodPlacement) -> None:
-    """Subtract a placement's resources (whole GPUs end at free_milli 0, free_mem 0)."""
-    node = cluster[placement.node]
-    node.free_cpu -= placement.cpu
-    node.free_mem -= placement.mem
-    for g in placement.gpus:
-        node.gpus[g].free_milli -= placement.milli
-        node.gpus[g].free_mem -= placement.gpu_mem
-
-
-def release(cluster: Cluster, placement: PodPlacement) -> None:
-    node = cluster[placement.node]
-    node.free_cpu += placement.cpu
-    node.free_mem += placement.mem
-    for g in placement.gpus:
-        node.gpus[g].free_milli += placement.milli
-        node.gpus[g].free_mem += placement.gpu_mem
-
-
-def clone(cluster: Cluster) -> Cluster:
-    """An independent copy of the cluster state (``copy.deepcopy`` is the same, only slower)."""
-    return [
-        Node(
-            n.index,
-            n.model,
-            n.gpu_mem,
-            n.free_cpu,
-            n.free_mem,
-            [Gpu(g.free_milli, g.free_mem) for g in n.gpus],
-        )
-        for n in cluster
-    ]
-
-
-def place_gang(
-    cluster: Cluster,
-    pod: Pod,
-    num_pods: int,
-    node_policy: Placement,
-    gpu_policy: Placement,
-    rng: SplitMix64 | None,
-    time: float,
-) -> list[PodPlacement] | None:
-    """[Gang mode] All pods or none; on failure the cluster is restored exactly (the RNG is not)."""
-    before = clone(cluster)
-    placements: list[PodPlacement] = []
-    for _ in range(num_pods):
-        placement = place_pod(cluster, pod, node_policy, gpu_policy, rng, time)
-        if placement is None:
-            cluster[:] = before
-            return None
-        placements.append(placement)
-    return placements
-
-
-def gang_fits(cluster: Cluster, pod: Pod, num_pods: int) -> bool:
-    """Would the whole job fit on ``cluster``? (first_fit on a copy; never touches an RNG)."""
-    trial = clone(cluster)
-    return place_gang(trial, pod, num_pods, Placement.first_fit, Placement.first_fit, None, 0.0) is not None
+def choose_node(cluster: Cluster, pod: Pod, node_scorer: Scorer, node_draw: Callable[[], int]) -> int | None:
+    """[Resources] The node for one pod among the nodes it fits (None: it fits nowhere)."""
+    # Every kind of pod removes exactly ``milli`` from its node's free GPU milli.
+    candidates = [Candidate(n.index, n.free_gpu_milli() - pod.milli) for n in cluster if pod_fits(n, pod)]
+    if not candidates:
+        return None
+    return node_scorer(candidates, node_draw)
 
 
 def rejection_reason(empty: Cluster, pod: Pod, num_pods: int) -> str | None:
@@ -314,22 +238,51 @@ def rejection_reason(empty: Cluster, pod: Pod, num_pods: int) -> str | None:
         return "pod_too_large"
     total = 0
     for node in empty:
-        # Greedy packing of identical pods on this empty node (capped: a 0-GPU pod
-        # on a node with unknown CPU/memory would fit forever).
-        alone = clone([node])
+        # Greedy packing of identical pods on this empty node (capped: a 0-GPU pod on a node with
+        # unknown CPU/memory would fit forever).
+        alone = [node.copy()]
         alone[0].index = 0
         count = 0
-        while count < num_pods and place_pod(alone, pod, Placement.first_fit, Placement.first_fit, None, 0.0):
+        first = SCORERS["first_fit"]
+        while count < num_pods and pod_fits(alone[0], pod):
+            place_on(alone, 0, pod, first, lambda: 0, 0.0)
             count += 1
         total += count
-    if total < num_pods:
-        return "gang_too_large"
-    return None
+    return "gang_too_large" if total < num_pods else None
+
+
+def fits_gang(cluster: Cluster, pod: Pod, pods: int) -> bool:
+    """Would ``pods`` identical pods fit ``cluster`` (first fit on a copy; no draws)?"""
+    trial = clone(cluster)
+    first = SCORERS["first_fit"]
+    for _ in range(pods):
+        n = choose_node(trial, pod, first, lambda: 0)
+        if n is None:
+            return False
+        place_on(trial, n, pod, first, lambda: 0, 0.0)
+    return True
 
 
 # --------------------------------------------------------------------------------------------------
-# Jobs
+# Jobs  [Runs, attempts, checkpoints]
 # --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Attempt:
+    """One run attempt: from its first pod placed to its finish, eviction or the end of the run."""
+
+    number: int
+    hold_start: float
+    start: float | None  # None: never ran (pod by pod, evicted or left partly placed)
+    placements: list[PodPlacement]
+    nodes: int
+    end_reason: str
+    evicted: float | None = None
+    end: float = math.nan  # clamped to the end of the run when the results are built
+    progress: float = 0.0
+    work_lost: float = 0.0
+    restart_overhead: float = 0.0
 
 
 @dataclass
@@ -340,26 +293,66 @@ class Job:
     duration: float
     num_pods: int
     priority: int
+    preemptible: bool
+    can_preempt: bool  # preemption_policy != Never
+    checkpoint: float
+    overhead: float
     pod: Pod
-    state: str = "future"  # future -> pending -> running -> finished, or rejected
+    state: str = "future"  # future, pending, running, terminating, finished, rejected
     reject_reason: str | None = None
-    start: float | None = None
-    finish: float | None = None
-    placements: list[PodPlacement] = field(default_factory=list)
-    nodes_spanned: int = 0
+    key2: float = 0.0  # queue timestamp: submit time, or the requeue time under requeue: back
+    placements: list[PodPlacement] = field(default_factory=list)  # the current attempt's pods
+    attempts_begun: int = 0
+    records: list[Attempt] = field(default_factory=list)
+    work_left: float = 0.0
+    first_start: float | None = None
+    start: float = math.nan  # the current attempt's start
+    progress0: float = math.nan  # start + restart overhead: progress begins
+    finish: float = math.nan
+    hold_start: float = math.nan
+    nodes_spanned: int = 0  # nodes of the last attempt that ran
+    pending_since: float = math.nan
+    pending_total: float = 0.0
+    lost: float = 0.0
+    preemptions: int = 0
+    evicted_at: float = math.nan
+    waiting: int = 0  # victims it evicted that still terminate
+    nominator: Job | None = None
+
+    @property
+    def gpus(self) -> float:
+        """GPUs its placed pods hold."""
+        return len(self.placements) * self.pod.milli / 1000.0
+
+    def attempt_number(self) -> int:
+        """[Draws] The run attempt a pod placed now belongs to (0 for the first)."""
+        return self.attempts_begun - 1 if self.placements else self.attempts_begun
+
+    def nodes_held(self) -> int:
+        return len({p.node for p in self.placements})
 
 
 def _jobs_from_table(jobs: pl.DataFrame) -> list[Job]:
     out = []
+    columns = set(jobs.columns)
     for row, r in enumerate(jobs.iter_rows(named=True)):
+        milli = int(r["gpu_milli"])
         models = r["gpu_models"]
         pod = Pod(
-            milli=int(r["gpu_milli"]),
-            gpu_mem=int(r["gpu_mem_mib"] or 0),  # [Inputs] null gpu_mem_mib -> 0
+            milli=milli,
+            gpu_mem=int(r["gpu_mem_mib"] or 0),  # null gpu_mem_mib -> 0
             cpu=int(r["cpu_milli"]),
             mem=int(r["mem_mib"]),
             models=None if models is None else frozenset(models),  # null -> any model
         )
+        gpus = int(r["num_pods"]) * milli / 1000.0
+        overhead = r["restart_overhead"] if "restart_overhead" in columns else None
+        if overhead is None:
+            overhead = LUCID_SMALL if gpus <= LUCID_SMALL_GPUS else LUCID_LARGE
+        policy = r["preemption_policy"] if "preemption_policy" in columns else "PreemptLowerPriority"
+        if policy not in ("PreemptLowerPriority", "Never"):
+            raise ValueError(f"unknown preemption_policy {policy!r} (job {r['job_id']})")
+        checkpoint = float(r["checkpoint_interval"]) if "checkpoint_interval" in columns else 0.0
         out.append(
             Job(
                 row=row,
@@ -368,19 +361,16 @@ def _jobs_from_table(jobs: pl.DataFrame) -> list[Job]:
                 duration=float(r["duration"]),
                 num_pods=int(r["num_pods"]),
                 priority=int(r["priority"]),
+                preemptible=bool(r["preemptible"]),
+                can_preempt=policy != "Never",
+                checkpoint=checkpoint,
+                overhead=float(overhead),
                 pod=pod,
+                key2=float(r["submit_time"]),
+                work_left=float(r["duration"]),
             )
         )
     return out
-
-
-def queue_key(job: Job, order: QueueOrder) -> tuple[float, ...]:
-    """[Queue order (gang mode, per cycle)]."""
-    if order is QueueOrder.fifo:
-        return (job.submit, job.job_id)
-    if order is QueueOrder.sjf:
-        return (job.duration, job.submit, job.job_id)
-    return (-job.priority, job.submit, job.job_id)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -390,69 +380,250 @@ def queue_key(job: Job, order: QueueOrder) -> tuple[float, ...]:
 
 class _Replay:
     def __init__(
-        self,
-        jobs: list[Job],
-        nodes: list[dict[str, Any]],
-        policy: Policy,
-        seed: int,
-        debug: bool,
+        self, jobs: list[Job], nodes: list[dict[str, Any]], policy: Policy, seed: int, debug: bool
     ) -> None:
+        for key in ("node_placement", "gpu_placement"):
+            if getattr(policy, key) not in SCORERS:
+                raise KeyError(
+                    f"unknown scorer {getattr(policy, key)!r} for {key}; known: {', '.join(SCORERS)}"
+                )
+        if policy.preemption is not Preemption.none and policy.backfill is Backfill.easy:
+            raise ValueError("EASY backfill with preemption is not modelled")
         self.jobs = jobs
         self.empty = empty_cluster(nodes)
         self.cluster = empty_cluster(nodes)
+        self.cluster_models = frozenset(n.model for n in self.empty if n.model is not None)
         self.policy = policy
-        self.rng = SplitMix64(seed)
+        self.node_scorer = SCORERS[policy.node_placement]
+        self.gpu_scorer = SCORERS[policy.gpu_placement]
+        self.pod_mode = policy.gang is GangMode.pod_by_pod
+        self.seed = seed
         self.debug = debug
         self.now = 0.0
         self.cycles = 0
+        self.searches = 0
+        self.evictions = 0
+        self.lost_charged = 0.0  # lost GPU-seconds charged so far (timeline column)
+        self.timers: list[tuple[float, int, Job]] = []  # (time, order set, evicted job)
+        self.timer_seq = 0
+        # [Priority preemption] "a class that failed to find victims is not searched again until a
+        # job starts or resources are released": the version counts those events.
+        self.version = 0
+        self.search_failed: dict[tuple[Any, ...], int] = {}
 
     # -- views ---------------------------------------------------------------------------------
 
     def with_state(self, state: str) -> list[Job]:
         return [j for j in self.jobs if j.state == state]
 
+    def queue_key(self, job: Job) -> tuple[float, float, int]:
+        """[Queue order] ``(key1, key2, job_id)``; pod-by-pod mode always uses the priority key."""
+        order = QueueOrder.priority if self.pod_mode else self.policy.queue_order
+        if order is QueueOrder.fifo:
+            return (0.0, job.key2, job.job_id)
+        if order is QueueOrder.sjf:
+            return (job.duration, job.key2, job.job_id)
+        return (float(-job.priority), job.key2, job.job_id)
+
+    def pod_queue_key(self, job: Job) -> tuple[float, float, int, int]:
+        """[Pod-by-pod mode] ``(queue key, pods already placed, job_id)`` of a job's next pod."""
+        key1, key2, job_id = self.queue_key(job)
+        return (key1, key2, len(job.placements), job_id)
+
     def pending_in_queue_order(self) -> list[Job]:
-        return sorted(self.with_state("pending"), key=lambda j: queue_key(j, self.policy.queue_order))
+        key = self.pod_queue_key if self.pod_mode else self.queue_key
+        return sorted(self.with_state("pending"), key=key)
 
-    def pod_queue(self) -> list[tuple[Job, int]]:
-        """[Pod-by-pod mode] Unplaced pods of pending jobs, (-priority, submit_time, pod_index, job_id)."""
-        pods = [
-            (job, i) for job in self.with_state("pending") for i in range(len(job.placements), job.num_pods)
-        ]
-        return sorted(pods, key=lambda p: (-p[0].priority, p[0].submit, p[1], p[0].job_id))
+    def class_key(self, job: Job) -> tuple[Any, ...]:
+        """[Priority preemption] A job's class: same demand, priority and preemption policy.
 
-    # -- state changes -------------------------------------------------------------------------
+        The demand is the pod (models it may use, as the names the cluster has; GPU-less pods use no
+        GPU memory or model) and, in gang mode, the number of pods.
+        """
+        pod = job.pod
+        if pod.milli == 0:
+            models: Any = "any"
+            gpu_mem = 0
+        else:
+            models = "any" if pod.models is None else pod.models & self.cluster_models
+            gpu_mem = pod.gpu_mem
+        demand = (pod.milli, gpu_mem, pod.cpu, pod.mem, models)
+        pods = None if self.pod_mode else job.num_pods
+        return (demand, pods, job.priority, job.can_preempt)
 
-    def start(self, job: Job) -> None:
-        job.state = "running"
-        job.start = self.now
-        job.finish = self.now + job.duration
-        job.nodes_spanned = len({p.node for p in job.placements})
+    # -- placement -----------------------------------------------------------------------------
 
-    def complete(self, job: Job) -> None:
+    def drawer(self, job: Job, pod: int, attempt: int, decision: int) -> Callable[[], int]:
+        return lambda: draw(self.seed, job.job_id, pod, attempt, decision)
+
+    def place_next_pod(self, job: Job) -> PodPlacement | None:
+        """[Pod-by-pod mode] Place the job's next pod on the current state with the scorers (None: no fit)."""
+        pod_index = len(job.placements)
+        attempt = job.attempt_number()
+        node = choose_node(
+            self.cluster, job.pod, self.node_scorer, self.drawer(job, pod_index, attempt, DECISION_NODE)
+        )
+        if node is None:
+            return None
+        gpu_draw = self.drawer(job, pod_index, attempt, DECISION_GPU)
+        return place_on(self.cluster, node, job.pod, self.gpu_scorer, gpu_draw, self.now)
+
+    def try_gang(self, job: Job) -> bool:
+        """[Gang mode] Place all pods of ``job`` or none (on a copy, committed on success)."""
+        trial = clone(self.cluster)
+        placements: list[PodPlacement] = []
+        attempt = job.attempt_number()
+        for pod_index in range(job.num_pods):
+            node = choose_node(
+                trial, job.pod, self.node_scorer, self.drawer(job, pod_index, attempt, DECISION_NODE)
+            )
+            if node is None:
+                return False  # the copy is dropped: the state is untouched
+            gpu_draw = self.drawer(job, pod_index, attempt, DECISION_GPU)
+            placements.append(place_on(trial, node, job.pod, self.gpu_scorer, gpu_draw, self.now))
+        self.cluster[:] = trial
+        self.begin_attempt(job)
+        job.placements = placements
+        return True
+
+    def begin_attempt(self, job: Job) -> None:
+        """An attempt begins when its first pod is placed (and kept)."""
+        job.attempts_begun += 1
+        job.hold_start = self.now
+
+    def undo_gang(self, job: Job) -> None:
+        """Take back a gang placement that was only tried (EASY's refused backfill)."""
         for placement in job.placements:
-            release(self.cluster, placement)
-        job.state = "finished"
+            release(self.cluster[placement.node], placement)
+        job.placements = []
+        job.attempts_begun -= 1
+        job.hold_start = math.nan
+
+    # -- a job's life ---------------------------------------------------------------------------
 
     def admit(self, job: Job) -> None:
+        """[Rejection at arrival] rejected, or appended to the pending jobs."""
         reason = rejection_reason(self.empty, job.pod, job.num_pods)
-        if reason is None:
-            job.state = "pending"
-        else:
+        if reason is not None:
             job.state = "rejected"
             job.reject_reason = reason
+            return
+        job.state = "pending"
+        job.pending_since = self.now
 
-    def try_gang(self, job: Job) -> list[PodPlacement] | None:
-        p = self.policy
-        return place_gang(
-            self.cluster, job.pod, job.num_pods, p.node_placement, p.gpu_placement, self.rng, self.now
+    def start(self, job: Job) -> None:
+        """[Runs] All pods placed: the attempt runs; a restart first spends the restart overhead."""
+        t = self.now
+        job.state = "running"
+        job.pending_total += t - job.pending_since
+        overhead = 0.0
+        if job.first_start is None:
+            job.first_start = t
+        else:
+            overhead = job.overhead
+        job.start = t
+        job.progress0 = t + overhead
+        job.finish = t + overhead + job.work_left
+        job.nodes_spanned = job.nodes_held()
+        self.version += 1
+
+    def release_all(self, job: Job) -> None:
+        for placement in job.placements:
+            release(self.cluster[placement.node], placement)
+        job.placements = []
+
+    def charge(self, job: Job, gpu_seconds: float) -> None:
+        job.lost += gpu_seconds
+        self.lost_charged += gpu_seconds
+
+    def complete(self, job: Job) -> None:
+        """[Time and events] 1. a running job reaches its finish time and releases everything."""
+        overhead = job.progress0 - job.start
+        record = Attempt(
+            number=job.attempts_begun - 1,
+            hold_start=job.hold_start,
+            start=job.start,
+            placements=list(job.placements),
+            nodes=job.nodes_spanned,
+            end_reason="finished",
+            end=self.now,
+            progress=job.work_left,
+            restart_overhead=overhead,
         )
+        job.records.append(record)
+        # [Accounting] the restart overhead of an attempt that was not evicted.
+        self.charge(job, job.gpus * overhead)
+        self.release_all(job)
+        job.state = "finished"
+        job.finish = self.now
+        job.work_left = 0.0
+        self.version += 1
+
+    def evict(self, victim: Job, preemptor: Job) -> None:
+        """[Priority preemption] "Eviction at t": stop, keep the checkpointed progress, hold for the grace."""
+        t = self.now
+        grace = self.policy.graceful_termination
+        progress = lost = overhead = 0.0
+        ran = victim.state == "running"
+        if ran:
+            progress = max(0.0, t - victim.progress0)
+            overhead = min(t, victim.progress0) - victim.start
+            interval = victim.checkpoint
+            if interval == 0:
+                saved = progress
+            elif math.isinf(interval):
+                saved = 0.0
+            else:
+                saved = math.floor(progress / interval) * interval
+            lost = progress - saved
+            victim.work_left -= saved
+        else:
+            # A partly placed pod-by-pod job: it leaves the queue, so its pending time stops here.
+            victim.pending_total += t - victim.pending_since
+        victim.records.append(
+            Attempt(
+                number=victim.attempts_begun - 1,
+                hold_start=victim.hold_start,
+                start=victim.start if ran else None,
+                placements=list(victim.placements),
+                nodes=victim.nodes_spanned if ran else 0,
+                end_reason="preempted",
+                evicted=t,
+                end=t + grace,
+                progress=progress,
+                work_lost=lost,
+                restart_overhead=overhead,
+            )
+        )
+        # [Accounting] lost work and the restart overhead spent now; the grace period when it ends.
+        self.charge(victim, victim.gpus * (lost + overhead))
+        victim.state = "terminating"
+        victim.evicted_at = t
+        victim.preemptions += 1
+        victim.nominator = preemptor
+        preemptor.waiting += 1
+        self.evictions += 1
+        self.timers.append((t + grace, self.timer_seq, victim))
+        self.timer_seq += 1
+
+    def terminate(self, job: Job) -> None:
+        """[Time and events] 2. an evicted job's grace period ends: release, re-enter the queue."""
+        self.charge(job, job.gpus * (self.now - job.evicted_at))
+        self.release_all(job)
+        if job.nominator is not None:
+            job.nominator.waiting -= 1
+            job.nominator = None
+        job.state = "pending"
+        job.pending_since = self.now
+        # [Queue order] requeue: back -> key2 is the time it re-entered; original -> its submit time.
+        job.key2 = self.now if self.policy.requeue is Requeue.back else job.submit
+        self.version += 1
 
     # -- scheduling cycle ----------------------------------------------------------------------
 
     def cycle(self) -> None:
         self.cycles += 1
-        if self.policy.gang is GangMode.pod_by_pod:
+        if self.pod_mode:
             self.pod_by_pod_cycle()
         elif self.policy.backfill is Backfill.none:
             self.head_of_line_cycle()
@@ -464,12 +635,11 @@ class _Replay:
             self.check_capacity()
 
     def head_of_line_cycle(self) -> None:
-        """[Gang mode] backfill none: stop at the first job that does not fit."""
+        """[Gang mode] backfill none: stop at the first job that does not fit (it may preempt first)."""
         for job in self.pending_in_queue_order():
-            placements = self.try_gang(job)
-            if placements is None:
+            if not self.try_gang(job):
+                self.maybe_preempt(job, whole=True)
                 return
-            job.placements = placements
             self.start(job)
 
     def skip_cycle(self, order: list[Job], failed: int) -> None:
@@ -478,20 +648,21 @@ class _Replay:
         for job in order:
             if depth > 0 and failed >= depth:
                 return
-            placements = self.try_gang(job)
-            if placements is None:
-                failed += 1
+            if self.try_gang(job):
+                self.start(job)
                 continue
-            job.placements = placements
-            self.start(job)
+            failed += 1
+            self.maybe_preempt(job, whole=True)
+
+    def run_time(self, job: Job) -> float:
+        """How long ``job`` would run if started now (restart overhead included)."""
+        return (0.0 if job.first_start is None else job.overhead) + job.work_left
 
     def easy_cycle(self) -> None:
         """[Gang mode] EASY backfill (Lifka 1995): only the first blocked job H holds a reservation."""
         order = self.pending_in_queue_order()
         for position, head in enumerate(order):
-            placements = self.try_gang(head)
-            if placements is not None:
-                head.placements = placements
+            if self.try_gang(head):
                 self.start(head)
                 continue
             rest = order[position + 1 :]
@@ -503,24 +674,20 @@ class _Replay:
             if self.policy.backfill_depth > 0:
                 rest = rest[: self.policy.backfill_depth]
             for job in rest:
-                before = clone(self.cluster)
-                placements = self.try_gang(job)
-                if placements is None:
+                if not self.try_gang(job):
                     continue
-                if self.now + job.duration <= shadow:
-                    job.placements = placements
+                if self.now + self.run_time(job) <= shadow:
                     self.start(job)
                     continue
                 # J ends after S: its resources count as held at S on the projected state.
                 with_job = clone(projected)
-                for placement in placements:
-                    take(with_job, placement)
-                if gang_fits(with_job, head.pod, head.num_pods):
+                for placement in job.placements:
+                    take(with_job[placement.node], placement)
+                if fits_gang(with_job, head.pod, head.num_pods):
                     projected = with_job
-                    job.placements = placements
                     self.start(job)
                 else:
-                    self.cluster[:] = before  # undo J; the RNG is not rewound
+                    self.undo_gang(job)
             return
 
     def reservation(self, head: Job) -> tuple[float | None, Cluster | None]:
@@ -529,25 +696,158 @@ class _Replay:
         running = sorted(self.with_state("running"), key=lambda j: (j.finish, j.job_id))
         for job in running:
             for placement in job.placements:
-                release(projected, placement)
-            # Stop at the first release that lets H fit: other jobs ending at the same time
-            # stay held in the projected state.
-            if gang_fits(projected, head.pod, head.num_pods):
+                release(projected[placement.node], placement)
+            # Stop at the first release that lets H fit: other jobs ending at the same time stay held.
+            if fits_gang(projected, head.pod, head.num_pods):
                 return job.finish, projected
         return None, None
 
     def pod_by_pod_cycle(self) -> None:
-        """[Pod-by-pod mode] One pass over the pod queue; placed pods stay placed."""
-        p = self.policy
-        for job, _pod_index in self.pod_queue():
-            placement = place_pod(
-                self.cluster, job.pod, p.node_placement, p.gpu_placement, self.rng, self.now
-            )
+        """[Pod-by-pod mode] One pass over the pod queue; placed pods stay placed.
+
+        The pass takes, each time, the first pod in ``(queue key, pods placed, job_id)`` order among
+        the pending jobs not yet skipped this cycle: the same order as sorting the whole pod queue
+        once, since a placed pod's successor sorts after it.
+        """
+        skipped: set[int] = set()
+        while True:
+            queue = [j for j in self.with_state("pending") if j.row not in skipped]
+            if not queue:
+                return
+            job = min(queue, key=self.pod_queue_key)
+            placement = self.place_next_pod(job)
             if placement is None:
+                skipped.add(job.row)
+                self.maybe_preempt(job, whole=False)
                 continue
+            if not job.placements:
+                self.begin_attempt(job)
             job.placements.append(placement)
             if len(job.placements) == job.num_pods:
                 self.start(job)
+
+    # -- priority preemption  [Priority preemption] -----------------------------------------------
+
+    def maybe_preempt(self, job: Job, *, whole: bool) -> None:
+        """Who may preempt: not ``Never``, not waiting for its victims, its class not known to fail."""
+        if self.policy.preemption is Preemption.none or not job.can_preempt or job.waiting > 0:
+            return
+        key = self.class_key(job)
+        if self.search_failed.get(key) == self.version:
+            return
+        self.searches += 1
+        if self.preempt_for(job, whole) == 0:
+            self.search_failed[key] = self.version
+
+    def eligible(self, victim: Job, preemptor: Job, chosen: list[Job]) -> bool:
+        """Victims: holding pods, preemptible, strictly lower priority, not terminating, not chosen yet."""
+        holding = victim.state == "running" or (victim.state == "pending" and len(victim.placements) > 0)
+        return (
+            victim is not preemptor
+            and holding
+            and victim.preemptible
+            and victim.priority < preemptor.priority
+            and not any(victim is c for c in chosen)
+        )
+
+    def started_at(self, victim: Job) -> float:
+        """A running job's attempt start; a partly placed job's hold start."""
+        return victim.start if victim.state == "running" else victim.hold_start
+
+    def importance(self, victim: Job) -> tuple[int, float, int]:
+        """Sort key, most important first: higher priority, then earlier start, then lower job_id."""
+        return (-victim.priority, self.started_at(victim), victim.job_id)
+
+    def victims_on_node(self, trial: Cluster, n: int, preemptor: Job, chosen: list[Job]) -> list[Job] | None:
+        """Step 2: remove every eligible victim's pods on node n, then reprieve; None: infeasible."""
+        pod = preemptor.pod
+        candidates = [
+            v
+            for v in self.jobs
+            if self.eligible(v, preemptor, chosen) and any(p.node == n for p in v.placements)
+        ]
+        if not candidates:
+            return None
+        node = trial[n].copy()
+        for v in candidates:
+            for p in v.placements:
+                if p.node == n:
+                    release(node, p)
+        if not pod_fits(node, pod):
+            return None
+        victims = []
+        for v in sorted(candidates, key=self.importance):
+            mine = [p for p in v.placements if p.node == n]
+            for p in mine:
+                take(node, p)
+            if pod_fits(node, pod):
+                continue  # reprieved
+            for p in mine:
+                release(node, p)
+            victims.append(v)
+        return victims
+
+    def node_rank(self, victims: list[Job]) -> tuple[int, int, int, float]:
+        """Step 3, smaller first: top victim priority, sum of (priority + 2^31), count, -earliest start."""
+        top = max(v.priority for v in victims)
+        total = sum(v.priority + PRIORITY_OFFSET for v in victims)
+        earliest = min(self.started_at(v) for v in victims if v.priority == top)
+        return (top, total, len(victims), -earliest)
+
+    def select_node(
+        self, trial: Cluster, preemptor: Job, pod_index: int, attempt: int, chosen: list[Job]
+    ) -> tuple[int, list[Job]] | None:
+        """Steps 1-3 for one pod that fits nowhere on the trial state."""
+        num_nodes = len(trial)
+        wanted = max(self.policy.min_candidate_nodes, num_nodes * self.policy.candidate_nodes_percent // 100)
+        wanted = min(wanted, num_nodes)
+        offset = draw(self.seed, preemptor.job_id, pod_index, attempt, DECISION_PREEMPT_OFFSET) % max(
+            num_nodes, 1
+        )
+        best: tuple[int, list[Job]] | None = None
+        found = 0
+        for i in range(num_nodes):
+            n = (offset + i) % num_nodes
+            if not pod_fits(self.empty[n], preemptor.pod):
+                continue  # the pod does not fit this node even when it is empty
+            victims = self.victims_on_node(trial, n, preemptor, chosen)
+            if victims is None:
+                continue
+            found += 1
+            if best is None or self.node_rank(victims) < self.node_rank(best[1]):
+                best = (n, victims)
+            if found >= wanted:
+                break
+        return best
+
+    def preempt_for(self, job: Job, whole: bool) -> int:
+        """The search on a trial copy; evicts (for real) and returns the number of victims, or 0."""
+        trial = clone(self.cluster)
+        chosen: list[Job] = []
+        placed = list(job.placements)  # the trial placements of the preemptor, after its real ones
+        attempt = job.attempt_number()
+        while len(placed) < job.num_pods:
+            pod_index = len(placed)
+            node = choose_node(
+                trial, job.pod, self.node_scorer, self.drawer(job, pod_index, attempt, DECISION_NODE)
+            )
+            if node is None:
+                selected = self.select_node(trial, job, pod_index, attempt, chosen)
+                if selected is None:
+                    break
+                node, victims = selected
+                for v in victims:
+                    chosen.append(v)
+                    for p in v.placements:  # every pod of the victim leaves the trial state
+                        release(trial[p.node], p)
+            gpu_draw = self.drawer(job, pod_index, attempt, DECISION_GPU)
+            placed.append(place_on(trial, node, job.pod, self.gpu_scorer, gpu_draw, self.now))
+        complete = len(placed) == job.num_pods
+        if not chosen or (whole and not complete):
+            return 0
+        for v in chosen:
+            self.evict(v, job)
+        return len(chosen)
 
     # -- measurements --------------------------------------------------------------------------
 
@@ -557,11 +857,7 @@ class _Replay:
     def sample(self) -> dict[str, float | int]:
         """[Timeline row (sampled)]."""
         gpus = [g for n in self.cluster for g in n.gpus]
-        pending = self.with_state("pending")
-        if self.policy.gang is GangMode.pod_by_pod:
-            queued = [job for job, _ in self.pod_queue()]
-        else:
-            queued = self.pending_in_queue_order()
+        queued = self.pending_in_queue_order()
         gpu_pods = [job.pod for job in queued if job.pod.milli > 0]
         fragmented = 0
         if gpu_pods:
@@ -571,55 +867,72 @@ class _Replay:
             "time": self.now,
             "allocated_gpus": sum(1 for g in gpus if g.free_milli < WHOLE_GPU),
             "allocated_milli": self.allocated_milli(),
-            "pending_jobs": len(pending),
+            "pending_jobs": len(queued),
             "running_jobs": len(self.with_state("running")),
             "fragmented_gpus": fragmented,
+            "preemptions": self.evictions,
+            "terminating_jobs": len(self.with_state("terminating")),
+            "lost_gpu_seconds": self.lost_charged,
         }
 
     def check_capacity(self) -> None:
         """Nothing allocated twice or beyond capacity."""
         for node in self.cluster:
-            assert node.free_cpu >= 0 and node.free_mem >= 0, node
+            assert 0 <= node.free_cpu <= node.cpu and 0 <= node.free_mem <= node.mem, node
             for g in node.gpus:
                 assert 0 <= g.free_milli <= WHOLE_GPU and 0 <= g.free_mem <= node.gpu_mem, node
 
     # -- event loop  [Time and events] -------------------------------------------------------------
 
     def run(
-        self,
-        sample_interval: float,
-        horizon: float | None,
-        max_samples: int,
-        window: tuple[float, float] | None,
+        self, sample_interval: float, horizon: float | None, window: tuple[float, float], max_samples: int
     ) -> tuple[list[dict[str, float | int]], float, float, float]:
-        """The event loop: (timeline rows, GPU milli-seconds, the same inside ``window``, interval used)."""
         periodic = self.policy.session_interval > 0
+        session = self.policy.session_interval
         arrivals = sorted(self.jobs, key=lambda j: (j.submit, j.job_id))
         next_arrival = 0  # index into ``arrivals``
-        interval = sample_interval  # [Sample times] doubled when the timeline would exceed max_samples
+        sample_k = 0  # next sample at sample_k * interval
+        interval = sample_interval
         tick = 0  # next periodic cycle at tick * session_interval
         cycle_owed = False  # periodic: a change happened that no cycle has seen yet
+        processed = False
         rows: list[dict[str, float | int]] = []
-        gpu_milli_seconds = 0.0
-        window_milli_seconds = 0.0
+        integral = window_integral = 0.0
+        end = math.inf if horizon is None else horizon
+
+        def due(t: float) -> bool:
+            return any(j.finish == t for j in self.with_state("running")) or any(
+                tm[0] == t for tm in self.timers
+            )
 
         while True:
-            next_sample = len(rows) * interval  # [Sample times] sample k at k * interval, never +=
-            candidates = [next_sample]
-            if next_arrival < len(arrivals):
-                candidates.append(arrivals[next_arrival].submit)
-            candidates += [j.finish for j in self.with_state("running") if j.finish is not None]
-            if periodic:
-                candidates.append(tick * self.policy.session_interval)
-            t = min(candidates)
-            if horizon is not None and t > horizon:
+            idle = not self.with_state("running") and not self.with_state("terminating")
+            if processed and idle and next_arrival == len(arrivals) and not (periodic and cycle_owed):
+                break
+            while True:
+                candidates = [sample_k * interval]
+                candidates += [j.finish for j in self.with_state("running")]
+                candidates += [tm[0] for tm in self.timers]
+                if next_arrival < len(arrivals):
+                    candidates.append(arrivals[next_arrival].submit)
+                if periodic:
+                    candidates.append(tick * session)
+                t = min(candidates)
+                if t == sample_k * interval and len(rows) == max_samples and t <= end:
+                    # [Samples] the row would exceed max_samples: double the interval, keep even k.
+                    rows = rows[::2]
+                    interval *= 2
+                    sample_k = (sample_k + 1) // 2
+                    continue  # the new grid may not sample at t
+                break
+            if t > end:
                 break  # the run ends at the last time processed, not at the horizon
             # allocated_milli is constant between events: integrate exactly.
-            gpu_milli_seconds += self.allocated_milli() * (t - self.now)
-            if window is not None:
-                inside = min(t, window[1]) - max(self.now, window[0])
-                window_milli_seconds += self.allocated_milli() * max(0.0, inside)
+            alloc = self.allocated_milli()
+            integral += alloc * (t - self.now)
+            window_integral += alloc * max(0.0, min(t, window[1]) - max(self.now, window[0]))
             self.now = t
+            processed = True
 
             first_pass = True
             while True:
@@ -629,56 +942,129 @@ class _Replay:
                     if job.finish == t:
                         self.complete(job)
                         changed = True
-                # 2. arrivals, in (submit_time, job_id) order
-                while next_arrival < len(arrivals) and arrivals[next_arrival].submit == t:
+                # 2. timers due at t, in (kind, order set) order
+                for timer in sorted(tm for tm in self.timers if tm[0] == t):
+                    self.timers.remove(timer)
+                    self.terminate(timer[2])
+                    changed = True
+                # 3. arrivals, in (submit_time, job_id) order
+                while first_pass and next_arrival < len(arrivals) and arrivals[next_arrival].submit == t:
                     self.admit(arrivals[next_arrival])
                     next_arrival += 1
                     changed = True  # a rejected arrival counts too
                 cycle_owed = cycle_owed or changed
-                # 3. scheduling cycle
-                if periodic:
-                    if t == tick * self.policy.session_interval:
-                        self.cycle()
-                        cycle_owed = False
-                elif changed:
+                # 4. scheduling cycle
+                if (periodic and t == tick * session) or (not periodic and changed):
                     self.cycle()
-                # 4. sample (once per time, in the first pass)
-                if first_pass and t == next_sample and len(rows) == max_samples:
-                    # One more row would exceed max_samples: keep the samples of the doubled grid.
-                    interval *= 2
-                    rows = rows[::2]
-                    next_sample = len(rows) * interval
-                if first_pass and t == next_sample:
+                    cycle_owed = False
+                # 5. sample (once per time, in the first pass)
+                if first_pass and t == sample_k * interval:
                     rows.append(self.sample())
+                    sample_k += 1
                 first_pass = False
-                # Jobs started now with duration 0 finish now: one more pass at the same t.
-                if not any(j.finish == t for j in self.with_state("running")):
+                # Duration-0 jobs started now and grace-0 evictions: more passes at the same t.
+                if not due(t):
                     break
-
-            if periodic and t == tick * self.policy.session_interval:
+            if periodic and t == tick * session:
                 tick += 1
-            done = not self.with_state("running") and next_arrival == len(arrivals)
-            if done and not (periodic and cycle_owed):
-                break
-        return rows, gpu_milli_seconds, window_milli_seconds, interval
+        return rows, integral, window_integral, interval
 
 
 def _final_state(job: Job) -> str:
     """[Time and events] Final states."""
     if job.state in ("finished", "rejected"):
         return job.state
-    if job.state == "pending" and 0 < len(job.placements) < job.num_pods:
+    if job.state == "pending" and job.placements:
         return "deadlocked"
     return "unfinished"
 
 
-def _accounted_milli_seconds(jobs: Iterable[Job], end: float) -> float:
-    """[Accounting invariant] the per-job side: each placed pod holds from placement to its job's end."""
-    total = 0.0
-    for job in jobs:
-        until = job.finish if job.state == "finished" and job.finish is not None else end
-        total += sum((until - p.time) * job.pod.milli for p in job.placements)
-    return total
+def _attempt_rows(job: Job, end: float) -> list[dict[str, Any]]:
+    """Every attempt of ``job``: its records (clamped at the end of the run) and the open one."""
+    records = list(job.records)
+    if job.state == "running":
+        records.append(
+            Attempt(
+                number=job.attempts_begun - 1,
+                hold_start=job.hold_start,
+                start=job.start,
+                placements=list(job.placements),
+                nodes=job.nodes_spanned,
+                end_reason="unfinished",
+                end=end,
+                progress=max(0.0, end - job.progress0),
+                restart_overhead=min(end, job.progress0) - job.start,
+            )
+        )
+    elif job.state == "pending" and job.placements:
+        records.append(
+            Attempt(
+                number=job.attempts_begun - 1,
+                hold_start=job.hold_start,
+                start=None,
+                placements=list(job.placements),
+                nodes=0,
+                end_reason="deadlocked",
+                end=end,
+            )
+        )
+    rows = []
+    for a in records:
+        until = min(a.end, end)  # a grace period may outlast the run
+        rows.append(
+            {
+                "job_id": job.job_id,
+                "attempt": a.number,
+                "hold_start": a.hold_start,
+                "start": a.start,
+                "evicted": a.evicted,
+                "end": until,
+                "gpus": len(a.placements) * job.pod.milli / 1000.0,
+                "pods": len(a.placements),
+                "nodes": a.nodes,
+                "end_reason": a.end_reason,
+                "progress": a.progress,
+                "work_lost": a.work_lost,
+                "restart_overhead": a.restart_overhead,
+                "gpu_seconds": sum((until - p.time) * job.pod.milli for p in a.placements) / 1000.0,
+            }
+        )
+    return rows
+
+
+def _job_row(job: Job, end: float) -> dict[str, Any]:
+    """[Time and events] Final states and the per-job measures."""
+    state = _final_state(job)
+    deadlocked = state == "deadlocked"
+    if deadlocked:
+        spanned = job.nodes_held()
+    elif job.first_start is not None:
+        spanned = job.nodes_spanned  # when its last attempt started running
+    else:
+        spanned = 0
+    pending: float | None = None
+    if state != "rejected":
+        pending = job.pending_total + (end - job.pending_since if job.state == "pending" else 0.0)
+    # [Accounting] what the end of the run leaves uncharged: the restart overhead a running
+    # attempt has spent, the grace period a terminating job has held.
+    lost = job.lost
+    if job.state == "running":
+        lost += job.gpus * (min(end, job.progress0) - job.start)
+    elif job.state == "terminating":
+        lost += job.gpus * (end - job.evicted_at)
+    return {
+        "job_id": job.job_id,
+        "start_time": job.first_start,
+        "finish_time": job.finish if state == "finished" else None,
+        "state": state,
+        "reject_reason": job.reject_reason,
+        "nodes_spanned": spanned,
+        "held_milli": len(job.placements) * job.pod.milli if deadlocked else 0,
+        "preemptions": job.preemptions,
+        "attempts": job.attempts_begun,
+        "pending_time": pending,
+        "lost_gpu_seconds": lost,
+    }
 
 
 def simulate(
@@ -692,52 +1078,51 @@ def simulate(
     window: tuple[float, float] | None = None,
     max_samples: int = DEFAULT_MAX_SAMPLES,
     debug: bool = False,
+    progress: Callable[[Any], None] | None = None,
+    chunk_seconds: float | None = None,
 ) -> Replay:
     """Replay ``jobs`` on ``nodes`` under ``policy`` -- the reference semantics, slowly.
 
-    Same signature and result as ``gpureplay.replay.simulate.simulate``.
-    ``debug`` checks capacities after every cycle and the accounting invariant at the end.
+    Same signature and result type as ``gpureplay.replay.simulate.simulate``.
+    ``progress`` and ``chunk_seconds`` only exist for the same signature: the
+    spec says chunk boundaries never change a result, and the reference runs
+    in one piece. ``debug`` checks capacities after every cycle and the
+    accounting identity at the end.
     """
-    if sample_interval <= 0 or max_samples < 1:
-        raise ValueError("sample_interval must be > 0 and max_samples >= 1")
+    if not (math.isfinite(sample_interval) and sample_interval > 0):
+        raise ValueError("sample_interval must be a finite number > 0")
+    if max_samples < 2:
+        raise ValueError("max_samples must be >= 2")
+    del progress, chunk_seconds
+    if window is None:
+        submits = jobs["submit_time"].to_list()
+        window = (float(min(submits)), float(max(submits))) if submits else (0.0, 0.0)
     job_list = _jobs_from_table(jobs)
     replay = _Replay(job_list, list(nodes.iter_rows(named=True)), policy, seed, debug)
-    rows, gpu_milli_seconds, window_milli_seconds, interval = replay.run(
-        sample_interval, horizon, max_samples, window
+    rows, integral, window_integral, interval = replay.run(sample_interval, horizon, window, max_samples)
+    end = replay.now
+
+    attempt_rows = [row for job in job_list for row in _attempt_rows(job, end)]
+    attempts = (
+        pl.DataFrame(attempt_rows, schema=ATTEMPT_SCHEMA)
+        if attempt_rows
+        else pl.DataFrame(schema=ATTEMPT_SCHEMA)
     )
     if debug:
-        accounted = _accounted_milli_seconds(job_list, replay.now)
-        assert math.isclose(gpu_milli_seconds, accounted, rel_tol=1e-9, abs_tol=1e-6), (
-            gpu_milli_seconds,
-            accounted,
-        )
-
-    result_rows = []
-    for job in job_list:  # input order
-        state = _final_state(job)
-        deadlocked = state == "deadlocked"
-        result_rows.append(
-            {
-                "job_id": job.job_id,
-                "start_time": job.start,
-                "finish_time": job.finish if state == "finished" else None,
-                "state": state,
-                "reject_reason": job.reject_reason,
-                "nodes_spanned": len({p.node for p in job.placements}) if deadlocked else job.nodes_spanned,
-                "held_milli": len(job.placements) * job.pod.milli if deadlocked else 0,
-                "preemptions": 0,
-            }
-        )
+        accounted = sum(r["gpu_seconds"] for r in attempt_rows) * 1000.0
+        assert math.isclose(integral, accounted, rel_tol=1e-9, abs_tol=1e-6), (integral, accounted)
     stats = {
-        "end_time": replay.now,
+        "end_time": end,
         "cycles": float(replay.cycles),
-        "rng_calls": float(replay.rng.calls),
+        "preemption_searches": float(replay.searches),
+        "preemptions": float(replay.evictions),
     }
     return Replay(
-        jobs=pl.DataFrame(result_rows, schema=JOB_RESULT_SCHEMA),
-        timeline=pl.DataFrame(rows, schema=TIMELINE_SCHEMA),
-        gpu_milli_seconds=float(gpu_milli_seconds),
-        window_gpu_milli_seconds=None if window is None else float(window_milli_seconds),
-        sample_interval=float(interval),
+        jobs=pl.DataFrame([_job_row(job, end) for job in job_list], schema=JOB_RESULT_SCHEMA),
+        attempts=attempts,
+        timeline=pl.DataFrame(rows, schema=TIMELINE_SCHEMA) if rows else pl.DataFrame(schema=TIMELINE_SCHEMA),
+        gpu_milli_seconds=float(integral),
+        window_gpu_milli_seconds=float(window_integral),
+        sample_interval=interval,
         stats=stats,
     )

@@ -3,21 +3,32 @@
 The strategies aim at the corners of the semantics rather than at realism:
 ties in submit time, jobs larger than any node, zero-GPU pods, fractional pods
 with and without GPU memory, multi-pod gangs, GPU-model constraints naming
-models the cluster lacks, zero durations, priorities, CPU/memory limits.
+models the cluster lacks, zero durations, CPU/memory limits, priority mixes
+with preemptible and non-preemptible jobs and ``preemptionPolicy: Never``,
+checkpoint intervals (0, finite, never), restart overheads, grace periods
+(0 included), both requeue rules, horizons, windows, and ``max_samples`` small
+enough to force the timeline to widen. Cluster sizes go from one node to
+about fifty (several GPU models, node counts that are not powers of two, so
+the engine's per-model fit trees have several levels) and, in a few cases,
+more than 64 nodes of one model.
+
 Times are integers or halves and intervals are dyadic, so every sum the two
-simulators compute is exact in float64 and results compare with ``==``.
+simulators compute is exact in float64 and most results compare with ``==``.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import polars as pl
 from hypothesis import strategies as st
 
 from gpureplay.cluster.catalog import gpu_model
-from gpureplay.schedulers.policy import Backfill, GangMode, Placement, Policy, QueueOrder
+from gpureplay.schedulers.policy import Backfill, GangMode, Policy, Preemption, QueueOrder, Requeue
+from gpureplay.schedulers.presets import preset, preset_names
 from gpureplay.traces.schema import (
     JOB_DEFAULTS,
     JOBS_SCHEMA,
@@ -27,25 +38,49 @@ from gpureplay.traces.schema import (
     validate_nodes,
 )
 
-#: Models the random clusters are built from (different memory sizes: 16, 40, 80 GiB).
-CLUSTER_MODELS: tuple[str, ...] = ("V100", "T4", "A100-40GB", "A100-80GB")
+#: Models the random clusters are built from (different memory sizes: 16, 40, 80, 24 GiB).
+CLUSTER_MODELS: tuple[str, ...] = ("V100", "T4", "A100-40GB", "A100-80GB", "A10")
 #: Models jobs may ask for: the cluster's plus some no node of a random cluster has.
 REQUESTABLE_MODELS: tuple[str, ...] = (*CLUSTER_MODELS, "H100-80GB", "P100")
-
+#: The optional job columns the workload adds (docs/engine-semantics.md, Inputs).
+OPTIONAL_JOB_COLUMNS: tuple[str, ...] = ("checkpoint_interval", "restart_overhead", "preemption_policy")
 
 # --------------------------------------------------------------------------------------------------
 # Builders
 # --------------------------------------------------------------------------------------------------
 
 
+def lucid_overhead(num_pods: int, gpu_milli: int) -> float:
+    """The spec's default restart overhead: 40 s for jobs of at most 8 GPUs, else 60 s."""
+    return 40.0 if num_pods * gpu_milli / 1000 <= 8 else 60.0
+
+
 def jobs_frame(rows: Sequence[Mapping[str, Any]], source: str = "test-jobs") -> pl.DataFrame:
     """A validated canonical jobs table from dicts (optional columns take :data:`JOB_DEFAULTS`).
 
-    Each row needs ``job_id``, ``submit_time``, ``duration``, ``num_pods`` and ``gpu_milli``.
+    Each row needs ``job_id``, ``submit_time``, ``duration``, ``num_pods`` and
+    ``gpu_milli``. The workload's optional columns (``checkpoint_interval``,
+    ``restart_overhead``, ``preemption_policy``) are added after validation when
+    any row gives them; rows that do not take the spec's default.
     """
     full = [{c: row.get(c, JOB_DEFAULTS.get(c)) for c in JOBS_SCHEMA} for row in rows]
     df = pl.DataFrame(full, schema=JOBS_SCHEMA)
-    return validate_jobs(df.with_row_index("source_row", offset=1), source)
+    out = validate_jobs(df.with_row_index("source_row", offset=1), source)
+    defaults: dict[str, Any] = {
+        "checkpoint_interval": lambda r: 0.0,
+        "restart_overhead": lambda r: lucid_overhead(r["num_pods"], r["gpu_milli"]),
+        "preemption_policy": lambda r: "PreemptLowerPriority",
+    }
+    dtypes = {
+        "checkpoint_interval": pl.Float64,
+        "restart_overhead": pl.Float64,
+        "preemption_policy": pl.String,
+    }
+    for column in OPTIONAL_JOB_COLUMNS:
+        if any(column in row for row in rows):
+            values = [row.get(column, defaults[column](row)) for row in rows]
+            out = out.with_columns(pl.Series(column, values, dtype=dtypes[column]))
+    return out
 
 
 def nodes_frame(rows: Sequence[Mapping[str, Any]], source: str = "test-nodes") -> pl.DataFrame:
@@ -78,145 +113,268 @@ def nodes_frame(rows: Sequence[Mapping[str, Any]], source: str = "test-nodes") -
 
 
 # --------------------------------------------------------------------------------------------------
-# Strategies
+# Clusters
 # --------------------------------------------------------------------------------------------------
+
+_CPUS = st.sampled_from([UNKNOWN_CAPACITY, UNKNOWN_CAPACITY, 4000, 16000, 64000])
+_MEMS = st.sampled_from([UNKNOWN_CAPACITY, UNKNOWN_CAPACITY, 16384, 131072])
 
 
 @st.composite
-def node_rows(draw: st.DrawFn) -> list[dict[str, Any]]:
-    """1-5 nodes, 0-8 GPUs each, of 1-3 catalog models, CPU/memory finite or unknown."""
+def node_rows(draw: st.DrawFn, max_nodes: int = 5) -> list[dict[str, Any]]:
+    """1-``max_nodes`` nodes, 0-8 GPUs each, of 1-3 catalog models, CPU/memory finite or unknown."""
     models = draw(st.lists(st.sampled_from(CLUSTER_MODELS), min_size=1, max_size=3, unique=True))
-    n = draw(st.integers(1, 5))
+    n = draw(st.integers(1, max_nodes))
     rows = []
     for _ in range(n):
         num_gpus = draw(st.sampled_from([0, 1, 2, 2, 3, 4, 4, 8, 8]))
         model: str | None = draw(st.sampled_from(models))
         if num_gpus == 0 and draw(st.booleans()):
             model = None  # a CPU-only node with no GPU model at all
-        row: dict[str, Any] = {"gpu_model": model, "num_gpus": num_gpus}
-        row["cpu_milli"] = draw(st.sampled_from([UNKNOWN_CAPACITY, UNKNOWN_CAPACITY, 4000, 16000, 64000]))
-        row["mem_mib"] = draw(st.sampled_from([UNKNOWN_CAPACITY, UNKNOWN_CAPACITY, 16384, 131072]))
-        rows.append(row)
+        rows.append(
+            {"gpu_model": model, "num_gpus": num_gpus, "cpu_milli": draw(_CPUS), "mem_mib": draw(_MEMS)}
+        )
     return rows
 
+
+@st.composite
+def big_node_rows(draw: st.DrawFn, min_nodes: int = 6, max_nodes: int = 50) -> list[dict[str, Any]]:
+    """Clusters of several GPU models in groups whose sizes are rarely powers of two.
+
+    Each model's group gets 1-33 nodes (the engine keeps one segment tree per
+    model, so a group of 5, 12 or 33 nodes makes a tree of several levels with
+    padding); groups are interleaved or in blocks; a few nodes have finite
+    CPU/memory or no GPUs. Up to ``max_nodes`` nodes in all.
+    """
+    models = draw(st.lists(st.sampled_from(CLUSTER_MODELS), min_size=1, max_size=4, unique=True))
+    rows: list[dict[str, Any]] = []
+    for model in models:
+        count = draw(st.sampled_from([1, 3, 5, 7, 12, 17, 33]))
+        gpus = draw(st.sampled_from([1, 2, 4, 8]))
+        for _ in range(count):
+            rows.append({"gpu_model": model, "num_gpus": draw(st.sampled_from([gpus, gpus, gpus, 2, 8]))})
+    if draw(st.booleans()):
+        rows.append({"gpu_model": None, "num_gpus": 0, "cpu_milli": 64000})
+    rows = rows[:max_nodes]
+    while len(rows) < min_nodes:
+        rows.append({"gpu_model": models[0], "num_gpus": 4})
+    if draw(st.booleans()):
+        rows = draw(st.permutations(rows))
+    for row in draw(st.lists(st.sampled_from(rows), max_size=4)):  # some finite CPU/memory
+        row["cpu_milli"] = draw(_CPUS)
+        row["mem_mib"] = draw(_MEMS)
+    return rows
+
+
+@st.composite
+def wide_node_rows(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """More than 64 nodes of one model (65-80, 1-2 GPUs each) next to a few of another."""
+    count = draw(st.integers(65, 80))
+    rows = [{"gpu_model": "V100", "num_gpus": draw(st.sampled_from([1, 2]))} for _ in range(count)]
+    rows += [{"gpu_model": "A100-80GB", "num_gpus": 8} for _ in range(draw(st.integers(0, 3)))]
+    return rows
+
+
+# --------------------------------------------------------------------------------------------------
+# Jobs
+# --------------------------------------------------------------------------------------------------
 
 #: Times and durations: small integers and halves (exact in float64), with many ties.
 _times = st.one_of(st.integers(0, 12).map(float), st.integers(0, 60).map(lambda x: x / 2))
 _durations = st.one_of(st.just(0.0), st.integers(1, 40).map(float), st.sampled_from([0.5, 2.5, 100.0]))
+_MILLI = [0, 0, 100, 250, 300, 500, 700, 1000, 1000, 1000, 2000, 3000, 4000, 8000, 16000]
+
+#: Priority mixes: all equal, a few levels, a rare high class, negative values.
+PRIORITY_MIXES: tuple[tuple[int, ...], ...] = (
+    (0,),
+    (0, 0, 1, 2, 3),
+    (0, 0, 0, 0, 100),
+    (-5, 0, 5),
+    (0, 1),
+)
+CHECKPOINTS = (0.0, 0.0, 1.0, 2.5, 4.0, math.inf)
+OVERHEADS = (0.0, 0.5, 2.0, 3.0)
 
 
 @st.composite
-def job_rows(draw: st.DrawFn, max_jobs: int = 25) -> list[dict[str, Any]]:
-    """1-``max_jobs`` jobs in arbitrary input order with unique, non-contiguous job ids."""
+def job_rows(
+    draw: st.DrawFn, max_jobs: int = 25, times: st.SearchStrategy[float] = _times
+) -> list[dict[str, Any]]:
+    """1-``max_jobs`` jobs in arbitrary input order with unique, non-contiguous job ids.
+
+    About half of the traces carry the preemption columns: a priority mix,
+    some non-preemptible jobs, some ``preemptionPolicy: Never``, checkpoint
+    intervals and restart overheads (or none, for Lucid's default).
+    """
     n = draw(st.integers(1, max_jobs))
     ids = draw(st.lists(st.integers(0, 10_000), min_size=n, max_size=n, unique=True))
+    priorities = draw(st.sampled_from(PRIORITY_MIXES))
+    preemption_columns = draw(st.booleans())
+    overhead_column = preemption_columns and draw(st.booleans())
+    never_share = draw(st.sampled_from([0, 0, 1, 4]))  # 1 in never_share jobs (0: none)
     rows = []
     for job_id in ids:
-        milli = draw(
-            st.sampled_from([0, 0, 100, 250, 300, 500, 700, 1000, 1000, 1000, 2000, 3000, 4000, 8000, 16000])
-        )
+        milli = draw(st.sampled_from(_MILLI))
         models: list[str] | None = None
         if draw(st.integers(0, 3)) == 0:
             models = draw(st.lists(st.sampled_from(REQUESTABLE_MODELS), min_size=0, max_size=2, unique=True))
-        rows.append(
-            {
-                "job_id": job_id,
-                "submit_time": draw(_times),
-                "duration": draw(_durations),
-                "num_pods": draw(st.sampled_from([1, 1, 1, 2, 2, 3, 4, 6, 8])),
-                "gpu_milli": milli,
-                "gpu_mem_mib": draw(st.sampled_from([None, None, None, 0, 4096, 12000, 16384, 20000, 40960])),
-                "gpu_models": models,
-                "cpu_milli": draw(st.sampled_from([0, 0, 0, 500, 2000, 8000, 32000])),
-                "mem_mib": draw(st.sampled_from([0, 0, 0, 1024, 8192, 65536])),
-                "priority": draw(st.sampled_from([0, 0, 1, 2, 3])),
-            }
-        )
+        row: dict[str, Any] = {
+            "job_id": job_id,
+            "submit_time": draw(times),
+            "duration": draw(_durations),
+            "num_pods": draw(st.sampled_from([1, 1, 1, 2, 2, 3, 4, 6, 8])),
+            "gpu_milli": milli,
+            "gpu_mem_mib": draw(st.sampled_from([None, None, None, 0, 4096, 12000, 16384, 20000, 40960])),
+            "gpu_models": models,
+            "cpu_milli": draw(st.sampled_from([0, 0, 0, 500, 2000, 8000, 32000])),
+            "mem_mib": draw(st.sampled_from([0, 0, 0, 1024, 8192, 65536])),
+            "priority": draw(st.sampled_from(priorities)),
+            "preemptible": draw(st.sampled_from([True, True, True, True, False])),
+        }
+        if preemption_columns:
+            row["checkpoint_interval"] = draw(st.sampled_from(CHECKPOINTS))
+            if never_share and draw(st.integers(0, never_share - 1)) == 0:
+                row["preemption_policy"] = "Never"
+            else:
+                row["preemption_policy"] = "PreemptLowerPriority"
+        if overhead_column:
+            row["restart_overhead"] = draw(st.sampled_from(OVERHEADS))
+        rows.append(row)
     return rows
 
 
 @st.composite
 def cases(draw: st.DrawFn, max_jobs: int = 25) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """A validated (jobs, nodes) pair."""
+    """A small validated (jobs, nodes) pair: 1-5 nodes, up to ``max_jobs`` jobs."""
     nodes = nodes_frame(draw(node_rows()))
     jobs = jobs_frame(draw(job_rows(max_jobs)))
     return jobs, nodes
 
 
-#: Preset-shaped policies (the conf/scheduler presets), by name.
-PRESETS: dict[str, Policy] = {
-    "fifo": Policy("fifo", queue_order=QueueOrder.fifo, gang=GangMode.gang, backfill=Backfill.none),
-    "sjf": Policy("sjf", queue_order=QueueOrder.sjf, gang=GangMode.gang, backfill=Backfill.none),
-    "kube-default": Policy(
-        "kube-default",
-        queue_order=QueueOrder.priority,
-        gang=GangMode.pod_by_pod,
-        node_placement=Placement.worst_fit,
-        gpu_placement=Placement.worst_fit,
-    ),
-    "gang-binpack": Policy(
-        "gang-binpack",
-        queue_order=QueueOrder.priority,
-        gang=GangMode.gang,
-        node_placement=Placement.best_fit,
-        gpu_placement=Placement.best_fit,
-        backfill=Backfill.skip,
-    ),
-    "gang-spread": Policy(
-        "gang-spread",
-        queue_order=QueueOrder.priority,
-        gang=GangMode.gang,
-        node_placement=Placement.worst_fit,
-        gpu_placement=Placement.worst_fit,
-        backfill=Backfill.skip,
-    ),
-    "easy-backfill": Policy(
-        "easy-backfill", queue_order=QueueOrder.fifo, gang=GangMode.gang, backfill=Backfill.easy
-    ),
-    "easy-backfill-depth2": Policy(
-        "easy-backfill-depth2",
-        queue_order=QueueOrder.fifo,
-        gang=GangMode.gang,
-        backfill=Backfill.easy,
-        backfill_depth=2,
-    ),
+#: Submit times of the big cases: spread over 0-200 s in halves, so hundreds of jobs still queue.
+_big_times = st.integers(0, 400).map(lambda x: x / 2)
+
+
+@st.composite
+def big_cases(draw: st.DrawFn, max_jobs: int = 300, wide: bool = False) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A (jobs, nodes) pair of 6-50 nodes (``wide``: 65-83) and up to ``max_jobs`` jobs."""
+    rows = draw(wide_node_rows() if wide else big_node_rows())
+    nodes = nodes_frame(rows)
+    jobs = jobs_frame(draw(job_rows(max_jobs, times=_big_times)))
+    return jobs, nodes
+
+
+# --------------------------------------------------------------------------------------------------
+# Policies
+# --------------------------------------------------------------------------------------------------
+
+#: Every preset shipped in ``conf/scheduler/`` (read from the YAML files), by name.
+PRESETS: dict[str, Policy] = {name: preset(name) for name in preset_names()}
+
+
+def preemptive(policy: Policy, **changes: Any) -> Policy:
+    """``policy`` with priority preemption (and ``changes``), named after it."""
+    changes.setdefault("name", f"{policy.name}+preempt")
+    return replace(policy, preemption=Preemption.priority, **changes)
+
+
+def _preset_or_default(name: str, fallback: Policy) -> Policy:
+    return PRESETS.get(name, fallback)
+
+
+_GANG = _preset_or_default(
+    "gang-binpack",
+    Policy("gang-binpack", QueueOrder.priority, GangMode.gang, "best_fit", "best_fit", Backfill.skip),
+)
+_KUBE = _preset_or_default(
+    "kube-default",
+    Policy("kube-default", QueueOrder.priority, GangMode.pod_by_pod, "worst_fit", "worst_fit", Backfill.skip),
+)
+_FIFO = _preset_or_default("fifo", Policy("fifo"))
+
+#: Preemption variants of the gang and pod-by-pod presets (the shipped preemption presets, when
+#: present, are in :data:`PRESETS` too): grace periods, requeue rules, few candidate nodes, random
+#: scorers, head-of-line blocking.
+PREEMPT_VARIANTS: dict[str, Policy] = {
+    p.name: p
+    for p in (
+        preemptive(_GANG, graceful_termination=2.0),
+        preemptive(_KUBE, graceful_termination=2.0),
+        preemptive(
+            _GANG, name="gang-preempt-grace0-original", graceful_termination=0.0, requeue=Requeue.original
+        ),
+        preemptive(_KUBE, name="kube-preempt-grace0", graceful_termination=0.0),
+        preemptive(
+            _GANG,
+            name="gang-preempt-random-few-candidates",
+            node_placement="random",
+            gpu_placement="random",
+            min_candidate_nodes=1,
+            candidate_nodes_percent=0,
+        ),
+        preemptive(
+            _KUBE,
+            name="kube-preempt-random-2-candidates",
+            node_placement="random",
+            gpu_placement="random",
+            min_candidate_nodes=2,
+            requeue=Requeue.original,
+        ),
+        preemptive(_FIFO, name="fifo-preempt", graceful_termination=30.0),
+    )
 }
 
 
 @st.composite
 def policies(draw: st.DrawFn) -> Policy:
-    """Any combination of the policy enums, random placement weighted up, periodic cycles included."""
-    placements = st.sampled_from([*Placement, Placement.random, Placement.random])
+    """Any combination of the policy settings (EASY without preemption), random scorers weighted up."""
+    scorers = st.sampled_from(["first_fit", "best_fit", "worst_fit", "random", "random"])
+    backfill = draw(st.sampled_from(list(Backfill)))
+    preemption = Preemption.none if backfill is Backfill.easy else draw(st.sampled_from(list(Preemption)))
     return Policy(
         name="random",
         queue_order=draw(st.sampled_from(list(QueueOrder))),
         gang=draw(st.sampled_from(list(GangMode))),
-        node_placement=draw(placements),
-        gpu_placement=draw(placements),
-        backfill=draw(st.sampled_from(list(Backfill))),
+        node_placement=draw(scorers),
+        gpu_placement=draw(scorers),
+        backfill=backfill,
         backfill_depth=draw(st.sampled_from([0, 0, 1, 2, 3])),
         session_interval=draw(st.sampled_from([0.0, 0.0, 0.5, 1.0, 3.0, 4.0])),
+        preemption=preemption,
+        graceful_termination=draw(st.sampled_from([0.0, 0.5, 2.0, 30.0])),
+        requeue=draw(st.sampled_from(list(Requeue))),
+        min_candidate_nodes=draw(st.sampled_from([1, 2, 100])),
+        candidate_nodes_percent=draw(st.sampled_from([0, 10, 50, 100])),
     )
 
 
-#: Sample intervals, non-dyadic ones included: sample k is at ``k * interval`` in both simulators.
-sample_intervals = st.sampled_from([0.1, 0.3, 1.0, 2.5, 4.0, 10.0, 3600.0])
+def may_churn(policy: Policy) -> bool:
+    """Whether a run can evict forever: preemption with a queue order other than priority.
 
-#: Timeline bounds: small ones make the sample interval double (often more than once) mid-run.
-max_samples_choices = st.sampled_from([1, 2, 3, 7, 100_000])
+    A lower-priority job ahead of the preemptor in a FIFO (``requeue:
+    original``) or SJF queue takes the victims' resources back each time they
+    are released, and the preemptor evicts it again, without end (the spec's
+    preemptor does not bind to its victims' resources). Such runs need a
+    horizon.
+    """
+    return (
+        policy.preemption is not Preemption.none
+        and policy.gang is GangMode.gang
+        and policy.queue_order is not QueueOrder.priority
+    )
 
 
-@st.composite
-def windows(draw: st.DrawFn) -> tuple[float, float] | None:
-    """A measurement window ``(start, end)`` over the drawn traces' times (about 0-40 s), or None."""
-    if draw(st.booleans()):
-        return None
-    a = draw(st.sampled_from([0.0, 0.5, 1.0, 3.0, 7.5, 12.0, 25.0]))
-    b = draw(st.sampled_from([0.0, 2.0, 5.0, 11.0, 20.0, 60.0]))
-    return (min(a, b), max(a, b))
+#: Horizon given to a run that :func:`may_churn` and has none.
+CHURN_HORIZON = 100.0
 
 
+#: Sample intervals: dyadic so ``k * interval`` stays exact.
+sample_intervals = st.sampled_from([1.0, 2.5, 4.0, 10.0, 3600.0])
+#: Row bounds: mostly the default, sometimes small enough to widen the timeline.
+max_samples = st.sampled_from([100_000, 100_000, 2, 3, 5])
 seeds = st.sampled_from([0, 1, 42, 123_456_789, 2**63 - 1])
+horizons = st.sampled_from([None, None, 0.0, 3.0, 7.5, 12.0, 20.0])
+windows = st.sampled_from([None, None, (0.0, 5.0), (2.5, 20.0), (10.0, 10.0)])
 
 
 # --------------------------------------------------------------------------------------------------
@@ -230,6 +388,7 @@ def _job(job_id: int, submit: float, duration: float, pods: int, milli: int, **e
 
 
 _EIGHT_V100 = [{"gpu_model": "V100", "num_gpus": 8}]
+_CKPT = {"checkpoint_interval": 4.0, "restart_overhead": 1.0}
 
 #: Small cases that random generation rarely reaches, by name: (job rows, node rows).
 CORNER_CASES: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {
@@ -300,7 +459,7 @@ CORNER_CASES: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {
         ],
         [{"gpu_model": "V100", "num_gpus": 2}, {"gpu_model": "A100-80GB", "num_gpus": 4}],
     ),
-    # Pod queue order: priority, then submit time, then pod index (pods interleave).
+    # Pod queue order: priority, then submit time, then pods placed (pods interleave).
     "pod-queue-order": (
         [
             _job(1, 0, 10, 1, 4000),
@@ -310,5 +469,77 @@ CORNER_CASES: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {
             _job(5, 2, 100, 1, 1000, priority=1),
         ],
         [{"gpu_model": "V100", "num_gpus": 4}],
+    ),
+    # The issue's three-job example, scaled down: a low-priority 8-GPU job preempted, restarted.
+    "three-job-preemption": (
+        [
+            _job(1, 0, 36, 1, 8000, priority=0, checkpoint_interval=6.0, restart_overhead=0.5),
+            _job(2, 10, 10, 1, 8000, priority=100, checkpoint_interval=6.0, restart_overhead=0.5),
+            _job(3, 15, 5, 1, 8000, priority=0, checkpoint_interval=6.0, restart_overhead=0.5),
+        ],
+        [{"gpu_model": "A100-80GB", "num_gpus": 8}],
+    ),
+    # Two victims on one node with equal priority and start time: the reprieve order decides.
+    "reprieve-tie": (
+        [
+            _job(1, 0, 50, 1, 4000, **_CKPT),
+            _job(2, 0, 50, 1, 4000, **_CKPT),
+            _job(3, 5, 10, 1, 4000, priority=10, **_CKPT),
+        ],
+        _EIGHT_V100,
+    ),
+    # Victims spread over three nodes with different priorities and starts: the node-choice order.
+    "node-choice": (
+        [
+            _job(1, 0, 50, 1, 4000, priority=1, **_CKPT),
+            _job(2, 1, 50, 1, 4000, priority=0, **_CKPT),
+            _job(3, 2, 50, 1, 4000, priority=0, **_CKPT),
+            _job(4, 3, 50, 2, 2000, priority=0, **_CKPT),
+            _job(5, 4, 50, 1, 4000, priority=0, preemptible=False, **_CKPT),
+            _job(6, 10, 10, 1, 4000, priority=5, **_CKPT),
+            _job(7, 11, 10, 2, 4000, priority=5, **_CKPT),
+        ],
+        [{"gpu_model": "V100", "num_gpus": 4}] * 3,
+    ),
+    # Pod by pod: a low-priority job holds 3 of 4 pods (deadlocked) until a high one evicts it.
+    "partly-placed-victim": (
+        [
+            _job(1, 0, 20, 1, 1000, priority=0, **_CKPT),
+            _job(2, 1, 10, 4, 1000, priority=0, **_CKPT),
+            _job(3, 2, 10, 2, 1000, priority=9, **_CKPT),
+            _job(4, 2, 10, 1, 1000, priority=9, preemption_policy="Never", **_CKPT),
+        ],
+        [{"gpu_model": "T4", "num_gpus": 4}],
+    ),
+    # Pod by pod: L runs, is evicted by H1, comes back partly placed behind X and is evicted by H2 while
+    # holding one pod (its second evicted attempt never ran).
+    "evicted-twice": (
+        [
+            _job(1, 0, 50, 2, 1000, priority=0, **_CKPT),
+            _job(2, 1, 10, 4, 1000, priority=5, **_CKPT),
+            _job(3, 4, 100, 1, 3000, priority=1, **_CKPT),
+            _job(4, 20, 5, 1, 1000, priority=5, **_CKPT),
+        ],
+        [{"gpu_model": "T4", "num_gpus": 4}],
+    ),
+    # V is evicted by H; H starts elsewhere when A ends; V restarts on its old node, where nothing
+    # else started meanwhile (it spans that node again).
+    "restart-same-node": (
+        [
+            _job(1, 0, 5, 1, 4000, priority=9, **_CKPT),
+            _job(2, 0, 50, 1, 4000, priority=0, **_CKPT),
+            _job(3, 1, 10, 1, 4000, priority=5, **_CKPT),
+        ],
+        [{"gpu_model": "T4", "num_gpus": 4}, {"gpu_model": "T4", "num_gpus": 4}],
+    ),
+    # Nothing can be preempted: non-preemptible victims, Never preemptors, equal priorities.
+    "no-victims": (
+        [
+            _job(1, 0, 20, 1, 2000, priority=0, preemptible=False),
+            _job(2, 0, 20, 1, 2000, priority=5),
+            _job(3, 1, 5, 1, 4000, priority=5, preemption_policy="Never"),
+            _job(4, 2, 5, 1, 2000, priority=5),
+        ],
+        [{"gpu_model": "T4", "num_gpus": 4}],
     ),
 }

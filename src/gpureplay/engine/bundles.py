@@ -177,7 +177,7 @@ class Scratch(NamedTuple):
     Attributes
     ----------
     node_mark
-        Per node: last job that counted it (nodes spanned).
+        Per node: the start (``K_STARTS`` stamp) that last counted it (nodes spanned).
     touched_nodes, touch_mark
         Debug runs: nodes whose state changed since the last check, and a
         per-node flag saying a node is in that list.

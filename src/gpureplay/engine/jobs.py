@@ -309,8 +309,9 @@ def record_attempt(
     run.att_i[A_NUMBER, a] = js.dyn[D_ATTEMPTS, j] - 1
     run.att_i[A_REASON, a] = reason
     run.att_i[A_PODS, a] = placed
-    run.att_i[A_NODES, a] = js.dyn[D_SPANNED, j]
     running = js.dyn[D_STATUS, j] == S_RUNNING
+    # Nodes when the attempt started running; an attempt that never ran (partly placed) has none.
+    run.att_i[A_NODES, a] = js.dyn[D_SPANNED, j] if running else 0
     run.att_f[AF_HOLD0, a] = js.time[T_HOLD0, j]
     run.att_f[AF_START, a] = js.time[T_START, j] if running else math.nan
     run.att_f[AF_EVICTED, a] = evicted
@@ -356,10 +357,12 @@ def start_job(
     push_completion(jobs, js, tm, run, j, finish)
     spanned = 0
     pod0 = jobs.ints[J_POD0, j]
+    # A stamp unique to this start: a restart on the nodes of an earlier attempt counts them again.
+    stamp = run.counters[K_STARTS]
     for p in range(js.dyn[D_PLACED, j]):
         n = js.pod_node[pod0 + p]
-        if sc.node_mark[n] != j:
-            sc.node_mark[n] = j
+        if sc.node_mark[n] != stamp:
+            sc.node_mark[n] = stamp
             spanned += 1
     js.dyn[D_SPANNED, j] = spanned
 
@@ -489,7 +492,9 @@ def evict_job(
         js.time[T_LEFT, v] -= saved
         run.counters[K_NRUN] -= 1
     else:
+        # A partly placed job leaves the queue: its pending time stops here.
         dequeue(jobs, cs, js, pend, run, v)
+        js.time[T_PENDING, v] += t - js.time[T_PEND_SINCE, v]
     grace = params.flt[PF_GRACE]
     record_attempt(jobs, js, run, v, END_PREEMPTED, t, t + grace, progress, lost, overhead)
     gpus = js.dyn[D_PLACED, v] * jobs.ints[J_MILLI, v] / 1000.0

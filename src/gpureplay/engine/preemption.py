@@ -170,10 +170,12 @@ def move_job(
 
 @inline_kernel
 def more_important(jobs: Jobs, js: JobState, a: int, b: int) -> bool:
-    """kube's victim importance: higher priority first, then the earlier start."""
+    """kube's victim importance: higher priority first, then the earlier start, then the lower job id."""
     if jobs.ints[J_PRIO, a] != jobs.ints[J_PRIO, b]:
         return bool(jobs.ints[J_PRIO, a] > jobs.ints[J_PRIO, b])
-    return started_at(js, a) < started_at(js, b)
+    if started_at(js, a) != started_at(js, b):
+        return started_at(js, a) < started_at(js, b)
+    return bool(jobs.ints[J_ID, a] < jobs.ints[J_ID, b])
 
 
 @inline_kernel

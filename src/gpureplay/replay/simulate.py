@@ -580,7 +580,7 @@ def _job_results(compiled: Compiled, js: JobState, end_time: float) -> pl.DataFr
     running = status == L.S_RUNNING
     terminating = status == L.S_TERMINATING
     ran = ~np.isnan(js.time[L.T_FIRST_START])
-    spanned = np.where(ran & ~terminating, js.dyn[L.D_SPANNED], 0)
+    spanned = np.where(ran, js.dyn[L.D_SPANNED], 0)  # when its last attempt that ran started
     if deadlocked.any():
         idx = np.flatnonzero(deadlocked)
         for j in idx:  # few jobs: nodes they hold
