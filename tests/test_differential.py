@@ -35,7 +35,6 @@ from tests.reference.simulator import ATTEMPT_SCHEMA, JOB_RESULT_SCHEMA, TIMELIN
 from tests.reference.simulator import draw as reference_draw
 from tests.reference.simulator import simulate as reference_simulate
 from tests.reference.strategies import (
-    CHURN_HORIZON,
     CORNER_CASES,
     PREEMPT_VARIANTS,
     PRESETS,
@@ -44,7 +43,6 @@ from tests.reference.strategies import (
     horizons,
     jobs_frame,
     max_samples,
-    may_churn,
     nodes_frame,
     policies,
     sample_intervals,
@@ -167,7 +165,10 @@ def differences(got: Replay, want: Replay) -> list[str]:
     problems += _row_differences("timeline", got.timeline, want.timeline, TIMELINE_SCHEMA)
     for name in ("gpu_milli_seconds", "window_gpu_milli_seconds", "sample_interval"):
         a, b = getattr(got, name), getattr(want, name)
-        if not math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-6):
+        if a is None or b is None:  # no window declared: both must say so
+            if a is not b:
+                problems.append(f"{name}: engine {a!r}, reference {b!r}")
+        elif not math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-6):
             problems.append(f"{name}: engine {a!r}, reference {b!r}")
     return problems
 
@@ -266,7 +267,7 @@ def test_random_policies_agree(
             policy,
             seed=seed,
             sample_interval=sample_interval,
-            horizon=CHURN_HORIZON if horizon is None and may_churn(policy) else horizon,
+            horizon=horizon,
             window=window,
             max_samples=rows,
             chunk_seconds=chunk,
@@ -286,8 +287,7 @@ def test_big_cases_agree(
 ) -> None:
     jobs, nodes = case
     for policy in (ALL_POLICIES[name], *policy_list):
-        horizon = 4 * CHURN_HORIZON if may_churn(policy) else None
-        assert_agree(jobs, nodes, policy, seed=seed, sample_interval=25.0, max_samples=8, horizon=horizon)
+        assert_agree(jobs, nodes, policy, seed=seed, sample_interval=25.0, max_samples=8)
 
 
 # More than 64 nodes of one model (the engine's per-model fit tree and node scans at that width).
@@ -296,8 +296,7 @@ def test_big_cases_agree(
 def test_wide_cluster_agrees(case: tuple[pl.DataFrame, pl.DataFrame], policy: Policy, seed: int) -> None:
     jobs, nodes = case
     for chosen in (PRESETS["gang-binpack"], PREEMPT_VARIANTS["kube-default+preempt"], policy):
-        horizon = 4 * CHURN_HORIZON if may_churn(chosen) else None
-        assert_agree(jobs, nodes, chosen, seed=seed, sample_interval=50.0, horizon=horizon)
+        assert_agree(jobs, nodes, chosen, seed=seed, sample_interval=50.0)
 
 
 #: Policies the corner cases run under: every preset and preemption variant, plus periodic cycles.
@@ -358,14 +357,14 @@ def test_spec_question_timeline_lost_gpu_seconds_accrue_while_spent() -> None:
     assert result.timeline["lost_gpu_seconds"].to_list()[-1] == 10.0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="spec gap: with a FIFO (requeue: original) or SJF queue and preemption, a lower-priority job "
-    "ahead of the preemptor takes its victims' resources back at every release and is evicted again, "
-    "forever (without a horizon the run never ends); kube-scheduler avoids this with PrioritySort and "
-    "the preemptor's nominated node",
-)
-def test_spec_gap_lower_priority_job_ahead_of_the_preemptor_is_evicted_forever() -> None:
+def test_preemption_without_the_priority_order_is_refused() -> None:
+    """A FIFO queue with preemption would evict forever; it is refused, naming the key.
+
+    A lower-priority job ahead of the preemptor in FIFO order retakes its
+    victims' resources at every release; kube-scheduler avoids this with
+    PrioritySort (and the preemptor's nominated node), so preemption requires
+    the priority order.
+    """
     from gpureplay.errors import InputError
 
     jobs = jobs_frame(
@@ -385,10 +384,5 @@ def test_spec_gap_lower_priority_job_ahead_of_the_preemptor_is_evicted_forever()
     policy = replace(
         PRESETS["fifo"], preemption=Preemption.priority, graceful_termination=2.0, requeue=Requeue.original
     )
-    try:
-        result = engine().simulate(jobs, nodes, policy, horizon=50.0)
-    except InputError:
-        return  # refusing preemption without the priority queue order settles it too
-    # Job 2 should run once job 1's grace period ends (3..13), job 1 evicted once.
-    assert result.jobs["start_time"].to_list()[1] == 3.0
-    assert result.jobs["preemptions"].to_list()[0] == 1
+    with pytest.raises(InputError, match="queue_order"):
+        engine().simulate(jobs, nodes, policy, horizon=50.0)

@@ -91,7 +91,7 @@ def test_two_jobs_cut_by_a_horizon_allocate_at_most_the_whole_cluster() -> None:
     case=cases(),
     preset=st.sampled_from(sorted(PRESETS)),
     horizon=st.sampled_from([None, 0.0, 3.0, 12.0, 30.0]),
-    window=windows(),
+    window=windows,
     sample_interval=st.sampled_from([0.3, 2.5, 3600.0]),
 )
 def test_rates_lie_in_0_1_and_censored_counts_add_up(

@@ -38,16 +38,18 @@ from tests.reference.strategies import (
     PRESETS,
     cases,
     jobs_frame,
-    max_samples_choices,
     nodes_frame,
     policies,
     sample_intervals,
     seeds,
     windows,
 )
+from tests.reference.strategies import (
+    max_samples as max_samples_choices,
+)
 from tests.test_differential import differences
 
-from gpureplay.replay.compile import compile_replay
+from gpureplay.replay.compile import Compiled, compile_replay, policy_params
 from gpureplay.replay.progress import (
     ERASE_TO_END,
     Progress,
@@ -68,7 +70,15 @@ SETTINGS: dict[str, Any] = {
 }
 
 #: Statistics that must not depend on the chunks (everything but wall time).
-EXACT_STATS = ["events", "cycles", "placements_tried", "rng_draws", "end_time"]
+EXACT_STATS = [
+    "events",
+    "cycles",
+    "placements_tried",
+    "preemption_searches",
+    "preemptions",
+    "end_time",
+    "sample_widenings",
+]
 
 #: Chunk sizes: fractions of the default chunk (1e-3: about one event time per chunk) or seconds.
 chunkings = st.one_of(
@@ -84,13 +94,21 @@ class FakeTTY(io.StringIO):
         return True
 
 
+def compiled(jobs: pl.DataFrame, nodes: pl.DataFrame, policy: Policy) -> Compiled:
+    """The engine's inputs for a replay (run settings do not change the default chunk)."""
+    params = policy_params(
+        policy, seed=0, sample_interval=1.0, horizon=None, window=(0.0, 0.0), max_samples=100, debug=False
+    )
+    return compile_replay(jobs, nodes, params)
+
+
 def chunk_seconds(
     jobs: pl.DataFrame, nodes: pl.DataFrame, policy: Policy, chunking: tuple[str, float]
 ) -> float:
     kind, value = chunking
     if kind == "seconds":
         return value
-    default = default_chunk_seconds(compile_replay(jobs, nodes, policy).job_float)
+    default = default_chunk_seconds(compiled(jobs, nodes, policy))
     return value * (default if math.isfinite(default) else 1.0)
 
 
@@ -199,7 +217,7 @@ def test_chunks_change_nothing_under_random_policies(
     chunking=chunkings,
     sample_interval=sample_intervals,
     seed=seeds,
-    window=windows(),
+    window=windows,
     max_samples=max_samples_choices,
 )
 def test_chunks_change_nothing_with_a_horizon_a_window_and_a_timeline_bound(
@@ -277,8 +295,7 @@ def test_default_chunk_falls_back_to_durations_when_every_job_arrives_at_once() 
         ]
     )
     nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": 1}])
-    job_float = compile_replay(at_once, nodes, PRESETS["fifo"]).job_float
-    assert default_chunk_seconds(job_float) == 40.0 / DEFAULT_CHUNKS
+    assert default_chunk_seconds(compiled(at_once, nodes, PRESETS["fifo"])) == 40.0 / DEFAULT_CHUNKS
     calls: list[Progress] = []
     simulate(at_once, nodes, PRESETS["fifo"], progress=calls.append)
     # One event time per chunk: the sample at 0, the arrivals at 5, then one finish each 40 s.

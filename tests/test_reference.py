@@ -498,8 +498,11 @@ def test_timeline_event_driven() -> None:
         (30.0, 2, 2000, 0, 1, 0, 0, 0, 0.0),
     ]
     assert result.gpu_milli_seconds == 25 * 1000 + 10 * 2000
-    # Default window: first to last submit time (0..5), job 1 alone: 5 * 1000.
-    assert result.window_gpu_milli_seconds == 5 * 1000
+    # No window declared, no window integral; the default window (first to last submit, 0..5)
+    # holds job 1 alone: 5 * 1000.
+    assert result.window_gpu_milli_seconds is None
+    windowed = simulate(jobs_frame(TIMELINE_JOBS), one_node(2), FIFO, sample_interval=10.0, window=(0.0, 5.0))
+    assert windowed.window_gpu_milli_seconds == 5 * 1000
     assert dict(result.timeline.schema) == TIMELINE_SCHEMA
 
 

@@ -1094,6 +1094,7 @@ def simulate(
     if max_samples < 2:
         raise ValueError("max_samples must be >= 2")
     del progress, chunk_seconds
+    declared = window
     if window is None:
         submits = jobs["submit_time"].to_list()
         window = (float(min(submits)), float(max(submits))) if submits else (0.0, 0.0)
@@ -1122,7 +1123,7 @@ def simulate(
         attempts=attempts,
         timeline=pl.DataFrame(rows, schema=TIMELINE_SCHEMA) if rows else pl.DataFrame(schema=TIMELINE_SCHEMA),
         gpu_milli_seconds=float(integral),
-        window_gpu_milli_seconds=float(window_integral),
+        window_gpu_milli_seconds=None if declared is None else float(window_integral),
         sample_interval=interval,
         stats=stats,
     )

@@ -320,7 +320,6 @@ PREEMPT_VARIANTS: dict[str, Policy] = {
             min_candidate_nodes=2,
             requeue=Requeue.original,
         ),
-        preemptive(_FIFO, name="fifo-preempt", graceful_termination=30.0),
     )
 }
 
@@ -331,9 +330,11 @@ def policies(draw: st.DrawFn) -> Policy:
     scorers = st.sampled_from(["first_fit", "best_fit", "worst_fit", "random", "random"])
     backfill = draw(st.sampled_from(list(Backfill)))
     preemption = Preemption.none if backfill is Backfill.easy else draw(st.sampled_from(list(Preemption)))
+    # Preemption is refused without the priority order (kube-scheduler's PrioritySort).
+    orders = list(QueueOrder) if preemption is Preemption.none else [QueueOrder.priority]
     return Policy(
         name="random",
-        queue_order=draw(st.sampled_from(list(QueueOrder))),
+        queue_order=draw(st.sampled_from(orders)),
         gang=draw(st.sampled_from(list(GangMode))),
         node_placement=draw(scorers),
         gpu_placement=draw(scorers),
@@ -346,26 +347,6 @@ def policies(draw: st.DrawFn) -> Policy:
         min_candidate_nodes=draw(st.sampled_from([1, 2, 100])),
         candidate_nodes_percent=draw(st.sampled_from([0, 10, 50, 100])),
     )
-
-
-def may_churn(policy: Policy) -> bool:
-    """Whether a run can evict forever: preemption with a queue order other than priority.
-
-    A lower-priority job ahead of the preemptor in a FIFO (``requeue:
-    original``) or SJF queue takes the victims' resources back each time they
-    are released, and the preemptor evicts it again, without end (the spec's
-    preemptor does not bind to its victims' resources). Such runs need a
-    horizon.
-    """
-    return (
-        policy.preemption is not Preemption.none
-        and policy.gang is GangMode.gang
-        and policy.queue_order is not QueueOrder.priority
-    )
-
-
-#: Horizon given to a run that :func:`may_churn` and has none.
-CHURN_HORIZON = 100.0
 
 
 #: Sample intervals: dyadic so ``k * interval`` stays exact.

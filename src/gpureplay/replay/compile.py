@@ -112,10 +112,21 @@ def policy_params(
                 "EASY backfill with preemption is not modelled: use backfill: skip or none",
             )
         )
+    order = QueueOrder[str(getattr(policy.queue_order, "name", policy.queue_order))]
+    if preemption is not Preemption.none and order is not QueueOrder.priority:
+        # kube-scheduler pairs DefaultPreemption with PrioritySort (and a nominated node): under
+        # another order a lower-priority job ahead of the preemptor retakes the victims' resources
+        # at every release and is evicted again, without end.
+        problems.append(
+            (
+                "scheduler.queue_order",
+                f"preemption needs queue_order: priority (kube-scheduler's PrioritySort); found {order.name}",
+            )
+        )
     if problems:
         raise InputError([Problem(message, "config", column=key) for key, message in problems])
     codes = np.zeros(L.POLICY_FIELDS, dtype=np.int64)
-    codes[L.P_ORDER] = QueueOrder[str(getattr(policy.queue_order, "name", policy.queue_order))].value
+    codes[L.P_ORDER] = order.value
     codes[L.P_GANG] = GangMode[str(getattr(policy.gang, "name", policy.gang))].value
     codes[L.P_NODE] = scorer_code(policy.node_placement)
     codes[L.P_GPU] = scorer_code(policy.gpu_placement)
