@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+import polars as pl
+
 #: Prefix of measurement-window columns in ``summary.parquet``.
 WINDOW_PREFIX = "window_"
 
@@ -155,8 +157,16 @@ ALL_METRICS: tuple[Metric, ...] = tuple(
 METRICS_BY_COLUMN: dict[str, Metric] = {m.column: m for m in ALL_METRICS}
 
 
-def compared_metrics(scope: Scope) -> tuple[Metric, ...]:
+def compared_metrics(scope: Scope, preemption: bool = True) -> tuple[Metric, ...]:
     """The metrics sentences and the change table compare: delays over ``scope``, outcomes, preemption.
+
+    Parameters
+    ----------
+    scope
+        Which delay metrics: over the measurement window or the whole run.
+    preemption
+        Include what evictions cost; pass False when no run evicted a job, where
+        those columns are all zero and the pending time equals the wait.
 
     Examples
     --------
@@ -164,9 +174,17 @@ def compared_metrics(scope: Scope) -> tuple[Metric, ...]:
     ['window_wait_mean', 'window_wait_p95']
     >>> [m.column for m in compared_metrics("run")][-2:]
     ['goodput', 'pending_time_mean']
+    >>> [m.column for m in compared_metrics("run", preemption=False)][-1]
+    'fragmented_gpus_mean'
     """
     delays = WINDOW_METRICS if scope == "window" else RUN_METRICS
-    return tuple(m for m in (*delays, *OUTCOME_METRICS, *PREEMPTION_METRICS) if m.better is not None)
+    extra = PREEMPTION_METRICS if preemption else ()
+    return tuple(m for m in (*delays, *OUTCOME_METRICS, *extra) if m.better is not None)
+
+
+def runs_evicted(runs: pl.DataFrame) -> bool:
+    """True when some run in ``runs`` (one row per run, the summary's columns) evicted a job."""
+    return "preemptions" in runs.columns and bool((runs.get_column("preemptions").fill_null(0) > 0).any())
 
 
 __all__ = [
@@ -181,4 +199,5 @@ __all__ = [
     "Metric",
     "Scope",
     "compared_metrics",
+    "runs_evicted",
 ]

@@ -26,6 +26,7 @@ from gpureplay.report.metrics import (
     Metric,
     Scope,
     compared_metrics,
+    runs_evicted,
 )
 from gpureplay.report.stats import format_count, format_value
 
@@ -240,8 +241,7 @@ def outcome_table(data: ReportData) -> Table:
 
 def has_preemption(data: ReportData) -> bool:
     """True when some run evicted a job (the preemption tables are shown then)."""
-    runs = data.collection.runs
-    return "preemptions" in runs.columns and bool((runs.get_column("preemptions").fill_null(0) > 0).any())
+    return runs_evicted(data.collection.runs)
 
 
 def preemption_table(data: ReportData) -> Table:
@@ -322,7 +322,7 @@ def _number(value: float | None) -> str:
 
 def change_table(data: ReportData) -> Table:
     """Change of each configuration's means from its baseline's, coloured better/worse in HTML."""
-    metrics = compared_metrics(data.scope)
+    metrics = compared_metrics(data.scope, has_preemption(data))
     found = {
         (c, m): (rel, change, better)
         for c, m, rel, change, better in data.effects.select(
