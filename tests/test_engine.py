@@ -595,7 +595,8 @@ def test_only_the_mechanisms_a_policy_uses_are_allocated() -> None:
     assert (plain.pods, plain.easy, plain.pre, plain.dbg) == (None, None, None, None)
     _, easy = _prepared(jobs, make_nodes(4), GANG_EASY, debug=True)
     assert easy.easy is not None and easy.dbg is not None and easy.pre is None
-    _, pods = _prepared(jobs, make_nodes(4), replace(POD_BY_POD, preemption=Preemption.priority))
+    pod_preempt = replace(POD_BY_POD, queue_order=QueueOrder.priority, preemption=Preemption.priority)
+    _, pods = _prepared(jobs, make_nodes(4), pod_preempt)
     assert pods.pods is not None and pods.pre is not None and pods.easy is None
 
 
@@ -630,7 +631,9 @@ def test_unknown_scorer_or_bad_preemption_settings_are_config_errors() -> None:
 GANG_PREEMPT = replace(
     GANG_SKIP, name="preempt", queue_order=QueueOrder.priority, preemption=Preemption.priority
 )
-POD_PREEMPT = replace(POD_BY_POD, name="kube-preempt", preemption=Preemption.priority)
+POD_PREEMPT = replace(
+    POD_BY_POD, name="kube-preempt", queue_order=QueueOrder.priority, preemption=Preemption.priority
+)
 
 
 def three_jobs() -> pl.DataFrame:

@@ -35,6 +35,7 @@ def canonical_jobs() -> pl.DataFrame:
             "queue": ["a", "a", "b", "b"],
             "user": [None, "u", None, None],
             "priority": [0, 0, 1, 0],
+            "preemptible": [True, True, True, False],
             "num_pods": [1, 2, 1, 8],
             "gpu_milli": [1000, 4000, 500, 1000],
             "submit_time": [0.0, 10.0, 20.0, 30.0],
@@ -55,8 +56,17 @@ def outcome() -> pl.DataFrame:
             "nodes_spanned": [1, 1, 1, 1],
             "held_milli": [0, 0, 0, 4000],
             "preemptions": [0, 0, 0, 0],
+            "attempts": [1, 1, 1, 0],
+            "pending_time": [0.0, 90.0, 0.0, 130.0],  # job 4: pending to the end of the run
+            "lost_gpu_seconds": [0.0, 0.0, 0.0, 0.0],
         },
-        schema_overrides={"nodes_spanned": pl.Int32, "preemptions": pl.Int32, "reject_reason": pl.String},
+        schema_overrides={
+            "nodes_spanned": pl.Int32,
+            "preemptions": pl.Int32,
+            "attempts": pl.Int32,
+            "reject_reason": pl.String,
+            "pending_time": pl.Float64,
+        },
     )
 
 
@@ -80,12 +90,17 @@ def test_summary_metrics_match_hand_computation() -> None:
                 "pending_jobs": [0],
                 "running_jobs": [1],
                 "fragmented_gpus": [3],
+                "preemptions": [0],
+                "terminating_jobs": [0],
+                "lost_gpu_seconds": [0.0],
             },
             schema_overrides={
                 "allocated_gpus": pl.Int32,
                 "pending_jobs": pl.Int32,
                 "running_jobs": pl.Int32,
                 "fragmented_gpus": pl.Int32,
+                "preemptions": pl.Int32,
+                "terminating_jobs": pl.Int32,
             },
         ),
         total_gpus=16,
@@ -110,6 +125,9 @@ def test_summary_metrics_match_hand_computation() -> None:
     assert summary["jct_mean_finished"] == pytest.approx((100 + 140 + 5) / 3)
     assert summary["wait_mean"] == pytest.approx((0 + 90 + 0 + 130) / 4)
     assert summary["wait_mean_started"] == pytest.approx(30.0)
+    # No evictions: the pending time is the wait, job 4 censored at the end of the run.
+    assert summary["pending_time_mean"] == pytest.approx((0 + 90 + 0 + 130) / 4)
+    assert (summary["preemptions"], summary["lost_gpu_hours"]) == (0, 0.0)
     assert summary["wait_median"] == pytest.approx(45.0)
     # Not every admitted job finished: the makespan is censored at the end of the run.
     assert summary["makespan"] == 160.0
