@@ -1091,8 +1091,8 @@ def simulate(
     """
     if not (math.isfinite(sample_interval) and sample_interval > 0):
         raise ValueError("sample_interval must be a finite number > 0")
-    if max_samples < 2:
-        raise ValueError("max_samples must be >= 2")
+    if max_samples < 1:
+        raise ValueError("max_samples must be >= 1")
     del progress, chunk_seconds
     declared = window
     if window is None:
