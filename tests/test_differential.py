@@ -275,12 +275,6 @@ def test_random_policies_agree(
 
 
 # A few big cases (6-50 nodes, up to 300 jobs), each under a preset and two random policies.
-@pytest.mark.skip(
-    reason="KNOWN DEFECT, open (issue 8): engine and reference disagree on a big case (292 jobs, 6 nodes, "
-    "easy-backfill) when this test runs after the src doctests in one process (`pytest src "
-    "tests/test_differential.py::test_big_cases_agree`), and agree when it runs alone: some state "
-    "outlives a replay on one side. Skipped until found; see the stop's closing note."
-)
 @settings(max_examples=6, **SETTINGS)
 @given(
     case=big_cases(),

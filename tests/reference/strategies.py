@@ -401,6 +401,19 @@ CORNER_CASES: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {
         ],
         _EIGHT_V100,
     ),
+    # EASY: J (backfilled at t=1) ends exactly at the shadow time, after the release that lets the
+    # head fit, so a reservation recomputed at t=2 holds J's GPU at S and refuses K; one kept from
+    # t=1 (which never held J) would let K start.
+    "easy-backfill-ends-at-shadow": (
+        [
+            _job(1, 0, 10, 1, 4000),
+            _job(2, 0, 100, 1, 2000),
+            _job(3, 1, 10, 1, 5000),
+            _job(4, 1, 9, 1, 1000),
+            _job(5, 2, 50, 1, 1000),
+        ],
+        _EIGHT_V100,
+    ),
     # Zero-duration jobs that each free the GPU for the next one: several passes at one time.
     "zero-duration-chain": (
         [_job(i, 0, 0, 1, 1000) for i in range(1, 5)] + [_job(9, 0, 5, 1, 1000), _job(10, 5, 0, 2, 500)],

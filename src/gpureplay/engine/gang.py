@@ -177,7 +177,10 @@ def _reserve(
     Same head and nothing started since the last cycle kept its reservation:
     only completions (already released in the projection) and arrivals
     happened, so recomputing would give the same shadow time and projected
-    state.
+    state. A cycle that backfilled a job ending exactly at the shadow time
+    keeps none (:func:`gpureplay.engine.cycles.gang_cycle`): recomputed, that
+    job sorts among the releases at ``S`` by job id and may stay held on the
+    projection, which the kept one never held.
     """
     if run.counters[K_RESV_HEAD] == h and run.counters[K_RESV_STARTS] == run.counters[K_STARTS]:
         return easy.kept_shadow[0], run.counters[K_RESV_HOLD]
