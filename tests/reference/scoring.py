@@ -33,10 +33,19 @@ class Candidate:
         Node index (row of the nodes table), or GPU index within its node.
     free_after
         Free GPU milli left on the node (the GPU) if the pod went there.
+    used_after
+        Each resource in use on the candidate if the pod went there: for a
+        node (GPU milli, CPU milli, memory MiB), for a GPU (milli, GPU memory
+        MiB).
+    capacity
+        The candidate's capacity of the same resources (``inf``: not known,
+        never limiting).
     """
 
     index: int
     free_after: int
+    used_after: tuple[float, ...]
+    capacity: tuple[float, ...]
 
 
 #: A scorer: the candidates (index order, never empty) and a function giving the decision's

@@ -213,7 +213,7 @@ def place_on(
         gpus = tuple(node.wholly_free()[: pod.milli // WHOLE_GPU])
         milli, gpu_mem = WHOLE_GPU, node.gpu_mem
     else:
-        candidates = [Candidate(g, node.gpus[g].free_milli - pod.milli) for g in fitting_gpus(node, pod)]
+        candidates = [gpu_candidate(node, g, pod) for g in fitting_gpus(node, pod)]
         gpus = (gpu_scorer(candidates, gpu_draw),)
         milli, gpu_mem = pod.milli, float(pod.gpu_mem)
     placement = PodPlacement(index, gpus, milli, gpu_mem, pod.cpu, pod.mem, time)
@@ -221,10 +221,33 @@ def place_on(
     return placement
 
 
+def node_candidate(node: Node, pod: Pod) -> Candidate:
+    """[Resources] Node ``node`` as a scorer sees it if ``pod`` went there."""
+    # Every kind of pod removes exactly ``milli`` from its node's free GPU milli.
+    gpu_capacity = float(WHOLE_GPU * len(node.gpus))
+    free_after = node.free_gpu_milli() - pod.milli
+    return Candidate(
+        node.index,
+        free_after,
+        (gpu_capacity - free_after, node.cpu - node.free_cpu + pod.cpu, node.mem - node.free_mem + pod.mem),
+        (gpu_capacity, node.cpu, node.mem),
+    )
+
+
+def gpu_candidate(node: Node, g: int, pod: Pod) -> Candidate:
+    """[Resources] GPU ``g`` of ``node`` as a scorer sees it if a shared ``pod`` went there."""
+    gpu = node.gpus[g]
+    return Candidate(
+        g,
+        gpu.free_milli - pod.milli,
+        (float(WHOLE_GPU - gpu.free_milli + pod.milli), node.gpu_mem - gpu.free_mem + pod.gpu_mem),
+        (float(WHOLE_GPU), node.gpu_mem),
+    )
+
+
 def choose_node(cluster: Cluster, pod: Pod, node_scorer: Scorer, node_draw: Callable[[], int]) -> int | None:
     """[Resources] The node for one pod among the nodes it fits (None: it fits nowhere)."""
-    # Every kind of pod removes exactly ``milli`` from its node's free GPU milli.
-    candidates = [Candidate(n.index, n.free_gpu_milli() - pod.milli) for n in cluster if pod_fits(n, pod)]
+    candidates = [node_candidate(n, pod) for n in cluster if pod_fits(n, pod)]
     if not candidates:
         return None
     return node_scorer(candidates, node_draw)

@@ -25,6 +25,7 @@ from typing import Any
 
 import polars as pl
 from hypothesis import strategies as st
+from tests.reference.scoring import SCORERS
 
 from gpureplay.cluster.catalog import gpu_model
 from gpureplay.schedulers.policy import Backfill, GangMode, Policy, Preemption, QueueOrder, Requeue
@@ -326,8 +327,12 @@ PREEMPT_VARIANTS: dict[str, Policy] = {
 
 @st.composite
 def policies(draw: st.DrawFn) -> Policy:
-    """Any combination of the policy settings (EASY without preemption), random scorers weighted up."""
-    scorers = st.sampled_from(["first_fit", "best_fit", "worst_fit", "random", "random"])
+    """Any combination of the policy settings (EASY without preemption), random scorers weighted up.
+
+    Scorers come from the reference's list, so a scorer added there (and in the
+    engine) is drawn here with no further change.
+    """
+    scorers = st.sampled_from([*SCORERS, "random"])
     backfill = draw(st.sampled_from(list(Backfill)))
     preemption = Preemption.none if backfill is Backfill.easy else draw(st.sampled_from(list(Preemption)))
     # Preemption is refused without the priority order (kube-scheduler's PrioritySort).

@@ -173,8 +173,10 @@ def choose_node(
 
 
 @kernel
-def gpu_score(params: Params, cl: Cluster, g: int, m: int) -> float:
-    """Score of putting a shared pod of ``m`` milli on GPU ``g`` (which fits it); higher is better.
+def gpu_score(params: Params, cl: Cluster, n: int, g: int, m: int, q: int) -> float:
+    """Score of putting a shared pod of ``m`` milli and ``q`` MiB on GPU ``g`` of node ``n`` (it fits).
+
+    Higher is better.
 
     Notes
     -----
@@ -215,7 +217,7 @@ def choose_gpu(params: Params, cl: Cluster, n: int, m: int, q: int, job: int, po
             continue
         if scorer == FIRST_FIT:
             return g
-        score = gpu_score(params, cl, g, m)
+        score = gpu_score(params, cl, n, g, m, q)
         if best < 0 or score > best_score:
             best = g
             best_score = score
