@@ -612,6 +612,28 @@ def test_every_scorer_name_is_a_valid_node_and_gpu_placement() -> None:
         assert replay.jobs["state"].to_list() == ["finished"] * 4
 
 
+def test_balanced_allocation_scores_gpu_and_cpu_as_kube_scheduler_does() -> None:
+    """kube-scheduler NodeResourcesBalancedAllocation, worked by hand on two 4-GPU, 32-core nodes.
+
+    Job 1 (2 GPUs, 2 cores): both nodes score int((1 - |0.5 - 0.0625| / 2) * 100) = 78, node 0 wins
+    the tie. Job 2 (1 GPU, 2 cores): node 0 would be at (0.75, 0.125) -> 68, node 1 at (0.25, 0.0625)
+    -> 90, so it goes to node 1, where best_fit would pack it onto node 0. Job 3 (4 GPUs) then has no
+    empty node until job 1 ends at 100; after best_fit it starts at once on node 1.
+    """
+    jobs = make_jobs(
+        [
+            {"job_id": 1, "submit_time": 0.0, "duration": 100.0, "gpu_milli": 2000, "cpu_milli": 2000},
+            {"job_id": 2, "submit_time": 1.0, "duration": 100.0, "gpu_milli": 1000, "cpu_milli": 2000},
+            {"job_id": 3, "submit_time": 2.0, "duration": 10.0, "gpu_milli": 4000},
+        ]
+    )
+    nodes = make_nodes(4, 4, cpu_milli=32_000)
+    balanced = run(jobs, nodes, Policy("balanced", node_placement="balanced_allocation"))
+    packed = run(jobs, nodes, Policy("packed", node_placement="best_fit"))
+    assert by_id(balanced, "start_time") == {1: 0.0, 2: 1.0, 3: 100.0}
+    assert by_id(packed, "start_time") == {1: 0.0, 2: 1.0, 3: 2.0}
+
+
 def test_unknown_scorer_or_bad_preemption_settings_are_config_errors() -> None:
     from gpureplay.errors import InputError
 

@@ -8,7 +8,9 @@ most obvious way; the spec's rules (``docs/engine-semantics.md``, Resources):
 - ``first_fit``: the lowest index that fits;
 - ``best_fit``: the smallest free GPU milli left on the node (GPU) after placing, ties lowest index;
 - ``worst_fit``: the largest, ties lowest index;
-- ``random``: candidate number ``draw % count`` in index order.
+- ``random``: candidate number ``draw % count`` in index order;
+- ``balanced_allocation``: kube-scheduler's NodeResourcesBalancedAllocation,
+  ``int((1 - std) * 100)`` of the used fractions, ties lowest index.
 
 Adding a scorer means adding it to the engine's ``scoring.py`` and a function
 plus its :data:`SCORERS` entry here (``tests/test_reference.py`` checks that
@@ -17,10 +19,20 @@ the two name lists agree).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["SCORERS", "Candidate", "Scorer", "best_fit", "first_fit", "random", "worst_fit"]
+__all__ = [
+    "SCORERS",
+    "Candidate",
+    "Scorer",
+    "balanced_allocation",
+    "best_fit",
+    "first_fit",
+    "random",
+    "worst_fit",
+]
 
 
 @dataclass(frozen=True)
@@ -73,10 +85,35 @@ def random(candidates: Sequence[Candidate], draw: Callable[[], int]) -> int:
     return candidates[draw() % len(candidates)].index
 
 
+def balanced_allocation(candidates: Sequence[Candidate], draw: Callable[[], int]) -> int:
+    """kube-scheduler's NodeResourcesBalancedAllocation; ties go to the lowest index.
+
+    The fraction of each resource in use after placing (capped at 1; a resource
+    of capacity 0 or unknown left out); the score is ``int((1 - std) * 100)``
+    with ``std`` the population standard deviation of the fractions
+    (``|f0 - f1| / 2`` for two, 0 for fewer), as kube computes it.
+    """
+
+    def score(c: Candidate) -> int:
+        pairs = zip(c.used_after, c.capacity, strict=True)
+        fractions = [min(used / cap, 1.0) for used, cap in pairs if 0 < cap < math.inf]
+        if len(fractions) < 2:
+            std = 0.0
+        elif len(fractions) == 2:
+            std = abs((fractions[0] - fractions[1]) / 2)  # kube's shortcut for two resources
+        else:
+            mean = sum(fractions) / len(fractions)
+            std = math.sqrt(sum((f - mean) ** 2 for f in fractions) / len(fractions))
+        return int((1.0 - std) * 100.0)
+
+    return min(candidates, key=lambda c: (-score(c), c.index)).index
+
+
 #: Scorer functions by the name a policy uses.
 SCORERS: dict[str, Scorer] = {
     "first_fit": first_fit,
     "best_fit": best_fit,
     "worst_fit": worst_fit,
     "random": random,
+    "balanced_allocation": balanced_allocation,
 }

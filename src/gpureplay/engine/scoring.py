@@ -25,15 +25,23 @@ from gpureplay.engine.bundles import Classes, Cluster, FitIndex, Params
 from gpureplay.engine.config import inline_kernel, kernel
 from gpureplay.engine.fitindex import index_query, index_set
 from gpureplay.engine.layout import (
+    BIG,
+    C_CPU,
     C_EXACT,
     C_K,
+    C_MEM,
     C_MILLI,
+    F_CPU,
+    F_MEM,
     F_MILLI,
     F_WHOLE,
     G_MEM,
     G_MILLI,
+    N_CPU,
     N_GPU0,
+    N_GPU_MEM,
     N_GPUS,
+    N_MEM,
     N_MODEL,
     P_GPU,
     P_NODE,
@@ -46,12 +54,15 @@ from gpureplay.engine.rng import DRAW_GPU, DRAW_NODE, draw
 #: GPU milli left on the node (GPU) after placing (binpack: Volcano
 #: ``binpack``, KAI ``gpupack``, gpushare's bind). ``worst_fit``: most
 #: (spread: kube-scheduler ``LeastAllocated``, KAI ``gpuspread``). ``random``:
-#: uniform among the candidates.
-SCORERS: tuple[str, ...] = ("first_fit", "best_fit", "worst_fit", "random")
+#: uniform among the candidates. ``balanced_allocation``: kube-scheduler's
+#: ``NodeResourcesBalancedAllocation`` over GPU, CPU and memory (see
+#: :func:`balance`).
+SCORERS: tuple[str, ...] = ("first_fit", "best_fit", "worst_fit", "random", "balanced_allocation")
 FIRST_FIT = 0
 BEST_FIT = 1
 WORST_FIT = 2
 RANDOM = 3
+BALANCED = 4
 
 _MILLI_CEILING = 1 << 29
 
@@ -108,6 +119,49 @@ def build_index(params: Params, cl: Cluster, ix: FitIndex) -> None:
         refresh_index(params, cl, ix, n)
 
 
+@inline_kernel
+def _fraction(used: float, capacity: int) -> float:
+    """Share of a resource in use, capped at 1; -1.0 when the capacity is 0 or unknown (not scored)."""
+    if capacity <= 0 or capacity >= BIG:
+        return -1.0
+    return min(used / capacity, 1.0)
+
+
+@kernel
+def balance(f0: float, f1: float, f2: float) -> float:
+    """kube-scheduler's balanced-allocation score of up to three resource fractions (-1.0: absent).
+
+    Notes
+    -----
+    ``NodeResourcesBalancedAllocation`` (``balancedResourceScorer`` in
+    kubernetes ``pkg/scheduler/framework/plugins/noderesources``): with the
+    fractions ``f_i = min(requested_i / allocatable_i, 1)`` of the scored
+    resources after placing (a resource with no allocatable amount skipped),
+    ``std`` is ``|f_0 - f_1| / 2`` for two, the population standard deviation
+    for more, 0 for fewer; the score is ``int((1 - std) * 100)``
+    (``MaxNodeScore``), so nearly balanced nodes tie and the lowest index wins
+    (kube-scheduler draws among tied nodes instead). The plugin's default
+    resources are CPU and memory; here the GPU is scored too, as a GPU cluster
+    configures it. kube skips pods that request none of the resources; here
+    they are scored like any other.
+    """
+    count = 0
+    total = 0.0
+    for f in (f0, f1, f2):
+        if f >= 0.0:
+            count += 1
+            total += f
+    std = 0.0
+    if count == 2:
+        first = f0 if f0 >= 0.0 else f1
+        second = f2 if f2 >= 0.0 else f1
+        std = abs((first - second) / 2.0)
+    elif count == 3:
+        mean = total / 3.0
+        std = np.sqrt(((f0 - mean) ** 2 + (f1 - mean) ** 2 + (f2 - mean) ** 2) / 3.0)
+    return float(int((1.0 - std) * 100.0))
+
+
 @kernel
 def node_score(params: Params, cl: Cluster, cs: Classes, c: int, n: int) -> float:
     """Score of placing one pod of class ``c`` on node ``n`` (which fits it); higher is better.
@@ -117,7 +171,8 @@ def node_score(params: Params, cl: Cluster, cs: Classes, c: int, n: int) -> floa
     ``best_fit`` / ``worst_fit`` score the node's free GPU milli after placing
     (negated for best fit): Volcano ``binpack`` / KAI ``gpupack`` and
     kube-scheduler ``LeastAllocated`` / KAI ``gpuspread`` reduced to the GPU
-    resource (scheduler-semantics.md §2.2).
+    resource (scheduler-semantics.md §2.2). ``balanced_allocation`` scores
+    the GPU, CPU and memory in use after placing (:func:`balance`).
     """
     scorer = params.codes[P_NODE]
     after = float(cl.node_free[F_MILLI, n] - cs.ints[C_MILLI, c])
@@ -125,6 +180,15 @@ def node_score(params: Params, cl: Cluster, cs: Classes, c: int, n: int) -> floa
         return -after
     if scorer == WORST_FIT:
         return after
+    if scorer == BALANCED:
+        gpu_capacity = 1000 * cl.node_int[N_GPUS, n]
+        cpu_capacity = cl.node_int[N_CPU, n]
+        mem_capacity = cl.node_int[N_MEM, n]
+        return balance(
+            _fraction(float(gpu_capacity) - after, gpu_capacity),
+            _fraction(float(cpu_capacity - cl.node_free[F_CPU, n] + cs.ints[C_CPU, c]), cpu_capacity),
+            _fraction(float(mem_capacity - cl.node_free[F_MEM, n] + cs.ints[C_MEM, c]), mem_capacity),
+        )
     return 0.0
 
 
@@ -181,7 +245,8 @@ def gpu_score(params: Params, cl: Cluster, n: int, g: int, m: int, q: int) -> fl
     Notes
     -----
     ``best_fit`` is Alibaba gpushare-scheduler-extender's bind rule (the GPU
-    with the least free capacity that fits); ``worst_fit`` spreads.
+    with the least free capacity that fits); ``worst_fit`` spreads;
+    ``balanced_allocation`` balances the GPU's compute and memory shares.
     """
     scorer = params.codes[P_GPU]
     after = float(cl.gpu_free[G_MILLI, g] - m)
@@ -189,6 +254,10 @@ def gpu_score(params: Params, cl: Cluster, n: int, g: int, m: int, q: int) -> fl
         return -after
     if scorer == WORST_FIT:
         return after
+    if scorer == BALANCED:
+        mem_capacity = cl.node_int[N_GPU_MEM, n]
+        used_mem = float(mem_capacity - cl.gpu_free[G_MEM, g] + q)
+        return balance(_fraction(1000.0 - after, 1000), _fraction(used_mem, mem_capacity), -1.0)
     return 0.0
 
 

@@ -97,7 +97,9 @@ class Policy:
         fits), ``best_fit`` (least free capacity left: binpack; Volcano
         ``binpack``, KAI ``gpupack``), ``worst_fit`` (most: spread;
         kube-scheduler ``LeastAllocated``, KAI ``gpuspread``), ``random``
-        (uniform among the candidates, seeded). Checked when the replay starts.
+        (uniform among the candidates, seeded), ``balanced_allocation``
+        (kube-scheduler ``NodeResourcesBalancedAllocation`` over GPU, CPU and
+        memory). Checked when the replay starts.
     backfill
         See :class:`Backfill`.
     backfill_depth
