@@ -895,7 +895,7 @@ class _Replay:
             "fragmented_gpus": fragmented,
             "preemptions": self.evictions,
             "terminating_jobs": len(self.with_state("terminating")),
-            "lost_gpu_seconds": self.lost_charged,
+            "lost_gpu_seconds": self.lost_charged + sum(uncharged(job, self.now) for job in self.jobs),
         }
 
     def check_capacity(self) -> None:
@@ -1055,6 +1055,19 @@ def _attempt_rows(job: Job, end: float) -> list[dict[str, Any]]:
     return rows
 
 
+def uncharged(job: Job, t: float) -> float:
+    """[Accounting] Lost GPU-seconds spent by ``t`` and not charged yet: charges come when they end.
+
+    The restart overhead a running attempt has spent, the grace period a
+    terminating job has held.
+    """
+    if job.state == "running":
+        return job.gpus * (min(t, job.progress0) - job.start)
+    if job.state == "terminating":
+        return job.gpus * (t - job.evicted_at)
+    return 0.0
+
+
 def _job_row(job: Job, end: float) -> dict[str, Any]:
     """[Time and events] Final states and the per-job measures."""
     state = _final_state(job)
@@ -1068,13 +1081,7 @@ def _job_row(job: Job, end: float) -> dict[str, Any]:
     pending: float | None = None
     if state != "rejected":
         pending = job.pending_total + (end - job.pending_since if job.state == "pending" else 0.0)
-    # [Accounting] what the end of the run leaves uncharged: the restart overhead a running
-    # attempt has spent, the grace period a terminating job has held.
-    lost = job.lost
-    if job.state == "running":
-        lost += job.gpus * (min(end, job.progress0) - job.start)
-    elif job.state == "terminating":
-        lost += job.gpus * (end - job.evicted_at)
+    lost = job.lost + uncharged(job, end)
     return {
         "job_id": job.job_id,
         "start_time": job.first_start,

@@ -288,7 +288,7 @@ def advance(params: Params, jobs: Jobs, cs: Classes, cl: Cluster, st: State, t_s
                     status = ADV_FAILED
                     break
             if first_pass and t == clock[X_NEXT_SAMPLE]:
-                record_sample(jobs, cs, cl, js, pend, run, mode, t)
+                record_sample(jobs, cs, cl, js, pend, tm, run, mode, t)
                 clock[X_NEXT_SAMPLE] = run.cursor[L_SAMPLE_K] * clock[X_SAMPLE_INTERVAL]
             first_pass = False
             if not (next_completion(js, tm, run) == t or next_timer(js, tm, run) == t):

@@ -9,26 +9,36 @@ the rows kept are exactly the samples of the doubled grid and the rule stays
 
 from __future__ import annotations
 
-from gpureplay.engine.bundles import Classes, Cluster, Jobs, JobState, Pending, Run
+from gpureplay.engine.bundles import Classes, Cluster, Jobs, JobState, Pending, Run, Timers
 from gpureplay.engine.config import kernel
 from gpureplay.engine.layout import (
     C_MILLI,
     C_TENANT,
+    D_GEN,
     D_PLACED,
+    D_STATUS,
     F_WHOLE,
     GANG,
     J_CLASS,
     J_ID,
+    J_MILLI,
     K_NACTIVE,
     K_NPEND,
     K_NRUN,
+    K_NRUNHEAP,
     K_NTERM,
+    K_NTIMERS,
     K_PREEMPTIONS,
     L_SAMPLE_K,
     L_SAMPLES,
     L_WIDENINGS,
+    S_RUNNING,
+    S_TERMINATING,
+    T_EVICTED,
     T_KEY1,
     T_KEY2,
+    T_PROGRESS0,
+    T_START,
     TIMELINE_FIELDS,
     TL_FRAGMENTED,
     TL_GPUS,
@@ -39,6 +49,7 @@ from gpureplay.engine.layout import (
     TL_TERMINATING,
     TLF_LOST,
     TLF_TIME,
+    TM_TERMINATED,
     TOT_ALLOC,
     TOT_FREE_WHOLE,
     X_LOST,
@@ -120,8 +131,49 @@ def queue_before(
 
 
 @kernel
+def uncharged_lost(jobs: Jobs, js: JobState, tm: Timers, run: Run, t: float) -> float:
+    """Lost GPU-seconds spent by ``t`` but charged only when they end (restart overheads, grace periods).
+
+    Notes
+    -----
+    A running attempt's restart overhead and an evicted job's grace period
+    are charged to ``X_LOST`` when they end; a sample adds what they have
+    spent so far, so the timeline's running total agrees with the job table
+    at every instant. Running jobs are found in the completion heap and
+    terminating ones in the timer heap (live entries only). Without an
+    eviction no job restarts or terminates, and nothing is scanned.
+    """
+    if run.counters[K_PREEMPTIONS] == 0:
+        return 0.0
+    lost = 0.0
+    for i in range(run.counters[K_NRUNHEAP]):
+        j = tm.run_i[2, i]
+        if tm.run_i[3, i] == js.dyn[D_GEN, j] and js.dyn[D_STATUS, j] == S_RUNNING:
+            spent = min(t, js.time[T_PROGRESS0, j]) - js.time[T_START, j]
+            if spent > 0.0:
+                lost += js.dyn[D_PLACED, j] * jobs.ints[J_MILLI, j] / 1000.0 * spent
+    for i in range(run.counters[K_NTIMERS]):
+        j = tm.tm_i[2, i]
+        if (
+            tm.tm_i[0, i] == TM_TERMINATED
+            and tm.tm_i[3, i] == js.dyn[D_GEN, j]
+            and js.dyn[D_STATUS, j] == S_TERMINATING
+        ):
+            lost += js.dyn[D_PLACED, j] * jobs.ints[J_MILLI, j] / 1000.0 * (t - js.time[T_EVICTED, j])
+    return lost
+
+
+@kernel
 def record_sample(
-    jobs: Jobs, cs: Classes, cl: Cluster, js: JobState, pend: Pending, run: Run, mode: int, t: float
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    js: JobState,
+    pend: Pending,
+    tm: Timers,
+    run: Run,
+    mode: int,
+    t: float,
 ) -> None:
     """Append the timeline row at ``t`` (the caller makes room first).
 
@@ -135,7 +187,7 @@ def record_sample(
     """
     row = run.cursor[L_SAMPLES]
     run.tl_flt[TLF_TIME, row] = t
-    run.tl_flt[TLF_LOST, row] = run.clock[X_LOST]
+    run.tl_flt[TLF_LOST, row] = run.clock[X_LOST] + uncharged_lost(jobs, js, tm, run, t)
     out = run.tl_rows
     out[TL_GPUS, row] = cl.gpu_free.shape[1] - cl.totals[TOT_FREE_WHOLE]
     out[TL_MILLI, row] = cl.totals[TOT_ALLOC]
