@@ -318,22 +318,16 @@ def _scan_all(
     return pl.concat(scans, how="vertical")
 
 
-def collect(inputs: Sequence[Path], exclude: Sequence[LeftOut] = ()) -> Collection:
-    """Read every complete run under ``inputs`` into a :class:`Collection`.
-
-    Parameters
-    ----------
-    inputs
-        Run folders and/or sweep folders (searched at any depth).
-    exclude
-        Runs found unreadable by an earlier attempt (:func:`gpureplay.report.folders.find_unreadable`):
-        left out and listed with the others.
+def complete_runs(
+    inputs: Sequence[Path], exclude: Sequence[LeftOut] = ()
+) -> tuple[list[RunSummary], list[LeftOut]]:
+    """The summaries of every complete, readable run under ``inputs``, and the folders left out (sorted).
 
     Raises
     ------
     FileNotFoundError
-        When an input does not exist or no complete, readable run is found under
-        them (the message lists the folders left out and why).
+        When an input does not exist or no complete, readable run is found (the
+        message lists the folders left out and why).
     gpureplay.errors.InputError
         When an input is not a folder.
     """
@@ -356,7 +350,29 @@ def collect(inputs: Sequence[Path], exclude: Sequence[LeftOut] = ()) -> Collecti
         if left_out:
             text += f"; {counts(left_out)}:\n" + "\n".join(describe(left_out, limit=10))
         raise FileNotFoundError(text)
+    return summaries, left_out
 
+
+def collect(inputs: Sequence[Path], exclude: Sequence[LeftOut] = ()) -> Collection:
+    """Read every complete run under ``inputs`` into a :class:`Collection`.
+
+    Parameters
+    ----------
+    inputs
+        Run folders and/or sweep folders (searched at any depth).
+    exclude
+        Runs found unreadable by an earlier attempt (:func:`gpureplay.report.folders.find_unreadable`):
+        left out and listed with the others.
+
+    Raises
+    ------
+    FileNotFoundError
+        When an input does not exist or no complete, readable run is found under
+        them (the message lists the folders left out and why).
+    gpureplay.errors.InputError
+        When an input is not a folder.
+    """
+    summaries, left_out = complete_runs(inputs, exclude)
     runs = _runs_table(summaries)
     keys = config_columns(runs)
     notes: list[str] = []

@@ -294,6 +294,18 @@ def _time_axis(ax: Axes, smallest: float, largest: float) -> bool:
     return False
 
 
+def _thin_line(style: Style, points: int) -> dict[str, object]:
+    """Plot options for a configuration's binned time series: its style, thinner, about 8 markers."""
+    return {
+        "linewidth": style.width * 0.75,
+        "color": style.colour,
+        "linestyle": style.linestyle,
+        "marker": style.marker or None,
+        "markevery": max(1, points // 8),
+        "markersize": 3,
+    }
+
+
 def _cdf_values(collection: Collection, column: str, state: pl.Expr) -> pl.DataFrame:
     rank, count = pl.int_range(pl.len()).over(CONFIG_COLUMN), pl.len().over(CONFIG_COLUMN)
     step = (count // CDF_POINTS).clip(lower_bound=1)
@@ -458,14 +470,7 @@ def timeline_figure(collection: Collection, lay: Layout) -> Drawn | str:
                 continue
             style = lay.style_of[lay.name_of[config]]
             t = part.get_column("_bin").to_numpy() / unit_seconds
-            kwargs = {
-                "linewidth": style.width * 0.75,
-                "color": style.colour,
-                "linestyle": style.linestyle,
-                "marker": style.marker or None,
-                "markevery": max(1, len(t) // 8),
-                "markersize": 3,
-            }
+            kwargs = _thin_line(style, len(t))
             top.plot(t, part.get_column("allocated_fraction").to_numpy() * 100.0, **kwargs)
             bottom.plot(t, part.get_column("fragmented_gpus").to_numpy(), **kwargs)
         # Head room above 100% for the window's label, clear of the curves.
@@ -557,14 +562,7 @@ def preemption_figure(collection: Collection, lay: Layout) -> Drawn | None:
                 continue
             style = lay.style_of[lay.name_of[config]]
             t = part.get_column("_bin").to_numpy() / unit_seconds
-            kwargs = {
-                "linewidth": style.width * 0.75,
-                "color": style.colour,
-                "linestyle": style.linestyle,
-                "marker": style.marker or None,
-                "markevery": max(1, len(t) // 8),
-                "markersize": 3,
-            }
+            kwargs = _thin_line(style, len(t))
             top.plot(t, part.get_column("preemptions").fill_null(0.0).to_numpy(), **kwargs)
             bottom.plot(t, part.get_column("lost_gpu_seconds").fill_null(0.0).to_numpy(), **kwargs)
         top.set_ylabel("evictions so far", fontsize=9)

@@ -26,13 +26,12 @@ from gpureplay.report.collect import (
     CHECKSUM_DIGITS,
     CHECKSUM_KEYS,
     RUN_COLUMN,
-    RunSummary,
+    complete_runs,
     config_columns,
     label_keys,
-    read_summary,
     short_key,
 )
-from gpureplay.report.folders import LeftOut, counts, describe, scan
+from gpureplay.report.folders import LeftOut, scan
 
 #: Per-run wall-clock timings written beside the results (seconds).
 TIMING_FILE = "timing.json"
@@ -148,22 +147,7 @@ def compare_runs(roots: Iterable[Path]) -> Comparison:
         When an input is not a folder.
     """
     roots = [Path(r) for r in roots]
-    found = scan(roots)
-    left_out = list(found.left_out)
-    summaries: list[RunSummary] = []
-    for folder in found.complete:
-        summary = read_summary(folder)
-        if isinstance(summary, LeftOut):
-            left_out.append(summary)
-        else:
-            summaries.append(summary)
-    left_out.sort(key=lambda item: str(item.folder))
-    if not summaries:
-        where = ", ".join(str(p) for p in roots) or "(no folder given)"
-        text = f"no complete run (folder with a DONE marker and readable results) under {where}"
-        if left_out:
-            text += f"; {counts(left_out)}:\n" + "\n".join(describe(left_out, limit=10))
-        raise FileNotFoundError(text)
+    summaries, left_out = complete_runs(roots)
 
     keys_table = pl.DataFrame(
         [{RUN_COLUMN: str(s.folder), **s.keys} for s in summaries], infer_schema_length=None
