@@ -19,11 +19,12 @@ import numpy as np
 import polars as pl
 import pytest
 
+from gpureplay.engine import heaps, invariants, rng
 from gpureplay.engine import layout as L
-from gpureplay.engine.heaps import bits_clear, bits_next, bits_set, bitset_words
-from gpureplay.engine.invariants import check_node
+from gpureplay.engine.config import python_callable
+from gpureplay.engine.heaps import bitset_words
 from gpureplay.engine.loop import advance
-from gpureplay.engine.rng import DRAW_NODE, draw, mix64
+from gpureplay.engine.rng import DRAW_NODE
 from gpureplay.engine.scoring import SCORERS
 from gpureplay.replay.compile import compile_replay, policy_params
 from gpureplay.replay.simulate import (
@@ -508,7 +509,14 @@ def test_bad_arguments_are_refused() -> None:
 # --------------------------------------------------------------------------------------------------
 
 
+def test_internal_kernels_refuse_python_calls() -> None:
+    # They have no Python entry point: numba would jump to a missing one (a crash) if asked.
+    with pytest.raises(TypeError, match="callable from kernels only"):
+        rng.mix64(np.uint64(1))
+
+
 def test_draws_are_a_pure_function_of_their_key() -> None:
+    mix64, draw = python_callable(rng.mix64), python_callable(rng.draw)
     # SplitMix64's finalizer is a bijection with full avalanche: known value of mix(0 + golden gamma).
     assert int(mix64(np.uint64(0x9E3779B97F4A7C15))) == 0xE220A8397B1DCDAF
     a = int(draw(7, 3, 0, 0, DRAW_NODE))
@@ -518,6 +526,8 @@ def test_draws_are_a_pure_function_of_their_key() -> None:
 
 
 def test_bitset_next_matches_a_plain_scan() -> None:
+    bits_set, bits_clear = python_callable(heaps.bits_set), python_callable(heaps.bits_clear)
+    bits_next = python_callable(heaps.bits_next)
     size = 300_000
     words = bitset_words(size)
     l0, l1, l2 = (np.zeros(w, dtype=np.uint64) for w in words)
@@ -548,6 +558,7 @@ def test_node_check_reports_a_corrupted_gpu() -> None:
     compiled, state = _prepared(backfill_case(), make_nodes(4, 2), Policy("b", node_placement="best_fit"))
     c = compiled
     err = np.zeros(2, dtype=np.int64)
+    check_node = python_callable(invariants.check_node)
 
     def check(n: int) -> tuple[bool, list[int]]:
         ok = check_node(state.dbg, c.params, c.jobs, c.classes, c.cluster, state.ix, state.js, n, err)
@@ -853,7 +864,9 @@ def test_window_integral_counts_allocation_inside_the_window_only() -> None:
 
 
 def test_a_rate_change_keeps_the_work_done_and_moves_the_finish() -> None:
-    from gpureplay.engine.jobs import progress_at, set_rate
+    from gpureplay.engine import jobs as engine_jobs
+
+    progress_at, set_rate = python_callable(engine_jobs.progress_at), python_callable(engine_jobs.set_rate)
 
     # One job of 100 s of work starts at 0 (rate 1). At 40 it is slowed to half speed: 40 s done,
     # 60 s left at 0.5 s/s -> finishes at 160. Evicted at 100 with a checkpoint every 25 s of work:

@@ -86,9 +86,9 @@ def test_kernels_are_known_uncached_until_compiled_and_cached_after(tmp_path: Pa
     module.write_text(
         textwrap.dedent(
             """
-            from gpureplay.engine.config import kernel
+            from gpureplay.engine.config import entry_kernel
 
-            @kernel
+            @entry_kernel
             def twice(x: float) -> float:
                 return 2.0 * x
             """

@@ -142,8 +142,50 @@ def _one_signature_per_type(dispatcher: Any) -> Any:
     return dispatcher
 
 
+#: Extra options of kernels called only from other kernels: no CPython or C
+#: entry point is generated for them. Those wrappers unbox every array of
+#: every bundle argument and were a seventh of the cold compile.
+INTERNAL_OPTIONS: dict[str, Any] = {"no_cpython_wrapper": True, "no_cfunc_wrapper": True}
+
+
+def _python_calls_refused(dispatcher: Any) -> Any:
+    """Keep a wrapper-less kernel out of the Python call path: a call from Python raises ``TypeError``.
+
+    numba would otherwise jump to the missing entry point (a crash): compiled
+    versions are kept for typing and linking only, never registered as
+    callable from Python, so every Python call reaches ``_compile_for_args``.
+    """
+    name = dispatcher.py_func.__qualname__
+
+    def add_overload(cres: Any) -> None:
+        dispatcher.overloads[tuple(cres.signature.args)] = cres
+
+    def refuse(*args: Any, **kws: Any) -> Any:
+        raise TypeError(
+            f"{name} is an internal engine kernel, callable from kernels only; "
+            "use gpureplay.engine.config.python_callable(kernel) to call it from Python"
+        )
+
+    dispatcher.add_overload = add_overload
+    dispatcher._compile_for_args = refuse
+    return dispatcher
+
+
+def _internal(fn: Callable[..., Any], **options: Any) -> Any:
+    dispatcher = njit(**JIT_OPTIONS, **INTERNAL_OPTIONS, **options)(fn)
+    return _python_calls_refused(_one_signature_per_type(dispatcher))
+
+
 def kernel(fn: F) -> F:
-    """Compile ``fn`` in nopython mode with :data:`JIT_OPTIONS`."""
+    """Compile ``fn`` in nopython mode with :data:`JIT_OPTIONS`, callable from other kernels only.
+
+    See :func:`entry_kernel` for the few the replay calls from Python.
+    """
+    return cast(F, _internal(fn))
+
+
+def entry_kernel(fn: F) -> F:
+    """Like :func:`kernel`, and callable from Python too (the replay's entry points)."""
     return cast(F, _one_signature_per_type(njit(**JIT_OPTIONS)(fn)))
 
 
@@ -153,7 +195,16 @@ def inline_kernel(fn: F) -> F:
     For the rules written once and called from hot loops (the fit rule), where
     a call per node would cost more than the rule itself.
     """
-    return cast(F, _one_signature_per_type(njit(inline="always", **JIT_OPTIONS)(fn)))
+    return cast(F, _internal(fn, inline="always"))
+
+
+def python_callable(fn: Any) -> Any:
+    """A Python-callable compiled copy of kernel ``fn`` (for tests and notebooks).
+
+    The copy is compiled on first call (not cached); kernels it calls are the
+    engine's own.
+    """
+    return njit(**{**JIT_OPTIONS, "cache": False})(fn.py_func)
 
 
 def when_given(

@@ -57,7 +57,7 @@ from __future__ import annotations
 import math
 
 from gpureplay.engine.bundles import Classes, Cluster, Jobs, Params, Run, State
-from gpureplay.engine.config import inline_kernel, kernel
+from gpureplay.engine.config import entry_kernel, inline_kernel, kernel
 from gpureplay.engine.cycles import cycle
 from gpureplay.engine.invariants import check_full, check_touched
 from gpureplay.engine.jobs import admit_job, complete_job, terminate_job
@@ -126,7 +126,7 @@ def attempt_room(jobs: Jobs, run: Run) -> bool:
     return bool(run.att_i.shape[1] - run.counters[K_ATTEMPTS] > jobs.ints.shape[1])
 
 
-@kernel
+@entry_kernel
 def advance(params: Params, jobs: Jobs, cs: Classes, cl: Cluster, st: State, t_stop: float) -> int:
     """Process every event time ``t <= t_stop`` of the replay (see the module docstring for the order).
 

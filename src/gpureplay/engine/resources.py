@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpureplay.engine.bundles import Classes, Cluster
-from gpureplay.engine.config import inline_kernel, kernel
+from gpureplay.engine.config import entry_kernel, inline_kernel, kernel
 from gpureplay.engine.layout import (
     C_CPU,
     C_EXACT,
@@ -366,7 +366,7 @@ def copy_cluster(src: Cluster, dst: Cluster) -> None:
         dst.totals[i] = src.totals[i]
 
 
-@kernel
+@entry_kernel
 def rejection_codes(
     types: Cluster, shapes: Int64Array, shape_mask: UInt64Array, type_count: Int64Array, out: Int64Array
 ) -> None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpureplay.engine.bundles import Classes, Cluster, FitIndex, Params
-from gpureplay.engine.config import inline_kernel, kernel
+from gpureplay.engine.config import entry_kernel, inline_kernel, kernel
 from gpureplay.engine.fitindex import index_query, index_set
 from gpureplay.engine.layout import (
     BIG,
@@ -112,7 +112,7 @@ def refresh_index(params: Params, cl: Cluster, ix: FitIndex, n: int) -> None:
         index_set(ix, n, cl.node_int[N_MODEL, n], index_key(scorer, cl, n), cl.node_free[F_WHOLE, n])
 
 
-@kernel
+@entry_kernel
 def build_index(params: Params, cl: Cluster, ix: FitIndex) -> None:
     """Fill the fit trees from the current state (once per replay)."""
     for n in range(cl.node_int.shape[1]):
