@@ -82,6 +82,7 @@ def test_alias_table_maps_every_model_to_itself() -> None:
 # MIG User Guide table 6 (A100-40GB): profile -> (memory slices, compute slices, allowed starts).
 A100_MIG = {
     "1g": (1, 1, (0, 1, 2, 3, 4, 5, 6)),
+    "1g+me": (1, 1, (0, 1, 2, 3, 4, 5, 6)),
     "1g-2m": (2, 1, (0, 2, 4, 6)),
     "2g": (2, 2, (0, 2, 4)),
     "3g": (4, 3, (0, 4)),

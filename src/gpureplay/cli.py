@@ -5,16 +5,17 @@ Thin by design: each command parses arguments and calls one function.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from importlib.resources import files
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 
 from gpureplay import __version__
 from gpureplay.errors import InputError
+from gpureplay.errors import exit_with as _fail
+from gpureplay.mig_cli import mig
 
 
 def _options(group: str) -> list[str]:
@@ -203,11 +204,6 @@ def _load_or_fail(name_or_path: str, overrides: Sequence[str]) -> Any:
         _fail(message)
 
 
-def _fail(err: Exception | str) -> NoReturn:
-    click.echo(f"gpureplay: error:\n{err}", err=True)
-    sys.exit(2)
-
-
 @trace.command("list")
 def trace_list() -> None:
     """Known public traces: source, license, rows, and whether they are bundled."""
@@ -294,3 +290,6 @@ def trace_fetch(name: str, dest: Path | None) -> None:
         _fail(err)
     for path in paths:
         click.echo(str(path))
+
+
+main.add_command(mig)

@@ -7,7 +7,9 @@ exits non-zero; nothing else catches it.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 #: ``Problem.source`` of a bad value in the run configuration (as opposed to a file).
 CONFIG = "config"
@@ -104,3 +106,11 @@ class InputError(ValueError):
     def config(cls, message: str, key: str) -> InputError:
         """Build an error about the config value at ``key`` (``config key 'cluster.nodes': ...``)."""
         return cls([Problem(message, CONFIG, key=key)])
+
+
+def exit_with(err: Exception | str) -> NoReturn:
+    """Print ``gpureplay: error:`` and ``err`` to stderr, exit with status 2 (any command's bad input)."""
+    import click
+
+    click.echo(f"gpureplay: error:\n{err}", err=True)
+    sys.exit(2)

@@ -9,26 +9,34 @@ which knows the aliases each trace uses (``V100M32``, ``A100-SXM4-80GB``, ...).
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib.resources import files
+from typing import Any
 
 
 @dataclass(frozen=True)
 class MigProfile:
-    """One MIG GPU-instance profile of a geometry.
+    """One MIG GPU-instance profile: a shape of a geometry, or a model's named profile.
+
+    ``name`` is the shape (``"3g"``) in :func:`mig_profiles` and the model's
+    profile name (``"3g.20gb"``) in :func:`mig_model_profiles`.
 
     Notes
     -----
     Slices and start slots follow the NVIDIA MIG User Guide (v580) tables 6-8
     and ``nvidia-smi mig -lgipp``: a placement uses memory slices
-    ``[start, start + memory_slices)`` of an 8-bit mask.
+    ``[start, start + width)`` of the GPU's memory-slice mask, and NVML defines
+    a placement's size as the number of memory slices it occupies
+    (``nvmlGpuInstancePlacement_t``), so ``width == memory_slices``.
     """
 
     name: str
     memory_slices: int
     compute_slices: int
     starts: tuple[int, ...]
+    width: int
+    media_extensions: bool = False
 
 
 @dataclass(frozen=True)
@@ -41,11 +49,56 @@ class GpuModel:
     mig: str | None
     aliases: tuple[str, ...]
     note: str
+    #: ``(profile name, geometry shape)`` pairs, e.g. ``("3g.20gb", "3g")``; empty when MIG is not modelled.
+    mig_names: tuple[tuple[str, str], ...] = ()
+    #: PCI device ids, e.g. ``0x20B010DE`` (matched against a mig-parted ``device-filter``).
+    pci_ids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Geometry:
+    memory_slices: int
+    compute_slices: int
+    shapes: dict[str, MigProfile]
+
+
+def _shape(geometry: str, name: str, spec: dict[str, Any]) -> MigProfile:
+    where = f"gpu_models.toml: [mig.{geometry}.profiles] {name!r}"
+    required = {"memory", "compute", "starts", "width"}
+    if not required <= set(spec) <= required | {"media_extensions"}:
+        raise RuntimeError(f"{where}: needs memory, compute, starts, width (media_extensions optional)")
+    profile = MigProfile(
+        name=name,
+        memory_slices=int(spec["memory"]),
+        compute_slices=int(spec["compute"]),
+        starts=tuple(int(s) for s in spec["starts"]),
+        width=int(spec["width"]),
+        media_extensions=bool(spec.get("media_extensions", False)),
+    )
+    if profile.width != profile.memory_slices:
+        # NVML: a placement's size is the number of memory slices it occupies.
+        raise RuntimeError(f"{where}: width {profile.width} != memory {profile.memory_slices}")
+    if not profile.starts or list(profile.starts) != sorted(set(profile.starts)):
+        raise RuntimeError(f"{where}: starts must be a non-empty increasing list")
+    return profile
+
+
+def _geometry(name: str, spec: dict[str, Any]) -> _Geometry:
+    memory, compute = int(spec["memory_slices"]), int(spec["compute_slices"])
+    shapes = {shape: _shape(name, shape, body) for shape, body in spec["profiles"].items()}
+    for shape in shapes.values():
+        if shape.starts[0] < 0 or shape.starts[-1] + shape.width > memory or shape.compute_slices > compute:
+            raise RuntimeError(
+                f"gpu_models.toml: [mig.{name}.profiles] {shape.name!r} does not fit "
+                f"{memory} memory / {compute} compute slices"
+            )
+    return _Geometry(memory, compute, shapes)
 
 
 @cache
-def _load() -> tuple[dict[str, GpuModel], dict[str, dict[str, MigProfile]]]:
+def _load() -> tuple[dict[str, GpuModel], dict[str, _Geometry]]:
     raw = tomllib.loads(files("gpureplay.cluster").joinpath("gpu_models.toml").read_text())
+    geometries = {geo: _geometry(geo, spec) for geo, spec in raw["mig"].items()}
     models = {
         name: GpuModel(
             name=name,
@@ -54,16 +107,26 @@ def _load() -> tuple[dict[str, GpuModel], dict[str, dict[str, MigProfile]]]:
             mig=spec.get("mig"),
             aliases=tuple(spec.get("aliases", ())),
             note=str(spec.get("note", "")),
+            mig_names=tuple((str(k), str(v)) for k, v in spec.get("mig_profiles", {}).items()),
+            pci_ids=tuple(int(str(i), 16) for i in spec.get("pci_ids", ())),
         )
         for name, spec in raw["models"].items()
     }
-    geometries = {
-        geo: {
-            prof: MigProfile(prof, int(mem), int(comp), tuple(int(s) for s in starts))
-            for prof, (mem, comp, starts) in spec["profiles"].items()
-        }
-        for geo, spec in raw["mig"].items()
-    }
+    for model in models.values():
+        if model.mig is not None and model.mig not in geometries:
+            raise RuntimeError(f"gpu_models.toml: model {model.name}: unknown MIG geometry {model.mig!r}")
+        if model.mig_names and model.mig is None:
+            raise RuntimeError(f"gpu_models.toml: model {model.name} names MIG profiles but has no geometry")
+        for profile, shape in model.mig_names:
+            if model.mig is not None and shape not in geometries[model.mig].shapes:
+                raise RuntimeError(
+                    f"gpu_models.toml: model {model.name} profile {profile!r} names unknown shape {shape!r}"
+                )
+    owners: dict[int, str] = {}
+    for model in models.values():
+        for pci in model.pci_ids:
+            if owners.setdefault(pci, model.name) != model.name:
+                raise RuntimeError(f"gpu_models.toml: pci id 0x{pci:08X} names two models")
     return models, geometries
 
 
@@ -125,6 +188,31 @@ def gpu_model(name: str) -> GpuModel:
 
 
 def mig_profiles(model: str) -> dict[str, MigProfile]:
-    """Return the MIG profiles of ``model``, empty when it has no MIG."""
+    """Return the MIG profile shapes of ``model``'s geometry (``"1g"``, ``"3g"``, ...), empty without MIG."""
     geometry = gpu_model(model).mig
-    return dict(_load()[1][geometry]) if geometry else {}
+    return dict(_load()[1][geometry].shapes) if geometry else {}
+
+
+def mig_slices(model: str) -> tuple[int, int]:
+    """Return ``(memory slices, compute slices)`` of ``model``'s MIG geometry, ``(0, 0)`` without MIG."""
+    geometry = gpu_model(model).mig
+    if geometry is None:
+        return (0, 0)
+    spec = _load()[1][geometry]
+    return (spec.memory_slices, spec.compute_slices)
+
+
+def mig_model_profiles(model: str) -> dict[str, MigProfile]:
+    """Return ``model``'s named MIG profiles (``"3g.20gb"``, ...) in catalog order, empty when not modelled.
+
+    Examples
+    --------
+    >>> p = mig_model_profiles("A100-40GB")["1g.10gb"]
+    >>> (p.memory_slices, p.compute_slices, p.starts)
+    (2, 1, (0, 2, 4, 6))
+    """
+    entry = gpu_model(model)
+    if entry.mig is None:
+        return {}
+    shapes = _load()[1][entry.mig].shapes
+    return {name: replace(shapes[shape], name=name) for name, shape in entry.mig_names}

@@ -1,0 +1,79 @@
+"""The ``gpureplay mig`` commands: ``layouts MODEL`` and ``check LAYOUT_FILE``.
+
+Thin like ``cli.py``: each command parses its arguments and calls
+:mod:`gpureplay.mig`. Bad input prints ``gpureplay: error:`` and the message to
+stderr and exits with status 2, as ``cli.py`` does.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from gpureplay.errors import InputError
+from gpureplay.errors import exit_with as _fail
+
+
+@click.group("mig")
+def mig() -> None:
+    """MIG geometry from the GPU catalog: maximal layouts and mig-parted config checks."""
+
+
+@mig.command("layouts")
+@click.argument("model")
+def mig_layouts(model: str) -> None:
+    """Print every maximal layout of MODEL's base MIG profiles, one per line, then their count.
+
+    A layout is a set of instances written profile@start (start = first memory
+    slice); maximal means no further base-profile instance fits. MODEL is a
+    catalog name or alias, e.g. A100-40GB, H100-80GB, H200.
+    """
+    from gpureplay.mig.geometry import MigError, mig_geometry
+    from gpureplay.mig.layouts import format_layout, maximal_layouts
+
+    try:
+        geometry = mig_geometry(model)
+    except MigError as err:
+        _fail(err)
+    found = maximal_layouts(geometry)
+    for layout in found:
+        click.echo(format_layout(layout))
+    base = ", ".join(p.name for p in geometry.base_profiles)
+    click.echo(f"{len(found)} maximal layouts of {geometry.model} (base profiles {base})")
+
+
+@mig.command("check")
+@click.argument("layout_file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--model",
+    default=None,
+    help="GPU model to check every config against (catalog name or alias). "
+    "Default: the models the file's device-filters name by PCI id.",
+)
+def mig_check(layout_file: Path, model: str | None) -> None:
+    """Validate a mig-parted config file against the MIG geometry of the catalog.
+
+    Prints each device entry that is valid with the placement found for it
+    (config[entry] model devices: profile@start ...). Exits with status 2 and
+    names the config, entry and profile for an unknown profile, counts that no
+    placement fits, a bad device list, or a file that is not a mig-parted config.
+    """
+    from gpureplay.mig.layouts import format_layout
+    from gpureplay.mig.parted import check_mig_parted, read_mig_parted
+
+    try:
+        result = check_mig_parted(read_mig_parted(layout_file), model)
+    except InputError as err:
+        _fail(err)
+    for found in result.placements:
+        entry = found.entry
+        if found.instances is None:
+            what = "MIG disabled"
+        else:
+            what = format_layout(found.instances) or "MIG enabled, no instances"
+        click.echo(f"{entry.config}[{entry.index}] {found.model} devices {entry.devices_text()}: OK {what}")
+    for name in result.unchecked:
+        click.echo(f"{name}: not checked, no entry's device-filter selects the model(s) checked")
+    if result.problems:
+        _fail(InputError(result.problems, shown=len(result.problems)))
