@@ -15,6 +15,7 @@ import click
 from gpureplay import __version__
 from gpureplay.errors import InputError
 from gpureplay.errors import exit_with as _fail
+from gpureplay.manifests_cli import manifests
 from gpureplay.mig_cli import mig
 
 
@@ -293,3 +294,4 @@ def trace_fetch(name: str, dest: Path | None) -> None:
 
 
 main.add_command(mig)
+main.add_command(manifests)

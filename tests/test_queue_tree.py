@@ -1,0 +1,388 @@
+"""Queue manifests (Kueue, Volcano, KAI, PriorityClass): the shipped examples, each bad input, the CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from gpureplay.cli import main
+from gpureplay.errors import InputError
+from gpureplay.queues.manifests import parse_manifests, parse_quantity, read_manifests
+from gpureplay.queues.tree import GPU_RESOURCE, KaiResource, describe_tree
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "manifests"
+
+CQ = """\
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {{name: a100}}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {{name: team-a}}
+spec:
+  cohort: research
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - name: a100
+      resources:
+      - name: nvidia.com/gpu
+        nominalQuota: 8
+{extra}"""
+
+
+def error_of(text: str, source: str = "q.yaml") -> str:
+    with pytest.raises(InputError) as caught:
+        parse_manifests(text, source)
+    return str(caught.value)
+
+
+# --------------------------------------------------------------------------- the shipped examples
+
+
+def test_kueue_example_parses() -> None:
+    found = read_manifests(EXAMPLES / "kueue")
+    tree = found.tree
+    assert tree.model == "kueue"
+    assert [f.name for f in tree.flavors] == ["a100", "default-flavor"]
+    assert tree.flavors[0].gpu_model == "NVIDIA-A100-SXM4-80GB"
+    a, b = tree.cluster_queues
+    assert (a.name, a.cohort, b.cohort) == ("team-a-cq", "research", "research")
+    gpu_a = a.resource_groups[0].flavors[0].resources[2]
+    assert (gpu_a.name, gpu_a.nominal_quota, gpu_a.borrowing_limit, gpu_a.lending_limit) == (
+        GPU_RESOURCE,
+        8,
+        8,
+        None,
+    )
+    assert a.resource_groups[0].flavors[0].resources[1].nominal_quota == 768 * 2**30  # 768Gi
+    assert b.resource_groups[0].flavors[0].resources[2].lending_limit == 6
+    assert (a.preemption.reclaim_within_cohort, b.queueing_strategy, b.fair_sharing_weight) == (
+        "Any",
+        "StrictFIFO",
+        2,
+    )
+    assert [(q.namespace, q.name, q.cluster_queue) for q in tree.local_queues] == [
+        ("team-a", "user-queue", "team-a-cq"),
+        ("team-b", "user-queue", "team-b-cq"),
+    ]
+    assert {p.name: p.value for p in tree.priority_classes} == {"production": 1000, "research": 100}
+    assert sorted(i.path for i in found.ignored) == [
+        "description",
+        "metadata.labels",
+        "spec.namespaceSelector",
+        "spec.namespaceSelector",
+    ]
+
+
+def test_volcano_example_parses() -> None:
+    found = read_manifests(EXAMPLES / "volcano" / "queues.yaml")
+    training, inference, batch = found.tree.volcano_queues
+    assert (training.weight, inference.weight, batch.weight) == (4, 2, 1)
+    assert dict(inference.capability) == {GPU_RESOURCE: 8, "cpu": 64, "memory": 512 * 2**30}
+    assert dict(inference.guarantee) == {GPU_RESOURCE: 2}
+    assert (training.reclaimable, batch.reclaimable) == (True, False)
+    assert [str(i) for i in found.ignored] == [
+        f"{EXAMPLES / 'volcano' / 'queues.yaml'}, document 1: Queue 'training': metadata.annotations",
+        f"{EXAMPLES / 'volcano' / 'queues.yaml'}, document 3: Queue 'batch': status",
+    ]
+
+
+def test_kai_example_parses() -> None:
+    tree = read_manifests(EXAMPLES / "kai").tree
+    research, vision, nlp = tree.kai_queues
+    assert (research.parent_queue, vision.parent_queue, nlp.parent_queue) == (None, "research", "research")
+    assert vision.gpu == KaiResource(quota=6, over_quota_weight=2, limit=12)
+    assert research.cpu == KaiResource(quota=-1, over_quota_weight=1, limit=-1)
+    assert nlp.priority == 100
+
+
+def test_describe_tree_indents_children_under_parents() -> None:
+    lines = describe_tree(read_manifests(EXAMPLES / "kai").tree)
+    assert lines[0] == "model: kai"
+    assert lines[1] == "Queue research: priority 100"
+    assert "  Queue team-vision: priority 100" in lines
+    assert "      gpu: quota 6, overQuotaWeight 2, limit 12" in lines
+    kueue = describe_tree(read_manifests(EXAMPLES / "kueue").tree)
+    assert "Cohort research, fairSharing weight 1" in kueue
+    assert "      a100/nvidia.com/gpu: nominal 8, borrowingLimit 8, lendingLimit -" in kueue
+    assert "      LocalQueue team-b/user-queue" in kueue
+
+
+def test_defaults_when_fields_are_left_out() -> None:
+    tree = parse_manifests(CQ.format(extra="")).tree
+    cq = tree.cluster_queues[0]
+    assert (cq.queueing_strategy, cq.preemption.within_cluster_queue, cq.fair_sharing_weight) == (
+        "BestEffortFIFO",
+        "Never",
+        1.0,
+    )
+    volcano = parse_manifests("apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: q}\n")
+    q = volcano.tree.volcano_queues[0]
+    assert (q.weight, q.reclaimable, dict(q.capability)) == (1, True, {})
+    kai = parse_manifests(
+        "apiVersion: scheduling.run.ai/v2\nkind: Queue\nmetadata: {name: q}\n"
+    ).tree.kai_queues[0]
+    assert (kai.priority, kai.gpu) == (100, KaiResource(0, 0, 0))
+
+
+def test_default_valued_unmodelled_field_is_accepted() -> None:
+    tree = parse_manifests(CQ.format(extra="  stopPolicy: None\n")).tree
+    assert tree.cluster_queues[0].name == "team-a"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("16", 16.0),
+        ("500m", 0.5),
+        ("64Gi", 64 * 2**30),
+        ("2k", 2000.0),
+        ("1e3", 1000.0),
+        (8, 8.0),
+        (0.5, 0.5),
+    ],
+)
+def test_parse_quantity(text: str | float, expected: float) -> None:
+    assert parse_quantity(text) == expected
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def test_unknown_kind_names_file_document_and_kind() -> None:
+    text = CQ.format(extra="") + "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\n"
+    message = error_of(text)
+    assert message.startswith(
+        "q.yaml, document 3, key 'kind': unknown kind 'Deployment' of apiVersion 'apps/v1'"
+    )
+
+
+def test_known_kind_of_an_unread_version_says_which_versions_are_read() -> None:
+    message = error_of("apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: x}\n")
+    assert (
+        "unknown kind 'LocalQueue' of apiVersion 'kueue.x-k8s.io/v1beta2' (read as kueue.x-k8s.io/v1beta1)"
+        in message
+    )
+
+
+def test_unmodelled_field_names_its_path() -> None:
+    message = error_of(CQ.format(extra="  admissionChecks: [prov]\n"))
+    assert message == "q.yaml, document 2, key 'spec.admissionChecks': changes scheduling but is not modelled"
+
+
+def test_unmodelled_field_with_a_non_default_value() -> None:
+    message = error_of(CQ.format(extra="  stopPolicy: Hold\n"))
+    assert message == (
+        "q.yaml, document 2, key 'spec.stopPolicy': changes scheduling but is not modelled "
+        "(only the default 'None' is supported)"
+    )
+
+
+def test_nested_unmodelled_and_unknown_fields() -> None:
+    kai = (
+        "apiVersion: scheduling.run.ai/v2\nkind: Queue\nmetadata: {name: q}\n"
+        "spec:\n  resources:\n    gpu: {quota: 4, lendingLimit: 2, burst: 1}\n"
+    )
+    message = error_of(kai)
+    assert (
+        "q.yaml, document 1, key 'spec.resources.gpu.lendingLimit': changes scheduling but is not modelled"
+        in message
+    )
+    assert "q.yaml, document 1, key 'spec.resources.gpu.burst': unknown field" in message
+
+
+def test_dangling_local_queue() -> None:
+    text = CQ.format(extra="") + (
+        "---\napiVersion: kueue.x-k8s.io/v1beta1\nkind: LocalQueue\n"
+        "metadata: {name: lq, namespace: ns}\nspec: {clusterQueue: team-b}\n"
+    )
+    assert (
+        error_of(text) == "q.yaml, document 3, key 'spec.clusterQueue': ClusterQueue 'team-b' is not defined"
+    )
+
+
+def test_dangling_flavor() -> None:
+    text = CQ.format(extra="").replace("    - name: a100", "    - name: h100")
+    assert error_of(text) == (
+        "q.yaml, document 2, key 'spec.resourceGroups[0].flavors[0].name': "
+        "ResourceFlavor 'h100' is not defined"
+    )
+
+
+def test_cohort_cycle() -> None:
+    text = "".join(
+        "---\napiVersion: kueue.x-k8s.io/v1alpha1\nkind: Cohort\n"
+        f"metadata: {{name: {a}}}\nspec: {{parent: {b}}}\n"
+        for a, b in (("a", "b"), ("b", "c"), ("c", "a"))
+    )
+    message = error_of(text)
+    assert "q.yaml, document 1, key 'spec.parent': cohort cycle: a -> b -> c -> a" in message
+    assert "q.yaml, document 3, key 'spec.parent': cohort cycle: c -> a -> b -> c" in message
+
+
+def test_implicit_cohort_parent_is_valid() -> None:
+    text = CQ.format(extra="") + (
+        "---\napiVersion: kueue.x-k8s.io/v1beta1\nkind: Cohort\n"
+        "metadata: {name: research}\nspec: {parentName: org}\n"
+    )
+    tree = parse_manifests(text).tree
+    assert tree.cohort_names() == ["research", "org"]
+    assert "Cohort org (implicit)" in describe_tree(tree)
+
+
+def test_unknown_parent_queue_volcano_and_kai() -> None:
+    volcano = (
+        "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: q}\nspec: {parent: nope}\n"
+    )
+    assert error_of(volcano) == "q.yaml, document 1, key 'spec.parent': parent queue 'nope' is not defined"
+    kai = "apiVersion: scheduling.run.ai/v2\nkind: Queue\nmetadata: {name: q}\nspec: {parentQueue: nope}\n"
+    assert error_of(kai) == "q.yaml, document 1, key 'spec.parentQueue': parent queue 'nope' is not defined"
+
+
+def test_volcano_queue_cycle() -> None:
+    text = "".join(
+        f"---\napiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {{name: {a}}}\n"
+        f"spec: {{parent: {b}}}\n"
+        for a, b in (("x", "y"), ("y", "x"))
+    )
+    assert "q.yaml, document 1, key 'spec.parent': queue cycle: x -> y -> x" in error_of(text)
+
+
+def test_negative_quota_and_limits_the_webhook_rejects() -> None:
+    text = CQ.format(extra="").replace("nominalQuota: 8", "nominalQuota: -2\n        lendingLimit: 4")
+    message = error_of(text)
+    key = "q.yaml, document 2, key 'spec.resourceGroups[0].flavors[0].resources[0]"
+    assert f"{key}.nominalQuota': must be >= 0 (found -2)" in message
+    assert f"{key}.lendingLimit': must be less than or equal to the nominalQuota (4 > -2)" in message
+    no_cohort = (
+        CQ.format(extra="")
+        .replace("  cohort: research\n", "")
+        .replace("nominalQuota: 8", "nominalQuota: 8\n        borrowingLimit: 2")
+    )
+    assert error_of(no_cohort) == f"{key}.borrowingLimit': must be nil when cohort is empty"
+
+
+def test_volcano_guarantee_above_capability() -> None:
+    text = (
+        "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: q}\n"
+        "spec:\n  weight: 0\n  capability: {nvidia.com/gpu: 2}\n"
+        "  guarantee: {resource: {nvidia.com/gpu: 4}}\n"
+    )
+    message = error_of(text)
+    assert "q.yaml, document 1, key 'spec.weight': must be in 1..65535 (found 0)" in message
+    assert (
+        "q.yaml, document 1, key 'spec.guarantee.resource.nvidia.com/gpu': "
+        "guarantee should less equal than capability (4 > 2)"
+    ) in message
+
+
+def test_kai_limit_below_quota_and_bad_negative() -> None:
+    text = (
+        "apiVersion: scheduling.run.ai/v2\nkind: Queue\nmetadata: {name: q}\n"
+        "spec:\n  resources:\n    gpu: {quota: 8, limit: 4}\n    cpu: {quota: -3, limit: -1}\n"
+    )
+    message = error_of(text)
+    assert "key 'spec.resources.gpu.limit': limit 4 is below quota 8" in message
+    assert "key 'spec.resources.cpu.quota': must be >= 0 or -1 for unlimited (found -3)" in message
+
+
+def test_bad_value_types() -> None:
+    message = error_of(CQ.format(extra="").replace("nominalQuota: 8", "nominalQuota: lots"))
+    assert (
+        "key 'spec.resourceGroups[0].flavors[0].resources[0].nominalQuota': not a quantity: 'lots'" in message
+    )
+    volcano = "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: q}\n"
+    volcano += "spec: {reclaimable: 1}\n"
+    assert error_of(volcano) == "q.yaml, document 1, key 'spec.reclaimable': must be true or false (found 1)"
+
+
+def test_bad_yaml_names_the_line() -> None:
+    message = error_of("apiVersion: v1\nkind: [unclosed\n")
+    assert message.startswith("q.yaml: not valid YAML: line 3")
+
+
+def test_mixed_models_are_refused() -> None:
+    text = (
+        CQ.format(extra="")
+        + "---\napiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: q}\n"
+    )
+    message = error_of(text)
+    assert (
+        "manifests mix queue models (kueue in q.yaml, document 1; volcano in q.yaml, document 3)" in message
+    )
+
+
+def test_duplicate_names() -> None:
+    text = "".join(
+        "---\napiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: q}\n" for _ in range(2)
+    )
+    assert error_of(text) == (
+        "q.yaml, document 2, key 'metadata.name': Queue 'q' is defined twice (first in q.yaml, document 1)"
+    )
+
+
+def test_missing_path_and_empty_folder(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no such file or folder"):
+        read_manifests(tmp_path / "nope.yaml")
+    with pytest.raises(InputError, match=r"no \*\.yaml or \*\.yml files"):
+        read_manifests(tmp_path)
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def test_cli_check_prints_the_tree_and_ignored_fields() -> None:
+    result = CliRunner().invoke(main, ["manifests", "check", str(EXAMPLES / "volcano")])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == "model: volcano"
+    assert lines[1] == "Queue training: weight 4, priority 0, reclaimable"
+    assert lines[2] == (
+        "Queue inference: weight 2, priority 0, reclaimable, capability {nvidia.com/gpu: 8, cpu: 64, "
+        "memory: 512Gi}, guarantee {nvidia.com/gpu: 2}"
+    )
+    assert "ignored (2 fields that do not change scheduling):" in lines
+
+
+def test_cli_check_exits_2_on_bad_input(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\n")
+    result = CliRunner().invoke(main, ["manifests", "check", str(bad)])
+    assert result.exit_code == 2
+    assert f"{bad}, document 1, key 'kind': unknown kind 'Job' of apiVersion 'batch/v1'" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_cohort_parent_field_follows_the_api_version() -> None:
+    # v1beta1 calls it parentName; the v1alpha1 name is not part of v1beta1.
+    text = "apiVersion: kueue.x-k8s.io/v1beta1\nkind: Cohort\nmetadata: {name: c}\nspec: {parent: org}\n"
+    assert error_of(text) == (
+        "q.yaml, document 1, key 'spec.parent': unknown field: not part of the Cohort API as modelled"
+    )
+
+
+def test_cohort_limits_need_a_parent() -> None:
+    text = (
+        "apiVersion: kueue.x-k8s.io/v1beta1\nkind: Cohort\nmetadata: {name: c}\nspec:\n  resourceGroups:\n"
+        "  - coveredResources: [nvidia.com/gpu]\n    flavors:\n    - name: a100\n      resources:\n"
+        "      - {name: nvidia.com/gpu, nominalQuota: 4, lendingLimit: 2}\n"
+    )
+    assert error_of(text) == (
+        "q.yaml, document 1, key 'spec.resourceGroups[0].flavors[0].resources[0].lendingLimit': "
+        "must be nil when parent is empty"
+    )
+
+
+def test_flavor_fungibility_is_read_and_checked() -> None:
+    extra = "  flavorFungibility: {whenCanBorrow: TryNextFlavor, whenCanPreempt: Preempt}\n"
+    cq = parse_manifests(CQ.format(extra=extra)).tree.cluster_queues[0]
+    assert (cq.when_can_borrow, cq.when_can_preempt) == ("TryNextFlavor", "Preempt")
+    bad = CQ.format(extra="  flavorFungibility: {whenCanBorrow: MayStopSearch}\n")
+    assert error_of(bad) == (
+        "q.yaml, document 2, key 'spec.flavorFungibility.whenCanBorrow': "
+        "must be one of ['Borrow', 'TryNextFlavor'] (found 'MayStopSearch')"
+    )
