@@ -26,6 +26,7 @@ from gpureplay.engine.heaps import bitset_words
 from gpureplay.engine.loop import advance
 from gpureplay.engine.rng import DRAW_NODE
 from gpureplay.engine.scoring import SCORERS
+from gpureplay.errors import InputError
 from gpureplay.replay.compile import compile_replay, policy_params
 from gpureplay.replay.simulate import (
     ATTEMPT_SCHEMA,
@@ -507,6 +508,19 @@ def test_bad_arguments_are_refused() -> None:
 # --------------------------------------------------------------------------------------------------
 # Kernels
 # --------------------------------------------------------------------------------------------------
+
+
+def test_mig_columns_are_refused_not_dropped() -> None:
+    # MIG is not in the engine yet: a job asking for a profile or a partitioned node would run as whole GPUs.
+    jobs = make_jobs([{"job_id": 1, "submit_time": 0.0, "duration": 1.0}] * 1)
+    with_profile = jobs.with_columns(pl.lit("1g.10gb").alias("mig_profile"))
+    with pytest.raises(
+        InputError, match=r"jobs table, row 1, column 'mig_profile': job_id 1: mig_profile '1g.10gb'"
+    ):
+        simulate(with_profile, make_nodes(1), GANG_FIFO)
+    nodes = make_nodes(1, 1).with_columns(pl.Series("mig_layout", [None, "all-1g.10gb"]))
+    with pytest.raises(InputError, match=r"nodes table, row 2, column 'mig_layout': node_name n1"):
+        simulate(jobs, nodes, GANG_FIFO)
 
 
 def test_internal_kernels_refuse_python_calls() -> None:

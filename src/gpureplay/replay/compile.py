@@ -256,6 +256,47 @@ def _node_types(node_int: Int64Array, num_models: int, hist_width: int) -> tuple
     return empty_cluster(type_int, num_models, hist_width), np.ascontiguousarray(counts, dtype=np.int64)
 
 
+#: Input columns that change what fits but that the engine does not model yet (MIG: issue 9), with
+#: the table each belongs to and what to do instead. A value in them is refused, never dropped.
+UNMODELLED_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("jobs", "mig_profile", "give the demand as gpu_milli / gpu_mem_mib instead"),
+    ("nodes", "mig_layout", "give the node whole GPUs (mig_layout empty)"),
+)
+
+
+def refuse_unmodelled(jobs: pl.DataFrame, nodes: pl.DataFrame) -> None:
+    """Raise :class:`InputError` when a job or node sets a column the engine does not model yet.
+
+    The engine places whole and shared GPUs only: a job asking for a MIG
+    profile, or a node whose GPUs are MIG-partitioned, would silently run as
+    whole GPUs. Each problem names the table, the row (the raw file's when
+    the adapter kept ``source_row``, else 1-based in the table), the column,
+    the job or node, and the value.
+    """
+    problems: list[Problem] = []
+    total = 0
+    for table, column, instead in UNMODELLED_COLUMNS:
+        frame = jobs if table == "jobs" else nodes
+        if column not in frame.columns:
+            continue
+        ident = "job_id" if table == "jobs" else "node_name"
+        # The raw file's row when the adapter kept it (``source_row``), else the table's own.
+        rows = pl.col("source_row") if "source_row" in frame.columns else pl.int_range(1, pl.len() + 1)
+        bad = frame.with_columns(rows.alias("row")).filter(pl.col(column).is_not_null())
+        total += bad.height
+        for row, name, value in bad.select("row", ident, column).head(10).iter_rows():
+            problems.append(
+                Problem(
+                    f"{ident} {name}: {column} {value!r} - MIG is not modelled by the engine yet; {instead}",
+                    f"{table} table",
+                    row=row,
+                    column=column,
+                )
+            )
+    if problems:
+        raise InputError(problems, total=total)
+
+
 def compile_replay(jobs: pl.DataFrame, nodes: pl.DataFrame, params: Params) -> Compiled:
     """Turn validated canonical tables and the policy's codes into the engine's static bundles.
 
@@ -281,6 +322,7 @@ def compile_replay(jobs: pl.DataFrame, nodes: pl.DataFrame, params: Params) -> C
     (and, in gang mode, ``num_pods``), plus priority and preemption rights
     when preemption is on.
     """
+    refuse_unmodelled(jobs, nodes)
     codes = params.codes
     node_int, models, hist_width = compile_nodes(nodes)
     cluster = empty_cluster(node_int, len(models), hist_width)
