@@ -391,6 +391,11 @@ class _Reader:
             return default
         return value
 
+    def text(self, value: Any, path: str, default: str) -> str:
+        """Like :meth:`string` with a default, so never ``None``."""
+        found = self.string(value, path, default)
+        return default if found is None else found
+
     def boolean(self, value: Any, path: str, default: bool) -> bool:
         if value is None:
             return default
@@ -431,13 +436,13 @@ def _resource_groups(read: _Reader, groups: Any) -> tuple[ResourceGroup, ...]:
                     read.doc.problem("is required", f"{rbase}.nominalQuota")
                 quotas.append(
                     ResourceQuota(
-                        name=read.string(res.get("name"), f"{rbase}.name", "") or "",
+                        name=read.text(res.get("name"), f"{rbase}.name", ""),
                         nominal_quota=read.quantity(res.get("nominalQuota", 0), f"{rbase}.nominalQuota"),
                         borrowing_limit=read.optional_quantity(res, "borrowingLimit", rbase),
                         lending_limit=read.optional_quantity(res, "lendingLimit", rbase),
                     )
                 )
-            name = read.string(flavor.get("name"), f"{fbase}.name", "") or ""
+            name = read.text(flavor.get("name"), f"{fbase}.name", "")
             flavors.append(FlavorQuotas(name, tuple(quotas)))
         found.append(ResourceGroup(covered, tuple(flavors)))
     return tuple(found)
@@ -464,18 +469,15 @@ def _build(doc: _Document, data: Mapping[str, Any], namespace: str | None) -> ob
         borrow = _mapping(pre.get("borrowWithinCohort"))
         threshold = borrow.get("maxPriorityThreshold")
         preemption = KueuePreemption(
-            within_cluster_queue=read.string(
+            within_cluster_queue=read.text(
                 pre.get("withinClusterQueue"), "spec.preemption.withinClusterQueue", "Never"
-            )
-            or "Never",
-            reclaim_within_cohort=read.string(
+            ),
+            reclaim_within_cohort=read.text(
                 pre.get("reclaimWithinCohort"), "spec.preemption.reclaimWithinCohort", "Never"
-            )
-            or "Never",
-            borrow_within_cohort=read.string(
+            ),
+            borrow_within_cohort=read.text(
                 borrow.get("policy"), "spec.preemption.borrowWithinCohort.policy", "Never"
-            )
-            or "Never",
+            ),
             max_priority_threshold=None
             if threshold is None
             else read.integer(threshold, "spec.preemption.borrowWithinCohort.maxPriorityThreshold", 0),
@@ -485,20 +487,17 @@ def _build(doc: _Document, data: Mapping[str, Any], namespace: str | None) -> ob
             name=name,
             cohort=read.string(spec.get("cohort"), "spec.cohort"),
             resource_groups=_resource_groups(read, spec.get("resourceGroups")),
-            queueing_strategy=read.string(
+            queueing_strategy=read.text(
                 spec.get("queueingStrategy"), "spec.queueingStrategy", "BestEffortFIFO"
-            )
-            or "BestEffortFIFO",
+            ),
             preemption=preemption,
             fair_sharing_weight=_fair_weight(read, spec),
-            when_can_borrow=read.string(
+            when_can_borrow=read.text(
                 fungibility.get("whenCanBorrow"), "spec.flavorFungibility.whenCanBorrow", "Borrow"
-            )
-            or "Borrow",
-            when_can_preempt=read.string(
+            ),
+            when_can_preempt=read.text(
                 fungibility.get("whenCanPreempt"), "spec.flavorFungibility.whenCanPreempt", "TryNextFlavor"
-            )
-            or "TryNextFlavor",
+            ),
             origin=origin,
         )
     if doc.kind == "Cohort":
@@ -558,10 +557,7 @@ def _build(doc: _Document, data: Mapping[str, Any], namespace: str | None) -> ob
     return PriorityClass(
         name=name,
         value=read.integer(data.get("value"), "value", 0),
-        preemption_policy=read.string(
-            data.get("preemptionPolicy"), "preemptionPolicy", "PreemptLowerPriority"
-        )
-        or "PreemptLowerPriority",
+        preemption_policy=read.text(data.get("preemptionPolicy"), "preemptionPolicy", "PreemptLowerPriority"),
         global_default=read.boolean(data.get("globalDefault"), "globalDefault", False),
         origin=origin,
     )
