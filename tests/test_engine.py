@@ -25,7 +25,7 @@ from gpureplay.engine.config import python_callable
 from gpureplay.engine.heaps import bitset_words
 from gpureplay.engine.loop import advance
 from gpureplay.engine.rng import DRAW_NODE
-from gpureplay.engine.scoring import SCORERS
+from gpureplay.engine.scoring import GPU_SCORERS, SCORERS
 from gpureplay.errors import InputError
 from gpureplay.replay.compile import compile_replay, policy_params
 from gpureplay.replay.simulate import (
@@ -633,8 +633,18 @@ def test_every_scorer_name_is_a_valid_node_and_gpu_placement() -> None:
         ]
     )
     for name in SCORERS:
-        replay = run(jobs, make_nodes(2, 2), Policy(name, node_placement=name, gpu_placement=name))
+        gpu = name if name in GPU_SCORERS else "best_fit"
+        replay = run(jobs, make_nodes(2, 2), Policy(name, node_placement=name, gpu_placement=gpu))
         assert replay.jobs["state"].to_list() == ["finished"] * 4
+
+
+def test_node_only_scorers_are_refused_as_gpu_placement() -> None:
+    from gpureplay.errors import InputError
+
+    assert set(GPU_SCORERS) < set(SCORERS)
+    for name in sorted(set(SCORERS) - set(GPU_SCORERS)):
+        with pytest.raises(InputError, match=r"scheduler\.gpu_placement"):
+            run(backfill_case(), make_nodes(4), Policy(name, gpu_placement=name))
 
 
 def test_balanced_allocation_scores_gpu_and_cpu_as_kube_scheduler_does() -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 import polars as pl
 import pytest
+from tests.reference.scoring import GPU_SCORERS as REFERENCE_GPU_SCORERS
 from tests.reference.scoring import SCORERS as REFERENCE_SCORERS
 from tests.reference.simulator import (
     ATTEMPT_SCHEMA,
@@ -23,6 +24,7 @@ from tests.reference.simulator import (
 )
 from tests.reference.strategies import PRESETS, jobs_frame, nodes_frame, preemptive
 
+from gpureplay.engine.scoring import GPU_SCORERS as ENGINE_GPU_SCORERS
 from gpureplay.engine.scoring import SCORERS as ENGINE_SCORERS
 from gpureplay.schedulers.policy import Backfill, GangMode, Policy, QueueOrder, Requeue
 
@@ -99,6 +101,7 @@ def test_draw_is_the_spec_hash() -> None:
 def test_reference_scorers_twin_the_engine_scorers() -> None:
     # Adding a scorer to the engine needs its twin here (and the other way round).
     assert set(REFERENCE_SCORERS) == set(ENGINE_SCORERS)
+    assert set(REFERENCE_GPU_SCORERS) == set(ENGINE_GPU_SCORERS)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -608,7 +611,7 @@ def test_cpu_and_memory_limit_placement_and_unknown_capacity_does_not() -> None:
 
 
 def test_policy_gang_mode_pod_by_pod_ignores_queue_order_and_backfill() -> None:
-    base = Policy("x", QueueOrder.sjf, GangMode.pod_by_pod, "first_fit", "first_fit", Backfill.none)
+    base = Policy("x", QueueOrder.sjf, GangMode.pod_by_pod, "first_fit", "first_fit", backfill=Backfill.none)
     other = replace(base, queue_order=QueueOrder.fifo, backfill=Backfill.easy, backfill_depth=1)
     jobs = jobs_frame(BACKFILL + [{**r, "job_id": r["job_id"] + 10} for r in ORDERING])
     a = simulate(jobs, one_node(8), base, debug=True)
@@ -620,7 +623,10 @@ def test_policy_gang_mode_pod_by_pod_ignores_queue_order_and_backfill() -> None:
 def test_bad_policies_are_refused() -> None:
     jobs = jobs_frame([job(1, 0.0, 1.0, 1, 1000)])
     with pytest.raises(KeyError, match="unknown scorer"):
-        simulate(jobs, one_node(1), replace(FIFO, node_placement="fgd"))
+        simulate(jobs, one_node(1), replace(FIFO, node_placement="tightest"))
+    # The FGD paper's baselines rank nodes only, as in the engine.
+    with pytest.raises(KeyError, match="unknown scorer 'dot_product' for gpu_placement"):
+        simulate(jobs, one_node(1), replace(FIFO, gpu_placement="dot_product"))
     with pytest.raises(ValueError, match="EASY"):
         simulate(jobs, one_node(1), preemptive(EASY))
 

@@ -25,10 +25,30 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
-from tests.reference.scoring import SCORERS, Candidate, Scorer
+from tests.reference.fragmentation import PodShape, TaskClass, typical_classes
+from tests.reference.scoring import (
+    BIG,
+    GPU_SCORERS,
+    SCORERS,
+    Candidate,
+    NodeView,
+    PodView,
+    Scorer,
+    Tie,
+    keyed_tie,
+    lowest_index,
+)
 
 from gpureplay.replay.simulate import ATTEMPT_SCHEMA, JOB_RESULT_SCHEMA, TIMELINE_SCHEMA, Replay
-from gpureplay.schedulers.policy import Backfill, GangMode, Policy, Preemption, QueueOrder, Requeue
+from gpureplay.schedulers.policy import (
+    Backfill,
+    GangMode,
+    NodeTies,
+    Policy,
+    Preemption,
+    QueueOrder,
+    Requeue,
+)
 from gpureplay.traces.schema import UNKNOWN_CAPACITY
 
 __all__ = [
@@ -41,6 +61,7 @@ __all__ = [
     "mix64",
     "rejection_reason",
     "simulate",
+    "task_classes",
 ]
 
 WHOLE_GPU = 1000  # milli-GPU of one whole card
@@ -57,6 +78,7 @@ PRIORITY_OFFSET = 2**31
 MASK64 = (1 << 64) - 1
 GOLDEN = 0x9E3779B97F4A7C15
 DECISION_NODE, DECISION_GPU, DECISION_PREEMPT_OFFSET = 0, 1, 2
+DECISION_NODE_ORDER = 3  # [Resources] node_ties: seeded_order's one order of the nodes (job, pod, attempt 0)
 
 
 def mix64(z: int) -> int:
@@ -102,6 +124,9 @@ class Node:
     free_cpu: float
     free_mem: float  # node memory, MiB
     gpus: list[Gpu]
+    model_code: int = -1  # index of the model in the cluster's sorted model names (FGD's classes)
+    cpu_used: int = 0  # milli-CPU requested by the pods on it (the baselines read BIG - used when unknown)
+    pod_kinds: dict[int, int] = field(default_factory=dict)  # GPU pods by kind: 0 shared, k: k whole GPUs
 
     def free_gpu_milli(self) -> int:
         return sum(g.free_milli for g in self.gpus)
@@ -112,7 +137,28 @@ class Node:
     def copy(self) -> Node:
         gpus = [Gpu(g.free_milli, g.free_mem) for g in self.gpus]
         return Node(
-            self.index, self.model, self.gpu_mem, self.cpu, self.mem, self.free_cpu, self.free_mem, gpus
+            self.index,
+            self.model,
+            self.gpu_mem,
+            self.cpu,
+            self.mem,
+            self.free_cpu,
+            self.free_mem,
+            gpus,
+            self.model_code,
+            self.cpu_used,
+            dict(self.pod_kinds),
+        )
+
+    def view(self) -> NodeView:
+        """What the FGD paper's scorers read of the node."""
+        cpu_free = int(self.free_cpu) if math.isfinite(self.cpu) else BIG - self.cpu_used
+        return NodeView(
+            tuple(g.free_milli for g in self.gpus),
+            tuple(g.free_mem for g in self.gpus),
+            cpu_free,
+            self.model_code,
+            {k: v for k, v in self.pod_kinds.items() if v},
         )
 
 
@@ -146,11 +192,13 @@ class PodPlacement:
 def empty_cluster(nodes: list[dict[str, Any]]) -> Cluster:
     """The cluster with nothing allocated; node index = row of the nodes table."""
     cluster: Cluster = []
+    codes = {name: i for i, name in enumerate(sorted({r["gpu_model"] for r in nodes} - {None}))}
     for index, row in enumerate(nodes):
         gpu_mem = float(row["gpu_mem_mib"])
         cpu, mem = _capacity(row["cpu_milli"]), _capacity(row["mem_mib"])
         gpus = [Gpu(WHOLE_GPU, gpu_mem) for _ in range(row["num_gpus"])]
-        cluster.append(Node(index, row["gpu_model"], gpu_mem, cpu, mem, cpu, mem, gpus))
+        code = codes.get(row["gpu_model"], -1)
+        cluster.append(Node(index, row["gpu_model"], gpu_mem, cpu, mem, cpu, mem, gpus, code))
     return cluster
 
 
@@ -182,10 +230,21 @@ def pod_fits(node: Node, pod: Pod) -> bool:
     return len(node.wholly_free()) >= pod.milli // WHOLE_GPU and node.gpu_mem >= pod.gpu_mem
 
 
+def _kind(placement: PodPlacement) -> int | None:
+    """A placement's pod kind: None without GPUs, 0 shared, ``k`` for ``k`` whole GPUs."""
+    if not placement.gpus:
+        return None
+    return 0 if placement.milli < WHOLE_GPU else len(placement.gpus)
+
+
 def take(node: Node, placement: PodPlacement) -> None:
     """Subtract a placement's resources from its node (whole GPUs end at free_milli 0, free_mem 0)."""
     node.free_cpu -= placement.cpu
     node.free_mem -= placement.mem
+    node.cpu_used += placement.cpu
+    kind = _kind(placement)
+    if kind is not None:
+        node.pod_kinds[kind] = node.pod_kinds.get(kind, 0) + 1
     for g in placement.gpus:
         node.gpus[g].free_milli -= placement.milli
         node.gpus[g].free_mem -= placement.gpu_mem
@@ -195,13 +254,23 @@ def release(node: Node, placement: PodPlacement) -> None:
     """Give back exactly what :func:`take` took."""
     node.free_cpu += placement.cpu
     node.free_mem += placement.mem
+    node.cpu_used -= placement.cpu
+    kind = _kind(placement)
+    if kind is not None:
+        node.pod_kinds[kind] -= 1
     for g in placement.gpus:
         node.gpus[g].free_milli += placement.milli
         node.gpus[g].free_mem += placement.gpu_mem
 
 
 def place_on(
-    cluster: Cluster, index: int, pod: Pod, gpu_scorer: Scorer, gpu_draw: Callable[[], int], time: float
+    cluster: Cluster,
+    index: int,
+    pod: Pod,
+    gpu_scorer: Scorer,
+    gpu_draw: Callable[[], int],
+    time: float,
+    tasks: tuple[TaskClass, ...] = (),
 ) -> PodPlacement:
     """Place ``pod`` on node ``index`` (which fits it): the GPUs, then take them."""
     node = cluster[index]
@@ -213,7 +282,7 @@ def place_on(
         gpus = tuple(node.wholly_free()[: pod.milli // WHOLE_GPU])
         milli, gpu_mem = WHOLE_GPU, node.gpu_mem
     else:
-        candidates = [gpu_candidate(node, g, pod) for g in fitting_gpus(node, pod)]
+        candidates = [gpu_candidate(node, g, pod, tasks) for g in fitting_gpus(node, pod)]
         gpus = (gpu_scorer(candidates, gpu_draw),)
         milli, gpu_mem = pod.milli, float(pod.gpu_mem)
     placement = PodPlacement(index, gpus, milli, gpu_mem, pod.cpu, pod.mem, time)
@@ -221,7 +290,11 @@ def place_on(
     return placement
 
 
-def node_candidate(node: Node, pod: Pod) -> Candidate:
+def pod_view(pod: Pod) -> PodView:
+    return PodView(pod.milli, pod.cpu, pod.gpu_mem)
+
+
+def node_candidate(node: Node, pod: Pod, tasks: tuple[TaskClass, ...] = ()) -> Candidate:
     """[Resources] Node ``node`` as a scorer sees it if ``pod`` went there."""
     # Every kind of pod removes exactly ``milli`` from its node's free GPU milli.
     gpu_capacity = float(WHOLE_GPU * len(node.gpus))
@@ -231,10 +304,13 @@ def node_candidate(node: Node, pod: Pod) -> Candidate:
         free_after,
         (gpu_capacity - free_after, node.cpu - node.free_cpu + pod.cpu, node.mem - node.free_mem + pod.mem),
         (gpu_capacity, node.cpu, node.mem),
+        node.view(),
+        pod_view(pod),
+        tasks,
     )
 
 
-def gpu_candidate(node: Node, g: int, pod: Pod) -> Candidate:
+def gpu_candidate(node: Node, g: int, pod: Pod, tasks: tuple[TaskClass, ...] = ()) -> Candidate:
     """[Resources] GPU ``g`` of ``node`` as a scorer sees it if a shared ``pod`` went there."""
     gpu = node.gpus[g]
     return Candidate(
@@ -242,15 +318,70 @@ def gpu_candidate(node: Node, g: int, pod: Pod) -> Candidate:
         gpu.free_milli - pod.milli,
         (float(WHOLE_GPU - gpu.free_milli + pod.milli), node.gpu_mem - gpu.free_mem + pod.gpu_mem),
         (float(WHOLE_GPU), node.gpu_mem),
+        node.view(),
+        pod_view(pod),
+        tasks,
+        gpu=True,
     )
 
 
-def choose_node(cluster: Cluster, pod: Pod, node_scorer: Scorer, node_draw: Callable[[], int]) -> int | None:
+def choose_node(
+    cluster: Cluster,
+    pod: Pod,
+    node_scorer: Scorer,
+    node_draw: Callable[[], int],
+    tie: Tie = lowest_index,
+    tasks: tuple[TaskClass, ...] = (),
+) -> int | None:
     """[Resources] The node for one pod among the nodes it fits (None: it fits nowhere)."""
-    candidates = [node_candidate(n, pod) for n in cluster if pod_fits(n, pod)]
+    candidates = [node_candidate(n, pod, tasks) for n in cluster if pod_fits(n, pod)]
     if not candidates:
         return None
-    return node_scorer(candidates, node_draw)
+    return node_scorer(candidates, node_draw, tie)
+
+
+def node_tie(rule: Any, seed: int, node_draw: Callable[[], int]) -> Tie:
+    """[Resources] ``node_ties``: the rule that picks among equally scored nodes for one pod.
+
+    ``lowest_index``: the first. ``random``: the smallest :func:`tie_key` keyed by the pod's
+    node draw. ``seeded_order``: the smallest keyed by the replay's one draw
+    ``draw(seed, 0, 0, 0, DECISION_NODE_ORDER)``, the same for every pod.
+    """
+    ties = NodeTies[str(getattr(rule, "name", rule))]
+    if ties is NodeTies.lowest_index:
+        return lowest_index
+    if ties is NodeTies.random:
+        return lambda tied: keyed_tie(node_draw())(tied)
+    return keyed_tie(draw(seed, 0, 0, 0, DECISION_NODE_ORDER))
+
+
+def task_classes(
+    jobs: pl.DataFrame, nodes: pl.DataFrame | list[dict[str, Any]], shapes: Any = None
+) -> tuple[TaskClass, ...]:
+    """FGD's task classes, models as the cluster's model codes: the typical pods of ``jobs``.
+
+    ``shapes`` (``typical_classes``' answer) replaces the jobs' own typical pods when given. A
+    pod's shape (``PodShape``): its CPU, milli per GPU, GPU count and accepted model names joined
+    by ``|`` (empty: any model; CPU-only pods: empty); one shape per pod.
+    """
+    if shapes is None:
+        pods: list[PodShape] = []
+        for r in jobs.iter_rows(named=True):
+            milli = int(r["gpu_milli"])
+            num = milli // WHOLE_GPU if milli >= WHOLE_GPU else int(milli > 0)
+            models = r.get("gpu_models") or []
+            text = "|".join(models) if num > 0 else ""
+            pods += [PodShape(int(r["cpu_milli"]), min(milli, WHOLE_GPU), num, text)] * int(r["num_pods"])
+        shapes = typical_classes(pods)
+    rows = nodes.iter_rows(named=True) if isinstance(nodes, pl.DataFrame) else nodes
+    codes = {name: i for i, name in enumerate(sorted({r["gpu_model"] for r in rows} - {None}))}
+    out = []
+    for shape, popularity in shapes:
+        models = None
+        if shape.num_gpu > 0 and shape.gpu_type:
+            models = frozenset(codes[m] for m in shape.gpu_type.split("|") if m in codes)
+        out.append(TaskClass(shape.cpu_milli, shape.num_gpu, shape.gpu_milli, models, popularity))
+    return tuple(out)
 
 
 def rejection_reason(empty: Cluster, pod: Pod, num_pods: int) -> str | None:
@@ -403,13 +534,18 @@ def _jobs_from_table(jobs: pl.DataFrame) -> list[Job]:
 
 class _Replay:
     def __init__(
-        self, jobs: list[Job], nodes: list[dict[str, Any]], policy: Policy, seed: int, debug: bool
+        self,
+        jobs: list[Job],
+        nodes: list[dict[str, Any]],
+        policy: Policy,
+        seed: int,
+        debug: bool,
+        tasks: tuple[TaskClass, ...] = (),
     ) -> None:
-        for key in ("node_placement", "gpu_placement"):
-            if getattr(policy, key) not in SCORERS:
-                raise KeyError(
-                    f"unknown scorer {getattr(policy, key)!r} for {key}; known: {', '.join(SCORERS)}"
-                )
+        for key, known in (("node_placement", tuple(SCORERS)), ("gpu_placement", GPU_SCORERS)):
+            if getattr(policy, key) not in known:
+                name = getattr(policy, key)
+                raise KeyError(f"unknown scorer {name!r} for {key}; known: {', '.join(known)}")
         if policy.preemption is not Preemption.none and policy.backfill is Backfill.easy:
             raise ValueError("EASY backfill with preemption is not modelled")
         self.jobs = jobs
@@ -420,6 +556,7 @@ class _Replay:
         self.node_scorer = SCORERS[policy.node_placement]
         self.gpu_scorer = SCORERS[policy.gpu_placement]
         self.pod_mode = policy.gang is GangMode.pod_by_pod
+        self.tasks = tasks
         self.seed = seed
         self.debug = debug
         self.now = 0.0
@@ -479,17 +616,24 @@ class _Replay:
     def drawer(self, job: Job, pod: int, attempt: int, decision: int) -> Callable[[], int]:
         return lambda: draw(self.seed, job.job_id, pod, attempt, decision)
 
+    def choose(self, cluster: Cluster, job: Job, pod_index: int, attempt: int) -> int | None:
+        """[Resources] The node of one pod of ``job`` with the node scorer and the tie rule."""
+        node_draw = self.drawer(job, pod_index, attempt, DECISION_NODE)
+        tie = node_tie(self.policy.node_ties, self.seed, node_draw)
+        return choose_node(cluster, job.pod, self.node_scorer, node_draw, tie, self.tasks)
+
+    def place(self, cluster: Cluster, node: int, job: Job, pod_index: int, attempt: int) -> PodPlacement:
+        gpu_draw = self.drawer(job, pod_index, attempt, DECISION_GPU)
+        return place_on(cluster, node, job.pod, self.gpu_scorer, gpu_draw, self.now, self.tasks)
+
     def place_next_pod(self, job: Job) -> PodPlacement | None:
         """[Pod-by-pod mode] Place the job's next pod on the current state with the scorers (None: no fit)."""
         pod_index = len(job.placements)
         attempt = job.attempt_number()
-        node = choose_node(
-            self.cluster, job.pod, self.node_scorer, self.drawer(job, pod_index, attempt, DECISION_NODE)
-        )
+        node = self.choose(self.cluster, job, pod_index, attempt)
         if node is None:
             return None
-        gpu_draw = self.drawer(job, pod_index, attempt, DECISION_GPU)
-        return place_on(self.cluster, node, job.pod, self.gpu_scorer, gpu_draw, self.now)
+        return self.place(self.cluster, node, job, pod_index, attempt)
 
     def try_gang(self, job: Job) -> bool:
         """[Gang mode] Place all pods of ``job`` or none (on a copy, committed on success)."""
@@ -497,13 +641,10 @@ class _Replay:
         placements: list[PodPlacement] = []
         attempt = job.attempt_number()
         for pod_index in range(job.num_pods):
-            node = choose_node(
-                trial, job.pod, self.node_scorer, self.drawer(job, pod_index, attempt, DECISION_NODE)
-            )
+            node = self.choose(trial, job, pod_index, attempt)
             if node is None:
                 return False  # the copy is dropped: the state is untouched
-            gpu_draw = self.drawer(job, pod_index, attempt, DECISION_GPU)
-            placements.append(place_on(trial, node, job.pod, self.gpu_scorer, gpu_draw, self.now))
+            placements.append(self.place(trial, node, job, pod_index, attempt))
         self.cluster[:] = trial
         self.begin_attempt(job)
         job.placements = placements
@@ -851,9 +992,7 @@ class _Replay:
         attempt = job.attempt_number()
         while len(placed) < job.num_pods:
             pod_index = len(placed)
-            node = choose_node(
-                trial, job.pod, self.node_scorer, self.drawer(job, pod_index, attempt, DECISION_NODE)
-            )
+            node = self.choose(trial, job, pod_index, attempt)
             if node is None:
                 selected = self.select_node(trial, job, pod_index, attempt, chosen)
                 if selected is None:
@@ -863,8 +1002,7 @@ class _Replay:
                     chosen.append(v)
                     for p in v.placements:  # every pod of the victim leaves the trial state
                         release(trial[p.node], p)
-            gpu_draw = self.drawer(job, pod_index, attempt, DECISION_GPU)
-            placed.append(place_on(trial, node, job.pod, self.gpu_scorer, gpu_draw, self.now))
+            placed.append(self.place(trial, node, job, pod_index, attempt))
         complete = len(placed) == job.num_pods
         if not chosen or (whole and not complete):
             return 0
@@ -1110,6 +1248,7 @@ def simulate(
     debug: bool = False,
     progress: Callable[[Any], None] | None = None,
     chunk_seconds: float | None = None,
+    tasks: Any = None,
 ) -> Replay:
     """Replay ``jobs`` on ``nodes`` under ``policy`` -- the reference semantics, slowly.
 
@@ -1117,7 +1256,9 @@ def simulate(
     ``progress`` and ``chunk_seconds`` only exist for the same signature: the
     spec says chunk boundaries never change a result, and the reference runs
     in one piece. ``debug`` checks capacities after every cycle and the
-    accounting identity at the end.
+    accounting identity at the end. ``tasks``: FGD's task classes as
+    ``tests.reference.fragmentation.typical_classes`` gives them; default (when
+    a scorer is ``fgd``) the typical pods of ``jobs``, as the engine.
     """
     if not (math.isfinite(sample_interval) and sample_interval > 0):
         raise ValueError("sample_interval must be a finite number > 0")
@@ -1129,7 +1270,10 @@ def simulate(
         submits = jobs["submit_time"].to_list()
         window = (float(min(submits)), float(max(submits))) if submits else (0.0, 0.0)
     job_list = _jobs_from_table(jobs)
-    replay = _Replay(job_list, list(nodes.iter_rows(named=True)), policy, seed, debug)
+    classes: tuple[TaskClass, ...] = ()
+    if tasks is not None or "fgd" in (policy.node_placement, policy.gpu_placement):
+        classes = task_classes(jobs, nodes, tasks)
+    replay = _Replay(job_list, list(nodes.iter_rows(named=True)), policy, seed, debug, classes)
     rows, integral, window_integral, interval = replay.run(sample_interval, horizon, window, max_samples)
     end = replay.now
 

@@ -25,10 +25,10 @@ from typing import Any
 
 import polars as pl
 from hypothesis import strategies as st
-from tests.reference.scoring import SCORERS
+from tests.reference.scoring import GPU_SCORERS, SCORERS
 
 from gpureplay.cluster.catalog import gpu_model
-from gpureplay.schedulers.policy import Backfill, GangMode, Policy, Preemption, QueueOrder, Requeue
+from gpureplay.schedulers.policy import Backfill, GangMode, NodeTies, Policy, Preemption, QueueOrder, Requeue
 from gpureplay.schedulers.presets import preset, preset_names
 from gpureplay.traces.schema import (
     JOB_DEFAULTS,
@@ -285,11 +285,20 @@ def _preset_or_default(name: str, fallback: Policy) -> Policy:
 
 _GANG = _preset_or_default(
     "gang-binpack",
-    Policy("gang-binpack", QueueOrder.priority, GangMode.gang, "best_fit", "best_fit", Backfill.skip),
+    Policy(
+        "gang-binpack", QueueOrder.priority, GangMode.gang, "best_fit", "best_fit", backfill=Backfill.skip
+    ),
 )
 _KUBE = _preset_or_default(
     "kube-default",
-    Policy("kube-default", QueueOrder.priority, GangMode.pod_by_pod, "worst_fit", "worst_fit", Backfill.skip),
+    Policy(
+        "kube-default",
+        QueueOrder.priority,
+        GangMode.pod_by_pod,
+        "worst_fit",
+        "worst_fit",
+        backfill=Backfill.skip,
+    ),
 )
 _FIFO = _preset_or_default("fifo", Policy("fifo"))
 
@@ -325,24 +334,37 @@ PREEMPT_VARIANTS: dict[str, Policy] = {
 }
 
 
+#: The scorers :func:`policies` drew before the FGD paper's were added (drawn first, as then).
+CLASSIC_SCORERS: tuple[str, ...] = ("first_fit", "best_fit", "worst_fit", "random", "balanced_allocation")
+
+
 @st.composite
 def policies(draw: st.DrawFn) -> Policy:
     """Any combination of the policy settings (EASY without preemption), random scorers weighted up.
 
     Scorers come from the reference's list, so a scorer added there (and in the
-    engine) is drawn here with no further change.
+    engine) is drawn here with no further change; ``gpu_placement`` from the
+    GPU-capable ones (:data:`tests.reference.scoring.GPU_SCORERS`).
+
+    The fields are drawn in the order they were first drawn in: the scorers
+    first from the original five (:data:`CLASSIC_SCORERS`), then, after every
+    older field, ``node_ties`` and a quarter of the time a later scorer in
+    place of each; so an older field keeps its draws (a changed draw order
+    once turned a big generated case into one the reference replays very
+    slowly).
     """
-    scorers = st.sampled_from([*SCORERS, "random"])
+    scorers = st.sampled_from([*CLASSIC_SCORERS, "random"])
+    gpu_scorers = scorers
     backfill = draw(st.sampled_from(list(Backfill)))
     preemption = Preemption.none if backfill is Backfill.easy else draw(st.sampled_from(list(Preemption)))
     # Preemption is refused without the priority order (kube-scheduler's PrioritySort).
     orders = list(QueueOrder) if preemption is Preemption.none else [QueueOrder.priority]
-    return Policy(
+    policy = Policy(
         name="random",
         queue_order=draw(st.sampled_from(orders)),
         gang=draw(st.sampled_from(list(GangMode))),
         node_placement=draw(scorers),
-        gpu_placement=draw(scorers),
+        gpu_placement=draw(gpu_scorers),
         backfill=backfill,
         backfill_depth=draw(st.sampled_from([0, 0, 1, 2, 3])),
         session_interval=draw(st.sampled_from([0.0, 0.0, 0.5, 1.0, 3.0, 4.0])),
@@ -352,6 +374,15 @@ def policies(draw: st.DrawFn) -> Policy:
         min_candidate_nodes=draw(st.sampled_from([1, 2, 100])),
         candidate_nodes_percent=draw(st.sampled_from([0, 10, 50, 100])),
     )
+    ties = [NodeTies.lowest_index, NodeTies.lowest_index, NodeTies.random, NodeTies.seeded_order]
+    policy = replace(policy, node_ties=draw(st.sampled_from(ties)))
+    later = [name for name in SCORERS if name not in CLASSIC_SCORERS]
+    if later and draw(st.integers(0, 3)) == 0:
+        policy = replace(policy, node_placement=draw(st.sampled_from(later)))
+    later_gpu = [name for name in GPU_SCORERS if name not in CLASSIC_SCORERS]
+    if later_gpu and draw(st.integers(0, 3)) == 0:
+        policy = replace(policy, gpu_placement=draw(st.sampled_from(later_gpu)))
+    return policy
 
 
 #: Sample intervals: dyadic so ``k * interval`` stays exact.

@@ -56,12 +56,39 @@ class Jobs(NamedTuple):
     pod_job: Int64Array
 
 
+class Tasks(NamedTuple):
+    """The workload's task classes FGD weighs (:mod:`gpureplay.workload.typical_pods`).
+
+    Given (``Classes.tasks``) only to replays whose scorers are the FGD
+    paper's (:data:`gpureplay.engine.scoring.PAPER_SCORERS`) and to packing
+    runs; other replays never compile that code.
+
+    Attributes
+    ----------
+    ints, mask, pop
+        ``TK_*`` rows, allowed-model masks and popularity, one column per
+        class (none when no scorer is ``fgd``).
+    memo
+        ``[job class, node, (score, gpu)]``: the ``fgd`` scorer's answers
+        while a node is unchanged (NaN: not known). Only packing mode keeps
+        one (it forgets a node's answers when it places a pod there);
+        elsewhere it is empty, because trial placements and projections
+        score other states.
+    """
+
+    ints: Int64Array
+    mask: UInt64Array
+    pop: Float64Array
+    memo: Float64Array
+
+
 class Classes(NamedTuple):
-    """Pending classes: ``C_*`` rows, allowed-model masks, and the class-sorted static job order."""
+    """Job classes: ``C_*`` rows, allowed-model masks, class-sorted static job order; FGD's task classes."""
 
     ints: Int64Array
     mask: UInt64Array
     order: Int64Array
+    tasks: Tasks | None
 
 
 class Cluster(NamedTuple):
@@ -79,6 +106,10 @@ class Cluster(NamedTuple):
         Free milli-GPU per model.
     totals
         ``TOT_*``: cluster-wide wholly free GPUs and allocated milli-GPU.
+    pod_kinds
+        ``[kind, node]``: GPU pods placed on each node by kind: row 0 shared
+        pods, row ``k`` pods of ``k`` whole GPUs (what the ``gpu_clustering``
+        scorer groups by).
     """
 
     node_int: Int64Array
@@ -87,6 +118,7 @@ class Cluster(NamedTuple):
     model_hist: Int64Array
     model_milli: Int64Array
     totals: Int64Array
+    pod_kinds: Int64Array
 
 
 class FitIndex(NamedTuple):
@@ -320,7 +352,8 @@ def empty_cluster(node_int: Int64Array, num_models: int, hist_width: int) -> Clu
     np.add.at(model_milli, node_int[L.N_MODEL][has_model], gpus[has_model] * L.WHOLE)
     totals = np.zeros(L.TOTAL_FIELDS, dtype=np.int64)
     totals[L.TOT_FREE_WHOLE] = num_gpus
-    return Cluster(node_int, node_free, gpu_free, model_hist, model_milli, totals)
+    pod_kinds = np.zeros((hist_width, num_nodes), dtype=np.int64)
+    return Cluster(node_int, node_free, gpu_free, model_hist, model_milli, totals, pod_kinds)
 
 
 class State(NamedTuple):
@@ -440,6 +473,7 @@ def initial_state(
             np.zeros_like(cluster.model_hist),
             np.zeros_like(cluster.model_milli),
             np.zeros_like(cluster.totals),
+            np.zeros_like(cluster.pod_kinds),
         )
         easy = EasyScratch(
             proj=proj,

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpureplay.engine.config import entry_kernel, kernel
+from gpureplay.engine.config import entry_kernel, inline_kernel, kernel
 from gpureplay.engine.layout import ALL_MODELS, Float64Array, Int64Array, UInt64Array
 
 # Quadrants of a (node, task class) pair; the codes are the simulator's bucket
@@ -46,6 +46,23 @@ QUADRANTS: tuple[str, ...] = (
 )
 
 _ANY_MODEL = np.uint64(ALL_MODELS)
+
+
+@inline_kernel
+def _quadrant(
+    cpu_free: int, fitting: int, model: int, c_cpu: int, c_gpus: int, c_milli: int, c_mask: np.uint64
+) -> int:
+    """The quadrant of a class on a node with ``fitting`` GPUs of ``free >= c_milli`` (see frag_quadrant)."""
+    cpu_ok = cpu_free >= c_cpu
+    if c_milli == 0:
+        return XL_SATISFIED if cpu_ok else XR_LACK_CPU
+    if c_mask != _ANY_MODEL and (model < 0 or ((c_mask >> np.uint64(model)) & np.uint64(1)) == np.uint64(0)):
+        return NO_ACCESS
+    # The simulator counts the request down and answers at the first GPU that takes it to 0,
+    # so a class asking for 0 GPUs still needs one GPU with enough free milli.
+    if fitting >= max(c_gpus, 1):
+        return Q3_SATISFIED if cpu_ok else Q4_LACK_CPU
+    return Q2_LACK_GPU if cpu_ok else Q1_LACK_BOTH
 
 
 @kernel
@@ -94,24 +111,11 @@ def frag_quadrant(
     one) have ``free >= c_milli`` (``CanNodeHostPodOnGpuMemory``), and the CPU
     fits when ``cpu_free >= c_cpu``. Memory plays no part.
     """
-    cpu_ok = cpu_free >= c_cpu
-    if c_milli == 0:
-        return XL_SATISFIED if cpu_ok else XR_LACK_CPU
-    if c_mask != _ANY_MODEL and (model < 0 or ((c_mask >> np.uint64(model)) & np.uint64(1)) == np.uint64(0)):
-        return NO_ACCESS
-    # The simulator counts the request down and answers at the first GPU that takes it to 0,
-    # so a class asking for 0 GPUs still needs one GPU with enough free milli.
-    left = c_gpus
-    gpu_ok = False
+    fitting = 0
     for g in range(g0, g0 + ngpu):
         if gpu_free[g] >= c_milli:
-            left -= 1
-            if left <= 0:
-                gpu_ok = True
-                break
-    if gpu_ok:
-        return Q3_SATISFIED if cpu_ok else Q4_LACK_CPU
-    return Q2_LACK_GPU if cpu_ok else Q1_LACK_BOTH
+            fitting += 1
+    return _quadrant(cpu_free, fitting, model, c_cpu, c_gpus, c_milli, c_mask)
 
 
 @kernel
@@ -192,8 +196,67 @@ def node_frag(
     Q2's), and the buckets are added in code order skipping Q3
     (``FragAmountSumExceptQ3``). Adding in the simulator's order keeps the
     float result identical to its score input, so FGD's integer scores
-    truncate the same way.
+    truncate the same way. The node as it is: :func:`frag_after` taking
+    nothing.
     """
+    return frag_after(
+        cpu_free, gpu_free, g0, ngpu, model, 0, 0, 0, 0, cls_cpu, cls_gpus, cls_milli, cls_mask, cls_pop
+    )
+
+
+@kernel
+def frag_after(
+    cpu_free: int,
+    gpu_free: Int64Array,
+    g0: int,
+    ngpu: int,
+    model: int,
+    take_cpu: int,
+    value: int,
+    take: int,
+    count: int,
+    cls_cpu: Int64Array,
+    cls_gpus: Int64Array,
+    cls_milli: Int64Array,
+    cls_mask: UInt64Array,
+    cls_pop: Float64Array,
+) -> float:
+    """``F_n`` of a node after a placement: ``take_cpu`` milli-CPU and ``take`` milli from ``count`` GPUs.
+
+    Parameters
+    ----------
+    cpu_free, gpu_free, g0, ngpu, model
+        The node before the placement, as in :func:`frag_quadrant`.
+    take_cpu
+        Milli-CPU the placed pod takes.
+    value, take, count
+        The pod takes ``take`` milli from each of ``count`` GPUs that now have
+        ``value`` free (a shared pod: 1 GPU; ``k`` whole GPUs: ``k`` GPUs of
+        1000 taking 1000; a CPU-only pod or no placement: 0). Which of the
+        equally free GPUs does not matter to ``F_n``.
+    cls_cpu, cls_gpus, cls_milli, cls_mask, cls_pop
+        The task classes, as in :func:`node_frag`.
+
+    Returns
+    -------
+    float
+        ``F_n`` of the node after the placement, summed as :func:`node_frag`
+        sums it (identical to ``node_frag`` of the changed node).
+
+    Notes
+    -----
+    A class's fragment is ``Σ_g free_g`` less, when it fits (Q3), the free
+    milli of the GPUs big enough for it; both follow from the count and sum
+    of those GPUs, which the placement changes by its ``count`` GPUs only.
+    This is what FGD's score plugin evaluates for every candidate node and
+    GPU (``calculateGpuShareFragExtendScore``, ``fgd_score.go``), without
+    copying the node.
+    """
+    total = -count * take
+    for g in range(g0, g0 + ngpu):
+        total += gpu_free[g]
+    after = value - take
+    cpu = cpu_free - take_cpu
     q1 = 0.0
     q2 = 0.0
     q4 = 0.0
@@ -201,13 +264,21 @@ def node_frag(
     xr = 0.0
     na = 0.0
     for c in range(cls_cpu.shape[0]):
-        quadrant = frag_quadrant(
-            cpu_free, gpu_free, g0, ngpu, model, cls_cpu[c], cls_gpus[c], cls_milli[c], cls_mask[c]
-        )
-        amount = 0
+        need = cls_milli[c]
+        fitting = 0
+        fit_sum = 0
         for g in range(g0, g0 + ngpu):
-            if quadrant != Q3_SATISFIED or gpu_free[g] < cls_milli[c]:
-                amount += gpu_free[g]
+            if gpu_free[g] >= need:
+                fitting += 1
+                fit_sum += gpu_free[g]
+        if value >= need:
+            fitting -= count
+            fit_sum -= count * value
+        if after >= need:
+            fitting += count
+            fit_sum += count * after
+        quadrant = _quadrant(cpu, fitting, model, cls_cpu[c], cls_gpus[c], need, cls_mask[c])
+        amount = total - fit_sum if quadrant == Q3_SATISFIED else total
         term = cls_pop[c] * float(amount)
         # A fitting class's fragment (its too-small GPUs) is booked as lacking GPU.
         bucket = Q2_LACK_GPU if quadrant == Q3_SATISFIED else quadrant

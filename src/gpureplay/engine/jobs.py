@@ -56,7 +56,6 @@ from gpureplay.engine.layout import (
     AF_OVERHEAD,
     AF_PROGRESS,
     AF_START,
-    C_GMEM,
     D_ATTEMPTS,
     D_GEN,
     D_NOMINATOR,
@@ -198,7 +197,7 @@ def place_pod(
     g = -1
     m = jobs.ints[J_MILLI, j]
     if 0 < m < 1000:
-        g = choose_gpu(params, cl, n, m, cs.ints[C_GMEM, c], jobs.ints[J_ID, j], p, attempt)
+        g = choose_gpu(params, cl, cs, c, n, jobs.ints[J_ID, j], p, attempt)
     take_pod(cl, cs, c, n, g, js.slot_gpu, jobs.ints[J_SLOT0, j] + p * jobs.ints[J_K, j], False)
     js.pod_node[pod] = n
     js.pod_time[pod] = t

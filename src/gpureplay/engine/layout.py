@@ -146,6 +146,12 @@ C_CAN_PREEMPT = 11
 C_KIND = 12
 CLASS_INT_FIELDS = 13
 
+# --- classes.task_int: FGD's task classes (the workload's typical pods) ------------------------------
+TK_CPU = 0  # milli-CPU per pod
+TK_GPUS = 1  # GPUs per pod (0: CPU-only)
+TK_MILLI = 2  # milli-GPU per GPU (0: CPU-only)
+TASK_INT_FIELDS = 3
+
 # --- pend.cls: per-class dynamic integers ------------------------------------------------------------
 CD_PENDING = 0  # pending jobs in the class (static set + overflow)
 CD_APOS = 1  # index in the active-class list, -1 when not active
@@ -273,7 +279,12 @@ P_SELECTOR = 10  # tenant selector (gpureplay.engine.pending)
 P_DEBUG = 11
 P_MAX_SAMPLES = 12
 P_SEED = 13  # low 63 bits of the seed (the counter-based generator's key)
-POLICY_FIELDS = 14
+P_TIES = 14  # TIES_* rule between equally scored nodes
+POLICY_FIELDS = 15
+
+TIES_LOWEST = 0  # the lowest node index
+TIES_RANDOM = 1  # uniform among the tied nodes, drawn per pod (kube-scheduler selectHost)
+TIES_SEEDED_ORDER = 2  # the first in one seeded random order of the nodes (the FGD artifact)
 
 # --- params.flt -------------------------------------------------------------------------------------
 PF_SESSION = 0  # seconds between periodic cycles (0: event-driven)

@@ -286,6 +286,12 @@ def take_whole(cl: Cluster, n: int, k: int, slots: Int64Array, slot0: int) -> No
                 return
 
 
+@inline_kernel
+def pod_kind(cs: Classes, c: int) -> int:
+    """The ``cl.pod_kinds`` row of a GPU pod of class ``c``: 0 shared, ``k`` for ``k`` whole GPUs."""
+    return 0 if cs.ints[C_KIND, c] == KIND_SHARE else cs.ints[C_K, c]
+
+
 @kernel
 def take_pod(
     cl: Cluster, cs: Classes, c: int, n: int, g: int, slots: Int64Array, slot0: int, recorded: bool
@@ -306,6 +312,7 @@ def take_pod(
     kind = cs.ints[C_KIND, c]
     if kind == KIND_NONE:
         return
+    cl.pod_kinds[pod_kind(cs, c), n] += 1
     if kind == KIND_WHOLE:
         k = cs.ints[C_K, c]
         if not recorded:
@@ -337,6 +344,7 @@ def release_pod(cl: Cluster, cs: Classes, c: int, n: int, slots: Int64Array, slo
     kind = cs.ints[C_KIND, c]
     if kind == KIND_NONE:
         return
+    cl.pod_kinds[pod_kind(cs, c), n] -= 1
     if kind == KIND_WHOLE:
         mem = cl.node_int[N_GPU_MEM, n]
         for i in range(cs.ints[C_K, c]):
@@ -364,6 +372,9 @@ def copy_cluster(src: Cluster, dst: Cluster) -> None:
             dst.model_hist[model, w] = src.model_hist[model, w]
     for i in range(src.totals.shape[0]):
         dst.totals[i] = src.totals[i]
+    for k in range(src.pod_kinds.shape[0]):
+        for n in range(src.pod_kinds.shape[1]):
+            dst.pod_kinds[k, n] = src.pod_kinds[k, n]
 
 
 @entry_kernel

@@ -17,6 +17,7 @@ from gpureplay.engine.config import kernel
 DRAW_NODE = 0
 DRAW_GPU = 1
 DRAW_PREEMPT_OFFSET = 2
+DRAW_NODE_ORDER = 3  # the replay's one random order of the nodes (job, pod and attempt 0)
 
 _GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -36,6 +37,26 @@ def mix64(z: np.uint64) -> np.uint64:
     z = (z ^ (z >> np.uint64(30))) * _M1
     z = (z ^ (z >> np.uint64(27))) * _M2
     return z ^ (z >> np.uint64(31))
+
+
+@kernel
+def tie_key(base: np.uint64, n: int) -> np.uint64:
+    """Candidate ``n``'s key in a draw among tied candidates: the smallest key wins (uniformly).
+
+    Parameters
+    ----------
+    base
+        The decision's :func:`draw`.
+    n
+        The candidate (node index).
+
+    Notes
+    -----
+    Element ``n + 1`` of the SplitMix64 stream started at ``base``: the keys
+    of one decision are distinct and independent, so the candidate with the
+    smallest is a uniform choice whatever the order they are met in.
+    """
+    return mix64(base + np.uint64(n + 1) * _GAMMA)
 
 
 @kernel

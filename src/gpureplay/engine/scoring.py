@@ -21,14 +21,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpureplay.engine.bundles import Classes, Cluster, FitIndex, Params
-from gpureplay.engine.config import entry_kernel, inline_kernel, kernel
+from gpureplay.engine.bundles import Classes, Cluster, FitIndex, Params, Tasks
+from gpureplay.engine.config import entry_kernel, inline_kernel, kernel, when_given
 from gpureplay.engine.fitindex import index_query, index_set
+from gpureplay.engine.fragmentation import frag_after, node_frag
 from gpureplay.engine.layout import (
     BIG,
     C_CPU,
     C_EXACT,
+    C_GMEM,
     C_K,
+    C_KIND,
     C_MEM,
     C_MILLI,
     F_CPU,
@@ -37,6 +40,9 @@ from gpureplay.engine.layout import (
     F_WHOLE,
     G_MEM,
     G_MILLI,
+    KIND_NONE,
+    KIND_SHARE,
+    KIND_WHOLE,
     N_CPU,
     N_GPU0,
     N_GPU_MEM,
@@ -46,9 +52,17 @@ from gpureplay.engine.layout import (
     P_GPU,
     P_NODE,
     P_SEED,
+    P_TIES,
+    TIES_LOWEST,
+    TIES_RANDOM,
+    TIES_SEEDED_ORDER,
+    TK_CPU,
+    TK_GPUS,
+    TK_MILLI,
+    WHOLE,
 )
-from gpureplay.engine.resources import node_capacity
-from gpureplay.engine.rng import DRAW_GPU, DRAW_NODE, draw
+from gpureplay.engine.resources import node_capacity, pod_kind
+from gpureplay.engine.rng import DRAW_GPU, DRAW_NODE, DRAW_NODE_ORDER, draw, tie_key
 
 #: Scorer names by code. ``first_fit``: lowest index. ``best_fit``: least free
 #: GPU milli left on the node (GPU) after placing (binpack: Volcano
@@ -57,14 +71,50 @@ from gpureplay.engine.rng import DRAW_GPU, DRAW_NODE, draw
 #: uniform among the candidates. ``balanced_allocation``: kube-scheduler's
 #: ``NodeResourcesBalancedAllocation`` over GPU, CPU and memory (see
 #: :func:`balance`).
-SCORERS: tuple[str, ...] = ("first_fit", "best_fit", "worst_fit", "random", "balanced_allocation")
+#: ``fgd``: Fragmentation Gradient Descent (Weng et al., ATC'23): the placement that most
+#: reduces (least increases) the node's expected fragmentation (see :func:`fgd_choice`).
+#: ``dot_product``, ``gpu_packing``, ``gpu_clustering``, ``best_fit_cpu_gpu``: the FGD paper's
+#: baselines as its simulator scores them (see :func:`baseline_score`).
+SCORERS: tuple[str, ...] = (
+    "first_fit",
+    "best_fit",
+    "worst_fit",
+    "random",
+    "balanced_allocation",
+    "fgd",
+    "dot_product",
+    "gpu_packing",
+    "gpu_clustering",
+    "best_fit_cpu_gpu",
+)
+#: The scorers that also choose the GPU of a shared pod (``gpu_placement``); the FGD paper's
+#: baselines rank nodes only (its simulator picks their GPUs by best fit or at random).
+GPU_SCORERS: tuple[str, ...] = ("first_fit", "best_fit", "worst_fit", "random", "balanced_allocation", "fgd")
+#: The FGD paper's scorers: a replay whose node scorer is one of them (or whose GPU scorer is
+#: ``fgd``) is given the task classes and compiles their code (:func:`uses_tasks`).
+PAPER_SCORERS: tuple[str, ...] = ("fgd", "dot_product", "gpu_packing", "gpu_clustering", "best_fit_cpu_gpu")
 FIRST_FIT = 0
 BEST_FIT = 1
 WORST_FIT = 2
 RANDOM = 3
 BALANCED = 4
+FGD = 5
+DOT_PRODUCT = 6
+GPU_PACKING = 7
+GPU_CLUSTERING = 8
+BEST_FIT_CPU_GPU = 9
+
+#: The FGD simulator's normalising node size (``MaxSpecCpu``, ``MaxSpecGpu`` in
+#: ``pkg/type/open-gpu-share/utils/const.go``): 128 cores and 8 GPUs, whatever the node.
+MAX_SPEC_CPU = 128000
+MAX_SPEC_GPU = 8000
 
 _MILLI_CEILING = 1 << 29
+
+
+def uses_tasks(node_code: int, gpu_code: int) -> bool:
+    """Whether a replay with these scorer codes needs ``Classes.tasks`` (the FGD paper's scorers)."""
+    return node_code >= FGD or gpu_code == FGD
 
 
 def scorer_code(name: str) -> int:
@@ -100,8 +150,14 @@ def index_key(scorer: int, cl: Cluster, n: int) -> int:
 
 @inline_kernel
 def uses_index(params: Params) -> bool:
-    """Whether the replay keeps the fit trees (the one place this is decided)."""
-    return indexable(params.codes[P_NODE])
+    """Whether the replay keeps the fit trees (the one place this is decided).
+
+    Notes
+    -----
+    The trees answer with the lowest-index node among equal keys, so they
+    serve only the ``lowest_index`` tie rule.
+    """
+    return indexable(params.codes[P_NODE]) and params.codes[P_TIES] == TIES_LOWEST
 
 
 @kernel
@@ -162,6 +218,197 @@ def balance(f0: float, f1: float, f2: float) -> float:
     return float(int((1.0 - std) * 100.0))
 
 
+@inline_kernel
+def fgd_points(before: float, after: float) -> float:
+    """FGD's integer score of a placement that takes a node's fragmentation from ``before`` to ``after``.
+
+    Notes
+    -----
+    ``int64(sigmoid(ΔF / 1000) * MaxNodeScore)`` with ``ΔF = before - after``
+    in milli-GPU and ``MaxNodeScore = 100`` (``fgd_score.go``): truncated, so
+    placements whose ΔF differ by a fraction of a GPU often tie.
+    """
+    return float(int(100.0 / (1.0 + np.exp(-(before - after) / 1000.0))))
+
+
+@kernel
+def fgd_choice(tasks: Tasks, cl: Cluster, cs: Classes, c: int, n: int) -> tuple[float, int]:
+    """FGD's score of node ``n`` for one pod of class ``c`` (which fits), and the GPU it would take.
+
+    Returns
+    -------
+    tuple of (float, int)
+        The best :func:`fgd_points` over the pod's placements on the node, and
+        for a shared pod the lowest-index GPU reaching it (-1 otherwise).
+
+    Notes
+    -----
+    ``calculateGpuShareFragExtendScore`` (``fgd_score.go``): a shared pod
+    (one GPU, under 1000 milli) tries every GPU it fits, keeping the first
+    best score; any other pod is scored by taking its GPUs from the node
+    (``k`` wholly free GPUs: which ones does not change ``F_n``). The task
+    classes are ``tasks``. GPUs with equal free milli give equal
+    scores, so each distinct free amount is evaluated once, at its first GPU.
+    """
+    g0 = cl.node_int[N_GPU0, n]
+    ngpu = cl.node_int[N_GPUS, n]
+    model = cl.node_int[N_MODEL, n]
+    cpu = cl.node_free[F_CPU, n]
+    gpu_free = cl.gpu_free[G_MILLI]
+    task = tasks.ints
+    before = node_frag(
+        cpu, gpu_free, g0, ngpu, model, task[TK_CPU], task[TK_GPUS], task[TK_MILLI], tasks.mask, tasks.pop
+    )
+    take_cpu = cs.ints[C_CPU, c]
+    kind = cs.ints[C_KIND, c]
+    if kind != KIND_SHARE:
+        count = cs.ints[C_K, c] if kind == KIND_WHOLE else 0
+        after = frag_after(
+            cpu, gpu_free, g0, ngpu, model, take_cpu, WHOLE, WHOLE, count,
+            task[TK_CPU], task[TK_GPUS], task[TK_MILLI], tasks.mask, tasks.pop,
+        )  # fmt: skip
+        return fgd_points(before, after), -1
+    m = cs.ints[C_MILLI, c]
+    q = cs.ints[C_GMEM, c]
+    best = -1
+    best_score = 0.0
+    for g in range(g0, g0 + ngpu):
+        free = gpu_free[g]
+        if free < m or cl.gpu_free[G_MEM, g] < q:
+            continue
+        seen = False
+        for h in range(g0, g):
+            if gpu_free[h] == free and gpu_free[h] >= m and cl.gpu_free[G_MEM, h] >= q:
+                seen = True
+                break
+        if seen:
+            continue
+        after = frag_after(
+            cpu, gpu_free, g0, ngpu, model, take_cpu, free, m, 1,
+            task[TK_CPU], task[TK_GPUS], task[TK_MILLI], tasks.mask, tasks.pop,
+        )  # fmt: skip
+        score = fgd_points(before, after)
+        if best < 0 or score > best_score:
+            best = g
+            best_score = score
+    return best_score, best
+
+
+@kernel
+def fgd_memoized(tasks: Tasks, cl: Cluster, cs: Classes, c: int, n: int) -> tuple[float, int]:
+    """:func:`fgd_choice`, answered from ``tasks.memo`` when it holds the answer (packing mode)."""
+    memo = tasks.memo
+    if memo.shape[0] == 0:
+        return fgd_choice(tasks, cl, cs, c, n)
+    if np.isnan(memo[c, n, 0]):
+        score, g = fgd_choice(tasks, cl, cs, c, n)
+        memo[c, n, 0] = score
+        memo[c, n, 1] = g
+    return memo[c, n, 0], int(memo[c, n, 1])
+
+
+@kernel
+def baseline_score(scorer: int, cl: Cluster, cs: Classes, c: int, n: int) -> float:
+    """The FGD paper's baseline scores of node ``n`` for one pod of class ``c`` (which fits it), 0..100.
+
+    Notes
+    -----
+    As the artifact's simulator computes them (hkust-adsl/kubernetes-scheduler-simulator,
+    ``pkg/simulator/plugin/``), each an integer, truncated; ``S`` is the
+    node's free GPU milli, CPU and GPU normalised by :data:`MAX_SPEC_CPU` and
+    :data:`MAX_SPEC_GPU`:
+
+    - ``dot_product`` (``dot_product_score.go``, ``merge`` / ``max``):
+      ``100 (1 - (node . pod) / 2)`` with node ``(cpu_free, S)`` and pod
+      ``(cpu, GPU milli)`` normalised: the smaller product wins;
+    - ``gpu_packing`` (``gpu_packing_score.go``): a node with every GPU free
+      scores ``max(33 - free GPUs, free GPUs)``; else the pod's GPUs, taken
+      from the least free that fit (ties lowest index), score
+      ``max(50 - wholly free ones taken, 33)`` if any is wholly free, else
+      ``max(100 - Σ(free_i * 100 // 1000) // 10, 50)``; CPU-only pods 0;
+    - ``gpu_clustering`` (``gpu_clustering_score.go``): with
+      ``B = 25 (8000 - S) // 8000``, ``75 + B`` when the node's GPU pods are
+      all of the pod's kind (shared, or ``k`` whole GPUs), ``50 + B`` when
+      some are, ``25 + B`` when it has none, ``B`` otherwise; CPU-only pods 0;
+    - ``best_fit_cpu_gpu`` (``best_fit_score.go``): ``100 (1 - s)`` with
+      ``s`` the mean of the normalised CPU and GPU left after placing. The
+      plugin's min-max NormalizeScore maps integer scores one-to-one, so it
+      does not change which node wins and is left out.
+    """
+    kind = cs.ints[C_KIND, c]
+    free_gpu = cl.node_free[F_MILLI, n]
+    free_cpu = cl.node_free[F_CPU, n]
+    cpu = cs.ints[C_CPU, c]
+    milli = cs.ints[C_MILLI, c]
+    if scorer == DOT_PRODUCT:
+        dot = (free_cpu / MAX_SPEC_CPU) * (cpu / MAX_SPEC_CPU)
+        dot += (free_gpu / MAX_SPEC_GPU) * (milli / MAX_SPEC_GPU)
+        return float(int(100.0 * (1.0 - dot / 2.0)))
+    if scorer == BEST_FIT_CPU_GPU:
+        left = 0.5 * (free_cpu - cpu) / MAX_SPEC_CPU + 0.5 * (free_gpu - milli) / MAX_SPEC_GPU
+        return float(int((1.0 - left) * 100.0))
+    if kind == KIND_NONE:
+        return 0.0
+    g0 = cl.node_int[N_GPU0, n]
+    ngpu = cl.node_int[N_GPUS, n]
+    if scorer == GPU_CLUSTERING:
+        base = 25 * (MAX_SPEC_GPU - free_gpu) // MAX_SPEC_GPU
+        mine = pod_kind(cs, c)
+        same = cl.pod_kinds[mine, n]
+        other = 0
+        for k in range(cl.pod_kinds.shape[0]):
+            if k != mine:
+                other += cl.pod_kinds[k, n]
+        if same > 0:
+            return float((75 if other == 0 else 50) + base)
+        return float((25 if other == 0 else 0) + base)
+    # gpu_packing
+    if cl.node_free[F_WHOLE, n] == ngpu:
+        return float(max(33 - ngpu, ngpu))
+    per_gpu = WHOLE if kind == KIND_WHOLE else milli
+    want = cs.ints[C_K, c]
+    whole_taken = 0
+    percent_sum = 0
+    last = -1
+    last_g = -1
+    for _ in range(want):
+        # The next GPU in (free, index) order that fits: the least free first.
+        pick = -1
+        for g in range(g0, g0 + ngpu):
+            free = cl.gpu_free[G_MILLI, g]
+            if free < per_gpu or free < last or (free == last and g <= last_g):
+                continue
+            if pick < 0 or free < cl.gpu_free[G_MILLI, pick]:
+                pick = g
+        last = cl.gpu_free[G_MILLI, pick]
+        last_g = pick
+        if last == WHOLE:
+            whole_taken += 1
+        percent_sum += last * 100 // WHOLE
+    if whole_taken > 0:
+        return float(max(50 - whole_taken, 33))
+    return float(max(100 - percent_sum // 10, 50))
+
+
+@kernel
+def _paper_score(tasks: Tasks, scorer: int, cl: Cluster, cs: Classes, c: int, n: int) -> float:
+    """Node score under one of the FGD paper's scorers (``tasks`` given: they are compiled in)."""
+    if scorer == FGD:
+        return fgd_memoized(tasks, cl, cs, c, n)[0]
+    return baseline_score(scorer, cl, cs, c, n)
+
+
+@kernel
+def _fgd_gpu(tasks: Tasks, cl: Cluster, cs: Classes, c: int, n: int) -> int:
+    """The GPU the ``fgd`` scorer gives a shared pod on node ``n``."""
+    return fgd_memoized(tasks, cl, cs, c, n)[1]
+
+
+# The FGD paper's scorers are compiled only into replays given task classes (Classes.tasks).
+paper_score = when_given(_paper_score, 0.0)
+fgd_gpu = when_given(_fgd_gpu, -1)
+
+
 @kernel
 def node_score(params: Params, cl: Cluster, cs: Classes, c: int, n: int) -> float:
     """Score of placing one pod of class ``c`` on node ``n`` (which fits it); higher is better.
@@ -175,6 +422,8 @@ def node_score(params: Params, cl: Cluster, cs: Classes, c: int, n: int) -> floa
     the GPU, CPU and memory in use after placing (:func:`balance`).
     """
     scorer = params.codes[P_NODE]
+    if scorer >= FGD:
+        return float(paper_score(cs.tasks, scorer, cl, cs, c, n))
     after = float(cl.node_free[F_MILLI, n] - cs.ints[C_MILLI, c])
     if scorer == BEST_FIT:
         return -after
@@ -222,8 +471,17 @@ def choose_node(
                     return n
                 pick -= 1
         return -1
+    rule = params.codes[P_TIES]
+    ties = rule != TIES_LOWEST
+    base = np.uint64(0)
+    if rule == TIES_RANDOM:
+        base = draw(params.codes[P_SEED], job, pod, attempt, DRAW_NODE)
+    elif rule == TIES_SEEDED_ORDER:
+        # One key per node for the whole replay: a fixed random order of the nodes.
+        base = draw(params.codes[P_SEED], 0, 0, 0, DRAW_NODE_ORDER)
     best = -1
     best_score = 0.0
+    best_key = np.uint64(0)
     for n in range(num_nodes):
         if node_capacity(cl, cs, c, n, 1) < 1:
             continue
@@ -233,6 +491,14 @@ def choose_node(
         if best < 0 or score > best_score:
             best = n
             best_score = score
+            if ties:
+                best_key = tie_key(base, n)
+        elif ties and score == best_score:
+            # Uniform among the tied nodes: the one whose key is smallest.
+            key = tie_key(base, n)
+            if key < best_key:
+                best = n
+                best_key = key
     return best
 
 
@@ -262,9 +528,15 @@ def gpu_score(params: Params, cl: Cluster, n: int, g: int, m: int, q: int) -> fl
 
 
 @kernel
-def choose_gpu(params: Params, cl: Cluster, n: int, m: int, q: int, job: int, pod: int, attempt: int) -> int:
-    """The GPU of node ``n`` for a shared pod of ``m`` milli and ``q`` MiB (the node is known to fit it)."""
+def choose_gpu(
+    params: Params, cl: Cluster, cs: Classes, c: int, n: int, job: int, pod: int, attempt: int
+) -> int:
+    """The GPU of node ``n`` for a shared pod of class ``c`` (the node is known to fit it)."""
     scorer = params.codes[P_GPU]
+    if scorer == FGD:
+        return int(fgd_gpu(cs.tasks, cl, cs, c, n))
+    m = cs.ints[C_MILLI, c]
+    q = cs.ints[C_GMEM, c]
     g0 = cl.node_int[N_GPU0, n]
     g1 = g0 + cl.node_int[N_GPUS, n]
     if scorer == RANDOM:

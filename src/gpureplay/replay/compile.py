@@ -19,13 +19,14 @@ import numpy.typing as npt
 import polars as pl
 
 from gpureplay.engine import layout as L
-from gpureplay.engine.bundles import Classes, Cluster, Jobs, Params, empty_cluster
+from gpureplay.engine.bundles import Classes, Cluster, Jobs, Params, Tasks, empty_cluster
 from gpureplay.engine.layout import Int64Array
 from gpureplay.engine.resources import rejection_codes
-from gpureplay.engine.scoring import SCORERS, scorer_code
+from gpureplay.engine.scoring import GPU_SCORERS, SCORERS, scorer_code, uses_tasks
 from gpureplay.errors import InputError, Problem
-from gpureplay.schedulers.policy import Backfill, GangMode, Policy, Preemption, QueueOrder, Requeue
+from gpureplay.schedulers.policy import Backfill, GangMode, NodeTies, Policy, Preemption, QueueOrder, Requeue
 from gpureplay.traces.schema import PREEMPTION_POLICIES, UNKNOWN_CAPACITY, lucid_overhead
+from gpureplay.workload.typical_pods import TypicalPods
 
 
 @dataclass(frozen=True)
@@ -97,12 +98,12 @@ def policy_params(
                 f"must be in [0, 100] (found {policy.candidate_nodes_percent})",
             )
         )
-    for key, name in (
-        ("scheduler.node_placement", policy.node_placement),
-        ("scheduler.gpu_placement", policy.gpu_placement),
+    for key, name, known in (
+        ("scheduler.node_placement", policy.node_placement, SCORERS),
+        ("scheduler.gpu_placement", policy.gpu_placement, GPU_SCORERS),
     ):
-        if name not in SCORERS:
-            problems.append((key, f"unknown scorer {name!r}; known: {', '.join(SCORERS)}"))
+        if name not in known:
+            problems.append((key, f"unknown scorer {name!r}; known: {', '.join(known)}"))
     preemption = Preemption[str(getattr(policy.preemption, "name", policy.preemption))]
     backfill = Backfill[str(getattr(policy.backfill, "name", policy.backfill))]
     if preemption is not Preemption.none and backfill is Backfill.easy:
@@ -140,6 +141,7 @@ def policy_params(
     codes[L.P_DEBUG] = 1 if debug else 0
     codes[L.P_MAX_SAMPLES] = max_samples
     codes[L.P_SEED] = seed % (1 << 63)
+    codes[L.P_TIES] = NodeTies[str(getattr(policy.node_ties, "name", policy.node_ties))].value
     flt = np.zeros(L.PARAM_FLOAT_FIELDS)
     flt[L.PF_SESSION] = float(policy.session_interval)
     flt[L.PF_SAMPLE] = float(sample_interval)
@@ -297,7 +299,9 @@ def refuse_unmodelled(jobs: pl.DataFrame, nodes: pl.DataFrame) -> None:
         raise InputError(problems, total=total)
 
 
-def compile_replay(jobs: pl.DataFrame, nodes: pl.DataFrame, params: Params) -> Compiled:
+def compile_replay(
+    jobs: pl.DataFrame, nodes: pl.DataFrame, params: Params, tasks: TypicalPods | None = None
+) -> Compiled:
     """Turn validated canonical tables and the policy's codes into the engine's static bundles.
 
     Parameters
@@ -312,6 +316,9 @@ def compile_replay(jobs: pl.DataFrame, nodes: pl.DataFrame, params: Params) -> C
         Canonical nodes.
     params
         From :func:`policy_params`.
+    tasks
+        FGD's task classes (the workload's typical pods); required by the
+        ``fgd`` node scorer, ignored otherwise.
 
     Notes
     -----
@@ -525,12 +532,34 @@ def compile_replay(jobs: pl.DataFrame, nodes: pl.DataFrame, params: Params) -> C
     return Compiled(
         params=params,
         jobs=Jobs(ints, flts, mask, arrival, reject, np.ascontiguousarray(pod_job)),
-        classes=Classes(cls, np.ascontiguousarray(class_mask), layout),
+        classes=Classes(cls, np.ascontiguousarray(class_mask), layout, _tasks(params, tasks, models)),
         cluster=cluster,
         models=models,
         tenants=tenants,
         hist_width=hist_width,
     )
+
+
+def task_bundle(tasks: TypicalPods | None, models: tuple[str, ...]) -> Tasks:
+    """FGD's task classes as engine rows (none when not given), with an empty memo."""
+    count = 0 if tasks is None else len(tasks)
+    task_int = np.zeros((L.TASK_INT_FIELDS, count), dtype=np.int64)
+    task_mask = np.zeros(count, dtype=np.uint64)
+    task_pop = np.zeros(count)
+    if tasks is not None:
+        task_int[L.TK_CPU] = tasks.cpu_milli
+        task_int[L.TK_GPUS] = tasks.num_gpu
+        task_int[L.TK_MILLI] = tasks.gpu_milli
+        task_mask[:] = tasks.model_mask(models)
+        task_pop[:] = tasks.popularity
+    return Tasks(task_int, task_mask, task_pop, np.zeros((0, 0, 2)))
+
+
+def _tasks(params: Params, tasks: TypicalPods | None, models: tuple[str, ...]) -> Tasks | None:
+    """``Classes.tasks``: given only when a scorer is one of the FGD paper's (their code compiles then)."""
+    if not uses_tasks(int(params.codes[L.P_NODE]), int(params.codes[L.P_GPU])):
+        return None
+    return task_bundle(tasks, models)
 
 
 __all__ = [
@@ -540,4 +569,5 @@ __all__ = [
     "compile_replay",
     "lucid_overhead",
     "policy_params",
+    "task_bundle",
 ]

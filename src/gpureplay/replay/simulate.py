@@ -33,6 +33,7 @@ from gpureplay.replay.compile import Compiled, compile_replay, policy_params
 from gpureplay.replay.progress import Progress
 from gpureplay.schedulers.policy import Policy
 from gpureplay.traces.schema import JOBS_SCHEMA, NODES_SCHEMA
+from gpureplay.workload.typical_pods import TypicalPods, typical_pods
 
 __all__ = [
     "ATTEMPT_SCHEMA",
@@ -207,6 +208,7 @@ def simulate(
     debug: bool = False,
     progress: Callable[[Progress], None] | None = None,
     chunk_seconds: float | None = None,
+    tasks: TypicalPods | None = None,
 ) -> Replay:
     """Replay ``jobs`` on ``nodes`` under ``policy``.
 
@@ -246,6 +248,10 @@ def simulate(
         A chunk ends at the first multiple of its size at or after the next
         event, so each chunk processes at least one event time. ``math.inf``:
         one chunk (no progress and no signal seen until the end).
+    tasks
+        FGD's task classes for the ``fgd`` scorer; default: the typical pods
+        of ``jobs`` (:func:`gpureplay.workload.typical_pods.typical_pods`)
+        when a scorer is ``fgd``, none otherwise.
 
     Raises
     ------
@@ -279,7 +285,9 @@ def simulate(
         max_samples=max_samples,
         debug=debug,
     )
-    compiled = compile_replay(jobs, nodes, params)
+    if tasks is None and "fgd" in (policy.node_placement, policy.gpu_placement):
+        tasks = typical_pods(jobs)
+    compiled = compile_replay(jobs, nodes, params, tasks)
     state = _initial(compiled, min(TIMELINE_START_CAPACITY, max_samples))
     started = time.perf_counter()
     adaptive = chunk_seconds is None
@@ -340,6 +348,12 @@ def warm_up(policy: Policy, *, debug: bool = False) -> None:
     from the replay (``timing.json``'s ``compile_seconds``). It costs
     milliseconds when numba's cache is warm.
     """
+    jobs, nodes = warm_up_tables()
+    simulate(jobs, nodes, policy, sample_interval=1.0, window=(0.0, 1.0), debug=debug)
+
+
+def warm_up_tables() -> tuple[pl.DataFrame, pl.DataFrame]:
+    """One whole-GPU job and one one-GPU node: the smallest replay, to compile kernels with."""
     jobs = pl.DataFrame(
         {
             "job_id": [1], "job_name": [None], "submit_time": [0.0], "duration": [1.0], "num_pods": [1],
@@ -357,7 +371,7 @@ def warm_up(policy: Policy, *, debug: bool = False) -> None:
         },
         schema=NODES_SCHEMA,
     )  # fmt: skip
-    simulate(jobs, nodes, policy, sample_interval=1.0, window=(0.0, 1.0), debug=debug)
+    return jobs, nodes
 
 
 def _initial(compiled: Compiled, timeline_capacity: int) -> State:

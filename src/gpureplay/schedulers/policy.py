@@ -79,6 +79,25 @@ class Requeue(Enum):
     original = 1
 
 
+class NodeTies(Enum):
+    """Which node wins among the nodes with the best score.
+
+    ``lowest_index``: the first in node order (deterministic, the engine's
+    default). ``random``: uniform among them, drawn afresh for each pod
+    (vanilla kube-scheduler's ``selectHost`` samples the highest-scoring
+    nodes uniformly). ``seeded_order``: the first in one random order of the
+    nodes fixed by the seed: what the FGD artifact's simulator does (it
+    renames the nodes with a ``rand.Perm`` prefix and its scheduler keeps the
+    first best node in name order; inferred from its published results, which
+    this rule reproduces and ``random`` does not - FGD 89.7 % allocated at
+    100 % arrived instead of 95.2 %).
+    """
+
+    lowest_index = 0
+    random = 1
+    seeded_order = 2
+
+
 @dataclass
 class Policy:
     """A scheduler configuration (the ``scheduler`` config group).
@@ -119,6 +138,8 @@ class Policy:
         DefaultPreemption's ``minCandidateNodesAbsolute`` (100) and
         ``minCandidateNodesPercentage`` (10): how many feasible nodes the
         victim search looks at before choosing.
+    node_ties
+        See :class:`NodeTies`.
     """
 
     name: str = "fifo"
@@ -134,3 +155,4 @@ class Policy:
     requeue: Requeue = Requeue.back
     min_candidate_nodes: int = 100
     candidate_nodes_percent: int = 10
+    node_ties: NodeTies = NodeTies.lowest_index
