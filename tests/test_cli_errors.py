@@ -85,7 +85,7 @@ def test_config_errors_caught_by_hydra_exit_2_naming_the_key(
 def test_schema_nodes_are_neither_offered_nor_accepted(csv_args: list[str]) -> None:
     proc = gpureplay(*csv_args, "scheduler=schema")
     assert_usage_error(proc, "config group 'scheduler' has no option 'schema'")
-    assert "options: easy-backfill, fifo" in proc.stderr and ", schema" not in proc.stderr
+    assert "options: easy-backfill, fgd, fgd-bestfit" in proc.stderr and ", schema" not in proc.stderr
     listed = gpureplay("run", "--help")
     assert listed.returncode == 0 and "schema" not in listed.stdout
     for group in ("trace=schema_csv", "cluster=schema_homogeneous", "workload=schema"):

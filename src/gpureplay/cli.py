@@ -96,8 +96,10 @@ def compare(run_dirs: Sequence[Path]) -> None:
 
     One row per run: its folder, the config keys that differ between the runs,
     jobs, waits and JCTs (with their censored counts), GPU allocation over the
-    whole run and the measurement window, and compile and replay times apart.
-    Runs that failed, were killed or cannot be read are listed after the table.
+    whole run and the measurement window, and compile and replay times apart;
+    for packing runs (mode=packing) pods, failed pods and the GPUs unallocated,
+    allocated and fragmented at 100% arrived demand instead. Runs that failed,
+    were killed or cannot be read are listed after the table.
     """
     from gpureplay.report.folders import counts, describe
     from gpureplay.results.compare import compare_runs, format_text
@@ -132,9 +134,13 @@ def report(inputs: Sequence[Path], out_dir: Path | None) -> None:
     report.md and a self-contained report.html with headline metrics per configuration
     (mean and 95% interval across seeds, over the measurement window and the whole
     run), the largest differences in words, wait and JCT CDFs, GPU allocation and
-    fragmentation over time and per-queue usage. Runs that failed, were killed, or
-    hold a missing, truncated or corrupt result file are left out, listed here and in
-    the report; with no readable run left the command fails (status 2).
+    fragmentation over time and per-queue usage. Packing runs (mode=packing, the FGD
+    experiment) get their own section: unallocated GPUs and fragmentation against the
+    arrived workload (median and 25-75% band over seeds), the values at 100% arrived,
+    and the FGD paper's published numbers where the setting is the paper's. Runs that
+    failed, were killed, or hold a missing, truncated or corrupt result file are left
+    out, listed here and in the report; with no readable run left the command fails
+    (status 2).
     """
     from gpureplay.report.build import build
     from gpureplay.report.folders import counts, describe

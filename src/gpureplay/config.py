@@ -299,6 +299,44 @@ class MeasureConf:
     end: float | None = None
 
 
+# --- packing mode -------------------------------------------------------------------------------
+
+
+class RunMode(Enum):
+    """What a run does with the workload.
+
+    ``replay``: the timed replay (queues, runs, departures; the engine's event
+    loop). ``packing``: the FGD paper's experiment (Weng et al., ATC'23):
+    pods placed once each in a seeded order, failing at once when nothing
+    fits, never departing (:mod:`gpureplay.replay.packing`).
+    """
+
+    replay = 0
+    packing = 1
+
+
+@dataclass
+class PackingConf:
+    """Settings of a packing run (``mode: packing``); refused in a timed replay unless left at default.
+
+    Parameters
+    ----------
+    tune
+        Inflate (or trim) the pods, by seeded resampling, to this multiple of
+        the cluster's GPU capacity (the FGD artifact's ``-tune``, 1.3 in the
+        paper); null keeps the workload as it is.
+    shuffle
+        Place the original pods in a seeded random order (the artifact's
+        ``--shuffle-pod=true``); false keeps the trace order.
+    max_pct
+        Last whole percent of arrived GPU demand on the fill curve.
+    """
+
+    tune: float | None = None
+    shuffle: bool = True
+    max_pct: int = 130
+
+
 # --- top level ---------------------------------------------------------------------------------
 
 
@@ -325,6 +363,10 @@ class Config:
         The measurement window (:class:`MeasureConf`).
     debug
         Check the engine's invariants every cycle (slower; always on in tests).
+    mode
+        :class:`RunMode`: a timed replay or a packing run.
+    packing
+        :class:`PackingConf`, read in packing mode.
     """
 
     trace: Any = MISSING
@@ -338,6 +380,8 @@ class Config:
     max_time: float = 3_155_760_000.0
     measure: MeasureConf = field(default_factory=MeasureConf)
     debug: bool = False
+    mode: RunMode = RunMode.replay
+    packing: PackingConf = field(default_factory=PackingConf)
 
 
 TRACE_SCHEMAS: dict[str, type[TraceConf]] = {

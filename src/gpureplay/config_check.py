@@ -117,8 +117,90 @@ def check_config(cfg: DictConfig) -> None:
                 f"must be a time >= 0 in seconds, or null for none (found {horizon!r})", CONFIG, key="horizon"
             )
         )
+    problems.extend(_packing_problems(cfg))
     if problems:
         raise InputError(problems)
+
+
+def _packing_problems(cfg: DictConfig) -> list[Problem]:
+    """Packing settings out of range, or given to a timed replay (which would ignore them)."""
+    packing = cfg.get("packing")
+    if packing is None:
+        return []
+    problems = []
+    tune = packing.get("tune")
+    if tune is not None and not (math.isfinite(tune) and tune > 0):
+        problems.append(
+            Problem(f"must be a number > 0, or null (found {tune!r})", CONFIG, key="packing.tune")
+        )
+    if packing.get("max_pct", 0) < 0:
+        problems.append(Problem(f"must be >= 0 (found {packing.max_pct!r})", CONFIG, key="packing.max_pct"))
+    mode = cfg.get("mode", "replay")
+    if getattr(mode, "name", str(mode)) == "packing":
+        problems.extend(_unused_in_packing(cfg))
+    else:
+        defaults = {"tune": None, "shuffle": True, "max_pct": 130}
+        for key, default in defaults.items():
+            if packing.get(key) != default:
+                problems.append(
+                    Problem(
+                        f"is a packing-mode setting, but mode is {getattr(mode, 'name', mode)}: "
+                        "add mode=packing, or leave it out",
+                        CONFIG,
+                        key=f"packing.{key}",
+                    )
+                )
+    return problems
+
+
+#: What a packing run reads of the scheduler: the placement. Every other scheduler key, and the
+#: top-level and workload keys of timed replays below, must stay at their defaults there.
+_PACKING_SCHEDULER_KEYS = frozenset({"name", "node_placement", "gpu_placement", "node_ties"})
+_REPLAY_ONLY_KEYS = ("sample_interval", "max_samples", "horizon", "measure.start", "measure.end")
+_REPLAY_ONLY_WORKLOAD_KEYS = ("priority_classes", "priority_override", "checkpoint", "checkpoint_by_queue")
+
+
+def _unused_in_packing(cfg: DictConfig) -> list[Problem]:
+    """Keys a packing run would ignore (queueing, preemption, timeline sampling...) set away from default."""
+    from gpureplay.config import Config, MeasureConf, WorkloadConf
+    from gpureplay.schedulers.policy import Policy
+
+    found: list[str] = []
+    policy = Policy()
+    for f in dataclasses.fields(Policy):
+        if f.name in _PACKING_SCHEDULER_KEYS or f.name not in cfg.scheduler:
+            continue
+        if _text(cfg.scheduler.get(f.name)) != _text(getattr(policy, f.name)):
+            found.append(f"scheduler.{f.name}")
+    defaults = {
+        "sample_interval": Config.sample_interval,
+        "max_samples": Config.max_samples,
+        "horizon": Config.horizon,
+        "measure.start": MeasureConf.start,
+        "measure.end": MeasureConf.end,
+    }
+    for key in _REPLAY_ONLY_KEYS:
+        if _text(OmegaConf.select(cfg, key)) != _text(defaults[key]):
+            found.append(key)
+    workload = OmegaConf.to_container(cfg.workload, resolve=True, enum_to_str=True)
+    blank = dataclasses.asdict(WorkloadConf())
+    for key in _REPLAY_ONLY_WORKLOAD_KEYS:
+        if isinstance(workload, dict) and workload.get(key) != blank[key]:
+            found.append(f"workload.{key}")
+    return [
+        Problem(
+            "is not used by a packing run (pods are placed once in arrival order: no queue, gang, "
+            "backfill, preemption or timeline sampling); leave it at its default, or use mode=replay",
+            CONFIG,
+            key=key,
+        )
+        for key in found
+    ]
+
+
+def _text(value: Any) -> str:
+    """A config value as comparable text (enums by name)."""
+    return str(getattr(value, "name", value))
 
 
 _CONVERT = re.compile(r"Value '(?P<value>.*)' of type '\w+' could not be converted to (?P<type>\w+)")

@@ -29,9 +29,11 @@ from gpureplay.results.metrics import (
     summary_metrics,
     timeline_results,
 )
+from gpureplay.results.packing import packing_summary
 from gpureplay.results.timing import TIMING_FILE, RunTiming, write_timing
 from gpureplay.results.writer import clear_run, mark_done, write_parquet_atomic
 from gpureplay.schedulers.policy import Policy
+from gpureplay.traces.adapted import AdaptedTrace
 from gpureplay.traces.registry import load_trace
 from gpureplay.traces.schema import max_time_limit
 from gpureplay.workload.priorities import (
@@ -41,11 +43,15 @@ from gpureplay.workload.priorities import (
     assign_priority_classes,
 )
 from gpureplay.workload.transforms import apply_workload
+from gpureplay.workload.tune import tune_pods
+from gpureplay.workload.typical_pods import typical_pods
 
 log = logging.getLogger(__name__)
 
 #: Result files of one run, in the order they are written (summary last, then the marker).
 RESULT_FILES: tuple[str, ...] = ("jobs.parquet", "attempts.parquet", "timeline.parquet", "summary.parquet")
+#: Result files of a packing run (``mode: packing``): pods, the cluster after each pod, the fill curve.
+PACKING_FILES: tuple[str, ...] = ("jobs.parquet", "events.parquet", "timeline.parquet", "summary.parquet")
 
 
 @dataclass(frozen=True)
@@ -90,7 +96,7 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
     run_started = time.perf_counter()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    clear_run(out_dir, (*RESULT_FILES, TIMING_FILE))
+    clear_run(out_dir, (*RESULT_FILES, *PACKING_FILES, TIMING_FILE))
     resolved = cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))
     seed = int(cfg.seed)
     _check_run_keys(cfg)
@@ -108,8 +114,10 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
         "cluster %s: %s nodes, %s GPUs", cfg.cluster.name, f"{cluster.nodes.height:,}", f"{total_gpus:,}"
     )
 
-    window = measurement_window(jobs, cfg.measure.start, cfg.measure.end)
     policy = _policy(cfg)
+    if cfg.mode.name == "packing":
+        return _run_packing(cfg, out_dir, trace, jobs, cluster.nodes, cluster.sha256 or "", run_started)
+    window = measurement_window(jobs, cfg.measure.start, cfg.measure.end)
 
     # Kernels compile (first run) or load from numba's cache here, timed apart from the replay.
     if not kernels_cached():
@@ -184,6 +192,72 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
     return RunOutcome(out_dir, row)
 
 
+def _run_packing(
+    cfg: DictConfig,
+    out_dir: Path,
+    trace: AdaptedTrace,
+    jobs: pl.DataFrame,
+    nodes: pl.DataFrame,
+    cluster_sha256: str,
+    run_started: float,
+) -> RunOutcome:
+    """The FGD experiment on the loaded workload: tune, pack, write ``PACKING_FILES`` (see run_experiment)."""
+    from gpureplay.replay.packing import pack_pods, warm_up_packing
+
+    seed = int(cfg.seed)
+    policy = _policy(cfg)
+    capacity = int(nodes["num_gpus"].sum()) * 1000
+    # The task classes come from the workload as given, before tuning (the simulator's order).
+    tasks = typical_pods(jobs)
+    tuned, counts = tune_pods(
+        jobs,
+        capacity,
+        None if cfg.packing.tune is None else float(cfg.packing.tune),
+        seed,
+        shuffle=bool(cfg.packing.shuffle),
+    )
+    log.info(
+        "packing: %s pods (%s original, %s clones, %s removed) on %s GPUs; %d task classes cover %.1f%%",
+        f"{tuned.height:,}", f"{counts['original']:,}", f"{counts['cloned']:,}", f"{counts['removed']:,}",
+        f"{capacity // 1000:,}", len(tasks), 100.0 * tasks.coverage,
+    )  # fmt: skip
+    started = time.perf_counter()
+    warm_up_packing(policy)
+    compile_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    result = pack_pods(tuned, nodes, policy, seed=seed, tasks=tasks, max_pct=int(cfg.packing.max_pct))
+    replay_seconds = time.perf_counter() - started
+    summary = config_frame(cfg).hstack(packing_summary(result))
+    metadata = {
+        "config": OmegaConf.to_yaml(cfg, resolve=True),
+        "version": __version__,
+        "trace_sha256": trace.sha256,
+        "trace_source": trace.source,
+        "cluster_sha256": cluster_sha256,
+        "seed": str(seed),
+        "mode": "packing",
+    }
+    tables = {
+        "jobs.parquet": result.pods,
+        "events.parquet": result.events,
+        "timeline.parquet": result.timeline,
+        "summary.parquet": summary,
+    }
+    for name in PACKING_FILES:
+        write_parquet_atomic(tables[name], out_dir / name, metadata)
+    total_seconds = time.perf_counter() - run_started
+    write_timing(out_dir, RunTiming(compile_seconds, replay_seconds, total_seconds))
+    mark_done(out_dir, {**{name: tables[name].height for name in PACKING_FILES}, TIMING_FILE: 1})
+    row = summary.row(0, named=True)
+    log.info(
+        "packed %s pods in %.2f s (kernel %.2f s): %s placed, %s failed; allocated %.2f%% of GPUs at 100%% "
+        "arrived -> %s",
+        f"{row['pods']:,}", replay_seconds, result.stats["kernel_seconds"], f"{row['placed']:,}",
+        f"{row['failed']:,}", row["allocated_gpu_pct_at_100"] or float("nan"), out_dir,
+    )  # fmt: skip
+    return RunOutcome(out_dir, row)
+
+
 def load_summary(out_dir: Path) -> dict[str, Any]:
     """The headline row of a complete run folder's ``summary.parquet``."""
     return pl.read_parquet(Path(out_dir) / "summary.parquet").row(0, named=True)
@@ -211,4 +285,4 @@ def _workload_args(workload: Mapping[str, Any]) -> dict[str, Any]:
     return {k: workload[k] for k in keys}
 
 
-__all__ = ["RESULT_FILES", "RunOutcome", "load_summary", "run_experiment"]
+__all__ = ["PACKING_FILES", "RESULT_FILES", "RunOutcome", "load_summary", "run_experiment"]

@@ -9,9 +9,19 @@ from pathlib import Path
 
 import polars as pl
 
-from gpureplay.report.collect import Collection, collect
-from gpureplay.report.figures import make_figures
+from gpureplay.report.collect import Collection, RunSummary, collect_summaries, complete_runs, split_modes
+from gpureplay.report.figures import FIGURE_FILES, make_figures
 from gpureplay.report.folders import LeftOut, find_unreadable
+from gpureplay.report.packing import (
+    PACKING_FIGURE_FILES,
+    PACKING_READ_FILES,
+    PackingSection,
+    packing_section,
+    section_html,
+    section_markdown,
+)
+from gpureplay.report.packing import render_html as packing_html
+from gpureplay.report.packing import render_markdown as packing_markdown
 from gpureplay.report.render import ReportData, render_html, render_markdown
 from gpureplay.report.stats import delay_scope, effect_sentences, effects, summarize, window_bounds
 
@@ -30,7 +40,9 @@ def write_text_atomic(path: Path, text: str) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def _report_data(inputs: Sequence[Path], collection: Collection, out_dir: Path) -> ReportData:
+def _report_data(
+    inputs: Sequence[Path], collection: Collection, out_dir: Path, packing: PackingSection | None = None
+) -> ReportData:
     stats = summarize(collection)
     scope = delay_scope(collection)
     table = effects(collection, stats, scope)
@@ -45,7 +57,42 @@ def _report_data(inputs: Sequence[Path], collection: Collection, out_dir: Path) 
         windows=window_bounds(collection),
         figures=figures,
         figure_notes=notes,
+        extra_markdown=section_markdown(packing) if packing else [],
+        extra_html=section_html(packing) if packing else [],
     )
+
+
+def _render(
+    inputs: Sequence[Path], summaries: Sequence[RunSummary], left_out: Sequence[LeftOut], out_dir: Path
+) -> tuple[str, str, tuple[LeftOut, ...]]:
+    """The report's Markdown and HTML, and the runs left out: replay sections, packing section, or both."""
+    replay, packing = split_modes(summaries)
+    section = packing_section(packing, out_dir) if packing else None
+    if not section:
+        for name in PACKING_FIGURE_FILES:
+            (out_dir / name).unlink(missing_ok=True)
+    if replay:
+        collection = collect_summaries(replay, left_out)
+        data = _report_data(inputs, collection, out_dir, section)
+        return render_markdown(data), render_html(data), collection.left_out
+    # Packing runs only: their section is the report; no replay figure of an earlier report stays.
+    assert section is not None
+    for name in FIGURE_FILES:
+        (out_dir / name).unlink(missing_ok=True)
+    shown = [str(p) for p in inputs]
+    return (
+        packing_markdown(section, shown, left_out),
+        packing_html(section, shown, left_out),
+        tuple(left_out),
+    )
+
+
+def _unreadable(summaries: Sequence[RunSummary]) -> list[LeftOut]:
+    replay, packing = split_modes(summaries)
+    return [
+        *find_unreadable([s.folder for s in replay]),
+        *find_unreadable([s.folder for s in packing], PACKING_READ_FILES),
+    ]
 
 
 @dataclass(frozen=True)
@@ -71,6 +118,10 @@ def build(inputs: Sequence[Path], out_dir: Path) -> BuiltReport:
     figures embedded, no external URL, no script) and the figures as PNG into
     ``out_dir``, each through a temporary file renamed into place, so an
     interrupted build never leaves a half-written file.
+
+    Packing runs (``mode=packing``, the FGD experiment) get their own section
+    (:mod:`gpureplay.report.packing`): the whole report when there are only
+    packing runs, a section beside the replay's otherwise.
 
     Run folders that failed, were killed (no ``DONE`` marker) or hold a
     missing, truncated or corrupt result file are left out and listed in the
@@ -99,27 +150,26 @@ def build(inputs: Sequence[Path], out_dir: Path) -> BuiltReport:
         When an input is not a folder.
     """
     paths = [Path(p) for p in inputs]
-    collection = collect(paths)
+    summaries, left_out = complete_runs(paths)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     try:
-        data = _report_data(inputs, collection, out_dir)
+        markdown, html, reported_left_out = _render(inputs, summaries, left_out, out_dir)
     except (pl.exceptions.PolarsError, OSError) as err:
         # A data page that does not decode: find the file (a scan over many runs does not
         # name it), leave its run out, and build again from the others.
-        folders = [Path(r) for r in collection.runs.get_column("run").to_list()]
-        bad = find_unreadable(folders)
+        bad = _unreadable(summaries)
         if not bad:
             raise
-        collection = collect(paths, exclude=bad)
+        summaries, left_out = complete_runs(paths, exclude=bad)
         try:
-            data = _report_data(inputs, collection, out_dir)
+            markdown, html, reported_left_out = _render(inputs, summaries, left_out, out_dir)
         except (pl.exceptions.PolarsError, OSError):
             raise err from None
-    write_text_atomic(out_dir / REPORT_MD, render_markdown(data))
+    write_text_atomic(out_dir / REPORT_MD, markdown)
     html_path = out_dir / REPORT_HTML
-    write_text_atomic(html_path, render_html(data))
-    return BuiltReport(html_path, collection.left_out)
+    write_text_atomic(html_path, html)
+    return BuiltReport(html_path, reported_left_out)
 
 
 __all__ = ["REPORT_HTML", "REPORT_MD", "BuiltReport", "build", "build_report", "write_text_atomic"]

@@ -75,6 +75,31 @@ SUMMARY_METRICS: dict[str, pl.DataType] = {
     **SUMMARY_METRICS_SCHEMA,
 }
 
+#: ``mode`` of a packing run (the FGD experiment: pods placed once, never departing): its
+#: folder holds other tables, and :mod:`gpureplay.report.packing` reports it.
+PACKING_MODE = "packing"
+
+#: Metrics of a packing run's ``summary.parquet``: the same columns as
+#: ``gpureplay.results.packing.PACKING_SUMMARY_SCHEMA``, which is not imported: it would
+#: load the engine (a test checks that the two agree).
+PACKING_METRICS: dict[str, pl.DataType] = {
+    **dict.fromkeys(("pods", "placed", "failed", "capacity_gpus"), _COUNT),
+    "arrived_gpu_pct": _FLOAT,
+    "typical_pods": _COUNT,
+    "typical_pods_coverage": _FLOAT,
+    **dict.fromkeys(
+        (
+            "allocated_gpu_pct_at_100",
+            "unallocated_gpu_pct_at_100",
+            "frag_gpu_pct_at_100",
+            "frag_ratio_pct_at_100",
+        ),
+        _FLOAT,
+    ),
+    "failed_pods_at_100": _COUNT,
+    **dict.fromkeys(("allocated_gpu_pct_final", "unallocated_gpu_pct_final", "frag_gpu_pct_final"), _FLOAT),
+}
+
 #: Columns of ``jobs.parquet`` and ``timeline.parquet`` the report reads, as it reads them
 #: (the job state as text, so a version with more states still reads).
 JOB_COLUMNS: dict[str, pl.DataType] = {
@@ -170,11 +195,25 @@ def config_text(value: Any) -> str:
 
 @dataclass(frozen=True)
 class RunSummary:
-    """One run's summary: its folder, config keys and checksums as text, and its metrics (one row)."""
+    """One run's summary: its folder, config keys and checksums as text, and its metrics (one row).
+
+    ``metrics`` has the columns of :data:`SUMMARY_METRICS` for a timed replay and
+    those of :data:`PACKING_METRICS` for a packing run (:attr:`packing`).
+    """
 
     folder: Path
     keys: dict[str, str]
     metrics: pl.DataFrame
+
+    @property
+    def packing(self) -> bool:
+        """True for a packing run (``mode=packing``), whose tables a replay report cannot read."""
+        return self.keys.get("mode") == PACKING_MODE
+
+
+def split_modes(summaries: Sequence[RunSummary]) -> tuple[list[RunSummary], list[RunSummary]]:
+    """The timed-replay runs and the packing runs among ``summaries``, each in the order given."""
+    return [s for s in summaries if not s.packing], [s for s in summaries if s.packing]
 
 
 def read_summary(folder: Path) -> RunSummary | LeftOut:
@@ -189,12 +228,14 @@ def read_summary(folder: Path) -> RunSummary | LeftOut:
     if table.height != 1:
         return LeftOut(folder, "unreadable", f"summary.parquet has {table.height} rows, expected 1")
     row = table.row(0, named=True)
-    keys = {k: config_text(v) for k, v in row.items() if k not in SUMMARY_METRICS}
+    # A packing run's metrics (placed, failed, ...) must not pass for config keys.
+    schema = PACKING_METRICS if row.get("mode") == PACKING_MODE else SUMMARY_METRICS
+    keys = {k: config_text(v) for k, v in row.items() if k not in SUMMARY_METRICS and k not in schema}
     for key in CHECKSUM_KEYS:
         keys[key] = meta.get(key) or "null"
     metrics = table.select(
         pl.col(name).cast(dtype, strict=False) if name in table.columns else pl.lit(None, dtype).alias(name)
-        for name, dtype in SUMMARY_METRICS.items()
+        for name, dtype in schema.items()
     )
     return RunSummary(folder, keys, metrics)
 
@@ -373,6 +414,22 @@ def collect(inputs: Sequence[Path], exclude: Sequence[LeftOut] = ()) -> Collecti
         When an input is not a folder.
     """
     summaries, left_out = complete_runs(inputs, exclude)
+    return collect_summaries(summaries, left_out)
+
+
+def collect_summaries(summaries: Sequence[RunSummary], left_out: Sequence[LeftOut] = ()) -> Collection:
+    """A :class:`Collection` of the timed-replay runs among ``summaries`` (see :func:`collect`).
+
+    Packing runs are not in it (:mod:`gpureplay.report.packing` reports them).
+
+    Raises
+    ------
+    FileNotFoundError
+        When no summary is of a timed replay.
+    """
+    summaries, _ = split_modes(summaries)
+    if not summaries:
+        raise FileNotFoundError("no timed-replay run (mode=replay) among the complete runs")
     runs = _runs_table(summaries)
     keys = config_columns(runs)
     notes: list[str] = []
@@ -428,15 +485,20 @@ __all__ = [
     "CHECKSUM_DIGITS",
     "CHECKSUM_KEYS",
     "CONFIG_COLUMN",
+    "PACKING_METRICS",
+    "PACKING_MODE",
     "RUN_COLUMN",
     "SUMMARY_METRICS",
     "Collection",
     "RunSummary",
     "collect",
+    "collect_summaries",
+    "complete_runs",
     "config_columns",
     "config_text",
     "is_config_key",
     "label_keys",
     "read_summary",
     "short_key",
+    "split_modes",
 ]

@@ -1,7 +1,9 @@
 """Run folders under a report's inputs: which are complete, and why the others are left out.
 
 A run folder is complete when it has a ``DONE`` marker, every file the marker
-lists, and result files that can be read (``gpureplay.results.writer``). Every
+lists, and result files that can be read (``gpureplay.results.writer``): the
+timed replay's, or a packing run's (``mode=packing``: ``events.parquet``
+instead of ``attempts.parquet``; every Parquet file the marker lists is checked). Every
 other folder that looks like a run (it has a ``STATUS``, ``ERROR.txt``, a Hydra
 ``.hydra/`` folder, a result file or a temporary file of one) is *left out*,
 and the report says which and why, so a comparison never silently misses a
@@ -165,10 +167,13 @@ def scan(inputs: Iterable[Path]) -> RunFolders:
             left_out.append(LeftOut(folder, "unreadable", f"its {DONE_MARKER} marker is not a file listing"))
             continue
         missing = [name for name in listed if not (folder / name).is_file()]
+        # Every Parquet file the marker lists is checked, not only the replay's: a packing run
+        # (mode=packing) writes events.parquet and no attempts.parquet.
+        listed_parquet = [name for name in listed if name.endswith(".parquet") and name not in RESULT_FILES]
         problem = (
             f"the DONE marker lists {missing[0]} but it is missing"
             if missing
-            else check_footers(folder, listed)
+            else check_footers(folder, listed, (*RESULT_FILES, *listed_parquet))
         )
         if problem is None:
             complete.append(folder)

@@ -87,6 +87,9 @@ class ReportData:
     figures: list[FigureFile] = field(default_factory=list)
     figure_notes: list[str] = field(default_factory=list)
     title: str = "gpureplay comparison report"
+    #: Further sections, already rendered (the packing runs'), shown before the run list.
+    extra_markdown: list[str] = field(default_factory=list)
+    extra_html: list[str] = field(default_factory=list)
 
 
 def significant_decimals(value: float, digits: int = 3) -> int:
@@ -473,6 +476,8 @@ def render_markdown(data: ReportData) -> str:
         for fig in data.figures:
             out += [f"### {fig.title}", "", f"![{fig.title}]({fig.path.name})", "", fig.caption, ""]
         out += [f"- {note}" for note in data.figure_notes]
+    if data.extra_markdown:
+        out += ["", *data.extra_markdown]
     out += ["", "## Runs", ""]
     for config, runs in _runs_by_config(data):
         out.append(f"- {_md_escape(config)}: " + ", ".join(f"`{r}`" for r in runs))
@@ -598,6 +603,7 @@ def render_html(data: ReportData) -> str:
             )
         if data.figure_notes:
             parts.append("<ul>" + "".join(f"<li>{_e(n)}</li>" for n in data.figure_notes) + "</ul>")
+    parts += data.extra_html
     parts.append("<h2>Runs</h2>")
     for config, runs in _runs_by_config(data):
         items = "".join(f"<li><code>{_e(r)}</code></li>" for r in runs)

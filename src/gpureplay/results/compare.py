@@ -1,6 +1,10 @@
 """A side-by-side table of headline metrics from finished run folders (``gpureplay compare``).
 
-One row per complete run. Beside the metrics, each row shows its run folder
+One row per complete run. Packing runs (``mode=packing``, the FGD experiment)
+show their own headline metrics (:data:`PACKING_METRICS`: unallocated,
+allocated and fragmented GPUs at 100 % arrived demand, failed pods) instead
+of waits and JCTs; with both kinds, each row's other kind's columns read
+"n/a". Beside the metrics, each row shows its run folder
 and the config keys that differ between the runs (plus the seed, and the
 input checksums when the same keys read different files), so no two rows
 look alike. Waits and JCTs carry their count of censored values (jobs that
@@ -51,6 +55,18 @@ METRICS: tuple[tuple[str, str, float, str | None], ...] = (
     ("window_gpu_allocation_rate", "window: GPU alloc (%)", 0.01, None),
 )
 
+#: Metrics shown for packing runs (``mode=packing``, the FGD experiment), as :data:`METRICS`:
+#: percentages of the cluster's GPU capacity at 100 % arrived GPU demand and after the last pod.
+PACKING_METRICS: tuple[tuple[str, str, float, str | None], ...] = (
+    ("pods", "pods", 1.0, None),
+    ("failed", "failed pods", 1.0, None),
+    ("unallocated_gpu_pct_at_100", "unalloc. GPU @100% (%)", 1.0, None),
+    ("allocated_gpu_pct_at_100", "alloc. GPU @100% (%)", 1.0, None),
+    ("frag_gpu_pct_at_100", "frag. GPU @100% (%)", 1.0, None),
+    ("failed_pods_at_100", "failed pods @100%", 1.0, None),
+    ("unallocated_gpu_pct_final", "unalloc. GPU at end (%)", 1.0, None),
+)
+
 NOT_AVAILABLE = "n/a"
 
 
@@ -77,6 +93,10 @@ class Comparison:
     notes: tuple[str, ...] = ()
 
 
+#: Sort column of the rows: replays ("0") before packing runs ("1"); not shown.
+_KIND = "_packing"
+
+
 def run_folders(roots: Iterable[Path]) -> list[Path]:
     """Every complete run folder at or under the given roots, sorted.
 
@@ -101,8 +121,8 @@ def read_timing(folder: Path) -> dict[str, float]:
     }
 
 
-#: Columns of whole numbers (job counts).
-COUNTS = frozenset({"jobs", "finished", "never_started"})
+#: Columns of whole numbers (job and pod counts).
+COUNTS = frozenset({"jobs", "finished", "never_started", "pods", "failed", "failed_pods_at_100"})
 
 
 def _number(value: float | None, scale: float = 1.0, count: bool = False) -> str:
@@ -128,8 +148,8 @@ def _shown_folder(folder: Path, roots: Sequence[Path]) -> str:
 
 
 def _sorted(rows: pl.DataFrame, keys: Sequence[str]) -> pl.DataFrame:
-    # Numbers sort as numbers (load 0.5 < 2.0 < 10), names alphabetically.
-    exprs: list[pl.Expr] = []
+    # Numbers sort as numbers (load 0.5 < 2.0 < 10), names alphabetically; replays before packing runs.
+    exprs: list[pl.Expr] = [pl.col(_KIND)] if _KIND in rows.columns else []
     for key in keys:
         exprs += [pl.col(key).cast(pl.Float64, strict=False), pl.col(key)]
     return rows.sort([*exprs, RUN_COLUMN], nulls_last=True)
@@ -155,16 +175,26 @@ def compare_runs(roots: Iterable[Path]) -> Comparison:
     keys_table = keys_table.with_columns(pl.exclude(RUN_COLUMN).fill_null("null"))
     candidates = [*config_columns(keys_table), *(["seed"] if "seed" in keys_table.columns else [])]
     shown_keys = label_keys(keys_table, candidates) if len(summaries) > 1 else []
+    kinds = {s.packing for s in summaries}
+    mixed = len(kinds) == 2
+    if mixed and "mode" in keys_table.columns and "mode" not in shown_keys:
+        # Two kinds of run with different columns: say which row is which.
+        shown_keys = ["mode", *shown_keys]
+    metrics_shown = [*(METRICS if False in kinds else ()), *(PACKING_METRICS if True in kinds else ())]
 
     rows: list[dict[str, str]] = []
     old_timing = False
     for summary, key_row in zip(summaries, keys_table.iter_rows(named=True), strict=True):
         metrics = summary.metrics.row(0, named=True)
-        row = {RUN_COLUMN: _shown_folder(summary.folder, roots)}
+        row = {RUN_COLUMN: _shown_folder(summary.folder, roots), _KIND: str(int(summary.packing))}
         for key in shown_keys:
             value = key_row[key]
             row[key] = value[:CHECKSUM_DIGITS] if key in CHECKSUM_KEYS else value
-        for column, _, scale, censored in METRICS:
+        own = PACKING_METRICS if summary.packing else METRICS
+        for column, _, scale, censored in metrics_shown:
+            if (column, _, scale, censored) not in own:
+                row[column] = NOT_AVAILABLE
+                continue
             text = _number(metrics.get(column), scale, column in COUNTS)
             n = metrics.get(censored) if censored else None
             if text != NOT_AVAILABLE and n:
@@ -181,13 +211,23 @@ def compare_runs(roots: Iterable[Path]) -> Comparison:
             row["compile (s)"] = NOT_AVAILABLE
             row["replay (s)"] = _number(old) + ("*" if old is not None else "")
         rows.append(row)
-    table = _sorted(pl.DataFrame(rows, schema=dict.fromkeys(rows[0], pl.String())), shown_keys)
-    headers = {RUN_COLUMN: "run", **{k: short_key(k) for k in shown_keys}, **{c: h for c, h, _, _ in METRICS}}
+    table = _sorted(pl.DataFrame(rows, schema=dict.fromkeys(rows[0], pl.String())), shown_keys).drop(_KIND)
+    headers = {
+        RUN_COLUMN: "run",
+        **{k: short_key(k) for k in shown_keys},
+        **{c: h for c, h, _, _ in metrics_shown},
+    }
     # The folder last: it is long, and the keys before it already tell the rows apart.
     table = table.select(pl.exclude(RUN_COLUMN), RUN_COLUMN).rename(headers)
-    notes = (
+    notes: tuple[str, ...] = (
         ("* no timing.json (an older run): replay time includes numba's compilation.",) if old_timing else ()
     )
+    if mixed:
+        notes += (
+            "Timed replays and packing runs (mode=packing) together: wait, JCT and allocation columns are "
+            "n/a for packing runs, the packing columns (% of GPU capacity at 100% arrived demand) n/a "
+            "for replays.",
+        )
     return Comparison(table, tuple(shown_keys), tuple(left_out), notes)
 
 
@@ -228,6 +268,7 @@ def format_text(table: pl.DataFrame) -> str:
 
 __all__ = [
     "METRICS",
+    "PACKING_METRICS",
     "TIMING_FILE",
     "Comparison",
     "compare_runs",
