@@ -236,7 +236,7 @@ def test_packing_refuses_multi_pod_jobs_and_baselines_as_gpu_placement() -> None
     nodes = nodes_frame(ONE_TWO_GPU_NODE)
     with pytest.raises(InputError, match="single pods"):
         pack_pods(jobs_frame([pod(1, 1000) | {"num_pods": 2}]), nodes, policy("fgd", "fgd"))
-    with pytest.raises(InputError, match="gpu_placement"):
+    with pytest.raises(InputError, match=r"gpu_placement.*scores nodes only"):
         pack_pods(jobs_frame(FGD_PODS), nodes, policy("fgd", "gpu_packing"))
 
 

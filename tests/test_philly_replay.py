@@ -24,8 +24,13 @@ def philly() -> tuple[pl.DataFrame, pl.DataFrame]:
     return jobs, philly_nodes().nodes
 
 
+#: The FGD paper's presets are left out: their scorers are for shared-GPU pods (openb), checked
+#: against the reference and in packing mode; Philly's whole-GPU gangs add nothing but minutes.
+PHILLY_PRESETS = [name for name in preset_names() if not name.startswith("fgd")]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name", preset_names())
+@pytest.mark.parametrize("name", PHILLY_PRESETS)
 def test_full_philly_replays_under_every_preset(philly: tuple[pl.DataFrame, pl.DataFrame], name: str) -> None:
     jobs, nodes = philly
     checked = simulate(jobs, nodes, preset(name), debug=True)  # raises on any invariant violation

@@ -171,11 +171,7 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
         "timeline.parquet": timeline,
         "summary.parquet": summary,
     }
-    for name in RESULT_FILES:
-        write_parquet_atomic(tables[name], out_dir / name, metadata)
-    total_seconds = time.perf_counter() - run_started
-    write_timing(out_dir, RunTiming(compile_seconds, replay_seconds, total_seconds))
-    mark_done(out_dir, {**{name: tables[name].height for name in RESULT_FILES}, TIMING_FILE: 1})
+    _write_results(out_dir, tables, metadata, compile_seconds, replay_seconds, run_started)
     row = summary.row(0, named=True)
     log.info(
         "replayed %s jobs in %.2f s (kernels ready in %.2f s): %s finished, %s rejected, %s deadlocked, "
@@ -243,11 +239,7 @@ def _run_packing(
         "timeline.parquet": result.timeline,
         "summary.parquet": summary,
     }
-    for name in PACKING_FILES:
-        write_parquet_atomic(tables[name], out_dir / name, metadata)
-    total_seconds = time.perf_counter() - run_started
-    write_timing(out_dir, RunTiming(compile_seconds, replay_seconds, total_seconds))
-    mark_done(out_dir, {**{name: tables[name].height for name in PACKING_FILES}, TIMING_FILE: 1})
+    _write_results(out_dir, tables, metadata, compile_seconds, replay_seconds, run_started)
     row = summary.row(0, named=True)
     log.info(
         "packed %s pods in %.2f s (kernel %.2f s): %s placed, %s failed; allocated %.2f%% of GPUs at 100%% "
@@ -256,6 +248,22 @@ def _run_packing(
         f"{row['failed']:,}", row["allocated_gpu_pct_at_100"] or float("nan"), out_dir,
     )  # fmt: skip
     return RunOutcome(out_dir, row)
+
+
+def _write_results(
+    out_dir: Path,
+    tables: Mapping[str, pl.DataFrame],
+    metadata: Mapping[str, str],
+    compile_seconds: float,
+    replay_seconds: float,
+    run_started: float,
+) -> None:
+    """Write ``tables`` in order (summary last), ``timing.json``, then the ``DONE`` marker listing them."""
+    for name, table in tables.items():
+        write_parquet_atomic(table, out_dir / name, metadata)
+    total_seconds = time.perf_counter() - run_started
+    write_timing(out_dir, RunTiming(compile_seconds, replay_seconds, total_seconds))
+    mark_done(out_dir, {**{name: table.height for name, table in tables.items()}, TIMING_FILE: 1})
 
 
 def load_summary(out_dir: Path) -> dict[str, Any]:

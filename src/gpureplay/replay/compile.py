@@ -102,7 +102,9 @@ def policy_params(
         ("scheduler.node_placement", policy.node_placement, SCORERS),
         ("scheduler.gpu_placement", policy.gpu_placement, GPU_SCORERS),
     ):
-        if name not in known:
+        if name in SCORERS and name not in known:
+            problems.append((key, f"{name!r} scores nodes only; the GPU scorers are: {', '.join(known)}"))
+        elif name not in known:
             problems.append((key, f"unknown scorer {name!r}; known: {', '.join(known)}"))
     preemption = Preemption[str(getattr(policy.preemption, "name", policy.preemption))]
     backfill = Backfill[str(getattr(policy.backfill, "name", policy.backfill))]

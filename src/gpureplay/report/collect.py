@@ -178,7 +178,10 @@ def is_config_key(key: str) -> bool:
     [True, False, False, False, False]
     """
     return (
-        key not in NON_CONFIG_KEYS and key not in SUMMARY_METRICS and not key.startswith(NON_CONFIG_PREFIXES)
+        key not in NON_CONFIG_KEYS
+        and key not in SUMMARY_METRICS
+        and key not in PACKING_METRICS
+        and not key.startswith(NON_CONFIG_PREFIXES)
     )
 
 
@@ -317,7 +320,8 @@ def _sort_exprs(keys: Sequence[str]) -> list[pl.Expr]:
     return exprs
 
 
-def _runs_table(summaries: Sequence[RunSummary]) -> pl.DataFrame:
+def runs_table(summaries: Sequence[RunSummary]) -> pl.DataFrame:
+    """One row per run: its folder, config keys as text ("null" where a run lacks one), metrics, seed."""
     keys = pl.DataFrame(
         [{RUN_COLUMN: str(s.folder), **s.keys} for s in summaries], infer_schema_length=None
     ).select(pl.all().cast(pl.String))
@@ -417,6 +421,26 @@ def collect(inputs: Sequence[Path], exclude: Sequence[LeftOut] = ()) -> Collecti
     return collect_summaries(summaries, left_out)
 
 
+def drop_repeated_runs(runs: pl.DataFrame, keys: Sequence[str], what: str, notes: list[str]) -> pl.DataFrame:
+    """``runs`` sorted by folder, keeping the first of runs with the same config ``keys`` and seed.
+
+    The same configuration and seed twice (a sweep re-run into a new folder)
+    would count one sample twice and shrink the interval; a note naming
+    ``what`` was left out (up to five folders) is appended to ``notes``.
+    """
+    identity = [*keys, "seed"]
+    runs = runs.sort(RUN_COLUMN)
+    dupes = runs.filter(~pl.struct(identity).is_first_distinct())
+    if dupes.height:
+        runs = runs.filter(pl.struct(identity).is_first_distinct())
+        notes.append(
+            f"{dupes.height} {what} repeating another run's configuration, input files and seed left out: "
+            + ", ".join(dupes.get_column(RUN_COLUMN).to_list()[:5])
+            + (", ..." if dupes.height > 5 else "")
+        )
+    return runs
+
+
 def collect_summaries(summaries: Sequence[RunSummary], left_out: Sequence[LeftOut] = ()) -> Collection:
     """A :class:`Collection` of the timed-replay runs among ``summaries`` (see :func:`collect`).
 
@@ -430,21 +454,10 @@ def collect_summaries(summaries: Sequence[RunSummary], left_out: Sequence[LeftOu
     summaries, _ = split_modes(summaries)
     if not summaries:
         raise FileNotFoundError("no timed-replay run (mode=replay) among the complete runs")
-    runs = _runs_table(summaries)
+    runs = runs_table(summaries)
     keys = config_columns(runs)
     notes: list[str] = []
-    # The same configuration and seed twice (a sweep re-run into a new folder) would count one
-    # sample twice and shrink the interval: keep the first folder, say which were left out.
-    identity = [*keys, "seed"]
-    runs = runs.sort(RUN_COLUMN)
-    dupes = runs.filter(~pl.struct(identity).is_first_distinct())
-    if dupes.height:
-        runs = runs.filter(pl.struct(identity).is_first_distinct())
-        notes.append(
-            f"{dupes.height} run(s) repeating another run's configuration, input files and seed left out: "
-            + ", ".join(dupes.get_column(RUN_COLUMN).to_list()[:5])
-            + (", ..." if dupes.height > 5 else "")
-        )
+    runs = drop_repeated_runs(runs, keys, "run(s)", notes)
 
     labels = label_keys(runs, keys)
     if not labels:
@@ -496,9 +509,11 @@ __all__ = [
     "complete_runs",
     "config_columns",
     "config_text",
+    "drop_repeated_runs",
     "is_config_key",
     "label_keys",
     "read_summary",
+    "runs_table",
     "short_key",
     "split_modes",
 ]

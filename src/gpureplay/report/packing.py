@@ -43,7 +43,9 @@ from gpureplay.report.collect import (
     _label_expr,
     _sort_exprs,
     config_columns,
+    drop_repeated_runs,
     label_keys,
+    runs_table,
 )
 from gpureplay.report.figures import LEGEND_FONT, FigureFile, _new_figure, save_png, styles
 from gpureplay.report.folders import LeftOut, counts
@@ -154,29 +156,13 @@ def collect_packing(summaries: Sequence[RunSummary]) -> PackingRuns:
     summaries = [s for s in summaries if s.packing]
     if not summaries:
         raise ValueError("no packing run among the summaries")
-    keys = pl.DataFrame(
-        [{RUN_COLUMN: str(s.folder), **s.keys} for s in summaries], infer_schema_length=None
-    ).select(pl.all().cast(pl.String))
-    keys = keys.with_columns(pl.exclude(RUN_COLUMN).fill_null("null"))
-    metrics = pl.concat([s.metrics for s in summaries], how="vertical")
-    seed = pl.col("seed").cast(pl.Int64, strict=False) if "seed" in keys.columns else pl.lit(None, pl.Int64)
+    runs = runs_table(summaries)
+    config_keys = config_columns(runs)
     papers = [paper_policy(s.keys) for s in summaries]
-    runs = keys.hstack(metrics).with_columns(seed.alias("seed"), pl.Series(PAPER_COLUMN, papers, pl.String))
-    config_keys = config_columns(keys)
+    runs = runs.with_columns(pl.Series(PAPER_COLUMN, papers, pl.String))
 
     notes: list[str] = []
-    # A configuration and seed twice (a sweep re-run into a new folder) would count one sample twice.
-    identity = [*config_keys, "seed"]
-    runs = runs.sort(RUN_COLUMN)
-    dupes = runs.filter(~pl.struct(identity).is_first_distinct())
-    if dupes.height:
-        runs = runs.filter(pl.struct(identity).is_first_distinct())
-        notes.append(
-            f"{dupes.height} packing run(s) repeating another run's configuration, input files and seed "
-            "left out: "
-            + ", ".join(dupes.get_column(RUN_COLUMN).to_list()[:5])
-            + (", ..." if dupes.height > 5 else "")
-        )
+    runs = drop_repeated_runs(runs, config_keys, "packing run(s)", notes)
 
     labels = label_keys(runs, config_keys)
     if labels:
