@@ -172,19 +172,13 @@ def assert_chunks_change_nothing(
 # --------------------------------------------------------------------------------------------------
 
 
-#: The presets chunking is checked under: the FGD paper's differ only in their scorer, so one of them.
-CHUNK_PRESETS: dict[str, Policy] = {
-    name: policy for name, policy in PRESETS.items() if not name.startswith("fgd") or name == "fgd"
-}
-
-
 @settings(max_examples=20, **SETTINGS)
 @given(case=cases(), chunking=chunkings, sample_interval=sample_intervals, seed=seeds)
 def test_chunks_change_nothing_under_the_presets(
     case: tuple[pl.DataFrame, pl.DataFrame], chunking: tuple[str, float], sample_interval: float, seed: int
 ) -> None:
     jobs, nodes = case
-    for policy in CHUNK_PRESETS.values():
+    for policy in PRESETS.values():
         assert_chunks_change_nothing(
             jobs, nodes, policy, chunking, seed=seed, sample_interval=sample_interval
         )
@@ -217,7 +211,7 @@ def test_chunks_change_nothing_under_random_policies(
 @settings(max_examples=20, **SETTINGS)
 @given(
     case=cases(),
-    preset=st.sampled_from(sorted(CHUNK_PRESETS)),
+    preset=st.sampled_from(sorted(PRESETS)),
     policy_list=st.lists(policies(), min_size=2, max_size=2),
     horizon=st.sampled_from([0.0, 3.0, 7.5, 12.0, 20.0]),
     chunking=chunkings,
@@ -238,7 +232,7 @@ def test_chunks_change_nothing_with_a_horizon_a_window_and_a_timeline_bound(
     max_samples: int,
 ) -> None:
     jobs, nodes = case
-    for policy in (CHUNK_PRESETS[preset], *policy_list):
+    for policy in (PRESETS[preset], *policy_list):
         assert_chunks_change_nothing(
             jobs, nodes, policy, chunking, seed=seed, sample_interval=sample_interval, horizon=horizon,
             window=window, max_samples=max_samples,
