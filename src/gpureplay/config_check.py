@@ -157,7 +157,14 @@ def _packing_problems(cfg: DictConfig) -> list[Problem]:
 #: top-level and workload keys of timed replays below, must stay at their defaults there.
 _PACKING_SCHEDULER_KEYS = frozenset({"name", "node_placement", "gpu_placement", "node_ties"})
 _REPLAY_ONLY_KEYS = ("sample_interval", "max_samples", "horizon", "measure.start", "measure.end")
-_REPLAY_ONLY_WORKLOAD_KEYS = ("priority_classes", "priority_override", "checkpoint", "checkpoint_by_queue")
+# workload.load compresses submit times, which packing replaces by the tuned arrival order.
+_REPLAY_ONLY_WORKLOAD_KEYS = (
+    "load",
+    "priority_classes",
+    "priority_override",
+    "checkpoint",
+    "checkpoint_by_queue",
+)
 
 
 def _unused_in_packing(cfg: DictConfig) -> list[Problem]:
