@@ -227,8 +227,14 @@ def test_policies_cover_every_shipped_preset_and_preemption_in_both_modes() -> N
 
 
 #: The FGD paper's presets differ from each other only in their scorer (FIFO gang placement, no
-#: backfill): fewer cases each, the reference replays their scorers slowly in plain Python.
-PAPER_PRESETS: frozenset[str] = frozenset(name for name in ALL_POLICIES if name.startswith("fgd"))
+#: backfill), the GPU-sharing systems' from gang-binpack / kube-default in their scorers and sharing
+#: settings: fewer cases each (the reference replays the paper's scorers slowly in plain Python;
+#: ``tests/test_sharing.py`` draws the sharing settings on their own).
+PAPER_PRESETS: frozenset[str] = frozenset(
+    name
+    for name in ALL_POLICIES
+    if name.startswith("fgd") or name in ("hami-binpack", "hami-spread", "kai-shared", "gpushare")
+)
 
 
 # Per policy (so a failure shrinks under that policy only): 60 small cases x every preset and variant.

@@ -49,7 +49,7 @@ from gpureplay.traces.schema import (
 GANG_FIFO = Policy("fifo")
 GANG_SKIP = Policy("skip", backfill=Backfill.skip)
 GANG_EASY = Policy("easy", backfill=Backfill.easy)
-POD_BY_POD = Policy("kube", gang=GangMode.pod_by_pod)
+POD_BY_POD = Policy("kube", queue_order=QueueOrder.priority, gang=GangMode.pod_by_pod, backfill=Backfill.skip)
 
 
 def make_jobs(rows: Sequence[Mapping[str, Any]], **extra: Any) -> pl.DataFrame:
@@ -645,6 +645,18 @@ def test_node_only_scorers_are_refused_as_gpu_placement() -> None:
     for name in sorted(set(SCORERS) - set(GPU_SCORERS)):
         with pytest.raises(InputError, match=r"scheduler\.gpu_placement"):
             run(backfill_case(), make_nodes(4), Policy(name, gpu_placement=name))
+
+
+def test_pod_by_pod_refuses_a_queue_order_or_backfill_it_would_ignore() -> None:
+    from gpureplay.errors import InputError
+
+    for key, bad in (
+        ("queue_order", replace(POD_BY_POD, queue_order=QueueOrder.fifo)),
+        ("backfill", replace(POD_BY_POD, backfill=Backfill.easy)),
+        ("backfill", replace(POD_BY_POD, backfill_depth=3)),
+    ):
+        with pytest.raises(InputError, match=rf"scheduler\.{key}.*pod_by_pod"):
+            run(backfill_case(), make_nodes(4), bad)
 
 
 def test_balanced_allocation_scores_gpu_and_cpu_as_kube_scheduler_does() -> None:

@@ -35,7 +35,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.reference.simulator import simulate as reference_simulate
 from tests.reference.strategies import (
-    PRESETS,
+    MECHANISM_PRESETS as PRESETS,
+)
+from tests.reference.strategies import (
     cases,
     jobs_frame,
     nodes_frame,
@@ -463,3 +465,24 @@ def test_gpureplay_run_shows_progress_on_a_terminal_and_none_through_a_pipe(tmp_
     for stream in (piped.stdout, piped.stderr):
         assert "jobs/s" not in stream and "\r" not in stream and ERASE_TO_END not in stream
     assert "replayed 82,247 jobs" in piped.stdout + piped.stderr
+
+
+def test_a_run_whose_next_event_lies_past_the_horizon_ends_without_an_empty_chunk() -> None:
+    """Periodic cycles every 4 s, horizon 3 s, samples widened to every 2 s, one tiny job at t=1.
+
+    After the sample at t=2 the next event (the tick at t=4) lies past both the chunk and the
+    horizon: the run is over there. It used to pause first, and the next call processed nothing
+    (a second progress record at t=2 with no new event time).
+    """
+    jobs = jobs_frame([{"job_id": 0, "submit_time": 1.0, "duration": 0.0, "num_pods": 1, "gpu_milli": 500}])
+    nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": 0}])
+    periodic = replace(PRESETS["gang-binpack"], session_interval=4.0)
+    calls: list[Progress] = []
+    result = simulate(
+        jobs, nodes, periodic, sample_interval=1.0, horizon=3.0, max_samples=3, debug=True,
+        progress=calls.append, chunk_seconds=0.001,
+    )  # fmt: skip
+    check_progress(calls, result)
+    assert [(p.sim_time, p.events, p.finished) for p in calls] == [
+        (0.0, 1, False), (1.0, 2, False), (2.0, 3, False), (2.0, 3, True)
+    ]  # fmt: skip

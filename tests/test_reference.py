@@ -26,7 +26,7 @@ from tests.reference.strategies import PRESETS, jobs_frame, nodes_frame, preempt
 
 from gpureplay.engine.scoring import GPU_SCORERS as ENGINE_GPU_SCORERS
 from gpureplay.engine.scoring import SCORERS as ENGINE_SCORERS
-from gpureplay.schedulers.policy import Backfill, GangMode, Policy, QueueOrder, Requeue
+from gpureplay.schedulers.policy import Backfill, QueueOrder, Requeue
 
 FIFO = PRESETS["fifo"]
 SKIP = replace(FIFO, name="fifo-skip", backfill=Backfill.skip)
@@ -610,14 +610,17 @@ def test_cpu_and_memory_limit_placement_and_unknown_capacity_does_not() -> None:
     assert spans(result.jobs) == {1: (0.0, 10.0), 2: (0.0, 10.0)}
 
 
-def test_policy_gang_mode_pod_by_pod_ignores_queue_order_and_backfill() -> None:
-    base = Policy("x", QueueOrder.sjf, GangMode.pod_by_pod, "first_fit", "first_fit", backfill=Backfill.none)
-    other = replace(base, queue_order=QueueOrder.fifo, backfill=Backfill.easy, backfill_depth=1)
-    jobs = jobs_frame(BACKFILL + [{**r, "job_id": r["job_id"] + 10} for r in ORDERING])
-    a = simulate(jobs, one_node(8), base, debug=True)
-    b = simulate(jobs, one_node(8), other, debug=True)
-    assert a.jobs.equals(b.jobs)
-    assert a.timeline.equals(b.timeline)
+def test_pod_by_pod_mode_refuses_a_queue_order_or_backfill_it_would_not_follow() -> None:
+    """Pods go in PrioritySort order and never block each other: another order or backfill is an error."""
+    jobs = jobs_frame(BACKFILL)
+    for bad in (
+        replace(KUBE, queue_order=QueueOrder.sjf),
+        replace(KUBE, backfill=Backfill.none),
+        replace(KUBE, backfill=Backfill.easy),
+        replace(KUBE, backfill_depth=1),
+    ):
+        with pytest.raises(ValueError, match="pod_by_pod"):
+            simulate(jobs, one_node(8), bad)
 
 
 def test_bad_policies_are_refused() -> None:

@@ -35,6 +35,8 @@ OWN_PAIRS: dict[str, tuple[tuple[str, str], str]] = {
     "fgd-openb": (("fgd", "fgd-random"), "unallocated_gpu_pct_at_100"),
     "fgd-openb-variants": (("fgd", "fgd-random"), "unallocated_gpu_pct_at_100"),
     "fgd-openb-timed": (("fgd", "fgd-random"), "wait_mean"),
+    # GPU-sharing systems: HAMi's vGPU slots and memory against plain shares under kube's queue
+    "sharing-openb": (("kube-default", "hami-binpack"), "wait_mean"),
 }
 
 #: Sweeps too large to check every setting of: the settings checked (a sample across the variant kinds).
@@ -85,6 +87,7 @@ def test_every_declared_sweep_is_checked() -> None:
         "schedulers",
         "schedulers-traces",
         "seeds",
+        "sharing-openb",
     ]
 
 

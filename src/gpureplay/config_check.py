@@ -153,9 +153,12 @@ def _packing_problems(cfg: DictConfig) -> list[Problem]:
     return problems
 
 
-#: What a packing run reads of the scheduler: the placement. Every other scheduler key, and the
-#: top-level and workload keys of timed replays below, must stay at their defaults there.
-_PACKING_SCHEDULER_KEYS = frozenset({"name", "node_placement", "gpu_placement", "node_ties"})
+#: What a packing run reads of the scheduler: the placement and the GPU-sharing settings. Every
+#: other scheduler key, and the top-level and workload keys of timed replays below, must stay at
+#: their defaults there.
+_PACKING_SCHEDULER_KEYS = frozenset(
+    {"name", "node_placement", "gpu_placement", "node_ties", "device_split_count", "shared_gpu_memory"}
+)
 _REPLAY_ONLY_KEYS = ("sample_interval", "max_samples", "horizon", "measure.start", "measure.end")
 # workload.load compresses submit times, which packing replaces by the tuned arrival order.
 _REPLAY_ONLY_WORKLOAD_KEYS = (

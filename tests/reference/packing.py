@@ -61,7 +61,9 @@ def pack_pods(
     if policy.node_placement not in SCORERS or policy.gpu_placement not in GPU_SCORERS:
         raise KeyError(f"unknown scorer in {policy.node_placement!r} / {policy.gpu_placement!r}")
     classes = task_classes(jobs, nodes, tasks)
-    cluster = empty_cluster(list(nodes.iter_rows(named=True)))
+    cluster = empty_cluster(
+        list(nodes.iter_rows(named=True)), policy.device_split_count, policy.shared_gpu_memory.name
+    )
     node_scorer = SCORERS[policy.node_placement]
     gpu_scorer = SCORERS[policy.gpu_placement]
     arrived = failed = failed_milli = 0

@@ -48,12 +48,17 @@ __all__ = [
     "balanced_allocation",
     "best_fit",
     "best_fit_cpu_gpu",
+    "best_fit_memory",
     "dot_product",
     "fgd",
     "first_fit",
     "gpu_clustering",
     "gpu_packing",
+    "hami_binpack",
+    "hami_spread",
+    "kai_binpack",
     "keyed_tie",
+    "kube_cpu_mem",
     "lowest_index",
     "random",
     "tie_key",
@@ -85,6 +90,9 @@ class NodeView:
         GPU model code (index in the sorted model names; -1: none).
     pod_kinds
         GPU pods on the node by kind: 0 shared pods, ``k`` pods of ``k`` whole GPUs.
+    gpu_pods, split, gpu_mem
+        Pods on each GPU, the pods one GPU may hold (inf: no limit) and the
+        memory of one GPU.
     """
 
     gpu_free: tuple[int, ...]
@@ -92,15 +100,27 @@ class NodeView:
     cpu_free: int
     model: int = 0
     pod_kinds: Mapping[int, int] = field(default_factory=dict)
+    gpu_pods: tuple[int, ...] = ()
+    split: float = math.inf
+    gpu_mem: float = 0.0
 
 
 @dataclass(frozen=True)
 class PodView:
-    """The pod being placed: GPU milli (all its GPUs), milli-CPU, GPU memory per GPU."""
+    """The pod being placed, on the candidate's node.
+
+    ``milli`` is its GPU milli (all its GPUs), ``cpu`` its milli-CPU, ``gpu_mem`` the GPU memory
+    it names (0: none), ``mem`` its node memory, ``taken`` the GPU memory it takes on the node
+    (all its GPUs), ``percentage`` whether that memory comes from the ``proportional`` rule
+    (HAMi's gpumem-percentage).
+    """
 
     milli: int
     cpu: int
     gpu_mem: int = 0
+    mem: int = 0
+    taken: float = 0.0
+    percentage: bool = False
 
 
 @dataclass(frozen=True)
@@ -381,6 +401,108 @@ def gpu_clustering(candidates: Sequence[Candidate], draw: Callable[[], int], tie
     return _best(candidates, score, tie)
 
 
+# --------------------------------------------------------------------------------------------------
+# The GPU-sharing systems: HAMi, KAI Scheduler, gpushare, kube-scheduler's CPU/memory scores
+# --------------------------------------------------------------------------------------------------
+
+HAMI_WEIGHT = 10.0
+KAI_GPU_SHARING = 1000.0
+
+
+def hami_node_score(node: NodeView) -> float:
+    """HAMi's node score before the pod: ``10 (used slots + used cores + used memory shares)``."""
+    count = len(node.gpu_free)
+    if count == 0:
+        return 0.0
+    score = sum(WHOLE - f for f in node.gpu_free) / (WHOLE * count)
+    if math.isfinite(node.split):
+        score += sum(node.gpu_pods) / (node.split * count)
+    if node.gpu_mem > 0:
+        score += sum(node.gpu_mem - f for f in node.gpu_mem_free) / (node.gpu_mem * count)
+    return HAMI_WEIGHT * score
+
+
+def hami_gpu_score(c: Candidate) -> float:
+    """HAMi's device score with the pod added; a memory percentage scores as 0 memory (int32 division)."""
+    node, pod = _parts(c)
+    g = c.index
+    score = (WHOLE - node.gpu_free[g] + pod.milli) / WHOLE
+    if math.isfinite(node.split):
+        score += (node.gpu_pods[g] + 1) / node.split
+    if node.gpu_mem > 0:
+        scored = 0.0 if pod.percentage else pod.taken
+        score += (node.gpu_mem - node.gpu_mem_free[g] + scored) / node.gpu_mem
+    return HAMI_WEIGHT * score
+
+
+def _hami(c: Candidate) -> float:
+    return hami_gpu_score(c) if c.gpu else hami_node_score(_parts(c)[0])
+
+
+def hami_binpack(candidates: Sequence[Candidate], draw: Callable[[], int], tie: Tie = lowest_index) -> int:
+    """HAMi binpack: the highest node (device) score; ties by ``tie``."""
+    return _best(candidates, _hami, tie)
+
+
+def hami_spread(candidates: Sequence[Candidate], draw: Callable[[], int], tie: Tie = lowest_index) -> int:
+    """HAMi spread: the lowest node (device) score; ties by ``tie``."""
+    return _best(candidates, lambda c: -_hami(c), tie)
+
+
+def kai_binpack(candidates: Sequence[Candidate], draw: Callable[[], int], tie: Tie = lowest_index) -> int:
+    """KAI's binpack node order: a shared pod prefers a node where it fits an already-shared GPU
+    (``gpusharingorder``), then the fewest wholly free GPUs (``nodeplacement``); CPU-only pods the
+    least free CPU; ties by ``tie``."""
+
+    def score(c: Candidate) -> float:
+        node, pod = _parts(c)
+        if pod.milli == 0:
+            return -float(node.cpu_free)
+        value = -float(sum(1 for f in node.gpu_free if f == WHOLE))
+        shared_fit = any(
+            pod.milli <= f < WHOLE and node.gpu_mem_free[g] >= pod.taken and node.gpu_pods[g] < node.split
+            for g, f in enumerate(node.gpu_free)
+        )
+        if pod.milli < WHOLE and shared_fit:
+            value += KAI_GPU_SHARING
+        return value
+
+    return _best(candidates, score, tie)
+
+
+def best_fit_memory(candidates: Sequence[Candidate], draw: Callable[[], int], tie: Tie = lowest_index) -> int:
+    """Least free GPU memory left after placing, on the node or the GPU (gpushare's bind); ties by ``tie``."""
+
+    def score(c: Candidate) -> float:
+        node, pod = _parts(c)
+        free = node.gpu_mem_free[c.index] if c.gpu else sum(node.gpu_mem_free)
+        return -(free - pod.taken)
+
+    return _best(candidates, score, tie)
+
+
+def kube_cpu_mem(candidates: Sequence[Candidate], draw: Callable[[], int], tie: Tie = lowest_index) -> int:
+    """kube-scheduler's default CPU/memory scores: LeastAllocated + BalancedAllocation; ties by ``tie``.
+
+    LeastAllocated: the integer mean over CPU and memory of ``(capacity - requested) * 100 //
+    capacity`` (0 when over), requested including the pod; BalancedAllocation:
+    ``int((1 - |f_cpu - f_mem| / 2) * 100)`` of the used fractions (100 with one resource). A
+    resource of unknown capacity is left out; with neither, 0.
+    """
+
+    def score(c: Candidate) -> float:
+        pairs = zip(c.used_after[1:], c.capacity[1:], strict=True)
+        known = [(u, cap) for u, cap in pairs if 0 < cap < math.inf]
+        if not known:
+            return 0.0
+        least = sum(0 if u > cap else int((cap - u) * 100 // cap) for u, cap in known) // len(known)
+        fractions = [min(u / cap, 1.0) for u, cap in known]
+        std = abs((fractions[0] - fractions[1]) / 2) if len(fractions) == 2 else 0.0
+        return float(least + int((1.0 - std) * 100.0))
+
+    return _best(candidates, score, tie)
+
+
 #: Scorer functions by the name a policy uses.
 SCORERS: dict[str, Scorer] = {
     "first_fit": first_fit,
@@ -393,6 +515,21 @@ SCORERS: dict[str, Scorer] = {
     "gpu_packing": gpu_packing,
     "gpu_clustering": gpu_clustering,
     "best_fit_cpu_gpu": best_fit_cpu_gpu,
+    "hami_binpack": hami_binpack,
+    "hami_spread": hami_spread,
+    "kai_binpack": kai_binpack,
+    "best_fit_memory": best_fit_memory,
+    "kube_cpu_mem": kube_cpu_mem,
 }
-#: The scorers a policy may name for ``gpu_placement`` (the baselines rank nodes only).
-GPU_SCORERS: tuple[str, ...] = ("first_fit", "best_fit", "worst_fit", "random", "balanced_allocation", "fgd")
+#: The scorers a policy may name for ``gpu_placement`` (the baselines, KAI's and kube's rank nodes only).
+GPU_SCORERS: tuple[str, ...] = (
+    "first_fit",
+    "best_fit",
+    "worst_fit",
+    "random",
+    "balanced_allocation",
+    "fgd",
+    "hami_binpack",
+    "hami_spread",
+    "best_fit_memory",
+)

@@ -112,6 +112,7 @@ def _capacity(value: int) -> float:
 class Gpu:
     free_milli: int
     free_mem: float
+    pods: int = 0  # pods on it (whole or shared): what the device split count limits
 
 
 @dataclass
@@ -127,6 +128,8 @@ class Node:
     model_code: int = -1  # index of the model in the cluster's sorted model names (FGD's classes)
     cpu_used: int = 0  # milli-CPU requested by the pods on it (the baselines read BIG - used when unknown)
     pod_kinds: dict[int, int] = field(default_factory=dict)  # GPU pods by kind: 0 shared, k: k whole GPUs
+    split: float = math.inf  # pods one GPU may hold (device_split_count; inf: no limit)
+    share_rule: str = "none"  # shared_gpu_memory: memory of a shared pod that names none
 
     def free_gpu_milli(self) -> int:
         return sum(g.free_milli for g in self.gpus)
@@ -135,7 +138,7 @@ class Node:
         return [i for i, g in enumerate(self.gpus) if g.free_milli == WHOLE_GPU]
 
     def copy(self) -> Node:
-        gpus = [Gpu(g.free_milli, g.free_mem) for g in self.gpus]
+        gpus = [Gpu(g.free_milli, g.free_mem, g.pods) for g in self.gpus]
         return Node(
             self.index,
             self.model,
@@ -148,6 +151,8 @@ class Node:
             self.model_code,
             self.cpu_used,
             dict(self.pod_kinds),
+            self.split,
+            self.share_rule,
         )
 
     def view(self) -> NodeView:
@@ -159,6 +164,9 @@ class Node:
             cpu_free,
             self.model_code,
             {k: v for k, v in self.pod_kinds.items() if v},
+            tuple(g.pods for g in self.gpus),
+            self.split,
+            self.gpu_mem,
         )
 
 
@@ -189,8 +197,12 @@ class PodPlacement:
     time: float  # when it was placed (its hold starts)
 
 
-def empty_cluster(nodes: list[dict[str, Any]]) -> Cluster:
-    """The cluster with nothing allocated; node index = row of the nodes table."""
+def empty_cluster(nodes: list[dict[str, Any]], split: int = 0, share_rule: str = "none") -> Cluster:
+    """The cluster with nothing allocated; node index = row of the nodes table.
+
+    ``split`` is the policy's ``device_split_count`` (0: no limit), ``share_rule`` its
+    ``shared_gpu_memory``: the device plugin's settings, the same on every node.
+    """
     cluster: Cluster = []
     codes = {name: i for i, name in enumerate(sorted({r["gpu_model"] for r in nodes} - {None}))}
     for index, row in enumerate(nodes):
@@ -198,7 +210,10 @@ def empty_cluster(nodes: list[dict[str, Any]]) -> Cluster:
         cpu, mem = _capacity(row["cpu_milli"]), _capacity(row["mem_mib"])
         gpus = [Gpu(WHOLE_GPU, gpu_mem) for _ in range(row["num_gpus"])]
         code = codes.get(row["gpu_model"], -1)
-        cluster.append(Node(index, row["gpu_model"], gpu_mem, cpu, mem, cpu, mem, gpus, code))
+        node = Node(index, row["gpu_model"], gpu_mem, cpu, mem, cpu, mem, gpus, code)
+        node.split = float(split) if split > 0 else math.inf
+        node.share_rule = share_rule
+        cluster.append(node)
     return cluster
 
 
@@ -211,9 +226,29 @@ def model_allowed(node: Node, pod: Pod) -> bool:
     return pod.models is None or node.model in pod.models
 
 
+def share_mem(node: Node, pod: Pod) -> float:
+    """[Resources] GPU memory a shared pod takes on ``node``: what it names, else the share rule's.
+
+    ``proportional``: ``milli / 1000`` of the GPU's memory, floored (HAMi's gpumem-percentage);
+    ``full``: all of it (HAMi's default); ``none``: nothing.
+    """
+    if pod.gpu_mem > 0:
+        return float(pod.gpu_mem)
+    if node.share_rule == "proportional":
+        return float(pod.milli * int(node.gpu_mem) // WHOLE_GPU)
+    if node.share_rule == "full":
+        return node.gpu_mem
+    return 0.0
+
+
 def fitting_gpus(node: Node, pod: Pod) -> list[int]:
-    """GPUs of ``node`` a shared pod could use, lowest index first."""
-    return [i for i, g in enumerate(node.gpus) if g.free_milli >= pod.milli and g.free_mem >= pod.gpu_mem]
+    """GPUs of ``node`` a shared pod could use, lowest index first: milli, memory and a free pod slot."""
+    need = share_mem(node, pod)
+    return [
+        i
+        for i, g in enumerate(node.gpus)
+        if g.free_milli >= pod.milli and g.free_mem >= need and g.pods < node.split
+    ]
 
 
 def pod_fits(node: Node, pod: Pod) -> bool:
@@ -248,6 +283,7 @@ def take(node: Node, placement: PodPlacement) -> None:
     for g in placement.gpus:
         node.gpus[g].free_milli -= placement.milli
         node.gpus[g].free_mem -= placement.gpu_mem
+        node.gpus[g].pods += 1
 
 
 def release(node: Node, placement: PodPlacement) -> None:
@@ -261,6 +297,7 @@ def release(node: Node, placement: PodPlacement) -> None:
     for g in placement.gpus:
         node.gpus[g].free_milli += placement.milli
         node.gpus[g].free_mem += placement.gpu_mem
+        node.gpus[g].pods -= 1
 
 
 def place_on(
@@ -284,14 +321,21 @@ def place_on(
     else:
         candidates = [gpu_candidate(node, g, pod, tasks) for g in fitting_gpus(node, pod)]
         gpus = (gpu_scorer(candidates, gpu_draw),)
-        milli, gpu_mem = pod.milli, float(pod.gpu_mem)
+        milli, gpu_mem = pod.milli, share_mem(node, pod)
     placement = PodPlacement(index, gpus, milli, gpu_mem, pod.cpu, pod.mem, time)
     take(node, placement)
     return placement
 
 
-def pod_view(pod: Pod) -> PodView:
-    return PodView(pod.milli, pod.cpu, pod.gpu_mem)
+def pod_view(pod: Pod, node: Node) -> PodView:
+    """The pod as the scorers see it on ``node`` (the GPU memory it would take there included)."""
+    taken = 0.0
+    if 0 < pod.milli < WHOLE_GPU:
+        taken = share_mem(node, pod)
+    elif pod.milli >= WHOLE_GPU:
+        taken = node.gpu_mem * (pod.milli // WHOLE_GPU)
+    percentage = pod.gpu_mem == 0 and node.share_rule == "proportional"
+    return PodView(pod.milli, pod.cpu, pod.gpu_mem, pod.mem, taken, percentage)
 
 
 def node_candidate(node: Node, pod: Pod, tasks: tuple[TaskClass, ...] = ()) -> Candidate:
@@ -305,7 +349,7 @@ def node_candidate(node: Node, pod: Pod, tasks: tuple[TaskClass, ...] = ()) -> C
         (gpu_capacity - free_after, node.cpu - node.free_cpu + pod.cpu, node.mem - node.free_mem + pod.mem),
         (gpu_capacity, node.cpu, node.mem),
         node.view(),
-        pod_view(pod),
+        pod_view(pod, node),
         tasks,
     )
 
@@ -316,10 +360,10 @@ def gpu_candidate(node: Node, g: int, pod: Pod, tasks: tuple[TaskClass, ...] = (
     return Candidate(
         g,
         gpu.free_milli - pod.milli,
-        (float(WHOLE_GPU - gpu.free_milli + pod.milli), node.gpu_mem - gpu.free_mem + pod.gpu_mem),
+        (float(WHOLE_GPU - gpu.free_milli + pod.milli), node.gpu_mem - gpu.free_mem + share_mem(node, pod)),
         (float(WHOLE_GPU), node.gpu_mem),
         node.view(),
-        pod_view(pod),
+        pod_view(pod, node),
         tasks,
         gpu=True,
     )
@@ -548,9 +592,18 @@ class _Replay:
                 raise KeyError(f"unknown scorer {name!r} for {key}; known: {', '.join(known)}")
         if policy.preemption is not Preemption.none and policy.backfill is Backfill.easy:
             raise ValueError("EASY backfill with preemption is not modelled")
+        if policy.gang is GangMode.pod_by_pod and (
+            policy.queue_order is not QueueOrder.priority
+            or policy.backfill is not Backfill.skip
+            or policy.backfill_depth != 0
+        ):
+            raise ValueError(
+                "gang: pod_by_pod takes queue_order: priority, backfill: skip, backfill_depth: 0"
+            )
         self.jobs = jobs
-        self.empty = empty_cluster(nodes)
-        self.cluster = empty_cluster(nodes)
+        sharing = (policy.device_split_count, policy.shared_gpu_memory.name)
+        self.empty = empty_cluster(nodes, *sharing)
+        self.cluster = empty_cluster(nodes, *sharing)
         self.cluster_models = frozenset(n.model for n in self.empty if n.model is not None)
         self.policy = policy
         self.node_scorer = SCORERS[policy.node_placement]
@@ -1042,6 +1095,7 @@ class _Replay:
             assert 0 <= node.free_cpu <= node.cpu and 0 <= node.free_mem <= node.mem, node
             for g in node.gpus:
                 assert 0 <= g.free_milli <= WHOLE_GPU and 0 <= g.free_mem <= node.gpu_mem, node
+                assert 0 <= g.pods <= node.split, node
 
     # -- event loop  [Time and events] -------------------------------------------------------------
 

@@ -271,6 +271,14 @@ def big_cases(draw: st.DrawFn, max_jobs: int = 300, wide: bool = False) -> tuple
 
 #: Every preset shipped in ``conf/scheduler/`` (read from the YAML files), by name.
 PRESETS: dict[str, Policy] = {name: preset(name) for name in preset_names()}
+#: The presets that differ in their mechanics (queue order, gang, backfill, preemption): the FGD
+#: paper's and the GPU-sharing systems' presets differ from these in placement scorers and sharing
+#: settings only, which chunk boundaries do not touch (tests/test_progress.py).
+MECHANISM_PRESETS: dict[str, Policy] = {
+    name: policy
+    for name, policy in PRESETS.items()
+    if not name.startswith("fgd") and name not in ("hami-binpack", "hami-spread", "kai-shared", "gpushare")
+}
 
 
 def preemptive(policy: Policy, **changes: Any) -> Policy:
@@ -336,15 +344,19 @@ PREEMPT_VARIANTS: dict[str, Policy] = {
 
 #: The scorers :func:`policies` drew before the FGD paper's were added (drawn first, as then).
 CLASSIC_SCORERS: tuple[str, ...] = ("first_fit", "best_fit", "worst_fit", "random", "balanced_allocation")
+#: The FGD paper's scorers, drawn after every older field. The GPU-sharing systems' scorers are
+#: not drawn here (a longer list would change every later draw): ``tests/test_sharing.py`` draws
+#: them with the sharing settings.
+PAPER_SCORERS: tuple[str, ...] = ("fgd", "dot_product", "gpu_packing", "gpu_clustering", "best_fit_cpu_gpu")
 
 
 @st.composite
 def policies(draw: st.DrawFn) -> Policy:
     """Any combination of the policy settings (EASY without preemption), random scorers weighted up.
 
-    Scorers come from the reference's list, so a scorer added there (and in the
-    engine) is drawn here with no further change; ``gpu_placement`` from the
-    GPU-capable ones (:data:`tests.reference.scoring.GPU_SCORERS`).
+    Scorers come from :data:`CLASSIC_SCORERS` and :data:`PAPER_SCORERS`;
+    ``gpu_placement`` from the GPU-capable ones
+    (:data:`tests.reference.scoring.GPU_SCORERS`).
 
     The fields are drawn in the order they were first drawn in: the scorers
     first from the original five (:data:`CLASSIC_SCORERS`), then, after every
@@ -376,18 +388,22 @@ def policies(draw: st.DrawFn) -> Policy:
     )
     ties = [NodeTies.lowest_index, NodeTies.lowest_index, NodeTies.random, NodeTies.seeded_order]
     policy = replace(policy, node_ties=draw(st.sampled_from(ties)))
+    if policy.gang is GangMode.pod_by_pod:
+        # Pods are placed in PrioritySort order and never block each other (the only settings that
+        # mode takes); drawn as before, so every later draw is unchanged.
+        policy = replace(policy, queue_order=QueueOrder.priority, backfill=Backfill.skip, backfill_depth=0)
     # The FGD paper's scorers are compiled into their own variant of the replay (with the task
     # classes) per mechanism; drawn for one mechanism set only (gang, no EASY, no preemption) to keep
     # the suite's compilations few. The draws are made in every case, so later fields keep theirs.
     paper_ok = (
         policy.gang is GangMode.gang and backfill is not Backfill.easy and preemption is Preemption.none
     )
-    later = [name for name in SCORERS if name not in CLASSIC_SCORERS]
+    later = [name for name in SCORERS if name in PAPER_SCORERS]
     if later and draw(st.integers(0, 3)) == 0:
         node = draw(st.sampled_from(later))
         if paper_ok:
             policy = replace(policy, node_placement=node)
-    later_gpu = [name for name in GPU_SCORERS if name not in CLASSIC_SCORERS]
+    later_gpu = [name for name in GPU_SCORERS if name in PAPER_SCORERS]
     if later_gpu and draw(st.integers(0, 3)) == 0:
         gpu = draw(st.sampled_from(later_gpu))
         if paper_ok:

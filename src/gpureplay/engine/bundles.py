@@ -344,6 +344,7 @@ def empty_cluster(node_int: Int64Array, num_models: int, hist_width: int) -> Clu
     gpu_free = np.zeros((L.GPU_FREE_FIELDS, num_gpus), dtype=np.int64)
     gpu_free[L.G_MILLI] = L.WHOLE
     gpu_free[L.G_MEM] = np.repeat(node_int[L.N_GPU_MEM], gpus)
+    gpu_free[L.G_SLOTS] = np.repeat(node_int[L.N_SLOTS], gpus)
     models = max(num_models, 1)
     model_hist = np.zeros((models, hist_width), dtype=np.int64)
     model_milli = np.zeros(models, dtype=np.int64)
@@ -493,7 +494,7 @@ def initial_state(
     dbg = None
     if codes[L.P_DEBUG] != 0:
         dbg = DebugScratch(
-            check_gpu=np.zeros((2, cluster.model_hist.shape[1] + 1), dtype=np.int64),
+            check_gpu=np.zeros((3, cluster.model_hist.shape[1] + 1), dtype=np.int64),
             check_hist=np.zeros_like(cluster.model_hist),
             check_milli=np.zeros_like(cluster.model_milli),
             check_class=np.zeros(heap_len, dtype=np.int64),

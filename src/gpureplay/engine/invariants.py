@@ -51,6 +51,7 @@ from gpureplay.engine.layout import (
     E_GPU_MEM_SUM,
     E_GPU_MILLI_RANGE,
     E_GPU_MILLI_SUM,
+    E_GPU_SLOTS,
     E_HISTOGRAM,
     E_INDEX,
     E_NODE_CPU,
@@ -70,6 +71,7 @@ from gpureplay.engine.layout import (
     F_WHOLE,
     G_MEM,
     G_MILLI,
+    G_SLOTS,
     GANG,
     J_CLASS,
     J_K,
@@ -91,6 +93,7 @@ from gpureplay.engine.layout import (
     N_GPUS,
     N_MEM,
     N_MODEL,
+    N_SLOTS,
     P_GANG,
     P_NODE,
     S_QUEUED,
@@ -102,6 +105,7 @@ from gpureplay.engine.layout import (
     WHOLE,
     Int64Array,
 )
+from gpureplay.engine.resources import share_gmem
 from gpureplay.engine.scoring import index_key, uses_index
 
 
@@ -132,6 +136,7 @@ def check_node(
     for i in range(gpus):
         used[0, i] = 0
         used[1, i] = 0
+        used[2, i] = 0
     used_cpu = 0
     used_mem = 0
     pod = js.node_pods[n]
@@ -151,12 +156,13 @@ def check_node(
             g = js.slot_gpu[jobs.ints[J_SLOT0, j] + p * k + i]
             if g < g0 or g >= g0 + gpus:
                 return _fail(err, E_GPU_MILLI_SUM, g)
+            used[2, g - g0] += 1
             if kind == KIND_WHOLE:
                 used[0, g - g0] += WHOLE
                 used[1, g - g0] += cap_mem
             else:
                 used[0, g - g0] += cs.ints[C_MILLI, c]
-                used[1, g - g0] += cs.ints[C_GMEM, c]
+                used[1, g - g0] += share_gmem(cl, n, cs.ints[C_MILLI, c], cs.ints[C_GMEM, c])
         pod = js.pod_next[pod]
     free_cpu = cl.node_free[F_CPU, n]
     free_mem = cl.node_free[F_MEM, n]
@@ -181,6 +187,8 @@ def check_node(
             return _fail(err, E_GPU_MILLI_SUM, g)
         if cl.gpu_free[G_MEM, g] != cap_mem - used[1, i]:
             return _fail(err, E_GPU_MEM_SUM, g)
+        if cl.gpu_free[G_SLOTS, g] < 0 or cl.gpu_free[G_SLOTS, g] != cl.node_int[N_SLOTS, n] - used[2, i]:
+            return _fail(err, E_GPU_SLOTS, g)
         if fm == WHOLE:
             whole += 1
         free_milli += fm

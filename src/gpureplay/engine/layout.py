@@ -179,7 +179,14 @@ N_CPU = 2  # capacity (BIG when unknown)
 N_MEM = 3
 N_MODEL = 4  # model code, -1 when the node has no GPU model
 N_GPU0 = 5  # first global GPU index
-NODE_INT_FIELDS = 6
+N_SLOTS = 6  # pods one GPU may hold at once (HAMi deviceSplitCount; BIG: no limit)
+N_SHARE_MEM = 7  # SHARE_MEM_*: GPU memory a shared pod that names none takes on this node
+NODE_INT_FIELDS = 8
+
+# GPU memory of a shared pod whose trace gives none (``gpu_mem_mib`` null).
+SHARE_MEM_NONE = 0  # none: only its milli is booked
+SHARE_MEM_PROPORTIONAL = 1  # gpu_milli / 1000 of the GPU's memory, floored (HAMi gpumem-percentage)
+SHARE_MEM_FULL = 2  # the whole GPU's memory (HAMi's default when a pod sets neither gpumem nor a percentage)
 
 # --- cl.node_free: per-node free capacity (kept incrementally) ----------------------------------------
 F_CPU = 0
@@ -191,7 +198,8 @@ NODE_FREE_FIELDS = 4
 # --- cl.gpu_free ------------------------------------------------------------------------------------
 G_MILLI = 0
 G_MEM = 1
-GPU_FREE_FIELDS = 2
+G_SLOTS = 2  # pods the GPU may still take (N_SLOTS minus the pods on it)
+GPU_FREE_FIELDS = 3
 
 # --- cl.totals: cluster-wide aggregates ------------------------------------------------------------
 TOT_FREE_WHOLE = 0  # wholly free GPUs
@@ -280,7 +288,9 @@ P_DEBUG = 11
 P_MAX_SAMPLES = 12
 P_SEED = 13  # low 63 bits of the seed (the counter-based generator's key)
 P_TIES = 14  # TIES_* rule between equally scored nodes
-POLICY_FIELDS = 15
+P_SPLIT = 15  # pods per GPU (device split count); 0: no limit
+P_SHARE_MEM = 16  # SHARE_MEM_* rule
+POLICY_FIELDS = 17
 
 TIES_LOWEST = 0  # the lowest node index
 TIES_RANDOM = 1  # uniform among the tied nodes, drawn per pod (kube-scheduler selectHost)
@@ -363,3 +373,4 @@ E_QUEUE = 15
 E_FINISH = 16
 E_INDEX = 17
 E_NODE_PODS = 18
+E_GPU_SLOTS = 19

@@ -211,11 +211,9 @@ def advance(params: Params, jobs: Jobs, cs: Classes, cl: Cluster, st: State, t_s
                 t = min(t, jobs.flts[JF_SUBMIT, jobs.arrival[next_arrival]])
             if periodic and not idle:
                 t = min(t, tick_t)
-            if t > t_stop:
-                # Nothing at t has been touched yet: the next chunk starts from this very point.
-                clock[X_NEXT_T] = t
-                break
             if t > horizon:
+                # Before the chunk test: a run whose next event lies past the horizon is over, not
+                # paused (a pause there would make one more call that processes nothing).
                 if periodic and idle and tick_t <= horizon:
                     # The skipped no-op ticks up to the horizon are events too: the run ends at the last one.
                     k = first_tick_at_or_after(horizon, session, tick_k)
@@ -230,6 +228,10 @@ def advance(params: Params, jobs: Jobs, cs: Classes, cl: Cluster, st: State, t_s
                     )
                     t_prev = last_tick
                 status = ADV_DONE
+                break
+            if t > t_stop:
+                # Nothing at t has been touched yet: the next chunk starts from this very point.
+                clock[X_NEXT_T] = t
                 break
             if t == next_sample and run.cursor[L_SAMPLES] == run.tl_flt.shape[1]:
                 if run.tl_flt.shape[1] < max_samples:

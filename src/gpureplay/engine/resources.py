@@ -38,6 +38,7 @@ from gpureplay.engine.layout import (
     F_WHOLE,
     G_MEM,
     G_MILLI,
+    G_SLOTS,
     KIND_NONE,
     KIND_SHARE,
     KIND_WHOLE,
@@ -45,6 +46,7 @@ from gpureplay.engine.layout import (
     N_GPU_MEM,
     N_GPUS,
     N_MODEL,
+    N_SHARE_MEM,
     R_GANG_TOO_LARGE,
     R_NO_MODEL,
     R_NONE,
@@ -55,12 +57,52 @@ from gpureplay.engine.layout import (
     RC_MEM,
     RC_MILLI,
     RC_PODS,
+    SHARE_MEM_FULL,
+    SHARE_MEM_PROPORTIONAL,
     TOT_ALLOC,
     TOT_FREE_WHOLE,
     WHOLE,
     Int64Array,
     UInt64Array,
 )
+
+
+@inline_kernel
+def share_gmem(cl: Cluster, n: int, m: int, q: int) -> int:
+    """GPU memory (MiB) a shared pod of ``m`` milli asking ``q`` MiB takes from its GPU on node ``n``.
+
+    Notes
+    -----
+    A pod that names its memory (``q > 0``) takes that. One that names none
+    takes what the node's ``N_SHARE_MEM`` rule says: nothing (only its milli
+    is booked), ``m / 1000`` of the GPU's memory floored (HAMi's
+    ``nvidia.com/gpumem-percentage``: ``memreq = Totalmem * pct / 100`` in
+    integer arithmetic) or the whole GPU's memory (HAMi's own default when a
+    pod sets neither ``gpumem`` nor a percentage; scheduler-semantics.md §2.1).
+    """
+    if q > 0:
+        return q
+    rule = cl.node_int[N_SHARE_MEM, n]
+    if rule == SHARE_MEM_PROPORTIONAL:
+        return int(m * cl.node_int[N_GPU_MEM, n] // WHOLE)
+    if rule == SHARE_MEM_FULL:
+        return int(cl.node_int[N_GPU_MEM, n])
+    return 0
+
+
+@inline_kernel
+def gpu_fits(cl: Cluster, g: int, m: int, gmem: int) -> bool:
+    """Whether GPU ``g`` takes one more shared pod of ``m`` milli and ``gmem`` MiB (from :func:`share_gmem`).
+
+    Notes
+    -----
+    HAMi's per-device ``Fit``: a free vGPU slot (``Used < Count``), the
+    cores and the memory (scheduler-semantics.md §2.1); gpushare's filter is
+    the memory test alone.
+    """
+    return bool(
+        cl.gpu_free[G_MILLI, g] >= m and cl.gpu_free[G_MEM, g] >= gmem and cl.gpu_free[G_SLOTS, g] >= 1
+    )
 
 
 @inline_kernel
@@ -101,9 +143,11 @@ def capacity_on(
     -----
     Capacity is ``min(free_cpu // c, free_mem // r, gpu)`` with ``gpu =
     free_whole // k`` for whole pods and ``sum_g min(free_milli_g // m,
-    free_mem_g // q)`` for shared ones (the per-GPU fit of HAMi's
+    free_mem_g // q', free_slots_g)`` for shared ones, ``q'`` the memory
+    :func:`share_gmem` gives the pod (the per-GPU fit of HAMi's
     ``NvidiaGPUDevices.Fit`` and Alibaba gpushare-scheduler-extender's filter;
-    scheduler-semantics.md §2.1, §2.4). Whole GPUs are handed out only when
+    scheduler-semantics.md §2.1, §2.4). Each term drops by exactly one per pod
+    placed, so shared pods stay additive. Whole GPUs are handed out only when
     wholly free (NVIDIA k8s-device-plugin: a GPU is one ``nvidia.com/gpu``).
     """
     cap = limit
@@ -127,14 +171,15 @@ def capacity_on(
     if cl.node_free[F_MILLI, n] < m:
         return 0
     total = 0
+    gmem = share_gmem(cl, n, m, q)
     g0 = cl.node_int[N_GPU0, n]
     for g in range(g0, g0 + cl.node_int[N_GPUS, n]):
         free = cl.gpu_free[G_MILLI, g]
         if free < m:
             continue
-        x = free // m
-        if q > 0:
-            x = min(x, cl.gpu_free[G_MEM, g] // q)
+        x = min(free // m, cl.gpu_free[G_SLOTS, g])
+        if gmem > 0:
+            x = min(x, cl.gpu_free[G_MEM, g] // gmem)
         total += x
         if total >= cap:
             return cap
@@ -280,6 +325,7 @@ def take_whole(cl: Cluster, n: int, k: int, slots: Int64Array, slot0: int) -> No
     for g in range(g0, g0 + cl.node_int[N_GPUS, n]):
         if cl.gpu_free[G_MILLI, g] == WHOLE:
             set_gpu(cl, g, n, 0, 0)
+            cl.gpu_free[G_SLOTS, g] -= 1
             slots[slot0 + taken] = g
             taken += 1
             if taken == k:
@@ -320,14 +366,16 @@ def take_pod(
             return
         for i in range(k):
             set_gpu(cl, slots[slot0 + i], n, 0, 0)
+            cl.gpu_free[G_SLOTS, slots[slot0 + i]] -= 1
         return
     if recorded:
         g = slots[slot0]
     else:
         slots[slot0] = g
-    set_gpu(
-        cl, g, n, cl.gpu_free[G_MILLI, g] - cs.ints[C_MILLI, c], cl.gpu_free[G_MEM, g] - cs.ints[C_GMEM, c]
-    )
+    m = cs.ints[C_MILLI, c]
+    gmem = share_gmem(cl, n, m, cs.ints[C_GMEM, c])
+    set_gpu(cl, g, n, cl.gpu_free[G_MILLI, g] - m, cl.gpu_free[G_MEM, g] - gmem)
+    cl.gpu_free[G_SLOTS, g] -= 1
 
 
 @kernel
@@ -349,11 +397,13 @@ def release_pod(cl: Cluster, cs: Classes, c: int, n: int, slots: Int64Array, slo
         mem = cl.node_int[N_GPU_MEM, n]
         for i in range(cs.ints[C_K, c]):
             set_gpu(cl, slots[slot0 + i], n, WHOLE, mem)
+            cl.gpu_free[G_SLOTS, slots[slot0 + i]] += 1
         return
     g = slots[slot0]
-    set_gpu(
-        cl, g, n, cl.gpu_free[G_MILLI, g] + cs.ints[C_MILLI, c], cl.gpu_free[G_MEM, g] + cs.ints[C_GMEM, c]
-    )
+    m = cs.ints[C_MILLI, c]
+    gmem = share_gmem(cl, n, m, cs.ints[C_GMEM, c])
+    set_gpu(cl, g, n, cl.gpu_free[G_MILLI, g] + m, cl.gpu_free[G_MEM, g] + gmem)
+    cl.gpu_free[G_SLOTS, g] += 1
 
 
 @kernel
@@ -363,9 +413,9 @@ def copy_cluster(src: Cluster, dst: Cluster) -> None:
     for f in range(src.node_free.shape[0]):
         for n in range(src.node_free.shape[1]):
             dst.node_free[f, n] = src.node_free[f, n]
-    for g in range(src.gpu_free.shape[1]):
-        dst.gpu_free[0, g] = src.gpu_free[0, g]
-        dst.gpu_free[1, g] = src.gpu_free[1, g]
+    for f in range(src.gpu_free.shape[0]):
+        for g in range(src.gpu_free.shape[1]):
+            dst.gpu_free[f, g] = src.gpu_free[f, g]
     for model in range(src.model_hist.shape[0]):
         dst.model_milli[model] = src.model_milli[model]
         for w in range(src.model_hist.shape[1]):
@@ -451,9 +501,11 @@ __all__ = [
     "class_capacity",
     "cluster_capacity",
     "copy_cluster",
+    "gpu_fits",
     "node_capacity",
     "rejection_codes",
     "release_pod",
     "set_gpu",
+    "share_gmem",
     "take_pod",
 ]

@@ -40,6 +40,7 @@ from gpureplay.engine.layout import (
     F_WHOLE,
     G_MEM,
     G_MILLI,
+    G_SLOTS,
     KIND_NONE,
     KIND_SHARE,
     KIND_WHOLE,
@@ -49,10 +50,13 @@ from gpureplay.engine.layout import (
     N_GPUS,
     N_MEM,
     N_MODEL,
+    N_SHARE_MEM,
+    N_SLOTS,
     P_GPU,
     P_NODE,
     P_SEED,
     P_TIES,
+    SHARE_MEM_PROPORTIONAL,
     TIES_LOWEST,
     TIES_RANDOM,
     TIES_SEEDED_ORDER,
@@ -61,7 +65,7 @@ from gpureplay.engine.layout import (
     TK_MILLI,
     WHOLE,
 )
-from gpureplay.engine.resources import node_capacity, pod_kind
+from gpureplay.engine.resources import gpu_fits, node_capacity, pod_kind, share_gmem
 from gpureplay.engine.rng import DRAW_GPU, DRAW_NODE, DRAW_NODE_ORDER, draw, tie_key
 
 #: Scorer names by code. ``first_fit``: lowest index. ``best_fit``: least free
@@ -75,6 +79,10 @@ from gpureplay.engine.rng import DRAW_GPU, DRAW_NODE, DRAW_NODE_ORDER, draw, tie
 #: reduces (least increases) the node's expected fragmentation (see :func:`fgd_choice`).
 #: ``dot_product``, ``gpu_packing``, ``gpu_clustering``, ``best_fit_cpu_gpu``: the FGD paper's
 #: baselines as its simulator scores them (see :func:`baseline_score`).
+#: ``hami_binpack``, ``hami_spread``: HAMi's node and device policies (see :func:`hami_node`,
+#: :func:`hami_gpu`). ``kai_binpack``: KAI Scheduler's node order for GPU pods (see :func:`kai_node`).
+#: ``best_fit_memory``: least free GPU memory left after placing (gpushare-scheduler-extender's
+#: bind). ``kube_cpu_mem``: kube-scheduler's default CPU and memory scoring (see :func:`kube_cpu_mem`).
 SCORERS: tuple[str, ...] = (
     "first_fit",
     "best_fit",
@@ -86,10 +94,26 @@ SCORERS: tuple[str, ...] = (
     "gpu_packing",
     "gpu_clustering",
     "best_fit_cpu_gpu",
+    "hami_binpack",
+    "hami_spread",
+    "kai_binpack",
+    "best_fit_memory",
+    "kube_cpu_mem",
 )
 #: The scorers that also choose the GPU of a shared pod (``gpu_placement``); the FGD paper's
-#: baselines rank nodes only (its simulator picks their GPUs by best fit or at random).
-GPU_SCORERS: tuple[str, ...] = ("first_fit", "best_fit", "worst_fit", "random", "balanced_allocation", "fgd")
+#: baselines rank nodes only (its simulator picks their GPUs by best fit or at random), and so do
+#: ``kai_binpack`` and ``kube_cpu_mem`` (KAI's ``gpupack`` is ``best_fit``).
+GPU_SCORERS: tuple[str, ...] = (
+    "first_fit",
+    "best_fit",
+    "worst_fit",
+    "random",
+    "balanced_allocation",
+    "fgd",
+    "hami_binpack",
+    "hami_spread",
+    "best_fit_memory",
+)
 #: The FGD paper's scorers: a replay whose node scorer is one of them (or whose GPU scorer is
 #: ``fgd``) is given the task classes and compiles their code (:func:`uses_tasks`).
 PAPER_SCORERS: tuple[str, ...] = ("fgd", "dot_product", "gpu_packing", "gpu_clustering", "best_fit_cpu_gpu")
@@ -103,6 +127,17 @@ DOT_PRODUCT = 6
 GPU_PACKING = 7
 GPU_CLUSTERING = 8
 BEST_FIT_CPU_GPU = 9
+HAMI_BINPACK = 10
+HAMI_SPREAD = 11
+KAI_BINPACK = 12
+BEST_FIT_MEMORY = 13
+KUBE_CPU_MEM = 14
+
+#: HAMi's score weight (``Weight`` in ``pkg/scheduler/policy``).
+HAMI_WEIGHT = 10.0
+#: KAI's ``gpusharingorder`` bonus (``scores.GpuSharing``: 1000 in NVIDIA/KAI-Scheduler, 10000 in
+#: later trees; either dominates the 0..9 node-placement score, so the order is the same).
+KAI_GPU_SHARING = 1000.0
 
 #: The FGD simulator's normalising node size (``MaxSpecCpu``, ``MaxSpecGpu`` in
 #: ``pkg/type/open-gpu-share/utils/const.go``): 128 cores and 8 GPUs, whatever the node.
@@ -114,7 +149,7 @@ _MILLI_CEILING = 1 << 29
 
 def uses_tasks(node_code: int, gpu_code: int) -> bool:
     """Whether a replay with these scorer codes needs ``Classes.tasks`` (the FGD paper's scorers)."""
-    return node_code >= FGD or gpu_code == FGD
+    return FGD <= node_code <= BEST_FIT_CPU_GPU or gpu_code == FGD
 
 
 def scorer_code(name: str) -> int:
@@ -269,16 +304,16 @@ def fgd_choice(tasks: Tasks, cl: Cluster, cs: Classes, c: int, n: int) -> tuple[
         )  # fmt: skip
         return fgd_points(before, after), -1
     m = cs.ints[C_MILLI, c]
-    q = cs.ints[C_GMEM, c]
+    gmem = share_gmem(cl, n, m, cs.ints[C_GMEM, c])
     best = -1
     best_score = 0.0
     for g in range(g0, g0 + ngpu):
         free = gpu_free[g]
-        if free < m or cl.gpu_free[G_MEM, g] < q:
+        if not gpu_fits(cl, g, m, gmem):
             continue
         seen = False
         for h in range(g0, g):
-            if gpu_free[h] == free and gpu_free[h] >= m and cl.gpu_free[G_MEM, h] >= q:
+            if gpu_free[h] == free and gpu_fits(cl, h, m, gmem):
                 seen = True
                 break
         if seen:
@@ -410,6 +445,177 @@ fgd_gpu = when_given(_fgd_gpu, -1)
 
 
 @kernel
+def hami_node(cl: Cluster, n: int) -> float:
+    """HAMi's node score: how full node ``n``'s GPUs are now (before the pod is added).
+
+    Notes
+    -----
+    ``10 (sum Used / sum Count + sum Usedcores / sum Totalcore + sum Usedmem / sum Totalmem)``
+    over the node's GPUs (``NodeScore.ComputeDefaultScore``, HAMi
+    ``pkg/scheduler/policy/node_policy.go``, ``Weight = 10``;
+    scheduler-semantics.md §2.1): ``Used`` pods (vGPU slots), cores as
+    milli-GPU in use, memory in use. ``scoreNode`` computes it *before*
+    adding the candidate pod, unlike the design doc's ``(request + used) /
+    allocatable``. A whole-GPU pod books its GPUs' cores and memory in full
+    (a whole card in the trace is ``gpucores: 100``). With no split limit
+    the slot term is left out; a GPU-less node scores 0.
+    """
+    g0 = cl.node_int[N_GPU0, n]
+    ngpu = cl.node_int[N_GPUS, n]
+    if ngpu == 0:
+        return 0.0
+    slots = cl.node_int[N_SLOTS, n]
+    mem = cl.node_int[N_GPU_MEM, n]
+    used = 0
+    cores = 0
+    used_mem = 0
+    for g in range(g0, g0 + ngpu):
+        used += slots - cl.gpu_free[G_SLOTS, g]
+        cores += WHOLE - cl.gpu_free[G_MILLI, g]
+        used_mem += mem - cl.gpu_free[G_MEM, g]
+    score = cores / (WHOLE * ngpu)
+    if slots < BIG:
+        score += used / (slots * ngpu)
+    if mem > 0:
+        score += used_mem / (mem * ngpu)
+    return float(HAMI_WEIGHT * score)
+
+
+@kernel
+def hami_gpu(cl: Cluster, n: int, g: int, m: int, q: int, gmem: int) -> float:
+    """HAMi's device score of GPU ``g`` of node ``n`` with a shared pod added (``m`` milli, ``gmem`` MiB).
+
+    Notes
+    -----
+    ``10 ((1 + Used) / Count + (cores + Usedcores) / Totalcore + (mem + Usedmem) / Totalmem)``
+    (``DeviceListsScore.ComputeScore``, HAMi ``pkg/scheduler/policy/gpu_policy.go``;
+    scheduler-semantics.md §2.1), the request included. ``mem`` is what the
+    pod names (``q``); a memory *percentage* is scored as ``Totalmem *
+    (pct / 100.0)`` in int32 arithmetic there, i.e. ``Totalmem * (pct / 100)``
+    with integer division: 0 below 100 %, so the pods of the ``proportional``
+    rule add no memory to the score (their memory still counts in ``Usedmem``
+    and in the fit), those of the ``full`` rule (100 %) all of it.
+    """
+    slots = cl.node_int[N_SLOTS, n]
+    mem = cl.node_int[N_GPU_MEM, n]
+    score = (WHOLE - cl.gpu_free[G_MILLI, g] + m) / WHOLE
+    if slots < BIG:
+        score += (slots - cl.gpu_free[G_SLOTS, g] + 1) / slots
+    if mem > 0:
+        scored = gmem
+        if q == 0 and cl.node_int[N_SHARE_MEM, n] == SHARE_MEM_PROPORTIONAL:
+            scored = 0
+        score += (mem - cl.gpu_free[G_MEM, g] + scored) / mem
+    return float(HAMI_WEIGHT * score)
+
+
+@kernel
+def kai_node(cl: Cluster, cs: Classes, c: int, n: int) -> float:
+    """KAI Scheduler's node order for one pod of class ``c`` (binpack), as a score; higher is better.
+
+    Notes
+    -----
+    KAI sums its node-order plugins (scheduler-semantics.md §2.2;
+    ``pkg/scheduler/plugins/``): ``gpusharingorder`` adds ``GpuSharing``
+    (:data:`KAI_GPU_SHARING`) once when a fractional pod fits a GPU that
+    already holds fractions (``IsTaskFitOnGpuGroup``); ``nodeplacement``
+    binpack adds ``9 (1 - (free - min) / (max - min))`` with ``free`` the
+    node's wholly free GPUs (a shared GPU counts as none) and ``min`` /
+    ``max`` over every GPU node (9 when they are equal, 0 when ``max`` is 0).
+    For a fixed pod that term falls strictly with ``free`` and never reaches
+    the bonus, so ``bonus - free`` orders the nodes the same way and is what
+    is returned; equal scores go to the lowest node index (KAI: the smaller
+    node name). A CPU-only pod is packed by free CPU (the CPU strategy, also
+    binpack by default).
+    """
+    kind = cs.ints[C_KIND, c]
+    if kind == KIND_NONE:
+        return -float(cl.node_free[F_CPU, n])
+    score = -float(cl.node_free[F_WHOLE, n])
+    if kind == KIND_SHARE:
+        m = cs.ints[C_MILLI, c]
+        gmem = share_gmem(cl, n, m, cs.ints[C_GMEM, c])
+        g0 = cl.node_int[N_GPU0, n]
+        for g in range(g0, g0 + cl.node_int[N_GPUS, n]):
+            if cl.gpu_free[G_MILLI, g] < WHOLE and gpu_fits(cl, g, m, gmem):
+                return score + KAI_GPU_SHARING
+    return score
+
+
+@inline_kernel
+def _least_requested(requested: int, capacity: int) -> int:
+    """kube-scheduler's ``leastRequestedScore``: ``(capacity - requested) * 100 // capacity``, 0 when over."""
+    if requested > capacity:
+        return 0
+    return (capacity - requested) * 100 // capacity
+
+
+@kernel
+def kube_cpu_mem(cl: Cluster, cs: Classes, c: int, n: int) -> float:
+    """kube-scheduler's default scores of CPU and memory for node ``n`` with one pod of class ``c`` added.
+
+    Notes
+    -----
+    The default profile's resource scorers, weight 1 each:
+    ``NodeResourcesFit`` ``LeastAllocated`` over CPU and memory (resource
+    weights 1: the integer mean of ``(capacity - requested) * 100 //
+    capacity``) plus ``NodeResourcesBalancedAllocation`` over the same two
+    (:func:`balance`). A GPU requested as an extended resource (gpushare's
+    ``aliyun.com/gpu-mem``) is not among the default scored resources, so a
+    gpushare cluster's node choice comes from these alone
+    (scheduler-semantics.md §2.4). A resource of unknown capacity is left
+    out; a node with neither known scores 0. kube counts a pod that requests
+    no CPU or memory as 100 millicores / 200 MiB when scoring; here it counts
+    what it asks.
+    """
+    cpu_cap = cl.node_int[N_CPU, n]
+    mem_cap = cl.node_int[N_MEM, n]
+    cpu_req = cpu_cap - cl.node_free[F_CPU, n] + cs.ints[C_CPU, c]
+    mem_req = mem_cap - cl.node_free[F_MEM, n] + cs.ints[C_MEM, c]
+    total = 0
+    count = 0
+    if 0 < cpu_cap < BIG:
+        total += _least_requested(cpu_req, cpu_cap)
+        count += 1
+    if 0 < mem_cap < BIG:
+        total += _least_requested(mem_req, mem_cap)
+        count += 1
+    if count == 0:
+        return 0.0
+    balanced = balance(_fraction(float(cpu_req), cpu_cap), _fraction(float(mem_req), mem_cap), -1.0)
+    return float(total // count) + balanced
+
+
+@kernel
+def gpu_mem_after(cl: Cluster, cs: Classes, c: int, n: int) -> int:
+    """Free GPU memory (MiB) left on node ``n`` if one pod of class ``c`` went there."""
+    g0 = cl.node_int[N_GPU0, n]
+    free = 0
+    for g in range(g0, g0 + cl.node_int[N_GPUS, n]):
+        free += cl.gpu_free[G_MEM, g]
+    kind = cs.ints[C_KIND, c]
+    if kind == KIND_WHOLE:
+        return int(free - cs.ints[C_K, c] * cl.node_int[N_GPU_MEM, n])
+    if kind == KIND_SHARE:
+        return free - share_gmem(cl, n, cs.ints[C_MILLI, c], cs.ints[C_GMEM, c])
+    return free
+
+
+@kernel
+def sharing_node_score(scorer: int, cl: Cluster, cs: Classes, c: int, n: int) -> float:
+    """Node score under the GPU-sharing systems' scorers (HAMi, KAI, gpushare's memory, kube's CPU/memory)."""
+    if scorer == HAMI_BINPACK:
+        return hami_node(cl, n)
+    if scorer == HAMI_SPREAD:
+        return -hami_node(cl, n)
+    if scorer == KAI_BINPACK:
+        return kai_node(cl, cs, c, n)
+    if scorer == BEST_FIT_MEMORY:
+        return -float(gpu_mem_after(cl, cs, c, n))
+    return kube_cpu_mem(cl, cs, c, n)
+
+
+@kernel
 def node_score(params: Params, cl: Cluster, cs: Classes, c: int, n: int) -> float:
     """Score of placing one pod of class ``c`` on node ``n`` (which fits it); higher is better.
 
@@ -422,8 +628,10 @@ def node_score(params: Params, cl: Cluster, cs: Classes, c: int, n: int) -> floa
     the GPU, CPU and memory in use after placing (:func:`balance`).
     """
     scorer = params.codes[P_NODE]
-    if scorer >= FGD:
+    if FGD <= scorer <= BEST_FIT_CPU_GPU:
         return float(paper_score(cs.tasks, scorer, cl, cs, c, n))
+    if scorer >= HAMI_BINPACK:
+        return sharing_node_score(scorer, cl, cs, c, n)
     after = float(cl.node_free[F_MILLI, n] - cs.ints[C_MILLI, c])
     if scorer == BEST_FIT:
         return -after
@@ -503,16 +711,22 @@ def choose_node(
 
 
 @kernel
-def gpu_score(params: Params, cl: Cluster, n: int, g: int, m: int, q: int) -> float:
-    """Score of putting a shared pod of ``m`` milli and ``q`` MiB on GPU ``g`` of node ``n`` (it fits).
+def gpu_score(params: Params, cl: Cluster, n: int, g: int, m: int, q: int, gmem: int) -> float:
+    """Score of putting a shared pod of ``m`` milli on GPU ``g`` of node ``n`` (it fits); higher is better.
 
-    Higher is better.
+    ``q`` is the memory the pod names (0: none), ``gmem`` what it takes
+    (:func:`gpureplay.engine.resources.share_gmem`).
 
     Notes
     -----
-    ``best_fit`` is Alibaba gpushare-scheduler-extender's bind rule (the GPU
-    with the least free capacity that fits); ``worst_fit`` spreads;
-    ``balanced_allocation`` balances the GPU's compute and memory shares.
+    ``best_fit`` takes the GPU with the least free milli that fits (KAI's
+    ``gpupack``: the most used shared GPU first, a wholly free one last);
+    ``worst_fit`` spreads; ``balanced_allocation`` balances the GPU's
+    compute and memory shares; ``hami_binpack`` / ``hami_spread`` are HAMi's
+    device policies (:func:`hami_gpu`, highest / lowest; HAMi orders by NUMA
+    node first, not modelled: a node's GPUs count as one NUMA node);
+    ``best_fit_memory`` is gpushare-scheduler-extender's bind
+    (``allocateGPUID``: the least free memory that fits, ties lowest index).
     """
     scorer = params.codes[P_GPU]
     after = float(cl.gpu_free[G_MILLI, g] - m)
@@ -522,8 +736,14 @@ def gpu_score(params: Params, cl: Cluster, n: int, g: int, m: int, q: int) -> fl
         return after
     if scorer == BALANCED:
         mem_capacity = cl.node_int[N_GPU_MEM, n]
-        used_mem = float(mem_capacity - cl.gpu_free[G_MEM, g] + q)
+        used_mem = float(mem_capacity - cl.gpu_free[G_MEM, g] + gmem)
         return balance(_fraction(1000.0 - after, 1000), _fraction(used_mem, mem_capacity), -1.0)
+    if scorer == HAMI_BINPACK:
+        return hami_gpu(cl, n, g, m, q, gmem)
+    if scorer == HAMI_SPREAD:
+        return -hami_gpu(cl, n, g, m, q, gmem)
+    if scorer == BEST_FIT_MEMORY:
+        return -float(cl.gpu_free[G_MEM, g] - gmem)
     return 0.0
 
 
@@ -537,16 +757,17 @@ def choose_gpu(
         return int(fgd_gpu(cs.tasks, cl, cs, c, n))
     m = cs.ints[C_MILLI, c]
     q = cs.ints[C_GMEM, c]
+    gmem = share_gmem(cl, n, m, q)
     g0 = cl.node_int[N_GPU0, n]
     g1 = g0 + cl.node_int[N_GPUS, n]
     if scorer == RANDOM:
         count = 0
         for g in range(g0, g1):
-            if cl.gpu_free[G_MILLI, g] >= m and cl.gpu_free[G_MEM, g] >= q:
+            if gpu_fits(cl, g, m, gmem):
                 count += 1
         pick = int(draw(params.codes[P_SEED], job, pod, attempt, DRAW_GPU) % np.uint64(count))
         for g in range(g0, g1):
-            if cl.gpu_free[G_MILLI, g] >= m and cl.gpu_free[G_MEM, g] >= q:
+            if gpu_fits(cl, g, m, gmem):
                 if pick == 0:
                     return g
                 pick -= 1
@@ -554,11 +775,11 @@ def choose_gpu(
     best = -1
     best_score = 0.0
     for g in range(g0, g1):
-        if cl.gpu_free[G_MILLI, g] < m or cl.gpu_free[G_MEM, g] < q:
+        if not gpu_fits(cl, g, m, gmem):
             continue
         if scorer == FIRST_FIT:
             return g
-        score = gpu_score(params, cl, n, g, m, q)
+        score = gpu_score(params, cl, n, g, m, q, gmem)
         if best < 0 or score > best_score:
             best = g
             best_score = score

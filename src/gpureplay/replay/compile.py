@@ -24,7 +24,16 @@ from gpureplay.engine.layout import Int64Array
 from gpureplay.engine.resources import rejection_codes
 from gpureplay.engine.scoring import GPU_SCORERS, SCORERS, scorer_code, uses_tasks
 from gpureplay.errors import InputError, Problem
-from gpureplay.schedulers.policy import Backfill, GangMode, NodeTies, Policy, Preemption, QueueOrder, Requeue
+from gpureplay.schedulers.policy import (
+    Backfill,
+    GangMode,
+    NodeTies,
+    Policy,
+    Preemption,
+    QueueOrder,
+    Requeue,
+    SharedGpuMemory,
+)
 from gpureplay.traces.schema import PREEMPTION_POLICIES, UNKNOWN_CAPACITY, lucid_overhead
 from gpureplay.workload.typical_pods import TypicalPods
 
@@ -91,6 +100,13 @@ def policy_params(
         problems.append(
             ("scheduler.min_candidate_nodes", f"must be >= 1 (found {policy.min_candidate_nodes})")
         )
+    if policy.device_split_count < 0:
+        problems.append(
+            (
+                "scheduler.device_split_count",
+                f"must be >= 0, 0 for no limit (found {policy.device_split_count})",
+            )
+        )
     if not 0 <= policy.candidate_nodes_percent <= 100:
         problems.append(
             (
@@ -116,6 +132,27 @@ def policy_params(
             )
         )
     order = QueueOrder[str(getattr(policy.queue_order, "name", policy.queue_order))]
+    gang = GangMode[str(getattr(policy.gang, "name", policy.gang))]
+    if gang is GangMode.pod_by_pod:
+        # kube-scheduler's pod queue is PrioritySort and a pod that does not fit never blocks the
+        # next one: pod-by-pod placement has no other order or backfill rule to honour.
+        if order is not QueueOrder.priority:
+            problems.append(
+                (
+                    "scheduler.queue_order",
+                    f"gang: pod_by_pod places pods in PrioritySort order (kube-scheduler's pod queue), "
+                    f"not {order.name}: use queue_order: priority, or gang: gang",
+                )
+            )
+        if backfill is not Backfill.skip or policy.backfill_depth != 0:
+            problems.append(
+                (
+                    "scheduler.backfill",
+                    "gang: pod_by_pod always goes on to the next pod when one does not fit (kube-scheduler): "
+                    f"use backfill: skip with backfill_depth: 0 (found {backfill.name}, depth "
+                    f"{policy.backfill_depth}), or gang: gang",
+                )
+            )
     if preemption is not Preemption.none and order is not QueueOrder.priority:
         # kube-scheduler pairs DefaultPreemption with PrioritySort (and a nominated node): under
         # another order a lower-priority job ahead of the preemptor retakes the victims' resources
@@ -130,7 +167,7 @@ def policy_params(
         raise InputError([Problem(message, "config", column=key) for key, message in problems])
     codes = np.zeros(L.POLICY_FIELDS, dtype=np.int64)
     codes[L.P_ORDER] = order.value
-    codes[L.P_GANG] = GangMode[str(getattr(policy.gang, "name", policy.gang))].value
+    codes[L.P_GANG] = gang.value
     codes[L.P_NODE] = scorer_code(policy.node_placement)
     codes[L.P_GPU] = scorer_code(policy.gpu_placement)
     codes[L.P_BACKFILL] = backfill.value
@@ -144,6 +181,10 @@ def policy_params(
     codes[L.P_MAX_SAMPLES] = max_samples
     codes[L.P_SEED] = seed % (1 << 63)
     codes[L.P_TIES] = NodeTies[str(getattr(policy.node_ties, "name", policy.node_ties))].value
+    codes[L.P_SPLIT] = policy.device_split_count
+    codes[L.P_SHARE_MEM] = SharedGpuMemory[
+        str(getattr(policy.shared_gpu_memory, "name", policy.shared_gpu_memory))
+    ].value
     flt = np.zeros(L.PARAM_FLOAT_FIELDS)
     flt[L.PF_SESSION] = float(policy.session_interval)
     flt[L.PF_SAMPLE] = float(sample_interval)
@@ -242,13 +283,15 @@ def compile_nodes(nodes: pl.DataFrame) -> tuple[Int64Array, tuple[str, ...], int
     node_int[L.N_MEM] = df["mem_mib"].to_numpy()
     node_int[L.N_MODEL] = df["model"].to_numpy()
     node_int[L.N_GPU0] = _exclusive_cumsum(node_int[L.N_GPUS])
+    node_int[L.N_SLOTS] = L.BIG
+    node_int[L.N_SHARE_MEM] = L.SHARE_MEM_NONE
     hist_width = int(node_int[L.N_GPUS].max(initial=0)) + 1
     return node_int, models, hist_width
 
 
 def _node_types(node_int: Int64Array, num_models: int, hist_width: int) -> tuple[Cluster, Int64Array]:
     """An empty cluster with one node per distinct node configuration, and how many nodes each stands for."""
-    fields = [L.N_MODEL, L.N_GPUS, L.N_GPU_MEM, L.N_CPU, L.N_MEM]
+    fields = [L.N_MODEL, L.N_GPUS, L.N_GPU_MEM, L.N_CPU, L.N_MEM, L.N_SLOTS, L.N_SHARE_MEM]
     config = node_int[fields].T
     types, counts = (
         np.unique(config, axis=0, return_counts=True) if config.shape[0] else (config, np.zeros(0, np.int64))
@@ -334,6 +377,9 @@ def compile_replay(
     refuse_unmodelled(jobs, nodes)
     codes = params.codes
     node_int, models, hist_width = compile_nodes(nodes)
+    # The device plugin's sharing settings are the policy's, the same on every node.
+    node_int[L.N_SLOTS] = codes[L.P_SPLIT] if codes[L.P_SPLIT] > 0 else L.BIG
+    node_int[L.N_SHARE_MEM] = codes[L.P_SHARE_MEM]
     cluster = empty_cluster(node_int, len(models), hist_width)
     bits = {name: 1 << i for i, name in enumerate(models)}
     cluster_bits = sum(bits.values())

@@ -134,6 +134,7 @@ _VIOLATIONS = {
     L.E_FINISH: "running job {i} should already have finished",
     L.E_INDEX: "the whole-GPU fit index is out of step with node {i}'s free GPUs",
     L.E_NODE_PODS: "node {i}'s pod list disagrees with the jobs' placements",
+    L.E_GPU_SLOTS: "GPU {i} has fewer than 0 free pod slots, or not its split count minus the pods on it",
 }
 
 

@@ -98,6 +98,23 @@ class NodeTies(Enum):
     seeded_order = 2
 
 
+class SharedGpuMemory(Enum):
+    """GPU memory a shared pod takes when its trace gives none (``gpu_mem_mib`` null).
+
+    ``none``: only its GPU milli is booked (the memory of shared pods is not
+    modelled). ``proportional``: ``gpu_milli / 1000`` of its GPU's memory,
+    floored: the trace's fraction read as HAMi's ``gpumem-percentage`` (and
+    gpushare's memory request) alongside its cores. ``full``: the whole GPU's
+    memory, HAMi's own default for a pod that sets neither ``gpumem`` nor a
+    percentage (``pkg/device/nvidia/device.go``), which makes such pods
+    exclusive. scheduler-semantics.md §2.1, §2.4.
+    """
+
+    none = 0
+    proportional = 1
+    full = 2
+
+
 @dataclass
 class Policy:
     """A scheduler configuration (the ``scheduler`` config group).
@@ -140,6 +157,12 @@ class Policy:
         victim search looks at before choosing.
     node_ties
         See :class:`NodeTies`.
+    device_split_count
+        Pods one GPU may hold at once (HAMi's ``deviceSplitCount``, 10 in its
+        chart; a whole-GPU pod takes one slot of each of its GPUs); 0: no
+        limit.
+    shared_gpu_memory
+        See :class:`SharedGpuMemory`.
     """
 
     name: str = "fifo"
@@ -156,3 +179,5 @@ class Policy:
     min_candidate_nodes: int = 100
     candidate_nodes_percent: int = 10
     node_ties: NodeTies = NodeTies.lowest_index
+    device_split_count: int = 0
+    shared_gpu_memory: SharedGpuMemory = SharedGpuMemory.none
