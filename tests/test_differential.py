@@ -237,10 +237,9 @@ PAPER_PRESETS: frozenset[str] = frozenset(
 )
 
 
-# Per policy (so a failure shrinks under that policy only): 40 small cases x every preset and variant
-# (the random policies below draw every setting again, on 64 more cases).
+# Per policy (so a failure shrinks under that policy only): 60 small cases x every preset and variant.
 @pytest.mark.parametrize("name", sorted(set(ALL_POLICIES) - PAPER_PRESETS))
-@settings(max_examples=40, **SETTINGS)
+@settings(max_examples=60, **SETTINGS)
 @given(case=cases(), sample_interval=sample_intervals, seed=seeds)
 def test_presets_agree(
     name: str, case: tuple[pl.DataFrame, pl.DataFrame], sample_interval: float, seed: int
@@ -250,7 +249,7 @@ def test_presets_agree(
 
 
 @pytest.mark.parametrize("name", sorted(PAPER_PRESETS))
-@settings(max_examples=8, **SETTINGS)
+@settings(max_examples=12, **SETTINGS)
 @given(case=cases(), sample_interval=sample_intervals, seed=seeds)
 def test_paper_presets_agree(
     name: str, case: tuple[pl.DataFrame, pl.DataFrame], sample_interval: float, seed: int
@@ -259,8 +258,8 @@ def test_paper_presets_agree(
     assert_agree(jobs, nodes, ALL_POLICIES[name], seed=seed, sample_interval=sample_interval)
 
 
-# 64 small cases x 6 random policies, with horizons, windows, small max_samples and engine chunks.
-@settings(max_examples=64, **SETTINGS)
+# 80 small cases x 6 random policies, with horizons, windows, small max_samples and engine chunks.
+@settings(max_examples=80, **SETTINGS)
 @given(
     case=cases(),
     policy_list=st.lists(policies(), min_size=6, max_size=6),
