@@ -617,13 +617,9 @@ def test_advance_stops_after_the_last_event_time_at_or_before_the_stop_and_resum
 def test_only_the_mechanisms_a_policy_uses_are_allocated() -> None:
     jobs = backfill_case()
     _, plain = _prepared(jobs, make_nodes(4), GANG_SKIP, debug=False)
-    assert (plain.pods, plain.easy, plain.pre) == (None, None, None)
+    assert (plain.pods, plain.easy, plain.pre, plain.dbg) == (None, None, None, None)
     _, easy = _prepared(jobs, make_nodes(4), GANG_EASY, debug=True)
-    assert easy.easy is not None and easy.pre is None
-    # The debug checks are switched at run time, not compiled apart: a work space is always there,
-    # at full size only when they run.
-    assert plain.dbg is not None and plain.dbg.check_job.shape == (1,)
-    assert easy.dbg is not None and easy.dbg.check_job.shape == (jobs.height,)
+    assert easy.easy is not None and easy.dbg is not None and easy.pre is None
     pod_preempt = replace(POD_BY_POD, queue_order=QueueOrder.priority, preemption=Preemption.priority)
     _, pods = _prepared(jobs, make_nodes(4), pod_preempt)
     assert pods.pods is not None and pods.pre is not None and pods.easy is None

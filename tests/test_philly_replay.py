@@ -48,9 +48,11 @@ def test_full_philly_replays_under_every_preset(philly: tuple[pl.DataFrame, pl.D
     assert checked.jobs["state"].is_in(["finished", "rejected", "deadlocked", "unfinished"]).all()
     # Every Philly job fits the official machine list, and nothing is left at the end of an uncapped replay.
     assert (checked.jobs["state"] == "finished").all() or name == "kube-default"
-    again = simulate(jobs, nodes, preset(name))
-    assert again.jobs.equals(checked.jobs) and again.timeline.equals(checked.timeline)
-    assert again.gpu_milli_seconds == checked.gpu_milli_seconds
+    if name in ("gang-binpack", "kube-default-preempt"):
+        # Without the checks, the same replay (one gang and one pod-by-pod preset: suite time).
+        again = simulate(jobs, nodes, preset(name))
+        assert again.jobs.equals(checked.jobs) and again.timeline.equals(checked.timeline)
+        assert again.gpu_milli_seconds == checked.gpu_milli_seconds
     demand = jobs.select(
         (pl.col("num_pods").cast(pl.Float64) * pl.col("gpu_milli") * pl.col("duration")).sum()
     ).item()

@@ -39,9 +39,14 @@ OWN_PAIRS: dict[str, tuple[tuple[str, str], str]] = {
     "sharing-openb": (("kube-default", "hami-binpack"), "wait_mean"),
 }
 
-#: Sweeps too large to check every setting of: the settings checked (a sample across the variant kinds).
-SAMPLED_SETTINGS: dict[str, tuple[str, ...]] = {
-    "fgd-openb-variants": ("fgd-openb-gpushare40", "fgd-openb-multigpu50", "fgd-openb-cpu050"),
+#: Sweeps too large to check every setting of: the key and the values checked (a sample across the
+#: variant kinds; for the load sweep its lightest and heaviest load).
+SAMPLED_SETTINGS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "fgd-openb-variants": (
+        "experiment",
+        ("fgd-openb-gpushare40", "fgd-openb-multigpu50", "fgd-openb-cpu050"),
+    ),
+    "load": ("workload.load", ("4.0", "10.0")),
 }
 
 #: Smallest mean wait (s) that counts as "jobs waited" and smallest relative difference.
@@ -101,8 +106,10 @@ def test_schedulers_differ_in_every_setting_of_a_declared_sweep(name: str, scrat
     for point in points:
         if point.get("seed", "0") != first_seed:
             continue  # seeds are checked below; one seed shows whether the schedulers differ
-        if name in SAMPLED_SETTINGS and point.get("experiment") not in SAMPLED_SETTINGS[name]:
-            continue
+        if name in SAMPLED_SETTINGS:
+            key, values = SAMPLED_SETTINGS[name]
+            if point.get(key) not in values:
+                continue
         setting = tuple(sorted((k, v) for k, v in point.items() if k != "scheduler"))
         settings.setdefault(setting, set()).add(point["scheduler"])
     pair, metric = OWN_PAIRS.get(name, (PAIR, "wait_mean"))

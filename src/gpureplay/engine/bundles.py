@@ -369,7 +369,7 @@ class State(NamedTuple):
     pods: PodScratch | None
     easy: EasyScratch | None
     pre: PreemptScratch | None
-    dbg: DebugScratch
+    dbg: DebugScratch | None
 
 
 def initial_state(
@@ -491,16 +491,15 @@ def initial_state(
             best=np.zeros(max(num_jobs, 1) + 1, dtype=np.int64),
             chosen=np.zeros(max(num_jobs, 1) + 1, dtype=np.int64),
         )
-    # Always present, full size only when the checks run: debug is a run-time switch
-    # (params.codes[P_DEBUG]), not a compiled variant of its own (a second compile of every replay).
-    checking = codes[L.P_DEBUG] != 0
-    dbg = DebugScratch(
-        check_gpu=np.zeros((3, cluster.model_hist.shape[1] + 1), dtype=np.int64),
-        check_hist=np.zeros_like(cluster.model_hist),
-        check_milli=np.zeros_like(cluster.model_milli),
-        check_class=np.zeros(heap_len if checking else 1, dtype=np.int64),
-        check_job=np.zeros(max(num_jobs, 1) if checking else 1, dtype=np.int64),
-    )
+    dbg = None
+    if codes[L.P_DEBUG] != 0:
+        dbg = DebugScratch(
+            check_gpu=np.zeros((3, cluster.model_hist.shape[1] + 1), dtype=np.int64),
+            check_hist=np.zeros_like(cluster.model_hist),
+            check_milli=np.zeros_like(cluster.model_milli),
+            check_class=np.zeros(heap_len, dtype=np.int64),
+            check_job=np.zeros(max(num_jobs, 1), dtype=np.int64),
+        )
     counters = np.zeros(L.N_COUNTERS, dtype=np.int64)
     counters[L.K_RESV_HEAD] = -1
     clock = np.zeros(L.CLOCK_FIELDS)

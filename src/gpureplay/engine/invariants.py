@@ -27,7 +27,7 @@ from gpureplay.engine.bundles import (
     Scratch,
     Timers,
 )
-from gpureplay.engine.config import kernel
+from gpureplay.engine.config import kernel, when_given
 from gpureplay.engine.fitindex import NO_KEY
 from gpureplay.engine.heaps import bits_test
 from gpureplay.engine.layout import (
@@ -388,8 +388,8 @@ def _check_full(
     return True
 
 
-#: The incremental check after a cycle; the loop calls it when ``params.codes[P_DEBUG]`` is set.
-check_touched = _check_touched
+#: The incremental check after a cycle (True without a debug work space: checks are off).
+check_touched = when_given(_check_touched, True)
 
-#: The complete check at the end of a run, under the same switch.
-check_full = _check_full
+#: The complete check at the end of a run (True when checks are off).
+check_full = when_given(_check_full, True)

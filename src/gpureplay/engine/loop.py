@@ -82,7 +82,6 @@ from gpureplay.engine.layout import (
     L_SAMPLES,
     L_STATUS,
     L_TICK_K,
-    P_DEBUG,
     P_GANG,
     P_MAX_SAMPLES,
     PF_HORIZON,
@@ -172,7 +171,6 @@ def advance(params: Params, jobs: Jobs, cs: Classes, cl: Cluster, st: State, t_s
     w0 = params.flt[PF_WINDOW0]
     w1 = params.flt[PF_WINDOW1]
     max_samples = params.codes[P_MAX_SAMPLES]
-    checking = params.codes[P_DEBUG] != 0
     clock = run.clock
     cursor = run.cursor
     counters = run.counters
@@ -287,7 +285,7 @@ def advance(params: Params, jobs: Jobs, cs: Classes, cl: Cluster, st: State, t_s
                 cycle_owed = False
                 if periodic:
                     idle = changes == 0
-                if checking and not check_touched(dbg, params, jobs, cs, cl, ix, js, pend, sc, run):
+                if not check_touched(dbg, params, jobs, cs, cl, ix, js, pend, sc, run):
                     clock[X_ERROR_T] = t
                     status = ADV_FAILED
                     break
@@ -302,11 +300,7 @@ def advance(params: Params, jobs: Jobs, cs: Classes, cl: Cluster, st: State, t_s
         if periodic and t == tick_t:
             tick_k += 1
             tick_t = tick_k * session
-    if (
-        status == ADV_DONE
-        and checking
-        and not check_full(dbg, params, jobs, cs, cl, ix, js, pend, tm, run, t_prev)
-    ):
+    if status == ADV_DONE and not check_full(dbg, params, jobs, cs, cl, ix, js, pend, tm, run, t_prev):
         clock[X_ERROR_T] = t_prev
         status = ADV_FAILED
 
