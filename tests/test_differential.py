@@ -38,6 +38,7 @@ from tests.reference.strategies import (
     CORNER_CASES,
     PREEMPT_VARIANTS,
     PRESETS,
+    SHARING_PRESETS,
     big_cases,
     cases,
     horizons,
@@ -231,9 +232,7 @@ def test_policies_cover_every_shipped_preset_and_preemption_in_both_modes() -> N
 #: settings: fewer cases each (the reference replays the paper's scorers slowly in plain Python;
 #: ``tests/test_sharing.py`` draws the sharing settings on their own).
 PAPER_PRESETS: frozenset[str] = frozenset(
-    name
-    for name in ALL_POLICIES
-    if name.startswith("fgd") or name in ("hami-binpack", "hami-spread", "kai-shared", "gpushare")
+    name for name in ALL_POLICIES if name.startswith("fgd") or name in SHARING_PRESETS
 )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
+from tests.reference.strategies import SHARING_PRESETS
 
 from gpureplay.cluster.philly import philly_nodes
 from gpureplay.replay.simulate import simulate
@@ -28,7 +29,6 @@ def philly() -> tuple[pl.DataFrame, pl.DataFrame]:
 #: settings are for shared-GPU pods (openb), checked against the reference, in packing mode and on
 #: openb's timed replay (tests/test_sweep_examples.py); Philly's whole-GPU gangs go through the same
 #: gang / pod-by-pod mechanics as the presets kept here, and add nothing but minutes.
-SHARING_PRESETS = ("hami-binpack", "hami-spread", "kai-shared", "gpushare")
 #: sjf and gang-spread differ from fifo and gang-binpack only in queue key and scorer, checked on
 #: generated cases against the reference: left out of the full replays too (suite time).
 SAME_MECHANICS = ("sjf", "gang-spread")

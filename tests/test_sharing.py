@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.reference import packing as ref_packing
 from tests.reference.simulator import simulate as reference_simulate
-from tests.reference.strategies import cases, jobs_frame, nodes_frame, seeds
+from tests.reference.strategies import SHARING_PRESETS, cases, jobs_frame, nodes_frame, seeds
 from tests.test_differential import assert_agree
 
 from gpureplay.errors import InputError
@@ -178,7 +178,7 @@ def test_a_full_gpu_slot_makes_a_pod_wait_in_a_timed_replay() -> None:
         assert replay.jobs.sort("job_id")["start_time"].to_list() == [0.0, 1.0, 10.0]
 
 
-@pytest.mark.parametrize("name", ["hami-binpack", "hami-spread", "kai-shared", "gpushare"])
+@pytest.mark.parametrize("name", SHARING_PRESETS)
 def test_the_sharing_presets_agree_with_the_reference(name: str) -> None:
     """Each preset on a mixed timed case (shares, whole GPUs, CPU-only pods, GPU memory, two models)."""
     rows = [
@@ -224,9 +224,6 @@ def test_presets_name_the_sharing_settings() -> None:
     assert preset("kai-shared").gang is GangMode.gang
     assert preset("gpushare").gpu_placement == "best_fit_memory"
     assert preset("gpushare").node_ties is NodeTies.random
-
-
-SHARING_PRESETS = ["hami-binpack", "hami-spread", "kai-shared", "gpushare"]
 
 
 # Generated cases under the sharing presets with few slots per GPU and each memory rule: the slot

@@ -271,13 +271,15 @@ def big_cases(draw: st.DrawFn, max_jobs: int = 300, wide: bool = False) -> tuple
 
 #: Every preset shipped in ``conf/scheduler/`` (read from the YAML files), by name.
 PRESETS: dict[str, Policy] = {name: preset(name) for name in preset_names()}
+#: The GPU-sharing systems' presets (fractional shares: HAMi, KAI, gpushare).
+SHARING_PRESETS: tuple[str, ...] = ("hami-binpack", "hami-spread", "kai-shared", "gpushare")
 #: The presets that differ in their mechanics (queue order, gang, backfill, preemption): the FGD
 #: paper's and the GPU-sharing systems' presets differ from these in placement scorers and sharing
 #: settings only, which chunk boundaries do not touch (tests/test_progress.py).
 MECHANISM_PRESETS: dict[str, Policy] = {
     name: policy
     for name, policy in PRESETS.items()
-    if not name.startswith("fgd") and name not in ("hami-binpack", "hami-spread", "kai-shared", "gpushare")
+    if not name.startswith("fgd") and name not in SHARING_PRESETS
 }
 
 
