@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import os
 from dataclasses import replace
 from types import ModuleType
 from typing import Any
@@ -211,7 +212,12 @@ def _warm_engine() -> None:
         return  # each test fails with the import error
     jobs = jobs_frame([{"job_id": 1, "submit_time": 0.0, "duration": 1.0, "num_pods": 1, "gpu_milli": 1000}])
     nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": 1}])
-    for policy in ALL_POLICIES.values():
+    policies = list(ALL_POLICIES.values())
+    # Under pytest-xdist each worker starts at its own share of the list: the workers compile
+    # different variants at once and load the others' from numba's cache afterwards.
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
+    start = len(policies) * worker // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    for policy in policies[start:] + policies[:start]:
         _engine_module.simulate(jobs, nodes, policy, debug=True)
 
 

@@ -7,9 +7,11 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
+from numba.core.caching import IndexDataCacheFile
 
 from gpureplay.config import compose_config
 from gpureplay.engine.config import default_cache_dir, engine_digest
@@ -167,3 +169,41 @@ def test_a_replay_without_numba_cache_dir_writes_nothing_into_the_source_tree(
     assert proc.returncode == 0, proc.stderr
     assert set((REPO / "src").rglob("*.nb[ic]")) == before
     assert COMPILE_NOTICE not in proc.stderr  # not a terminal
+
+
+WRITER = """
+import sys, time
+import gpureplay.engine.config  # installs the locked save
+from numba.core.caching import IndexDataCacheFile
+
+folder, tag, start = sys.argv[1], sys.argv[2], float(sys.argv[3])
+cache = IndexDataCacheFile(folder, "kernel", ("stamp", 1))
+while time.time() < start:
+    pass
+for i in range({n}):
+    key = (tag, i)
+    cache.save(key, (key, bytes(200_000)))
+"""
+
+
+def test_two_processes_saving_one_kernels_cache_at_once_keep_every_entry_its_own(tmp_path: Path) -> None:
+    """numba's unlocked save lets two processes take the same data file (numba issue 10128)."""
+
+    n = 60
+    code = WRITER.format(n=n)
+    start = str(time.time() + 3.0)  # both past their imports, then saving together
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, str(tmp_path), tag, start], stderr=subprocess.PIPE, text=True
+        )
+        for tag in ("a", "b")
+    ]
+    for writer in writers:
+        _, err = writer.communicate(timeout=120)
+        assert writer.returncode == 0, err
+    cache = IndexDataCacheFile(str(tmp_path), "kernel", ("stamp", 1))
+    for tag in ("a", "b"):
+        for i in range(n):
+            loaded = cache.load((tag, i))
+            held = None if loaded is None else loaded[0]
+            assert held == (tag, i), f"entry {(tag, i)} lost or holds {held}"

@@ -105,6 +105,10 @@ from numba import njit  # noqa: E402
 from numba.core import types  # noqa: E402
 from numba.extending import overload  # noqa: E402
 
+from gpureplay.engine.cache_writes import serialize_cache_writes  # noqa: E402
+
+serialize_cache_writes()
+
 # Set after numba read the variable (whenever it was imported): this engine's own subfolder.
 _numba_config.CACHE_DIR = str(cache_folder())  # type: ignore[attr-defined]
 
