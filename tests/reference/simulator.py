@@ -81,6 +81,10 @@ DECISION_NODE, DECISION_GPU, DECISION_PREEMPT_OFFSET = 0, 1, 2
 DECISION_NODE_ORDER = 3  # [Resources] node_ties: seeded_order's one order of the nodes (job, pod, attempt 0)
 
 
+#: Evictions per job beyond which a replay is taken for a preemption livelock.
+LIVELOCK_EVICTIONS_PER_JOB = 100
+
+
 def mix64(z: int) -> int:
     """SplitMix64's output function, every product reduced modulo 2**64 by hand."""
     z &= MASK64
@@ -376,9 +380,13 @@ def choose_node(
     node_draw: Callable[[], int],
     tie: Tie = lowest_index,
     tasks: tuple[TaskClass, ...] = (),
+    room: Callable[[Node], bool] = lambda node: True,
 ) -> int | None:
-    """[Resources] The node for one pod among the nodes it fits (None: it fits nowhere)."""
-    candidates = [node_candidate(n, pod, tasks) for n in cluster if pod_fits(n, pod)]
+    """[Resources] The node for one pod among the nodes it fits (None: it fits nowhere).
+
+    ``room`` is the nominated-pods filter (:meth:`_Replay.room_beside_nominees`).
+    """
+    candidates = [node_candidate(n, pod, tasks) for n in cluster if pod_fits(n, pod) and room(n)]
     if not candidates:
         return None
     return node_scorer(candidates, node_draw, tie)
@@ -516,6 +524,7 @@ class Job:
     evicted_at: float = math.nan
     waiting: int = 0  # victims it evicted that still terminate
     nominator: Job | None = None
+    nominated: list[int] = field(default_factory=list)  # [Nominated nodes] one node per nominated pod
 
     @property
     def gpus(self) -> float:
@@ -623,6 +632,7 @@ class _Replay:
         # job starts or resources are released": the version counts those events.
         self.version = 0
         self.search_failed: dict[tuple[Any, ...], int] = {}
+        self.nominees: list[Job] = []  # jobs with nominated pods
 
     # -- views ---------------------------------------------------------------------------------
 
@@ -673,7 +683,72 @@ class _Replay:
         """[Resources] The node of one pod of ``job`` with the node scorer and the tie rule."""
         node_draw = self.drawer(job, pod_index, attempt, DECISION_NODE)
         tie = node_tie(self.policy.node_ties, self.seed, node_draw)
-        return choose_node(cluster, job.pod, self.node_scorer, node_draw, tie, self.tasks)
+        return choose_node(
+            cluster,
+            job.pod,
+            self.node_scorer,
+            node_draw,
+            tie,
+            self.tasks,
+            lambda node: self.room_beside_nominees(node, job),
+        )
+
+    # -- nominated nodes  [Nominated nodes] -----------------------------------------------------
+
+    def room_beside_nominees(self, node: Node, job: Job) -> bool:
+        """Does ``job``'s pod fit ``node`` with the pods nominated there by higher priorities added?
+
+        kube's NodeResourcesFit on the node's totals with the nominated pods' requests added, for
+        each resource the pod requests: CPU, memory, milli-GPU, and whole GPUs for a whole-GPU pod.
+        """
+        entries = [
+            other.pod
+            for other in self.nominees
+            if other.priority > job.priority
+            for n in other.nominated
+            if n == node.index
+        ]
+        if not entries:
+            return True
+        pod = job.pod
+        if pod.cpu > 0 and node.free_cpu - sum(p.cpu for p in entries) < pod.cpu:
+            return False
+        if pod.mem > 0 and node.free_mem - sum(p.mem for p in entries) < pod.mem:
+            return False
+        if pod.milli == 0:
+            return True
+        if node.free_gpu_milli() - sum(p.milli for p in entries) < pod.milli:
+            return False
+        if pod.milli < WHOLE_GPU:
+            return True
+        whole = sum(p.milli // WHOLE_GPU for p in entries if p.milli >= WHOLE_GPU)
+        return len(node.wholly_free()) - whole >= pod.milli // WHOLE_GPU
+
+    def nominate(self, job: Job, nodes: list[int]) -> None:
+        """The preemptor's tried pods are nominated to their nodes while its victims terminate;
+        lower-priority nominations on those nodes are cleared (kube's prepareCandidate)."""
+        self.end_nomination(job)  # a search after its victims were gone replaces its nomination
+        job.nominated = nodes
+        self.nominees.append(job)
+        cleared = False
+        for other in list(self.nominees):
+            if other.priority >= job.priority:
+                continue
+            kept = [n for n in other.nominated if n not in nodes]
+            if len(kept) < len(other.nominated):
+                cleared = True
+                other.nominated = kept
+                if not kept:
+                    self.nominees.remove(other)
+        if cleared:
+            self.version += 1
+
+    def end_nomination(self, job: Job) -> None:
+        """Drop ``job``'s nominations: the room they hid is free for everyone (a new version)."""
+        if job.nominated:
+            job.nominated = []
+            self.nominees.remove(job)
+            self.version += 1
 
     def place(self, cluster: Cluster, node: int, job: Job, pod_index: int, attempt: int) -> PodPlacement:
         gpu_draw = self.drawer(job, pod_index, attempt, DECISION_GPU)
@@ -730,6 +805,7 @@ class _Replay:
 
     def start(self, job: Job) -> None:
         """[Runs] All pods placed: the attempt runs; a restart first spends the restart overhead."""
+        self.end_nomination(job)
         t = self.now
         job.state = "running"
         job.pending_total += t - job.pending_since
@@ -822,6 +898,9 @@ class _Replay:
         self.evictions += 1
         self.timers.append((t + grace, self.timer_seq, victim))
         self.timer_seq += 1
+        if self.evictions > LIVELOCK_EVICTIONS_PER_JOB * len(self.jobs):
+            # A test oracle must fail, not hang: no generated case comes near this many evictions.
+            raise RuntimeError(f"{self.evictions} evictions for {len(self.jobs)} jobs: a preemption livelock")
 
     def terminate(self, job: Job) -> None:
         """[Time and events] 2. an evicted job's grace period ends: release, re-enter the queue."""
@@ -848,6 +927,10 @@ class _Replay:
             self.skip_cycle(self.pending_in_queue_order(), failed=0)
         else:
             self.easy_cycle()
+        # [Nominated nodes] a job whose victims are all gone had this cycle to bind: its nomination ends.
+        for job in list(self.nominees):
+            if job.waiting == 0:
+                self.end_nomination(job)
         if self.debug:
             self.check_capacity()
 
@@ -990,14 +1073,14 @@ class _Replay:
             for p in v.placements:
                 if p.node == n:
                     release(node, p)
-        if not pod_fits(node, pod):
+        if not (pod_fits(node, pod) and self.room_beside_nominees(node, preemptor)):
             return None
         victims = []
         for v in sorted(candidates, key=self.importance):
             mine = [p for p in v.placements if p.node == n]
             for p in mine:
                 take(node, p)
-            if pod_fits(node, pod):
+            if pod_fits(node, pod) and self.room_beside_nominees(node, preemptor):
                 continue  # reprieved
             for p in mine:
                 release(node, p)
@@ -1059,8 +1142,10 @@ class _Replay:
         complete = len(placed) == job.num_pods
         if not chosen or (whole and not complete):
             return 0
+        self.nominate(job, [p.node for p in placed[len(job.placements) :]])
         for v in chosen:
             self.evict(v, job)
+            self.end_nomination(v)  # a partly placed victim may itself wait for victims
         return len(chosen)
 
     # -- measurements --------------------------------------------------------------------------

@@ -110,6 +110,11 @@ class Cluster(NamedTuple):
         ``[kind, node]``: GPU pods placed on each node by kind: row 0 shared
         pods, row ``k`` pods of ``k`` whole GPUs (what the ``gpu_clustering``
         scorer groups by).
+    nominees
+        ``NOM_*`` rows: the pods nominated to nodes by preemptors whose
+        victims still terminate (:mod:`gpureplay.engine.nomination`); the
+        count is ``nominees[0, 0]``, entries are columns ``1..count``. One
+        array shared by the current state and the EASY projection.
     """
 
     node_int: Int64Array
@@ -119,6 +124,7 @@ class Cluster(NamedTuple):
     model_milli: Int64Array
     totals: Int64Array
     pod_kinds: Int64Array
+    nominees: Int64Array
 
 
 class FitIndex(NamedTuple):
@@ -325,13 +331,15 @@ class Run(NamedTuple):
     att_f: Float64Array
 
 
-def empty_cluster(node_int: Int64Array, num_models: int, hist_width: int) -> Cluster:
+def empty_cluster(node_int: Int64Array, num_models: int, hist_width: int, max_nominees: int = 0) -> Cluster:
     """The cluster with nothing allocated.
 
     Notes
     -----
     Every GPU starts at 1000 milli and its node's per-GPU memory; unknown CPU
     or memory was mapped to ``BIG`` at the boundary and never constrains.
+    ``max_nominees`` is the room for nominated pods (the trace's pods when
+    preemption is on, else 0).
     """
     num_nodes = node_int.shape[1]
     gpus = node_int[L.N_GPUS]
@@ -354,7 +362,8 @@ def empty_cluster(node_int: Int64Array, num_models: int, hist_width: int) -> Clu
     totals = np.zeros(L.TOTAL_FIELDS, dtype=np.int64)
     totals[L.TOT_FREE_WHOLE] = num_gpus
     pod_kinds = np.zeros((hist_width, num_nodes), dtype=np.int64)
-    return Cluster(node_int, node_free, gpu_free, model_hist, model_milli, totals, pod_kinds)
+    nominees = np.zeros((L.NOM_FIELDS, max_nominees + 1), dtype=np.int64)
+    return Cluster(node_int, node_free, gpu_free, model_hist, model_milli, totals, pod_kinds, nominees)
 
 
 class State(NamedTuple):
@@ -475,6 +484,7 @@ def initial_state(
             np.zeros_like(cluster.model_milli),
             np.zeros_like(cluster.totals),
             np.zeros_like(cluster.pod_kinds),
+            cluster.nominees,
         )
         easy = EasyScratch(
             proj=proj,

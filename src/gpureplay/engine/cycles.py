@@ -65,6 +65,7 @@ from gpureplay.engine.layout import (
     T_KEY2,
     T_LEFT,
 )
+from gpureplay.engine.nomination import end_nomination, end_stale_nominations
 from gpureplay.engine.pending import admissible, build_merge, cursor_job, cursor_step, push_head
 from gpureplay.engine.preemption import preempt_for
 from gpureplay.engine.resources import capacity_bound
@@ -122,6 +123,47 @@ def _try_preempt(
 try_preempt = when_given(_try_preempt, 0)
 
 
+@kernel
+def _start_nominated(
+    pre: PreemptScratch,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    js: JobState,
+    pend: Pending,
+    tm: Timers,
+    sc: Scratch,
+    run: Run,
+    j: int,
+    t: float,
+) -> None:
+    """Start job ``j`` (all pods placed), ending its nomination: its pods are bound."""
+    start_job(jobs, cs, js, pend, tm, sc, run, j, t)
+    end_nomination(cl, run, j)
+
+
+@kernel
+def _start_plain(
+    pre: None,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    js: JobState,
+    pend: Pending,
+    tm: Timers,
+    sc: Scratch,
+    run: Run,
+    j: int,
+    t: float,
+) -> None:
+    """Start job ``j`` (all pods placed); without preemption nothing is ever nominated."""
+    start_job(jobs, cs, js, pend, tm, sc, run, j, t)
+
+
+#: Start a job whose pods are all placed (ending its nomination when preemption is on).
+start = when_given(_start_nominated, none_body=_start_plain)
+
+
 @inline_kernel
 def run_time(jobs: Jobs, js: JobState, j: int) -> float:
     """How long job ``j`` would run if started now (restart overhead included)."""
@@ -163,7 +205,6 @@ def gang_cycle(
     """
     backfill = params.codes[P_BACKFILL]
     depth = params.codes[P_DEPTH]
-    version = run.counters[K_VERSION]
     preempting = params.codes[P_PREEMPT] != PREEMPT_NONE
     randomised = params.codes[P_NODE] == RANDOM or params.codes[P_GPU] == RANDOM
     skip_mode = backfill == BF_SKIP
@@ -184,6 +225,8 @@ def gang_cycle(
             continue
         j = cursor_job(jobs, cs, js, pend, c)
         cursor_step(jobs, cs, js, pend, c, j)
+        # Re-read: an ended nomination bumps the version within a cycle (room for what failed before).
+        version = run.counters[K_VERSION]
         known_failed = pend.cls[CD_FAIL, c] == version
         if skip_mode:
             if depth > 0 and failures >= depth:
@@ -193,7 +236,7 @@ def gang_cycle(
                 and admissible(jobs, js, j)
                 and try_gang(params, jobs, cs, cl, ix, js, pend, sc, run, j, t)
             ):
-                start_job(jobs, cs, js, pend, tm, sc, run, j, t)
+                start(pre, jobs, cs, cl, js, pend, tm, sc, run, j, t)
                 changes += 1
             else:
                 failures += 1
@@ -206,7 +249,7 @@ def gang_cycle(
                 and admissible(jobs, js, j)
                 and try_gang(params, jobs, cs, cl, ix, js, pend, sc, run, j, t)
             ):
-                start_job(jobs, cs, js, pend, tm, sc, run, j, t)
+                start(pre, jobs, cs, cl, js, pend, tm, sc, run, j, t)
                 changes += 1
             elif backfill == BF_NONE:
                 changes += try_preempt(pre, params, jobs, cs, cl, ix, js, pend, tm, sc, run, j, t, True)
@@ -229,7 +272,7 @@ def gang_cycle(
             elif t + run_time(jobs, js, j) <= shadow:
                 if admissible(jobs, js, j) and try_gang(params, jobs, cs, cl, ix, js, pend, sc, run, j, t):
                     keep = keep and t + run_time(jobs, js, j) < shadow
-                    start_job(jobs, cs, js, pend, tm, sc, run, j, t)
+                    start(pre, jobs, cs, cl, js, pend, tm, sc, run, j, t)
                     changes += 1
                     run.counters[K_STAMP] += 1
             elif (
@@ -242,7 +285,7 @@ def gang_cycle(
                     easy, params, jobs, cs, cl, ix, js, sc, run, head, j, hold_total
                 )
                 if fits:
-                    start_job(jobs, cs, js, pend, tm, sc, run, j, t)
+                    start(pre, jobs, cs, cl, js, pend, tm, sc, run, j, t)
                     changes += 1
                     run.counters[K_STAMP] += 1
                 else:
@@ -255,6 +298,7 @@ def gang_cycle(
         keep_reservation(easy, run, head, shadow, hold_total)
     else:
         run.counters[K_RESV_HEAD] = -1
+    end_stale_nominations(js, cl, run)
     return changes
 
 
@@ -289,7 +333,6 @@ def pod_cycle(
     the pod order. A pod that fits nowhere may preempt (DefaultPreemption, for
     its job's remaining pods).
     """
-    version = run.counters[K_VERSION]
     preempting = params.codes[P_PREEMPT] != PREEMPT_NONE
     size = build_merge(jobs, cs, js, pend, run, False)
     changes = 0
@@ -332,6 +375,7 @@ def pod_cycle(
                 continue  # evicted for a job placed earlier in this group
             c = jobs.ints[J_CLASS, j]
             n = -1
+            version = run.counters[K_VERSION]
             if pend.cls[CD_FAIL, c] != version and admissible(jobs, js, j):
                 run.counters[K_TRIED] += 1
                 # The per-model bound rules most misses out without a node scan.
@@ -348,7 +392,7 @@ def pod_cycle(
             changes += 1
             placed = js.dyn[D_PLACED, j]
             if placed == jobs.ints[J_PODS, j]:
-                start_job(jobs, cs, js, pend, tm, sc, run, j, t)
+                start(pre, jobs, cs, cl, js, pend, tm, sc, run, j, t)
             else:
                 members = event_push(
                     pods.group_f, pods.group_i, members, float(placed), jobs.ints[J_ID, j], 0, j, 0
@@ -357,6 +401,7 @@ def pod_cycle(
             c = pods.touched[i]
             if not class_dead(cs, pend, run, c, preempting):
                 size = push_head(jobs, cs, js, pend, size, c)
+    end_stale_nominations(js, cl, run)
     return changes
 
 

@@ -206,6 +206,18 @@ TOT_FREE_WHOLE = 0  # wholly free GPUs
 TOT_ALLOC = 1  # allocated milli-GPU
 TOTAL_FIELDS = 2
 
+# --- cl.nominees: pods nominated to a node while their preemptor's victims terminate ----------------
+# Column 0 holds the count (row NOM_JOB), entries are columns 1..count; the array is shared by the
+# current state and the EASY projection, so both always see the live nominations.
+NOM_JOB = 0  # the preemptor (job index)
+NOM_NODE = 1
+NOM_PRIO = 2  # its priority: pods of strictly lower priority see the entry
+NOM_CPU = 3
+NOM_MEM = 4
+NOM_MILLI = 5  # milli-GPU of the pod
+NOM_WHOLE = 6  # whole GPUs of the pod (0 for a shared or GPU-less pod)
+NOM_FIELDS = 7
+
 # --- node types (rejection checks on the empty cluster) --------------------------------------------
 NT_MODEL = 0
 NT_GPUS = 1

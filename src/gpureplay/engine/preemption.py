@@ -24,8 +24,10 @@ lower priority to evict (scheduler-semantics.md §6.2,
 4. the trial is undone; if every pod found room (gang mode: the whole gang,
    as kube's workload-aware preemption deletes victims only when the whole
    gang fits; pod-by-pod mode: as many pods as could), the victims are
-   evicted (:func:`gpureplay.engine.jobs.evict_job`), the preemptor waits for
-   them to terminate and binds in a later cycle like any pending job.
+   evicted (:func:`gpureplay.engine.jobs.evict_job`), the preemptor's tried
+   pods are nominated to their nodes (:mod:`gpureplay.engine.nomination`:
+   lower-priority pods cannot take that room meanwhile), and it waits for the
+   victims to terminate and binds in a later cycle like any pending job.
 
 A victim is evicted whole (every pod of its job, on every node): a gang is
 preempted whole.
@@ -86,6 +88,7 @@ from gpureplay.engine.layout import (
     T_START,
     TOT_ALLOC,
 )
+from gpureplay.engine.nomination import end_nomination, nominate
 from gpureplay.engine.resources import node_capacity, release_pod, take_pod
 from gpureplay.engine.rng import DRAW_PREEMPT_OFFSET, draw
 from gpureplay.engine.scoring import choose_node, refresh_index
@@ -403,6 +406,9 @@ def preempt_for(
                 move_job(params, jobs, cs, cl, ix, js, sc, run, v, False)
         place_pod(params, jobs, cs, cl, ix, js, sc, run, j, n, t)
     complete = js.dyn[D_PLACED, j] == target
+    evicting = chosen > 0 and (complete or not whole)
+    if evicting:
+        nominate(jobs, js, cl, run, j, first)
     began = first == 0 and js.dyn[D_PLACED, j] > 0
     if jobs.ints[J_PREEMPTIBLE, j] != 0:
         # place_pod counted the trial's pods as a possible victim's: take them back.
@@ -426,11 +432,10 @@ def preempt_for(
         js.dyn[D_ATTEMPTS, j] -= 1
     for i in range(chosen - 1, -1, -1):
         move_job(params, jobs, cs, cl, ix, js, sc, run, pre.chosen[i], True)
-    if chosen == 0 or (whole and not complete):
+    if not evicting:
         return 0
-    evicted = 0
     for i in range(chosen):
         v = pre.chosen[i]
         evict_job(params, jobs, cs, js, pend, tm, sc, run, v, t, j)
-        evicted += 1
-    return evicted
+        end_nomination(cl, run, v)  # a partly placed victim may itself wait for victims
+    return chosen

@@ -25,6 +25,7 @@ import numpy as np
 from gpureplay.engine.bundles import Classes, Cluster
 from gpureplay.engine.config import entry_kernel, inline_kernel, kernel
 from gpureplay.engine.layout import (
+    BIG,
     C_CPU,
     C_EXACT,
     C_GMEM,
@@ -32,6 +33,7 @@ from gpureplay.engine.layout import (
     C_KIND,
     C_MEM,
     C_MILLI,
+    C_PRIO,
     F_CPU,
     F_MEM,
     F_MILLI,
@@ -47,6 +49,9 @@ from gpureplay.engine.layout import (
     N_GPUS,
     N_MODEL,
     N_SHARE_MEM,
+    NOM_JOB,
+    NOM_NODE,
+    NOM_PRIO,
     R_GANG_TOO_LARGE,
     R_NO_MODEL,
     R_NONE,
@@ -65,6 +70,7 @@ from gpureplay.engine.layout import (
     Int64Array,
     UInt64Array,
 )
+from gpureplay.engine.nomination import nominated_for, nominated_limit
 
 
 @inline_kernel
@@ -188,7 +194,17 @@ def capacity_on(
 
 @kernel
 def node_capacity(cl: Cluster, cs: Classes, c: int, n: int, limit: int) -> int:
-    """Identical pods of class ``c`` node ``n`` can still take, capped at ``limit``."""
+    """Identical pods of class ``c`` node ``n`` can still take, capped at ``limit``.
+
+    Nominated pods of a higher priority count as placed
+    (:func:`gpureplay.engine.nomination.nominated_limit`).
+    """
+    return free_capacity(cl, cs, c, n, nominated_limit(cl, cs, c, n, limit))
+
+
+@kernel
+def free_capacity(cl: Cluster, cs: Classes, c: int, n: int, limit: int) -> int:
+    """Like :func:`node_capacity`, on the node's free resources alone (nominations ignored)."""
     return capacity_on(
         cl,
         n,
@@ -223,7 +239,8 @@ def cluster_capacity(cl: Cluster, cs: Classes, c: int, limit: int) -> int:
     k = cs.ints[C_K, c]
     total = 0
     for n in range(cl.node_int.shape[1]):
-        total += capacity_on(cl, n, kind, m, q, cpu, mem, mask, k, limit - total)
+        room = nominated_limit(cl, cs, c, n, limit - total)
+        total += capacity_on(cl, n, kind, m, q, cpu, mem, mask, k, room)
         if total >= limit:
             return limit
     return total
@@ -272,13 +289,39 @@ def class_capacity(cl: Cluster, cs: Classes, c: int, limit: int) -> int:
     Notes
     -----
     The histogram bound (:func:`capacity_bound`) answers most attempts: it is
-    exact for ``C_EXACT`` classes and rules a job out whenever it is below the
-    limit; only an inconclusive bound costs a node scan.
+    exact for ``C_EXACT`` classes (less what outranking nominations keep off
+    their nodes: :func:`nominated_cut`) and rules a job out whenever it is
+    below the limit; only an inconclusive bound costs a node scan.
     """
     bound = capacity_bound(cl, cs, c, limit)
-    if cs.ints[C_EXACT, c] == 1 or bound < limit:
+    if bound < limit:
         return bound
+    if cs.ints[C_EXACT, c] == 1:
+        if not nominated_for(cl, cs, c):
+            return bound
+        # Exact still: the histogram's count less what the nominations take from their few nodes.
+        cut = nominated_cut(cl, cs, c)
+        return min(limit, capacity_bound(cl, cs, c, limit + cut) - cut)
     return cluster_capacity(cl, cs, c, limit)
+
+
+@kernel
+def nominated_cut(cl: Cluster, cs: Classes, c: int) -> int:
+    """Pods of class ``c`` the nominations that outrank it keep off their nodes (each node counted once)."""
+    prio = cs.ints[C_PRIO, c]
+    cut = 0
+    for e in range(1, cl.nominees[NOM_JOB, 0] + 1):
+        n = cl.nominees[NOM_NODE, e]
+        if cl.nominees[NOM_PRIO, e] <= prio:
+            continue
+        seen = False
+        for f in range(1, e):
+            if cl.nominees[NOM_NODE, f] == n and cl.nominees[NOM_PRIO, f] > prio:
+                seen = True
+                break
+        if not seen:
+            cut += free_capacity(cl, cs, c, n, BIG) - node_capacity(cl, cs, c, n, BIG)
+    return cut
 
 
 @kernel
@@ -501,8 +544,10 @@ __all__ = [
     "class_capacity",
     "cluster_capacity",
     "copy_cluster",
+    "free_capacity",
     "gpu_fits",
     "node_capacity",
+    "nominated_cut",
     "rejection_codes",
     "release_pod",
     "set_gpu",

@@ -65,6 +65,7 @@ from gpureplay.engine.layout import (
     TK_MILLI,
     WHOLE,
 )
+from gpureplay.engine.nomination import nominated_for, nominated_limit
 from gpureplay.engine.resources import gpu_fits, node_capacity, pod_kind, share_gmem
 from gpureplay.engine.rng import DRAW_GPU, DRAW_NODE, DRAW_NODE_ORDER, draw, tie_key
 
@@ -659,11 +660,15 @@ def choose_node(
     -----
     Filter then score, as kube-scheduler's framework runs Filter plugins and
     then Score plugins on the feasible nodes. Random choice draws only when
-    some node fits.
+    some node fits. The fit trees ignore nominations: when a nomination that
+    outranks the pod rules out the trees' answer, the nodes are scanned.
     """
     scorer = params.codes[P_NODE]
     if cs.ints[C_EXACT, c] == 1 and uses_index(params):
-        return index_query(ix, cs.mask[c], cs.ints[C_K, c])
+        n = index_query(ix, cs.mask[c], cs.ints[C_K, c])
+        # The best node of all that fit is the best of those that fit beside the nominations, if it is one.
+        if n < 0 or not nominated_for(cl, cs, c) or nominated_limit(cl, cs, c, n, 1) >= 1:
+            return n
     num_nodes = cl.node_int.shape[1]
     if scorer == RANDOM:
         count = 0

@@ -56,7 +56,7 @@ from gpureplay.engine.layout import (
     X_SAMPLE_INTERVAL,
 )
 from gpureplay.engine.pending import cursor_job, cursor_reset, cursor_step
-from gpureplay.engine.resources import node_capacity
+from gpureplay.engine.resources import free_capacity
 
 
 @kernel
@@ -201,7 +201,7 @@ def record_sample(
         for n in range(cl.node_int.shape[1]):
             if cl.node_free[F_WHOLE, n] == 0:
                 continue
-            if node_capacity(cl, cs, c, n, 1) == 0:
+            if free_capacity(cl, cs, c, n, 1) == 0:
                 fragmented += cl.node_free[F_WHOLE, n]
     out[TL_FRAGMENTED, row] = fragmented
     run.cursor[L_SAMPLES] = row + 1

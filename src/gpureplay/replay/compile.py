@@ -380,7 +380,9 @@ def compile_replay(
     # The device plugin's sharing settings are the policy's, the same on every node.
     node_int[L.N_SLOTS] = codes[L.P_SPLIT] if codes[L.P_SPLIT] > 0 else L.BIG
     node_int[L.N_SHARE_MEM] = codes[L.P_SHARE_MEM]
-    cluster = empty_cluster(node_int, len(models), hist_width)
+    # Every unplaced pod of a preemptor may be nominated to a node while its victims terminate.
+    nominees = int(jobs["num_pods"].sum()) if codes[L.P_PREEMPT] != L.PREEMPT_NONE else 0
+    cluster = empty_cluster(node_int, len(models), hist_width, nominees)
     bits = {name: 1 << i for i, name in enumerate(models)}
     cluster_bits = sum(bits.values())
     m = pl.col("gpu_milli").cast(pl.Int64)
