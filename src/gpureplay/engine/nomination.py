@@ -144,25 +144,19 @@ def clear_outranked(jobs: Jobs, cl: Cluster, run: Run, j: int) -> None:
     (``getLowerPriorityNominatedPods``): they would no longer fit there.
     """
     prio = jobs.ints[J_PRIO, j]
-    count = cl.nominees[NOM_JOB, 0]
     removed = 0
     e = 1
-    while e <= count:
+    while e <= cl.nominees[NOM_JOB, 0]:
         if (
             cl.nominees[NOM_JOB, e] == j
             or cl.nominees[NOM_PRIO, e] >= prio
             or not nominated_to(cl, j, cl.nominees[NOM_NODE, e])
         ):
             e += 1
-            continue
-        for f in range(NOM_FIELDS):
-            cl.nominees[f, e] = cl.nominees[f, count]
-        count -= 1
-        removed += 1
-        cl.nominees[NOM_JOB, 0] = count
-    if removed > 0:
-        run.counters[K_VERSION] += 1
-        run.counters[K_PVERSION] += 1
+        else:
+            drop_entry(cl, e)
+            removed += 1
+    room_back(run, removed)
 
 
 @inline_kernel
@@ -194,18 +188,29 @@ def end_stale_nominations(js: JobState, cl: Cluster, run: Run) -> None:
 @kernel
 def end_nomination(cl: Cluster, run: Run, j: int) -> None:
     """Drop job ``j``'s nominations; the room they hid may now fit pods that failed (a new version)."""
-    count = cl.nominees[NOM_JOB, 0]
     removed = 0
     e = 1
-    while e <= count:
+    while e <= cl.nominees[NOM_JOB, 0]:
         if cl.nominees[NOM_JOB, e] != j:
             e += 1
-            continue
-        for f in range(NOM_FIELDS):
-            cl.nominees[f, e] = cl.nominees[f, count]
-        count -= 1
-        removed += 1
+        else:
+            drop_entry(cl, e)
+            removed += 1
+    room_back(run, removed)
+
+
+@inline_kernel
+def drop_entry(cl: Cluster, e: int) -> None:
+    """Remove entry ``e``: the last entry moves into its slot."""
+    count = cl.nominees[NOM_JOB, 0]
+    for f in range(NOM_FIELDS):
+        cl.nominees[f, e] = cl.nominees[f, count]
+    cl.nominees[NOM_JOB, 0] = count - 1
+
+
+@inline_kernel
+def room_back(run: Run, removed: int) -> None:
+    """Removed nominations hid room: failed classes may fit, failed searches may succeed (new versions)."""
     if removed > 0:
-        cl.nominees[NOM_JOB, 0] = count
         run.counters[K_VERSION] += 1
         run.counters[K_PVERSION] += 1
