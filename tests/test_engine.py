@@ -900,9 +900,9 @@ def test_window_integral_counts_allocation_inside_the_window_only() -> None:
 
 
 def test_a_rate_change_keeps_the_work_done_and_moves_the_finish() -> None:
-    from gpureplay.engine import jobs as engine_jobs
+    from gpureplay.engine import sharing
 
-    progress_at, set_rate = python_callable(engine_jobs.progress_at), python_callable(engine_jobs.set_rate)
+    progress_at, set_rate = python_callable(sharing.progress_at), python_callable(sharing.set_rate)
 
     # One job of 100 s of work starts at 0 (rate 1). At 40 it is slowed to half speed: 40 s done,
     # 60 s left at 0.5 s/s -> finishes at 160. Evicted at 100 with a checkpoint every 25 s of work:
@@ -918,3 +918,5 @@ def test_a_rate_change_keeps_the_work_done_and_moves_the_finish() -> None:
     assert advance(c.params, c.jobs, c.classes, c.cluster, state, np.inf) == L.ADV_DONE
     assert js.time[L.T_END, 0] == 160.0
     assert state.run.clock[L.X_INTEGRAL] == 1000.0 * 160.0
+    # 120 s at half speed cost 60 s: the sharing delay booked at the end.
+    assert js.time[L.T_SHARE_DELAY, 0] == 60.0 and js.time[L.T_WORK_DONE, 0] == 100.0

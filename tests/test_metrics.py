@@ -45,17 +45,21 @@ def summarise(
 ) -> dict[str, Any]:
     """Replay and summarise as ``run_experiment`` does; the summary row."""
     window = window or measurement_window(jobs, None, None)
-    replay = simulate(jobs, nodes, PRESETS[preset], window=(window.start, window.end), debug=True, **kwargs)
+    policy = PRESETS[preset]
+    replay = simulate(jobs, nodes, policy, window=(window.start, window.end), debug=True, **kwargs)
     total_gpus = int(nodes["num_gpus"].sum())
+    # Shared by replicas, the cluster counts devices (as run_experiment does).
+    replicas = policy.devices_per_gpu()
     return summary_metrics(
         job_results(jobs, replay.jobs),
-        timeline_results(replay.timeline, total_gpus),
+        timeline_results(replay.timeline, total_gpus * replicas),
         span=run_span(jobs, replay.stats["end_time"]),
         window=window,
         gpu_milli_seconds=replay.gpu_milli_seconds,
         window_gpu_milli_seconds=replay.window_gpu_milli_seconds,
         total_gpus=total_gpus,
         sample_interval=replay.sample_interval,
+        replicas_per_gpu=replicas,
     ).row(0, named=True)
 
 

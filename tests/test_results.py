@@ -59,6 +59,9 @@ def outcome() -> pl.DataFrame:
             "attempts": [1, 1, 1, 0],
             "pending_time": [0.0, 90.0, 0.0, 130.0],  # job 4: pending to the end of the run
             "lost_gpu_seconds": [0.0, 0.0, 0.0, 0.0],
+            # Job 1 ran 100 s for 50 s of work: time-sliced at 1/2 all along.
+            "sharing_delay": [50.0, 0.0, 0.0, 0.0],
+            "sharing_slowdown": [2.0, 1.0, 1.0, None],
         },
         schema_overrides={
             "nodes_spanned": pl.Int32,
@@ -143,6 +146,29 @@ def test_summary_metrics_match_hand_computation() -> None:
     # Window [0, 30]: every job; its allocation over 16 GPUs x 30 s.
     assert (summary["window_start"], summary["window_end"], summary["window_jobs"]) == (0.0, 30.0, 4)
     assert summary["window_gpu_allocation_rate"] == pytest.approx(32.5 / (16 * 30))
+    # Sharing: over the 3 jobs that did work (job 4 never ran): slowdowns 2, 1, 1.
+    assert (summary["replicas_per_gpu"], summary["slowed_jobs"]) == (1, 1)
+    assert summary["sharing_slowdown_mean"] == pytest.approx(4 / 3)
+    assert summary["sharing_slowdown_p95"] == pytest.approx(1.9)  # linear: 1 + 0.9 x (2 - 1)
+    assert summary["sharing_delay_hours"] == pytest.approx(50 / 3600)
+
+
+def test_allocation_rates_count_replica_devices() -> None:
+    # 4 GPUs as 4 replicas each (16 devices); 8 devices held for 100 s of a 100 s span: 50 %.
+    jobs = job_results(canonical_jobs(), outcome())
+    summary = summary_metrics(
+        jobs,
+        timeline_results(pl.DataFrame(schema=TIMELINE_SCHEMA).drop("allocated_fraction"), 16),
+        span=RunSpan(0.0, 100.0),
+        window=MeasurementWindow(0.0, 100.0),
+        gpu_milli_seconds=8000 * 100.0,
+        window_gpu_milli_seconds=8000 * 100.0,
+        total_gpus=4,
+        sample_interval=3600.0,
+        replicas_per_gpu=4,
+    ).row(0, named=True)
+    assert (summary["total_gpus"], summary["replicas_per_gpu"]) == (4, 4)
+    assert summary["gpu_allocation_rate"] == summary["window_gpu_allocation_rate"] == 0.5
 
 
 def test_typed_config_columns_stack_across_runs(tmp_path: Path) -> None:

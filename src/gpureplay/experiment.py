@@ -142,7 +142,9 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
 
     job_table = job_results(jobs, replay.jobs)
     attempts = attempt_results(replay.attempts)
-    timeline = timeline_results(replay.timeline, total_gpus)
+    # Shared by replicas, the cluster counts devices (nvidia.com/gpu): GPUs x replicas.
+    replicas = policy.devices_per_gpu()
+    timeline = timeline_results(replay.timeline, total_gpus * replicas)
     metrics = summary_metrics(
         job_table,
         timeline,
@@ -153,6 +155,7 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
         total_gpus=total_gpus,
         sample_interval=replay.sample_interval,
         attempts=attempts,
+        replicas_per_gpu=replicas,
     )
     summary = config_frame(cfg).hstack(metrics)
 

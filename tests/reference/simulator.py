@@ -43,11 +43,14 @@ from gpureplay.replay.simulate import ATTEMPT_SCHEMA, JOB_RESULT_SCHEMA, TIMELIN
 from gpureplay.schedulers.policy import (
     Backfill,
     GangMode,
+    GpuSharing,
     NodeTies,
     Policy,
     Preemption,
     QueueOrder,
+    ReplicaAllocation,
     Requeue,
+    SharingDemand,
 )
 from gpureplay.traces.schema import UNKNOWN_CAPACITY
 
@@ -134,6 +137,10 @@ class Node:
     pod_kinds: dict[int, int] = field(default_factory=dict)  # GPU pods by kind: 0 shared, k: k whole GPUs
     split: float = math.inf  # pods one GPU may hold (device_split_count; inf: no limit)
     share_rule: str = "none"  # shared_gpu_memory: memory of a shared pod that names none
+    # [GPU sharing by replicas] devices per physical GPU (1: no sharing; ``gpus`` are then the
+    # replica devices, device p*R + i = replica i of physical GPU p) and the device plugin's rule.
+    replicas: int = 1
+    packed: bool = False
 
     def free_gpu_milli(self) -> int:
         return sum(g.free_milli for g in self.gpus)
@@ -157,6 +164,8 @@ class Node:
             dict(self.pod_kinds),
             self.split,
             self.share_rule,
+            self.replicas,
+            self.packed,
         )
 
     def view(self) -> NodeView:
@@ -201,22 +210,38 @@ class PodPlacement:
     time: float  # when it was placed (its hold starts)
 
 
-def empty_cluster(nodes: list[dict[str, Any]], split: int = 0, share_rule: str = "none") -> Cluster:
+def empty_cluster(
+    nodes: list[dict[str, Any]],
+    split: int = 0,
+    share_rule: str = "none",
+    replicas: int = 1,
+    mps: bool = False,
+    packed: bool = False,
+) -> Cluster:
     """The cluster with nothing allocated; node index = row of the nodes table.
 
     ``split`` is the policy's ``device_split_count`` (0: no limit), ``share_rule`` its
     ``shared_gpu_memory``: the device plugin's settings, the same on every node.
+
+    [GPU sharing by replicas] ``replicas`` R > 1: every GPU is advertised as R devices, and
+    ``gpus`` lists the devices (``num_gpus * R``; device p*R + i is replica i of physical GPU p).
+    A device's memory is the GPU's under time-slicing, ``gpu_mem_mib // R`` under MPS (``mps``).
+    ``packed``: the device plugin's ``packed`` replica allocation (else ``distributed``).
     """
     cluster: Cluster = []
     codes = {name: i for i, name in enumerate(sorted({r["gpu_model"] for r in nodes} - {None}))}
     for index, row in enumerate(nodes):
         gpu_mem = float(row["gpu_mem_mib"])
+        if mps:
+            gpu_mem = float(int(row["gpu_mem_mib"]) // replicas)
         cpu, mem = _capacity(row["cpu_milli"]), _capacity(row["mem_mib"])
-        gpus = [Gpu(WHOLE_GPU, gpu_mem) for _ in range(row["num_gpus"])]
+        gpus = [Gpu(WHOLE_GPU, gpu_mem) for _ in range(row["num_gpus"] * replicas)]
         code = codes.get(row["gpu_model"], -1)
         node = Node(index, row["gpu_model"], gpu_mem, cpu, mem, cpu, mem, gpus, code)
         node.split = float(split) if split > 0 else math.inf
         node.share_rule = share_rule
+        node.replicas = replicas
+        node.packed = packed
         cluster.append(node)
     return cluster
 
@@ -319,8 +344,9 @@ def place_on(
     if pod.milli == 0:
         gpus, milli, gpu_mem = (), 0, 0.0
     elif pod.milli >= WHOLE_GPU:
-        # The k lowest-index wholly free GPUs, whatever gpu_placement says.
-        gpus = tuple(node.wholly_free()[: pod.milli // WHOLE_GPU])
+        # The k lowest-index wholly free GPUs, whatever gpu_placement says; under GPU sharing the
+        # device plugin's replica rule.
+        gpus = whole_gpus(node, pod.milli // WHOLE_GPU)
         milli, gpu_mem = WHOLE_GPU, node.gpu_mem
     else:
         candidates = [gpu_candidate(node, g, pod, tasks) for g in fitting_gpus(node, pod)]
@@ -329,6 +355,34 @@ def place_on(
     placement = PodPlacement(index, gpus, milli, gpu_mem, pod.cpu, pod.mem, time)
     take(node, placement)
     return placement
+
+
+def whole_gpus(node: Node, k: int) -> tuple[int, ...]:
+    """[Resources] The ``k`` GPUs (devices) a whole pod gets on ``node``, which has them free.
+
+    Without sharing: the k lowest-index wholly free GPUs. [GPU sharing by replicas] "Which
+    devices": one pick at a time, the physical GPU with a free replica that has the fewest
+    replicas in use (``distributed``) or the most (``packed``), counting this pod's earlier
+    picks, ties to the lowest physical index; within it its lowest-index free replica.
+    """
+    free = node.wholly_free()
+    if node.replicas == 1:
+        return tuple(free[:k])
+    r = node.replicas
+    picked: list[int] = []
+    for _ in range(k):
+        best: tuple[int, int] | None = None  # (key, device)
+        for p in range(len(node.gpus) // r):
+            replicas = [d for d in range(p * r, p * r + r) if d in free and d not in picked]
+            if not replicas:
+                continue
+            in_use = r - len(replicas)
+            key = -in_use if node.packed else in_use
+            if best is None or key < best[0]:  # strict: ties keep the lowest physical index
+                best = (key, replicas[0])
+        assert best is not None, "whole_gpus called on a node without k free devices"
+        picked.append(best[1])
+    return tuple(picked)
 
 
 def pod_view(pod: Pod, node: Node) -> PodView:
@@ -525,6 +579,15 @@ class Job:
     waiting: int = 0  # victims it evicted that still terminate
     nominator: Job | None = None
     nominated: list[int] = field(default_factory=list)  # [Nominated nodes] one node per nominated pod
+    # [GPU sharing by replicas] "Throughput": the running attempt progresses at ``rate`` from
+    # ``since`` (>= progress0) on, with ``done`` seconds of work made before ``since``; so
+    # progress(t) = done + (t - since) * rate and finish = since + (work_left - done) / rate.
+    demand: float = 1.0  # d: share of a GPU one replica of a pod uses alone (sharing_demand)
+    rate: float = 1.0
+    since: float = math.nan
+    done: float = 0.0
+    work_done: float = 0.0  # [Results] progress made by the attempts that ended (lost work included)
+    delay: float = 0.0  # [Results] integral of (1 - rate) over the progress time up to ``since``
 
     @property
     def gpus(self) -> float:
@@ -538,27 +601,54 @@ class Job:
     def nodes_held(self) -> int:
         return len({p.node for p in self.placements})
 
+    def progress_at(self, t: float) -> float:
+        """The running attempt's progress at ``t`` (none during its restart overhead)."""
+        return self.done + max(0.0, t - self.since) * self.rate
 
-def _jobs_from_table(jobs: pl.DataFrame) -> list[Job]:
+    def delay_at(self, t: float) -> float:
+        """[Results] sharing_delay up to ``t`` (the running attempt's stretch included)."""
+        return self.delay + max(0.0, t - self.since) * (1.0 - self.rate)
+
+    def set_rate(self, t: float, rate: float) -> None:
+        """[GPU sharing by replicas] The job takes ``rate`` at ``t``: the work done is kept, the finish moves.
+
+        t' = max(t, end of the restart overhead); finish = t' + (work left - done) / rate.
+        """
+        t = max(t, self.progress0)
+        self.delay = self.delay_at(t)
+        self.done = self.progress_at(t)
+        self.since = t
+        self.rate = rate
+        self.finish = t + (self.work_left - self.done) / rate
+
+
+def _jobs_from_table(jobs: pl.DataFrame, policy: Policy | None = None) -> list[Job]:
     out = []
     columns = set(jobs.columns)
+    sharing = policy is not None and policy.gpu_sharing is not GpuSharing.none
     for row, r in enumerate(jobs.iter_rows(named=True)):
         milli = int(r["gpu_milli"])
         models = r["gpu_models"]
+        # [GPU sharing by replicas] "Demand": a fractional pod asks 1 replica, a whole pod k = m / 1000;
+        # d = min(1, m / 1000) of the trace under sharing_demand: trace, else 1.
+        demand = 1.0
+        if policy is not None and policy.sharing_demand is SharingDemand.trace:
+            demand = min(1.0, milli / WHOLE_GPU)
+        device_milli = WHOLE_GPU if sharing and 0 < milli < WHOLE_GPU else milli
         pod = Pod(
-            milli=milli,
+            milli=device_milli,
             gpu_mem=int(r["gpu_mem_mib"] or 0),  # null gpu_mem_mib -> 0
             cpu=int(r["cpu_milli"]),
             mem=int(r["mem_mib"]),
             models=None if models is None else frozenset(models),  # null -> any model
         )
-        gpus = int(r["num_pods"]) * milli / 1000.0
+        gpus = int(r["num_pods"]) * milli / 1000.0  # the trace's GPUs (the workload's default)
         overhead = r["restart_overhead"] if "restart_overhead" in columns else None
         if overhead is None:
             overhead = LUCID_SMALL if gpus <= LUCID_SMALL_GPUS else LUCID_LARGE
-        policy = r["preemption_policy"] if "preemption_policy" in columns else "PreemptLowerPriority"
-        if policy not in ("PreemptLowerPriority", "Never"):
-            raise ValueError(f"unknown preemption_policy {policy!r} (job {r['job_id']})")
+        preemption = r["preemption_policy"] if "preemption_policy" in columns else "PreemptLowerPriority"
+        if preemption not in ("PreemptLowerPriority", "Never"):
+            raise ValueError(f"unknown preemption_policy {preemption!r} (job {r['job_id']})")
         checkpoint = float(r["checkpoint_interval"]) if "checkpoint_interval" in columns else 0.0
         out.append(
             Job(
@@ -569,15 +659,96 @@ def _jobs_from_table(jobs: pl.DataFrame) -> list[Job]:
                 num_pods=int(r["num_pods"]),
                 priority=int(r["priority"]),
                 preemptible=bool(r["preemptible"]),
-                can_preempt=policy != "Never",
+                can_preempt=preemption != "Never",
                 checkpoint=checkpoint,
                 overhead=float(overhead),
                 pod=pod,
                 key2=float(r["submit_time"]),
                 work_left=float(r["duration"]),
+                demand=demand,
             )
         )
     return out
+
+
+# --------------------------------------------------------------------------------------------------
+# GPU sharing by replicas  [GPU sharing by replicas]
+# --------------------------------------------------------------------------------------------------
+
+#: Node scorers of other sharing systems, refused with replicas: FGD's five, HAMi's, KAI's, gpushare's.
+NOT_WITH_REPLICAS = frozenset(
+    {
+        "fgd",
+        "dot_product",
+        "gpu_packing",
+        "gpu_clustering",
+        "best_fit_cpu_gpu",
+        "hami_binpack",
+        "hami_spread",
+        "kai_binpack",
+        "best_fit_memory",
+    }
+)
+
+
+def check_gpu_sharing(policy: Policy) -> None:
+    """The settings the spec refuses (config errors): ValueError naming the key."""
+    sharing = policy.gpu_sharing is not GpuSharing.none
+    if not 0.0 <= policy.switch_overhead < 1.0:
+        raise ValueError("switch_overhead must be in [0, 1)")
+    if not sharing:
+        if policy.replicas != 1:
+            raise ValueError("replicas must be 1 without gpu_sharing")
+        if policy.replica_allocation is not ReplicaAllocation.distributed:
+            raise ValueError("replica_allocation needs gpu_sharing")
+        if policy.sharing_demand is not SharingDemand.whole:
+            raise ValueError("sharing_demand needs gpu_sharing")
+        if policy.switch_overhead != 0.0:
+            raise ValueError("switch_overhead needs gpu_sharing: time_slicing")
+        return
+    if policy.replicas < 2:
+        raise ValueError("gpu_sharing takes replicas >= 2")
+    if policy.gpu_sharing is GpuSharing.mps and policy.switch_overhead != 0.0:
+        raise ValueError("switch_overhead is for gpu_sharing: time_slicing only")
+    if policy.gpu_sharing is GpuSharing.mps and policy.replicas > 100:
+        # floor(100 / R) = 0: every client capped at no SM at all, nothing would ever progress.
+        raise ValueError("gpu_sharing: mps takes replicas <= 100")
+    if policy.device_split_count != 0:
+        raise ValueError("gpu_sharing does not take device_split_count")
+    if policy.shared_gpu_memory.name != "none":
+        raise ValueError("gpu_sharing does not take shared_gpu_memory")
+    if policy.gpu_placement != "first_fit":
+        raise ValueError("gpu_sharing takes gpu_placement: first_fit (the device plugin picks devices)")
+    if policy.node_placement in NOT_WITH_REPLICAS:
+        raise ValueError(f"gpu_sharing does not take node_placement: {policy.node_placement}")
+
+
+def gpu_rates(policy: Policy, demands: list[float]) -> list[float]:
+    """[GPU sharing by replicas] "Throughput": the rate of each process on one physical GPU.
+
+    ``demands``: D = w x d of each active process on the GPU. time_slicing: capacity 1 alone,
+    1 - switch_overhead when shared, water-filled in increasing D (each process gets
+    min(D, left / processes left); processes of equal D get the same share, as max-min fairness
+    gives them, not the float noise of a second division); rate min(1, share / D). mps: each
+    process capped at s = floor(100 / R) / 100 alone or not: rate min(1, s / D).
+    """
+    if policy.gpu_sharing is GpuSharing.mps:
+        cap = (100 // policy.replicas) / 100
+        return [min(1.0, cap / d) for d in demands]
+    n = len(demands)
+    left = 1.0 if n == 1 else 1.0 - policy.switch_overhead
+    shares = [0.0] * n
+    order = sorted(range(n), key=lambda i: demands[i])
+    previous: tuple[float, float] | None = None  # (D, share) of the previous process
+    for position, i in enumerate(order):
+        if previous is not None and previous[0] == demands[i]:
+            share = previous[1]
+        else:
+            share = min(demands[i], left / (n - position))
+        shares[i] = share
+        left -= share
+        previous = (demands[i], share)
+    return [min(1.0, shares[i] / demands[i]) for i in range(n)]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -609,8 +780,15 @@ class _Replay:
             raise ValueError(
                 "gang: pod_by_pod takes queue_order: priority, backfill: skip, backfill_depth: 0"
             )
+        check_gpu_sharing(policy)
         self.jobs = jobs
-        sharing = (policy.device_split_count, policy.shared_gpu_memory.name)
+        sharing = (
+            policy.device_split_count,
+            policy.shared_gpu_memory.name,
+            policy.replicas,
+            policy.gpu_sharing is GpuSharing.mps,
+            policy.replica_allocation is ReplicaAllocation.packed,
+        )
         self.empty = empty_cluster(nodes, *sharing)
         self.cluster = empty_cluster(nodes, *sharing)
         self.cluster_models = frozenset(n.model for n in self.empty if n.model is not None)
@@ -816,8 +994,12 @@ class _Replay:
             overhead = job.overhead
         job.start = t
         job.progress0 = t + overhead
-        job.finish = t + overhead + job.work_left
         job.nodes_spanned = job.nodes_held()
+        # [GPU sharing by replicas] it takes its own rate (1 without sharing): finish = t' + work left / rate
+        # with t' the end of its restart overhead; the jobs it now shares GPUs with take theirs.
+        job.since, job.done, job.rate = job.progress0, 0.0, 1.0
+        job.set_rate(t, self.rates()[job.row])
+        self.rerate()
         self.version += 1
 
     def release_all(self, job: Job) -> None:
@@ -846,10 +1028,14 @@ class _Replay:
         job.records.append(record)
         # [Accounting] the restart overhead of an attempt that was not evicted.
         self.charge(job, job.gpus * overhead)
+        # [GPU sharing by replicas] Results: the attempt's stretch and work; its sharers speed up.
+        job.delay = job.delay_at(self.now)
+        job.work_done += job.work_left
         self.release_all(job)
         job.state = "finished"
         job.finish = self.now
         job.work_left = 0.0
+        self.rerate()
         self.version += 1
 
     def evict(self, victim: Job, preemptor: Job) -> None:
@@ -859,7 +1045,10 @@ class _Replay:
         progress = lost = overhead = 0.0
         ran = victim.state == "running"
         if ran:
-            progress = max(0.0, t - victim.progress0)
+            # [GPU sharing by replicas] progress follows the rate history (t - progress0 at rate 1).
+            progress = victim.progress_at(t)
+            victim.delay = victim.delay_at(t)
+            victim.work_done += progress
             overhead = min(t, victim.progress0) - victim.start
             interval = victim.checkpoint
             if interval == 0:
@@ -891,6 +1080,7 @@ class _Replay:
         # [Accounting] lost work and the restart overhead spent now; the grace period when it ends.
         self.charge(victim, victim.gpus * (lost + overhead))
         victim.state = "terminating"
+        self.rerate()  # [GPU sharing by replicas] it is no longer active: its sharers take their rates
         victim.evicted_at = t
         victim.preemptions += 1
         victim.nominator = preemptor
@@ -914,6 +1104,48 @@ class _Replay:
         # [Queue order] requeue: back -> key2 is the time it re-entered; original -> its submit time.
         job.key2 = self.now if self.policy.requeue is Requeue.back else job.submit
         self.version += 1
+
+    # -- throughput  [GPU sharing by replicas] ---------------------------------------------------
+
+    def rates(self) -> dict[int, float]:
+        """Every active (running) job's rate, by job row: the least over its processes.
+
+        A process = one pod on one physical GPU it has replicas on, weight w = those replicas,
+        demand D = w x d. Without sharing (or without GPU pods) a job runs at 1.
+        """
+        running = self.with_state("running")
+        rate = {job.row: 1.0 for job in running}
+        if self.policy.gpu_sharing is GpuSharing.none:
+            return rate
+        r = self.policy.replicas
+        processes: dict[tuple[int, int], list[tuple[Job, float]]] = {}  # (node, physical GPU) -> (job, D)
+        for job in running:
+            for placement in job.placements:
+                weights: dict[int, int] = {}
+                for device in placement.gpus:
+                    weights[device // r] = weights.get(device // r, 0) + 1
+                for gpu, w in weights.items():
+                    processes.setdefault((placement.node, gpu), []).append((job, w * job.demand))
+        for procs in processes.values():
+            for (job, _), process_rate in zip(
+                procs, gpu_rates(self.policy, [d for _, d in procs]), strict=True
+            ):
+                rate[job.row] = min(rate[job.row], process_rate)
+        return rate
+
+    def rerate(self) -> None:
+        """The active jobs on a GPU changed: every running job whose rate changed takes it now.
+
+        Recomputing every job is the spec's "every active job with a process on that GPU": a job
+        on no changed GPU keeps its rate, and "a rate that does not change leaves the job alone".
+        A job due to finish at this very time is left alone too (it completes now; the new rate
+        would only move its finish by float noise).
+        """
+        rates = self.rates()
+        for job in self.with_state("running"):
+            rate = rates[job.row]
+            if rate != job.rate and job.finish != self.now:
+                job.set_rate(self.now, rate)
 
     # -- scheduling cycle ----------------------------------------------------------------------
 
@@ -1292,7 +1524,7 @@ def _attempt_rows(job: Job, end: float) -> list[dict[str, Any]]:
                 nodes=job.nodes_spanned,
                 end_reason="unfinished",
                 end=end,
-                progress=max(0.0, end - job.progress0),
+                progress=job.progress_at(end),
                 restart_overhead=min(end, job.progress0) - job.start,
             )
         )
@@ -1359,6 +1591,11 @@ def _job_row(job: Job, end: float) -> dict[str, Any]:
     if state != "rejected":
         pending = job.pending_total + (end - job.pending_since if job.state == "pending" else 0.0)
     lost = job.lost + uncharged(job, end)
+    # [GPU sharing by replicas] Results: over all attempts, a running one up to the end of the run.
+    delay, work = job.delay, job.work_done
+    if job.state == "running":
+        delay, work = job.delay_at(end), work + job.progress_at(end)
+    slowdown = (work + delay) / work if work > 0 else None
     return {
         "job_id": job.job_id,
         "start_time": job.first_start,
@@ -1371,6 +1608,8 @@ def _job_row(job: Job, end: float) -> dict[str, Any]:
         "attempts": job.attempts_begun,
         "pending_time": pending,
         "lost_gpu_seconds": lost,
+        "sharing_delay": delay,
+        "sharing_slowdown": slowdown,
     }
 
 
@@ -1408,7 +1647,7 @@ def simulate(
     if window is None:
         submits = jobs["submit_time"].to_list()
         window = (float(min(submits)), float(max(submits))) if submits else (0.0, 0.0)
-    job_list = _jobs_from_table(jobs)
+    job_list = _jobs_from_table(jobs, policy)
     classes: tuple[TaskClass, ...] = ()
     if tasks is not None or "fgd" in (policy.node_placement, policy.gpu_placement):
         classes = task_classes(jobs, nodes, tasks)
@@ -1417,6 +1656,11 @@ def simulate(
     end = replay.now
 
     attempt_rows = [row for job in job_list for row in _attempt_rows(job, end)]
+    # Only the columns the engine's schema has (the sharing columns land there with the engine change).
+    job_rows = [
+        {key: value for key, value in _job_row(job, end).items() if key in JOB_RESULT_SCHEMA}
+        for job in job_list
+    ]
     attempts = (
         pl.DataFrame(attempt_rows, schema=ATTEMPT_SCHEMA)
         if attempt_rows
@@ -1432,7 +1676,7 @@ def simulate(
         "preemptions": float(replay.evictions),
     }
     return Replay(
-        jobs=pl.DataFrame([_job_row(job, end) for job in job_list], schema=JOB_RESULT_SCHEMA),
+        jobs=pl.DataFrame(job_rows, schema=JOB_RESULT_SCHEMA),
         attempts=attempts,
         timeline=pl.DataFrame(rows, schema=TIMELINE_SCHEMA) if rows else pl.DataFrame(schema=TIMELINE_SCHEMA),
         gpu_milli_seconds=float(integral),

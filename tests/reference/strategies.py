@@ -28,7 +28,18 @@ from hypothesis import strategies as st
 from tests.reference.scoring import GPU_SCORERS, SCORERS
 
 from gpureplay.cluster.catalog import gpu_model
-from gpureplay.schedulers.policy import Backfill, GangMode, NodeTies, Policy, Preemption, QueueOrder, Requeue
+from gpureplay.schedulers.policy import (
+    Backfill,
+    GangMode,
+    GpuSharing,
+    NodeTies,
+    Policy,
+    Preemption,
+    QueueOrder,
+    ReplicaAllocation,
+    Requeue,
+    SharingDemand,
+)
 from gpureplay.schedulers.presets import preset, preset_names
 from gpureplay.traces.schema import (
     JOB_DEFAULTS,
@@ -271,7 +282,8 @@ def big_cases(draw: st.DrawFn, max_jobs: int = 300, wide: bool = False) -> tuple
 
 #: Every preset shipped in ``conf/scheduler/`` (read from the YAML files), by name.
 PRESETS: dict[str, Policy] = {name: preset(name) for name in preset_names()}
-#: The GPU-sharing systems' presets (fractional shares: HAMi, KAI, gpushare).
+#: The fractional GPU-sharing presets (HAMi, KAI, gpushare: placement and booking rules only, no change
+#: of mechanics; time-slicing and MPS change run times and are mechanism presets).
 SHARING_PRESETS: tuple[str, ...] = ("hami-binpack", "hami-spread", "kai-shared", "gpushare")
 #: The presets that differ in their mechanics (queue order, gang, backfill, preemption): the FGD
 #: paper's and the GPU-sharing systems' presets differ from these in placement scorers and sharing
@@ -411,6 +423,38 @@ def policies(draw: st.DrawFn) -> Policy:
         if paper_ok:
             policy = replace(policy, gpu_placement=gpu)
     return policy
+
+
+#: Node scorers that take replica devices (the others model other GPU-sharing systems).
+REPLICA_SCORERS: tuple[str, ...] = ("first_fit", "best_fit", "worst_fit", "random", "balanced_allocation")
+
+
+@st.composite
+def sharing_policies(draw: st.DrawFn) -> Policy:
+    """A random policy (:func:`policies`) on GPUs shared by replicas: time-slicing or MPS, 2 to 4 replicas.
+
+    The device plugin picks the replicas (``gpu_placement`` first_fit); a node scorer of another
+    sharing system is swapped for one of :data:`REPLICA_SCORERS`.
+    """
+    base = draw(policies())
+    mode = draw(st.sampled_from([GpuSharing.time_slicing, GpuSharing.mps]))
+    node = base.node_placement
+    if node not in REPLICA_SCORERS:
+        node = draw(st.sampled_from(REPLICA_SCORERS))
+    overhead = 0.0
+    if mode is GpuSharing.time_slicing:
+        overhead = draw(st.sampled_from([0.0, 0.0, 0.1, 0.5]))
+    return replace(
+        base,
+        name=f"random+{mode.name}",
+        node_placement=node,
+        gpu_placement="first_fit",
+        gpu_sharing=mode,
+        replicas=draw(st.integers(2, 4)),
+        replica_allocation=draw(st.sampled_from(list(ReplicaAllocation))),
+        sharing_demand=draw(st.sampled_from(list(SharingDemand))),
+        switch_overhead=overhead,
+    )
 
 
 #: Sample intervals: dyadic so ``k * interval`` stays exact.

@@ -421,6 +421,8 @@ def initial_state(
     time = np.full((L.JOB_TIME_FIELDS, num_jobs), np.nan)
     time[L.T_PENDING] = 0.0
     time[L.T_LOST] = 0.0
+    time[L.T_WORK_DONE] = 0.0
+    time[L.T_SHARE_DELAY] = 0.0
     time[L.T_LEFT] = jobs.flts[L.JF_WORK]
     time[L.T_KEY1] = jobs.flts[L.JF_KEY1]
     time[L.T_KEY2] = jobs.flts[L.JF_KEY2]

@@ -126,6 +126,7 @@ try_preempt = when_given(_try_preempt, 0)
 @kernel
 def _start_nominated(
     pre: PreemptScratch,
+    params: Params,
     jobs: Jobs,
     cs: Classes,
     cl: Cluster,
@@ -138,13 +139,14 @@ def _start_nominated(
     t: float,
 ) -> None:
     """Start job ``j`` (all pods placed), ending its nomination: its pods are bound."""
-    start_job(jobs, cs, js, pend, tm, sc, run, j, t)
+    start_job(params, jobs, cs, cl, js, pend, tm, sc, run, j, t)
     end_nomination(cl, run, j)
 
 
 @kernel
 def _start_plain(
     pre: None,
+    params: Params,
     jobs: Jobs,
     cs: Classes,
     cl: Cluster,
@@ -157,7 +159,7 @@ def _start_plain(
     t: float,
 ) -> None:
     """Start job ``j`` (all pods placed); without preemption nothing is ever nominated."""
-    start_job(jobs, cs, js, pend, tm, sc, run, j, t)
+    start_job(params, jobs, cs, cl, js, pend, tm, sc, run, j, t)
 
 
 #: Start a job whose pods are all placed (ending its nomination when preemption is on).
@@ -236,7 +238,7 @@ def gang_cycle(
                 and admissible(jobs, js, j)
                 and try_gang(params, jobs, cs, cl, ix, js, pend, sc, run, j, t)
             ):
-                start(pre, jobs, cs, cl, js, pend, tm, sc, run, j, t)
+                start(pre, params, jobs, cs, cl, js, pend, tm, sc, run, j, t)
                 changes += 1
             else:
                 failures += 1
@@ -249,7 +251,7 @@ def gang_cycle(
                 and admissible(jobs, js, j)
                 and try_gang(params, jobs, cs, cl, ix, js, pend, sc, run, j, t)
             ):
-                start(pre, jobs, cs, cl, js, pend, tm, sc, run, j, t)
+                start(pre, params, jobs, cs, cl, js, pend, tm, sc, run, j, t)
                 changes += 1
             elif backfill == BF_NONE:
                 changes += try_preempt(pre, params, jobs, cs, cl, ix, js, pend, tm, sc, run, j, t, True)
@@ -272,7 +274,7 @@ def gang_cycle(
             elif t + run_time(jobs, js, j) <= shadow:
                 if admissible(jobs, js, j) and try_gang(params, jobs, cs, cl, ix, js, pend, sc, run, j, t):
                     keep = keep and t + run_time(jobs, js, j) < shadow
-                    start(pre, jobs, cs, cl, js, pend, tm, sc, run, j, t)
+                    start(pre, params, jobs, cs, cl, js, pend, tm, sc, run, j, t)
                     changes += 1
                     run.counters[K_STAMP] += 1
             elif (
@@ -285,7 +287,7 @@ def gang_cycle(
                     easy, params, jobs, cs, cl, ix, js, sc, run, head, j, hold_total
                 )
                 if fits:
-                    start(pre, jobs, cs, cl, js, pend, tm, sc, run, j, t)
+                    start(pre, params, jobs, cs, cl, js, pend, tm, sc, run, j, t)
                     changes += 1
                     run.counters[K_STAMP] += 1
                 else:
@@ -392,7 +394,7 @@ def pod_cycle(
             changes += 1
             placed = js.dyn[D_PLACED, j]
             if placed == jobs.ints[J_PODS, j]:
-                start(pre, jobs, cs, cl, js, pend, tm, sc, run, j, t)
+                start(pre, params, jobs, cs, cl, js, pend, tm, sc, run, j, t)
             else:
                 members = event_push(
                     pods.group_f, pods.group_i, members, float(placed), jobs.ints[J_ID, j], 0, j, 0

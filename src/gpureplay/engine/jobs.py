@@ -10,7 +10,8 @@ checkpoint, cold start) and only then makes progress, at one second of work
 per second (its *rate*, 1). So a job started at ``t`` finishes at ``t +
 overhead + work left``. A mechanism that slows a running job down (a GPU
 shared by time-slicing, a gang spread over a slow link) changes its rate with
-:func:`set_rate`: the work done so far is kept and the finish time moves.
+:func:`gpureplay.engine.sharing.set_rate`: the work done so far is kept and the finish time
+moves.
 
 Eviction and checkpoints
 ------------------------
@@ -111,12 +112,14 @@ from gpureplay.engine.layout import (
     T_RATE,
     T_RATE_T,
     T_START,
+    T_WORK_DONE,
     TM_TERMINATED,
     X_LOST,
 )
 from gpureplay.engine.pending import dequeue, enqueue
 from gpureplay.engine.resources import release_pod, take_pod
 from gpureplay.engine.scoring import choose_gpu, choose_node, refresh_index
+from gpureplay.engine.sharing import settle, sharers_changed
 from gpureplay.engine.timers import push_completion, push_timer
 
 
@@ -325,7 +328,17 @@ def record_attempt(
 
 @kernel
 def start_job(
-    jobs: Jobs, cs: Classes, js: JobState, pend: Pending, tm: Timers, sc: Scratch, run: Run, j: int, t: float
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    js: JobState,
+    pend: Pending,
+    tm: Timers,
+    sc: Scratch,
+    run: Run,
+    j: int,
+    t: float,
 ) -> None:
     """Job ``j`` (all pods placed) starts running at ``t``: leave the queue, schedule its completion.
 
@@ -333,7 +346,9 @@ def start_job(
     -----
     ``finish = t + overhead + work left``; the overhead is paid by every
     attempt after one that ran (a restart from a checkpoint). ``D_SPANNED``
-    counts the distinct nodes of its pods.
+    counts the distinct nodes of its pods. On GPUs shared by replicas the
+    job and its co-located sharers take their rates
+    (:func:`gpureplay.engine.sharing.sharers_changed`).
     """
     dequeue(jobs, cs, js, pend, run, j)
     js.dyn[D_STATUS, j] = S_RUNNING
@@ -364,35 +379,7 @@ def start_job(
             sc.node_mark[n] = stamp
             spanned += 1
     js.dyn[D_SPANNED, j] = spanned
-
-
-@kernel
-def progress_at(js: JobState, j: int, t: float) -> float:
-    """Work running job ``j``'s current attempt has done by ``t`` (none during its restart overhead)."""
-    since = max(js.time[T_RATE_T, j], js.time[T_PROGRESS0, j])
-    return float(js.time[T_DONE, j] + max(0.0, t - since) * js.time[T_RATE, j])
-
-
-@kernel
-def set_rate(jobs: Jobs, js: JobState, tm: Timers, run: Run, j: int, rate: float, t: float) -> None:
-    """Running job ``j`` makes progress at ``rate`` (> 0) from ``t`` on: keep its work, move its finish.
-
-    Notes
-    -----
-    The completion entry of the old rate is left in the heap, stale (the
-    job's generation moves on), and a new one is pushed: lazy deletion
-    (:mod:`gpureplay.engine.timers`). A rate set during the restart overhead
-    applies once the overhead is over.
-    """
-    done = progress_at(js, j, t)
-    since = max(t, js.time[T_PROGRESS0, j])
-    js.time[T_DONE, j] = done
-    js.time[T_RATE_T, j] = since
-    js.time[T_RATE, j] = rate
-    finish = since + (js.time[T_LEFT, j] - done) / rate
-    js.time[T_FINISH, j] = finish
-    js.dyn[D_GEN, j] += 1
-    push_completion(jobs, js, tm, run, j, finish)
+    sharers_changed(params, jobs, js, cl, tm, run, j, t)
 
 
 @kernel
@@ -403,6 +390,7 @@ def complete_job(
     cl: Cluster,
     ix: FitIndex,
     js: JobState,
+    tm: Timers,
     sc: Scratch,
     run: Run,
     j: int,
@@ -420,8 +408,11 @@ def complete_job(
     cost = js.dyn[D_PLACED, j] * jobs.ints[J_MILLI, j] / 1000.0 * overhead
     js.time[T_LOST, j] += cost
     run.clock[X_LOST] += cost
-    release_job_pods(params, jobs, cs, cl, ix, js, sc, run, j)
+    settle(js, j, t)
+    js.time[T_WORK_DONE, j] += js.time[T_LEFT, j]
     js.dyn[D_STATUS, j] = S_FINISHED
+    sharers_changed(params, jobs, js, cl, tm, run, j, t)
+    release_job_pods(params, jobs, cs, cl, ix, js, sc, run, j)
     js.time[T_FINISH, j] = t
     js.time[T_END, j] = t
     js.time[T_LEFT, j] = 0.0
@@ -452,6 +443,7 @@ def evict_job(
     params: Params,
     jobs: Jobs,
     cs: Classes,
+    cl: Cluster,
     js: JobState,
     pend: Pending,
     tm: Timers,
@@ -478,7 +470,9 @@ def evict_job(
     if status == S_RUNNING:
         start = js.time[T_START, v]
         begin = js.time[T_PROGRESS0, v]
-        progress = progress_at(js, v, t)
+        settle(js, v, t)
+        progress = js.time[T_DONE, v]
+        js.time[T_WORK_DONE, v] += progress
         overhead = min(t, begin) - start
         interval = jobs.flts[JF_CKPT, v]
         if interval <= 0.0:
@@ -509,6 +503,8 @@ def evict_job(
     run.counters[K_PREEMPTIONS] += 1
     run.counters[K_NTERM] += 1
     push_timer(js, tm, run, TM_TERMINATED, t + grace, v)
+    if status == S_RUNNING:
+        sharers_changed(params, jobs, js, cl, tm, run, v, t)
 
 
 @kernel

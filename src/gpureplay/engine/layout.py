@@ -78,7 +78,8 @@ JF_CKPT = 2  # checkpoint interval, seconds of progress (inf: never checkpoints)
 JF_OVERHEAD = 3  # restart overhead of every attempt after the first, seconds
 JF_KEY1 = 4  # static queue key, first component (see gpureplay.engine.pending)
 JF_KEY2 = 5  # static queue key, second component
-JOB_FLOAT_FIELDS = 6
+JF_DEMAND = 6  # share of a GPU one replica of it uses alone (GPU sharing by replicas; 1: all)
+JOB_FLOAT_FIELDS = 7
 
 # --- js.dyn: per-job dynamic integers ----------------------------------------------------------------
 D_STATUS = 0  # S_* code
@@ -109,7 +110,9 @@ T_EVICTED = 12  # terminating: when it was evicted
 T_RATE = 13  # running: seconds of work done per second now (1: full speed; below 1 when slowed down)
 T_RATE_T = 14  # running: when the current rate began to apply (>= T_PROGRESS0)
 T_DONE = 15  # running: work done in this attempt up to T_RATE_T
-JOB_TIME_FIELDS = 16
+T_WORK_DONE = 16  # work done over the attempts that ended (progress, rolled-back work included)
+T_SHARE_DELAY = 17  # seconds the job's progress was stretched by sharing, up to T_RATE_T
+JOB_TIME_FIELDS = 18
 
 # Job status codes (every job is in exactly one).
 S_FUTURE = 0  # not yet submitted
@@ -181,7 +184,9 @@ N_MODEL = 4  # model code, -1 when the node has no GPU model
 N_GPU0 = 5  # first global GPU index
 N_SLOTS = 6  # pods one GPU may hold at once (HAMi deviceSplitCount; BIG: no limit)
 N_SHARE_MEM = 7  # SHARE_MEM_*: GPU memory a shared pod that names none takes on this node
-NODE_INT_FIELDS = 8
+N_REPLICAS = 8  # devices each physical GPU is advertised as (time-slicing / MPS replicas; 1: none)
+N_REPLICA_ALLOC = 9  # REPLICA_* rule of the node's device plugin
+NODE_INT_FIELDS = 10
 
 # GPU memory of a shared pod whose trace gives none (``gpu_mem_mib`` null).
 SHARE_MEM_NONE = 0  # none: only its milli is booked
@@ -302,7 +307,19 @@ P_SEED = 13  # low 63 bits of the seed (the counter-based generator's key)
 P_TIES = 14  # TIES_* rule between equally scored nodes
 P_SPLIT = 15  # pods per GPU (device split count); 0: no limit
 P_SHARE_MEM = 16  # SHARE_MEM_* rule
-POLICY_FIELDS = 17
+P_SHARING = 17  # SHARING_* mode of the device plugin
+P_REPLICA_ALLOC = 18  # REPLICA_* rule: which replica devices a pod gets
+P_REPLICAS = 19  # devices each GPU is advertised as (1: no sharing by replicas)
+P_DEMAND = 20  # DEMAND_* rule: what a pod of a shared GPU would use alone
+POLICY_FIELDS = 21
+
+SHARING_NONE = 0
+SHARING_TIME_SLICING = 1
+SHARING_MPS = 2
+REPLICA_DISTRIBUTED = 0  # the GPU with the fewest replicas in use first
+REPLICA_PACKED = 1  # the most in use first
+DEMAND_WHOLE = 0  # a whole GPU per replica
+DEMAND_TRACE = 1  # gpu_milli / 1000 of the trace for a fractional pod, 1 for whole ones
 
 TIES_LOWEST = 0  # the lowest node index
 TIES_RANDOM = 1  # uniform among the tied nodes, drawn per pod (kube-scheduler selectHost)
@@ -315,7 +332,9 @@ PF_HORIZON = 2  # inf: none
 PF_GRACE = 3  # termination grace period of an evicted job, seconds
 PF_WINDOW0 = 4  # measurement window
 PF_WINDOW1 = 5
-PARAM_FLOAT_FIELDS = 6
+PF_SWITCH = 6  # time-slicing: share of a GPU's time lost to context switches among 2+ active pods
+PF_MPS_CAP = 7  # MPS: each client's SM share, floor(100 / replicas) / 100
+PARAM_FLOAT_FIELDS = 8
 
 GANG = 0
 POD_BY_POD = 1

@@ -264,7 +264,7 @@ def advance(params: Params, jobs: Jobs, cs: Classes, cl: Cluster, st: State, t_s
             changed = False
             while next_completion(js, tm, run) == t:
                 j = pop_completion(tm, run)
-                complete_job(params, jobs, cs, cl, ix, js, sc, run, j, t)
+                complete_job(params, jobs, cs, cl, ix, js, tm, sc, run, j, t)
                 changed = True
             while next_timer(js, tm, run) == t:
                 kind, target = pop_timer(tm, run)

@@ -436,6 +436,6 @@ def preempt_for(
         return 0
     for i in range(chosen):
         v = pre.chosen[i]
-        evict_job(params, jobs, cs, js, pend, tm, sc, run, v, t, j)
+        evict_job(params, jobs, cs, cl, js, pend, tm, sc, run, v, t, j)
         end_nomination(cl, run, v)  # a partly placed victim may itself wait for victims
     return chosen

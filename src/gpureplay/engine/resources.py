@@ -48,6 +48,8 @@ from gpureplay.engine.layout import (
     N_GPU_MEM,
     N_GPUS,
     N_MODEL,
+    N_REPLICA_ALLOC,
+    N_REPLICAS,
     N_SHARE_MEM,
     NOM_JOB,
     NOM_NODE,
@@ -62,6 +64,7 @@ from gpureplay.engine.layout import (
     RC_MEM,
     RC_MILLI,
     RC_PODS,
+    REPLICA_PACKED,
     SHARE_MEM_FULL,
     SHARE_MEM_PROPORTIONAL,
     TOT_ALLOC,
@@ -363,6 +366,13 @@ def take_whole(cl: Cluster, n: int, k: int, slots: Int64Array, slot0: int) -> No
     NVIDIA k8s-device-plugin hands out devices in index order when no
     topology policy applies; a whole GPU is left at 0 milli and 0 memory.
     """
+    if cl.node_int[N_REPLICAS, n] > 1:
+        for i in range(k):
+            g = pick_replica(cl, n)
+            set_gpu(cl, g, n, 0, 0)
+            cl.gpu_free[G_SLOTS, g] -= 1
+            slots[slot0 + i] = g
+        return
     g0 = cl.node_int[N_GPU0, n]
     taken = 0
     for g in range(g0, g0 + cl.node_int[N_GPUS, n]):
@@ -373,6 +383,41 @@ def take_whole(cl: Cluster, n: int, k: int, slots: Int64Array, slot0: int) -> No
             taken += 1
             if taken == k:
                 return
+
+
+@kernel
+def pick_replica(cl: Cluster, n: int) -> int:
+    """The free replica device of node ``n`` the device plugin hands out next (the node has one).
+
+    Notes
+    -----
+    NVIDIA k8s-device-plugin ``distributedAlloc`` (``internal/rm/allocate.go``):
+    the physical GPU with the fewest replicas in use, counting the ones
+    already picked for this pod (``packed``: the most), ties to the lowest
+    GPU index; within it the lowest free replica. Replicas of GPU ``p`` are
+    the node's devices ``p * R .. p * R + R - 1`` (docs/engine-semantics.md,
+    "GPU sharing by replicas").
+    """
+    reps = cl.node_int[N_REPLICAS, n]
+    g0 = cl.node_int[N_GPU0, n]
+    packed = cl.node_int[N_REPLICA_ALLOC, n] == REPLICA_PACKED
+    best = -1
+    best_used = -1
+    for p in range(cl.node_int[N_GPUS, n] // reps):
+        first_free = -1
+        used = 0
+        for g in range(g0 + p * reps, g0 + (p + 1) * reps):
+            if cl.gpu_free[G_MILLI, g] == WHOLE:
+                if first_free < 0:
+                    first_free = g
+            else:
+                used += 1
+        if first_free < 0:
+            continue
+        if best < 0 or (used > best_used if packed else used < best_used):
+            best = first_free
+            best_used = used
+    return best
 
 
 @inline_kernel

@@ -27,12 +27,15 @@ from gpureplay.errors import InputError, Problem
 from gpureplay.schedulers.policy import (
     Backfill,
     GangMode,
+    GpuSharing,
     NodeTies,
     Policy,
     Preemption,
     QueueOrder,
+    ReplicaAllocation,
     Requeue,
     SharedGpuMemory,
+    SharingDemand,
 )
 from gpureplay.traces.schema import PREEMPTION_POLICIES, UNKNOWN_CAPACITY, lucid_overhead
 from gpureplay.workload.typical_pods import TypicalPods
@@ -163,6 +166,11 @@ def policy_params(
                 f"preemption needs queue_order: priority (kube-scheduler's PrioritySort); found {order.name}",
             )
         )
+    sharing = GpuSharing[str(getattr(policy.gpu_sharing, "name", policy.gpu_sharing))]
+    allocation = ReplicaAllocation[str(getattr(policy.replica_allocation, "name", policy.replica_allocation))]
+    demand = SharingDemand[str(getattr(policy.sharing_demand, "name", policy.sharing_demand))]
+    share_mem = SharedGpuMemory[str(getattr(policy.shared_gpu_memory, "name", policy.shared_gpu_memory))]
+    problems += _sharing_problems(policy, sharing, allocation, demand, share_mem)
     if problems:
         raise InputError([Problem(message, "config", column=key) for key, message in problems])
     codes = np.zeros(L.POLICY_FIELDS, dtype=np.int64)
@@ -182,9 +190,11 @@ def policy_params(
     codes[L.P_SEED] = seed % (1 << 63)
     codes[L.P_TIES] = NodeTies[str(getattr(policy.node_ties, "name", policy.node_ties))].value
     codes[L.P_SPLIT] = policy.device_split_count
-    codes[L.P_SHARE_MEM] = SharedGpuMemory[
-        str(getattr(policy.shared_gpu_memory, "name", policy.shared_gpu_memory))
-    ].value
+    codes[L.P_SHARE_MEM] = share_mem.value
+    codes[L.P_SHARING] = sharing.value
+    codes[L.P_REPLICA_ALLOC] = allocation.value
+    codes[L.P_REPLICAS] = policy.replicas
+    codes[L.P_DEMAND] = demand.value
     flt = np.zeros(L.PARAM_FLOAT_FIELDS)
     flt[L.PF_SESSION] = float(policy.session_interval)
     flt[L.PF_SAMPLE] = float(sample_interval)
@@ -192,7 +202,108 @@ def policy_params(
     flt[L.PF_GRACE] = float(policy.graceful_termination)
     flt[L.PF_WINDOW0] = float(window[0])
     flt[L.PF_WINDOW1] = float(window[1])
+    flt[L.PF_SWITCH] = float(policy.switch_overhead)
+    # The MPS control daemon's set_default_active_thread_percentage: 100 / replicas, integer division.
+    flt[L.PF_MPS_CAP] = (100 // policy.replicas) / 100.0 if sharing is GpuSharing.mps else 1.0
     return Params(codes, flt)
+
+
+#: Most MPS clients one GPU serves (Volta and later; the MIG user guide's comparison of MIG, MPS
+#: and time-slicing).
+MPS_MAX_CLIENTS = 48
+
+#: Scorers that may rank nodes when GPUs are shared by replicas: the others model other sharing
+#: systems (FGD's fractional pods, HAMi, KAI, gpushare) and would read replica devices as their GPUs.
+REPLICA_NODE_SCORERS: tuple[str, ...] = (
+    "first_fit",
+    "best_fit",
+    "worst_fit",
+    "random",
+    "balanced_allocation",
+    "kube_cpu_mem",
+)
+
+
+def _sharing_problems(
+    policy: Policy,
+    sharing: GpuSharing,
+    allocation: ReplicaAllocation,
+    demand: SharingDemand,
+    share_mem: SharedGpuMemory,
+) -> list[tuple[str, str]]:
+    """What is wrong with the sharing settings (docs/engine-semantics.md, "GPU sharing by replicas")."""
+    problems: list[tuple[str, str]] = []
+    overhead = policy.switch_overhead
+    if sharing is GpuSharing.none:
+        # Settings of a mode that is off would be silently ignored: refuse them instead.
+        for key, value, default in (
+            ("replicas", policy.replicas, 1),
+            ("replica_allocation", allocation, ReplicaAllocation.distributed),
+            ("sharing_demand", demand, SharingDemand.whole),
+            ("switch_overhead", overhead, 0.0),
+        ):
+            if value != default:
+                shown = getattr(value, "name", value)
+                problems.append(
+                    (f"scheduler.{key}", f"applies to gpu_sharing: time_slicing or mps only (found {shown})")
+                )
+        return problems
+    if policy.replicas < 2:
+        problems.append(
+            (
+                "scheduler.replicas",
+                f"gpu_sharing: {sharing.name} needs replicas >= 2 (found {policy.replicas})",
+            )
+        )
+    if sharing is GpuSharing.mps and policy.replicas > MPS_MAX_CLIENTS:
+        problems.append(
+            (
+                "scheduler.replicas",
+                f"MPS serves at most {MPS_MAX_CLIENTS} clients per GPU (found {policy.replicas})",
+            )
+        )
+    if not (math.isfinite(overhead) and 0.0 <= overhead < 1.0):
+        problems.append(("scheduler.switch_overhead", f"must be in [0, 1) (found {overhead})"))
+    elif sharing is GpuSharing.mps and overhead != 0.0:
+        problems.append(
+            (
+                "scheduler.switch_overhead",
+                f"models time-slicing's context switches; MPS clients run side by side (found {overhead})",
+            )
+        )
+    if policy.device_split_count != 0:
+        problems.append(
+            (
+                "scheduler.device_split_count",
+                f"HAMi's split count does not combine with gpu_sharing: {sharing.name} "
+                f"(found {policy.device_split_count}); replicas set the devices per GPU",
+            )
+        )
+    if share_mem is not SharedGpuMemory.none:
+        problems.append(
+            (
+                "scheduler.shared_gpu_memory",
+                f"applies to fractional pods; with gpu_sharing: {sharing.name} every GPU pod takes whole "
+                f"replicas (found {share_mem.name})",
+            )
+        )
+    if policy.gpu_placement != "first_fit":
+        problems.append(
+            (
+                "scheduler.gpu_placement",
+                f"with gpu_sharing: {sharing.name} the device plugin picks the replicas "
+                f"(replica_allocation), not a GPU scorer: use first_fit (found {policy.gpu_placement})",
+            )
+        )
+    if policy.node_placement not in REPLICA_NODE_SCORERS and policy.node_placement in SCORERS:
+        problems.append(
+            (
+                "scheduler.node_placement",
+                f"{policy.node_placement!r} models another GPU-sharing system; with gpu_sharing: "
+                f"{sharing.name} use one of {', '.join(REPLICA_NODE_SCORERS)}",
+            )
+        )
+    return problems
 
 
 def _rows(df: pl.DataFrame, columns: list[str]) -> Int64Array:
@@ -285,13 +396,45 @@ def compile_nodes(nodes: pl.DataFrame) -> tuple[Int64Array, tuple[str, ...], int
     node_int[L.N_GPU0] = _exclusive_cumsum(node_int[L.N_GPUS])
     node_int[L.N_SLOTS] = L.BIG
     node_int[L.N_SHARE_MEM] = L.SHARE_MEM_NONE
+    node_int[L.N_REPLICAS] = 1
+    node_int[L.N_REPLICA_ALLOC] = L.REPLICA_DISTRIBUTED
     hist_width = int(node_int[L.N_GPUS].max(initial=0)) + 1
     return node_int, models, hist_width
 
 
+def replicate_devices(node_int: Int64Array, replicas: int, allocation: int, *, mps: bool) -> int:
+    """Advertise every GPU of ``node_int`` as ``replicas`` devices, in place; the new histogram width.
+
+    Notes
+    -----
+    NVIDIA k8s-device-plugin's time-slicing and MPS sharing: a node of G GPUs
+    reports G x replicas ``nvidia.com/gpu`` and kube-scheduler sees nothing
+    else. Device ``p * replicas + i`` is replica ``i`` of GPU ``p``. Under MPS
+    each client's pinned device memory is the GPU's memory / replicas
+    (scheduler-semantics.md §2.3).
+    """
+    node_int[L.N_GPUS] *= replicas
+    node_int[L.N_GPU0] = _exclusive_cumsum(node_int[L.N_GPUS])
+    node_int[L.N_REPLICAS] = replicas
+    node_int[L.N_REPLICA_ALLOC] = allocation
+    if mps:
+        node_int[L.N_GPU_MEM] //= replicas
+    return int(node_int[L.N_GPUS].max(initial=0)) + 1
+
+
 def _node_types(node_int: Int64Array, num_models: int, hist_width: int) -> tuple[Cluster, Int64Array]:
     """An empty cluster with one node per distinct node configuration, and how many nodes each stands for."""
-    fields = [L.N_MODEL, L.N_GPUS, L.N_GPU_MEM, L.N_CPU, L.N_MEM, L.N_SLOTS, L.N_SHARE_MEM]
+    fields = [
+        L.N_MODEL,
+        L.N_GPUS,
+        L.N_GPU_MEM,
+        L.N_CPU,
+        L.N_MEM,
+        L.N_SLOTS,
+        L.N_SHARE_MEM,
+        L.N_REPLICAS,
+        L.N_REPLICA_ALLOC,
+    ]
     config = node_int[fields].T
     types, counts = (
         np.unique(config, axis=0, return_counts=True) if config.shape[0] else (config, np.zeros(0, np.int64))
@@ -380,12 +523,23 @@ def compile_replay(
     # The device plugin's sharing settings are the policy's, the same on every node.
     node_int[L.N_SLOTS] = codes[L.P_SPLIT] if codes[L.P_SPLIT] > 0 else L.BIG
     node_int[L.N_SHARE_MEM] = codes[L.P_SHARE_MEM]
+    replicas = int(codes[L.P_REPLICAS]) if codes[L.P_SHARING] != L.SHARING_NONE else 1
+    if replicas > 1:
+        hist_width = replicate_devices(
+            node_int, replicas, int(codes[L.P_REPLICA_ALLOC]), mps=codes[L.P_SHARING] == L.SHARING_MPS
+        )
     # Every unplaced pod of a preemptor may be nominated to a node while its victims terminate.
     nominees = int(jobs["num_pods"].sum()) if codes[L.P_PREEMPT] != L.PREEMPT_NONE else 0
     cluster = empty_cluster(node_int, len(models), hist_width, nominees)
     bits = {name: 1 << i for i, name in enumerate(models)}
     cluster_bits = sum(bits.values())
-    m = pl.col("gpu_milli").cast(pl.Int64)
+    trace_m = pl.col("gpu_milli").cast(pl.Int64)
+    # Shared by replicas, every GPU pod asks whole devices: a fractional one takes one replica.
+    m = (
+        pl.when(trace_m.is_between(1, L.WHOLE - 1)).then(L.WHOLE).otherwise(trace_m)
+        if replicas > 1
+        else trace_m
+    )
     allowed = (
         pl.when(pl.col("gpu_models").is_null())
         .then(pl.lit(L.ALL_MODELS, pl.UInt64))
@@ -397,7 +551,7 @@ def compile_replay(
             .cast(pl.UInt64)
         )
     )
-    gpus = pl.col("num_pods").cast(pl.Float64) * m.cast(pl.Float64) / 1000.0
+    gpus = pl.col("num_pods").cast(pl.Float64) * trace_m.cast(pl.Float64) / 1000.0
     ckpt = (
         pl.col("checkpoint_interval").cast(pl.Float64)
         if "checkpoint_interval" in jobs.columns
@@ -451,6 +605,11 @@ def compile_replay(
         pl.col("preemptible").cast(pl.Int64).alias("preemptible"),
         ckpt.alias("checkpoint"),
         overhead.alias("overhead"),
+        (
+            pl.min_horizontal(trace_m.cast(pl.Float64) / L.WHOLE, pl.lit(1.0))
+            if codes[L.P_DEMAND] == L.DEMAND_TRACE
+            else pl.lit(1.0, pl.Float64)
+        ).alias("demand"),
     )
     bad_ckpt = df.filter(
         ~(pl.col("checkpoint") >= 0) | ~(pl.col("overhead") >= 0) | pl.col("overhead").is_infinite()
@@ -502,6 +661,7 @@ def compile_replay(
     flts[L.JF_WORK] = df["duration"].to_numpy()
     flts[L.JF_CKPT] = df["checkpoint"].to_numpy()
     flts[L.JF_OVERHEAD] = df["overhead"].to_numpy()
+    flts[L.JF_DEMAND] = df["demand"].to_numpy()
     order = QueueOrder.priority.value if pod_mode else int(codes[L.P_ORDER])
     if order == QueueOrder.fifo.value:
         flts[L.JF_KEY1] = 0.0

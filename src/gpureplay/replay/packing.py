@@ -138,6 +138,14 @@ def pack_pods(
             "jobs",
             column="num_pods",
         )
+    sharing = getattr(policy.gpu_sharing, "name", policy.gpu_sharing)
+    if sharing != "none":
+        raise InputError.single(
+            f"packing mode (the FGD experiment) places pods that never run, so time-slicing and MPS, which "
+            f"change how fast pods run, do not apply: use gpu_sharing: none (found {sharing})",
+            "config",
+            column="scheduler.gpu_sharing",
+        )
     if int(nodes["num_gpus"].sum()) == 0:
         raise InputError.single(
             "the cluster has no GPUs: packing mode measures how much of its GPU capacity is allocated",

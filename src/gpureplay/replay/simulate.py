@@ -76,6 +76,8 @@ JOB_RESULT_SCHEMA: dict[str, pl.DataType] = {
     "attempts": pl.Int32(),
     "pending_time": pl.Float64(),
     "lost_gpu_seconds": pl.Float64(),
+    "sharing_delay": pl.Float64(),
+    "sharing_slowdown": pl.Float64(),
 }
 
 #: One row per run attempt (``attempts.parquet``).
@@ -619,6 +621,14 @@ def _job_results(compiled: Compiled, js: JobState, end_time: float) -> pl.DataFr
     overhead_open = np.where(running, np.minimum(end_time, js.time[L.T_PROGRESS0]) - start, 0.0)
     grace_open = np.where(terminating, end_time - js.time[L.T_EVICTED], 0.0)
     lost = js.time[L.T_LOST] + gpus * (np.nan_to_num(overhead_open) + np.nan_to_num(grace_open))
+    # Work and sharing delay booked at the attempts' ends, plus what a running attempt has done so far.
+    since = np.maximum(js.time[L.T_RATE_T], js.time[L.T_PROGRESS0])
+    elapsed = np.where(running, np.maximum(0.0, end_time - np.where(running, since, 0.0)), 0.0)
+    rate = np.where(running, js.time[L.T_RATE], 1.0)
+    delay = js.time[L.T_SHARE_DELAY] + elapsed * (1.0 - rate)
+    work = js.time[L.T_WORK_DONE] + np.where(running, js.time[L.T_DONE], 0.0) + elapsed * rate
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slowdown = np.where(work > 0.0, (work + delay) / work, np.nan)
     return pl.DataFrame(
         {
             "job_id": ints[L.J_ID],
@@ -632,6 +642,8 @@ def _job_results(compiled: Compiled, js: JobState, end_time: float) -> pl.DataFr
             "attempts": js.dyn[L.D_ATTEMPTS],
             "pending_time": np.where(status == L.S_REJECTED, np.nan, pending),
             "lost_gpu_seconds": lost,
+            "sharing_delay": delay,
+            "sharing_slowdown": slowdown,
         },
         schema=JOB_RESULT_SCHEMA,
         nan_to_null=True,

@@ -74,6 +74,19 @@ Preemption
 - ``pending_time_mean``: mean over admitted jobs of the time spent pending,
   the first wait and every requeue after an eviction (up to ``span_end`` for a
   job still pending).
+
+GPU sharing by replicas
+-----------------------
+Under time-slicing or MPS every GPU is ``replicas_per_gpu`` devices and the
+allocation figures (``gpu_allocation_rate``, the timeline's
+``allocated_fraction``) count devices, as the cluster reports
+``nvidia.com/gpu``. What sharing costs is a stretch of run times
+(docs/engine-semantics.md, "GPU sharing by replicas"):
+
+- ``sharing_slowdown_mean``, ``sharing_slowdown_p95``: over admitted jobs that
+  made progress, ``(work + delay) / work`` (1 when never slowed);
+- ``slowed_jobs``: jobs with a slowdown above 1;
+- ``sharing_delay_hours``: the sum of the jobs' ``sharing_delay``, hours.
 """
 
 from __future__ import annotations
@@ -234,7 +247,7 @@ def attempt_results(attempts: pl.DataFrame) -> pl.DataFrame:
 
 
 def timeline_results(timeline: pl.DataFrame, total_gpus: int) -> pl.DataFrame:
-    """Add the allocated fraction of GPU capacity and fix the schema."""
+    """Add the allocated fraction of GPU capacity (``total_gpus`` devices) and fix the schema."""
     fraction = pl.col("allocated_milli") / (1000.0 * total_gpus) if total_gpus else pl.lit(None, pl.Float64)
     return conform(timeline.with_columns(allocated_fraction=fraction), TIMELINE_SCHEMA)
 
@@ -293,6 +306,7 @@ def summary_metrics(
     total_gpus: int,
     sample_interval: float,
     attempts: pl.DataFrame | None = None,
+    replicas_per_gpu: int = 1,
 ) -> pl.DataFrame:
     """The one-row table of headline metrics (``SUMMARY_METRICS_SCHEMA``; definitions: module docstring).
 
@@ -316,7 +330,11 @@ def summary_metrics(
         ``Replay.sample_interval``: the interval the timeline was sampled at.
     attempts
         :func:`attempt_results` of the run, for ``goodput`` (null without it).
+    replicas_per_gpu
+        Devices each GPU is advertised as (time-slicing / MPS ``replicas``; 1:
+        no sharing by replicas): the allocation rates count devices.
     """
+    devices = total_gpus * replicas_per_gpu
     admitted = _censored(jobs, span)
     finished = admitted.filter(pl.col("finished"))
     measured = window.within(span)
@@ -342,15 +360,17 @@ def summary_metrics(
         "wait_mean_started": admitted.filter(pl.col("started"))["wait_time"].mean(),
         "jct_mean_finished": finished["jct"].mean(),
         "makespan": makespan,
-        "gpu_allocation_rate": _rate(gpu_milli_seconds, total_gpus, span.seconds),
+        "gpu_allocation_rate": _rate(gpu_milli_seconds, devices, span.seconds),
         "fragmented_gpus_mean": timeline["fragmented_gpus"].mean() if timeline.height else None,
         "sample_interval_used": sample_interval,
         "window_start": measured.start,
         "window_end": measured.end,
         "window_jobs": jobs.filter(in_window).height,
         **_job_figures(admitted.filter(in_window), "window_"),
-        "window_gpu_allocation_rate": _rate(window_gpu_milli_seconds, total_gpus, measured.seconds),
+        "window_gpu_allocation_rate": _rate(window_gpu_milli_seconds, devices, measured.seconds),
         **_preemption_figures(admitted, attempts, gpu_milli_seconds, span),
+        "replicas_per_gpu": replicas_per_gpu,
+        **_sharing_figures(admitted),
     }
     return pl.DataFrame([row], schema=SUMMARY_METRICS_SCHEMA)
 
@@ -377,6 +397,17 @@ def _preemption_figures(
         "lost_gpu_hours": float(admitted["lost_gpu_seconds"].sum()) / 3600.0,
         "goodput": useful,
         "pending_time_mean": pending,
+    }
+
+
+def _sharing_figures(admitted: pl.DataFrame) -> dict[str, Any]:
+    """Slowdown from GPU sharing by replicas (module docstring, "GPU sharing by replicas")."""
+    worked = admitted["sharing_slowdown"].drop_nulls()
+    return {
+        "slowed_jobs": int((worked > 1.0).sum()),
+        "sharing_slowdown_mean": worked.mean(),
+        "sharing_slowdown_p95": worked.quantile(0.95, "linear"),
+        "sharing_delay_hours": float(admitted["sharing_delay"].sum()) / 3600.0,
     }
 
 

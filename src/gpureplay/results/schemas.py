@@ -37,6 +37,8 @@ JOBS_RESULT_SCHEMA: dict[str, pl.DataType] = {
     "attempts": pl.Int32(),
     "pending_time": pl.Float64(),  # every interval spent pending: first wait and each requeue
     "lost_gpu_seconds": pl.Float64(),  # what evictions cost it: rolled-back work, restart overheads, grace
+    "sharing_delay": pl.Float64(),  # seconds its runs were stretched by time-slicing / MPS sharing
+    "sharing_slowdown": pl.Float64(),  # (work + sharing_delay) / work; 1: never slowed; null: no work done
     "nodes_spanned": pl.Int32(),
     "held_milli": pl.Int64(),
     "state": pl.Enum(JOB_STATES),
@@ -146,4 +148,12 @@ SUMMARY_METRICS_SCHEMA: dict[str, pl.DataType] = {
     "lost_gpu_hours": pl.Float64(),
     "goodput": pl.Float64(),
     "pending_time_mean": pl.Float64(),
+    # GPU sharing by replicas (time-slicing, MPS): devices each GPU is advertised as (1: none; the
+    # allocation rates count devices), jobs slowed by sharing, their mean and p95 slowdown over jobs
+    # that did work, and the hours their runs were stretched.
+    "replicas_per_gpu": pl.Int64(),
+    "slowed_jobs": pl.Int64(),
+    "sharing_slowdown_mean": pl.Float64(),
+    "sharing_slowdown_p95": pl.Float64(),
+    "sharing_delay_hours": pl.Float64(),
 }

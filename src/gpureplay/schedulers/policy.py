@@ -115,6 +115,47 @@ class SharedGpuMemory(Enum):
     full = 2
 
 
+class GpuSharing(Enum):
+    """How the NVIDIA device plugin shares each GPU among pods (scheduler-semantics.md §2.3).
+
+    ``none``: a GPU is one ``nvidia.com/gpu`` (or is shared by the fractional
+    systems' own rules: HAMi, KAI, gpushare). ``time_slicing``: each GPU is
+    advertised as ``replicas`` devices and CUDA time-slices the pods on it (no
+    isolation: active sharers slow each other). ``mps``: ``replicas`` devices,
+    each an MPS client capped at ``100 // replicas`` percent of the SMs and
+    ``1 / replicas`` of the memory. docs/engine-semantics.md, "GPU sharing by
+    replicas".
+    """
+
+    none = 0
+    time_slicing = 1
+    mps = 2
+
+
+class ReplicaAllocation(Enum):
+    """Which replica devices a pod gets (device plugin ``sharedDevicesAllocationPolicy``).
+
+    ``distributed``: each replica from the GPU with the fewest replicas in use
+    (``internal/rm/allocate.go`` ``distributedAlloc``, the released default).
+    ``packed``: the most in use first (2026 main branch).
+    """
+
+    distributed = 0
+    packed = 1
+
+
+class SharingDemand(Enum):
+    """How much of a GPU a pod would use alone, in the throughput model of shared GPUs.
+
+    ``whole``: all of it (each of N time-sliced sharers runs at 1/N). ``trace``:
+    ``gpu_milli / 1000`` for a fractional pod (openb's share of a GPU), 1 for
+    whole-GPU pods: sharers whose demands fit in one GPU do not slow each other.
+    """
+
+    whole = 0
+    trace = 1
+
+
 @dataclass
 class Policy:
     """A scheduler configuration (the ``scheduler`` config group).
@@ -163,6 +204,18 @@ class Policy:
         limit.
     shared_gpu_memory
         See :class:`SharedGpuMemory`.
+    gpu_sharing
+        See :class:`GpuSharing`.
+    replicas
+        Devices each GPU is advertised as under time-slicing or MPS (the
+        device plugin's ``replicas``, >= 2); 1 without sharing.
+    replica_allocation
+        See :class:`ReplicaAllocation`.
+    sharing_demand
+        See :class:`SharingDemand`.
+    switch_overhead
+        Time-slicing only: share of a GPU's time lost to context switches
+        while two or more pods are active on it, in [0, 1) (0: free).
     """
 
     name: str = "fifo"
@@ -181,3 +234,13 @@ class Policy:
     node_ties: NodeTies = NodeTies.lowest_index
     device_split_count: int = 0
     shared_gpu_memory: SharedGpuMemory = SharedGpuMemory.none
+    gpu_sharing: GpuSharing = GpuSharing.none
+    replicas: int = 1
+    replica_allocation: ReplicaAllocation = ReplicaAllocation.distributed
+    sharing_demand: SharingDemand = SharingDemand.whole
+    switch_overhead: float = 0.0
+
+    def devices_per_gpu(self) -> int:
+        """``nvidia.com/gpu`` devices per GPU: ``replicas`` when shared by replicas, else 1."""
+        sharing = str(getattr(self.gpu_sharing, "name", self.gpu_sharing))
+        return self.replicas if sharing != GpuSharing.none.name else 1

@@ -1,0 +1,255 @@
+"""Throughput of jobs on GPUs shared by replicas: time-slicing and MPS slow-downs, as rates.
+
+NVIDIA k8s-device-plugin advertises each GPU as ``replicas`` devices
+(:func:`gpureplay.replay.compile.replicate_devices`); the scheduler only
+counts them. What sharing costs shows up at run time: under time-slicing CUDA
+gives the active contexts on a GPU turns, so co-located jobs slow each other;
+under MPS each client is capped at ``100 // replicas`` percent of the SMs.
+A job's rate (:func:`set_rate`) follows from the active
+jobs on its GPUs and changes whenever they do (docs/engine-semantics.md, "GPU
+sharing by replicas"; scheduler-semantics.md §2.3).
+
+A *process* is one pod of an active (running) job on one physical GPU, with
+weight ``w`` = its replicas there and demand ``D = w * d`` (``d``: the share
+of a GPU one replica of it would use alone, ``JF_DEMAND``).
+"""
+
+from __future__ import annotations
+
+from gpureplay.engine.bundles import Cluster, Jobs, JobState, Params, Run, Timers
+from gpureplay.engine.config import kernel
+from gpureplay.engine.layout import (
+    D_GEN,
+    D_PLACED,
+    D_STATUS,
+    J_K,
+    J_MILLI,
+    J_POD0,
+    J_SLOT0,
+    JF_DEMAND,
+    N_GPU0,
+    N_REPLICAS,
+    P_SHARING,
+    PF_MPS_CAP,
+    PF_SWITCH,
+    S_RUNNING,
+    SHARING_MPS,
+    SHARING_NONE,
+    T_DONE,
+    T_FINISH,
+    T_LEFT,
+    T_PROGRESS0,
+    T_RATE,
+    T_RATE_T,
+    T_SHARE_DELAY,
+)
+from gpureplay.engine.timers import push_completion
+
+
+@kernel
+def progress_at(js: JobState, j: int, t: float) -> float:
+    """Work running job ``j``'s current attempt has done by ``t`` (none during its restart overhead)."""
+    since = max(js.time[T_RATE_T, j], js.time[T_PROGRESS0, j])
+    return float(js.time[T_DONE, j] + max(0.0, t - since) * js.time[T_RATE, j])
+
+
+@kernel
+def settle(js: JobState, j: int, t: float) -> None:
+    """Book running job ``j``'s progress and sharing delay up to ``t`` (its rate then applies from ``t`` on).
+
+    Notes
+    -----
+    The delay is what the rate below 1 cost: ``(1 - rate) * dt`` over the
+    progress time (none during the restart overhead).
+    """
+    since = max(js.time[T_RATE_T, j], js.time[T_PROGRESS0, j])
+    elapsed = max(0.0, t - since)
+    rate = js.time[T_RATE, j]
+    js.time[T_DONE, j] += elapsed * rate
+    js.time[T_SHARE_DELAY, j] += elapsed * (1.0 - rate)
+    js.time[T_RATE_T, j] = max(t, js.time[T_PROGRESS0, j])
+
+
+@kernel
+def set_rate(jobs: Jobs, js: JobState, tm: Timers, run: Run, j: int, rate: float, t: float) -> None:
+    """Running job ``j`` makes progress at ``rate`` (> 0) from ``t`` on: keep its work, move its finish.
+
+    Notes
+    -----
+    The completion entry of the old rate is left in the heap, stale (the
+    job's generation moves on), and a new one is pushed: lazy deletion
+    (:mod:`gpureplay.engine.timers`). A rate set during the restart overhead
+    applies once the overhead is over.
+    """
+    settle(js, j, t)
+    js.time[T_RATE, j] = rate
+    finish = js.time[T_RATE_T, j] + (js.time[T_LEFT, j] - js.time[T_DONE, j]) / rate
+    js.time[T_FINISH, j] = finish
+    js.dyn[D_GEN, j] += 1
+    push_completion(jobs, js, tm, run, j, finish)
+
+
+@kernel
+def weight_on(jobs: Jobs, js: JobState, cl: Cluster, pod: int, j: int, n: int, phys: int) -> int:
+    """Replicas pod ``pod`` (of job ``j``, on node ``n``) holds on physical GPU ``phys`` of its node."""
+    k = jobs.ints[J_K, j]
+    slot0 = jobs.ints[J_SLOT0, j] + (pod - jobs.ints[J_POD0, j]) * k
+    reps = cl.node_int[N_REPLICAS, n]
+    g0 = cl.node_int[N_GPU0, n]
+    w = 0
+    for i in range(k):
+        if (js.slot_gpu[slot0 + i] - g0) // reps == phys:
+            w += 1
+    return w
+
+
+@kernel
+def processes_below(
+    jobs: Jobs, js: JobState, cl: Cluster, n: int, phys: int, skip: int, low: float, high: float
+) -> tuple[float, int, bool]:
+    """Over the active processes on physical GPU ``phys`` of node ``n`` (job ``skip``'s left out):
+    the sum of the demands ``<= low``, how many are above ``low``, and whether one lies in ``(low, high]``.
+    """
+    below = 0.0
+    above = 0
+    between = False
+    pod = js.node_pods[n]
+    while pod >= 0:
+        q = jobs.pod_job[pod]
+        if q != skip and js.dyn[D_STATUS, q] == S_RUNNING and jobs.ints[J_MILLI, q] > 0:
+            w = weight_on(jobs, js, cl, pod, q, n, phys)
+            if w > 0:
+                demand = w * jobs.flts[JF_DEMAND, q]
+                if demand <= low:
+                    below += demand
+                else:
+                    above += 1
+                    if demand <= high:
+                        between = True
+        pod = js.pod_next[pod]
+    return below, above, between
+
+
+@kernel
+def time_slice_share(
+    params: Params, jobs: Jobs, js: JobState, cl: Cluster, n: int, phys: int, demand: float, skip: int
+) -> float:
+    """The share of physical GPU ``phys`` (node ``n``) a process of demand ``demand`` on it gets.
+
+    Notes
+    -----
+    CUDA time-slicing gives every context with work a turn: capacity 1 (less
+    ``switch_overhead`` while two or more share the GPU) divided max-min
+    fairly among the active processes (water-filling: a process never gets
+    more than its demand, the rest is split among the others). Processes of
+    job ``skip`` are left out (it is stopping).
+    """
+    _, count, _ = processes_below(jobs, js, cl, n, phys, skip, -1.0, -1.0)
+    capacity = 1.0 if count <= 1 else 1.0 - params.flt[PF_SWITCH]
+    # The water level L with sum(min(D_i, L)) = capacity: every demand at or below a threshold is
+    # met; raise the threshold to the level left for the others until no demand lies in between.
+    threshold = -1.0
+    while True:
+        satisfied, others, _ = processes_below(jobs, js, cl, n, phys, skip, threshold, threshold)
+        if others == 0:
+            return demand
+        level = (capacity - satisfied) / others
+        _, _, between = processes_below(jobs, js, cl, n, phys, skip, threshold, level)
+        if not between:
+            return min(demand, level)
+        threshold = level
+
+
+@kernel
+def job_rate(params: Params, jobs: Jobs, js: JobState, cl: Cluster, j: int, skip: int) -> float:
+    """Rate of running job ``j`` on its shared GPUs now: the least over its processes.
+
+    Notes
+    -----
+    A synchronous data-parallel job is paced by its slowest worker. On a GPU
+    where its pod has ``w`` replicas and ``D = w * d``, the rate is
+    ``min(1, share / D)`` with the time-slicing share of
+    :func:`time_slice_share`, or the MPS cap ``floor(100 / R) / 100`` (the
+    control daemon's default active thread percentage; clients do not slow
+    each other). Throughput is taken as proportional to the share.
+    """
+    if jobs.ints[J_MILLI, j] == 0:
+        return 1.0
+    mps = params.codes[P_SHARING] == SHARING_MPS
+    d = jobs.flts[JF_DEMAND, j]
+    k = jobs.ints[J_K, j]
+    rate = 1.0
+    pod0 = jobs.ints[J_POD0, j]
+    for p in range(js.dyn[D_PLACED, j]):
+        n = js.pod_node[pod0 + p]
+        reps = cl.node_int[N_REPLICAS, n]
+        g0 = cl.node_int[N_GPU0, n]
+        slot0 = jobs.ints[J_SLOT0, j] + p * k
+        for i in range(k):
+            phys = (js.slot_gpu[slot0 + i] - g0) // reps
+            seen = False
+            for e in range(i):
+                if (js.slot_gpu[slot0 + e] - g0) // reps == phys:
+                    seen = True
+            if seen:
+                continue
+            demand = weight_on(jobs, js, cl, pod0 + p, j, n, phys) * d
+            if mps:
+                share = params.flt[PF_MPS_CAP]
+            else:
+                share = time_slice_share(params, jobs, js, cl, n, phys, demand, skip)
+            rate = min(rate, min(1.0, share / demand))
+    return rate
+
+
+@kernel
+def rerate(
+    params: Params, jobs: Jobs, js: JobState, cl: Cluster, tm: Timers, run: Run, j: int, t: float
+) -> None:
+    """Give running job ``j`` the rate its shared GPUs allow now, if that changed.
+
+    A job finishing at ``t`` is left alone: a new rate would only move its finish by rounding.
+    """
+    if js.time[T_FINISH, j] <= t:
+        return
+    rate = job_rate(params, jobs, js, cl, j, -1)
+    if rate != js.time[T_RATE, j]:
+        set_rate(jobs, js, tm, run, j, rate, t)
+
+
+@kernel
+def sharers_changed(
+    params: Params, jobs: Jobs, js: JobState, cl: Cluster, tm: Timers, run: Run, j: int, t: float
+) -> None:
+    """Job ``j`` starts (running) or stops (not running any more, pods still placed) at ``t``: re-rate.
+
+    Notes
+    -----
+    Under time-slicing every running job with a pod on one of ``j``'s physical
+    GPUs takes its new rate (and ``j`` its own when it starts); under MPS a
+    job's rate depends on its own placement only. Nothing happens without
+    sharing by replicas or for a GPU-less job.
+    """
+    mode = params.codes[P_SHARING]
+    if mode == SHARING_NONE or jobs.ints[J_MILLI, j] == 0:
+        return
+    running = js.dyn[D_STATUS, j] == S_RUNNING
+    if mode == SHARING_MPS:
+        if running:
+            rerate(params, jobs, js, cl, tm, run, j, t)
+        return
+    k = jobs.ints[J_K, j]
+    pod0 = jobs.ints[J_POD0, j]
+    for p in range(js.dyn[D_PLACED, j]):
+        n = js.pod_node[pod0 + p]
+        reps = cl.node_int[N_REPLICAS, n]
+        g0 = cl.node_int[N_GPU0, n]
+        slot0 = jobs.ints[J_SLOT0, j] + p * k
+        for i in range(k):
+            phys = (js.slot_gpu[slot0 + i] - g0) // reps
+            pod = js.node_pods[n]
+            while pod >= 0:
+                q = jobs.pod_job[pod]
+                if js.dyn[D_STATUS, q] == S_RUNNING and weight_on(jobs, js, cl, pod, q, n, phys) > 0:
+                    rerate(params, jobs, js, cl, tm, run, q, t)
+                pod = js.pod_next[pod]
