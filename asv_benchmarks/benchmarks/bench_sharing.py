@@ -2,7 +2,8 @@
 
 openb's 8,152 pods (shares of a GPU and whole GPUs) arriving 8x faster on 16 of openb's G2
 servers (128 GPUs), under the GPU-sharing presets (HAMi binpack / spread with 10 vGPU slots per
-GPU, KAI's shared-GPU binpack, gpushare) and the kube-default baseline. Inputs are built exactly
+GPU, KAI's shared-GPU binpack, gpushare; the device plugin's time-slicing and MPS with 4 replicas
+per GPU) and the kube-default baseline. Inputs are built exactly
 as ``gpureplay run experiment=openb-fractional scheduler=NAME`` builds them; the kernels are
 compiled (or loaded from numba's cache) in ``setup()``. ``track_wait_mean`` keeps the result
 next to the speed.
@@ -22,7 +23,15 @@ from gpureplay.schedulers.presets import preset
 from gpureplay.traces.registry import load_trace
 from gpureplay.workload.transforms import apply_workload
 
-SHARING_PRESETS = ["kube-default", "hami-binpack", "hami-spread", "kai-shared", "gpushare"]
+SHARING_PRESETS = [
+    "kube-default",
+    "hami-binpack",
+    "hami-spread",
+    "kai-shared",
+    "gpushare",
+    "time-slicing",
+    "mps",
+]
 SEED = 42
 
 

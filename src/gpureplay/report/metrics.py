@@ -139,6 +139,29 @@ PREEMPTION_METRICS: tuple[Metric, ...] = (
     ),
 )
 
+#: What GPU sharing by replicas costs (time-slicing, MPS; 1 and 0 elsewhere).
+SHARING_METRICS: tuple[Metric, ...] = (
+    Metric("replicas_per_gpu", "replicas per GPU", "replicas per GPU", None, count=True),
+    Metric("slowed_jobs", "jobs slowed", "jobs slowed by sharing", "lower", count=True, min_change=1.0),
+    Metric(
+        "sharing_slowdown_mean",
+        "mean sharing slowdown",
+        "mean slowdown from sharing",
+        "lower",
+        min_change=0.01,
+    ),
+    Metric(
+        "sharing_slowdown_p95", "p95 sharing slowdown", "p95 slowdown from sharing", "lower", min_change=0.01
+    ),
+    Metric(
+        "sharing_delay_hours",
+        "run time added (h)",
+        "run time added by sharing",
+        "lower",
+        min_change=0.1,
+    ),
+)
+
 #: Censoring counts: summarised across seeds like the metrics, shown beside them.
 CENSORED_METRICS: tuple[Metric, ...] = tuple(
     Metric(f"{prefix}{what}_censored", f"censored {what}s", f"censored {what}s", None, count=True)
@@ -150,15 +173,22 @@ CENSORED_METRICS: tuple[Metric, ...] = tuple(
 ALL_METRICS: tuple[Metric, ...] = tuple(
     {
         m.column: m
-        for m in (*OUTCOME_METRICS, *RUN_METRICS, *WINDOW_METRICS, *CENSORED_METRICS, *PREEMPTION_METRICS)
+        for m in (
+            *OUTCOME_METRICS,
+            *RUN_METRICS,
+            *WINDOW_METRICS,
+            *CENSORED_METRICS,
+            *PREEMPTION_METRICS,
+            *SHARING_METRICS,
+        )
     }.values()
 )
 
 METRICS_BY_COLUMN: dict[str, Metric] = {m.column: m for m in ALL_METRICS}
 
 
-def compared_metrics(scope: Scope, preemption: bool = True) -> tuple[Metric, ...]:
-    """The metrics sentences and the change table compare: delays over ``scope``, outcomes, preemption.
+def compared_metrics(scope: Scope, preemption: bool = True, sharing: bool = False) -> tuple[Metric, ...]:
+    """The metrics sentences and the change table compare: delays over ``scope``, outcomes, extras.
 
     Parameters
     ----------
@@ -167,6 +197,8 @@ def compared_metrics(scope: Scope, preemption: bool = True) -> tuple[Metric, ...
     preemption
         Include what evictions cost; pass False when no run evicted a job, where
         those columns are all zero and the pending time equals the wait.
+    sharing
+        Include what GPU sharing by replicas cost (:func:`runs_shared`).
 
     Examples
     --------
@@ -178,13 +210,20 @@ def compared_metrics(scope: Scope, preemption: bool = True) -> tuple[Metric, ...
     'fragmented_gpus_mean'
     """
     delays = WINDOW_METRICS if scope == "window" else RUN_METRICS
-    extra = PREEMPTION_METRICS if preemption else ()
+    extra = (*(PREEMPTION_METRICS if preemption else ()), *(SHARING_METRICS if sharing else ()))
     return tuple(m for m in (*delays, *OUTCOME_METRICS, *extra) if m.better is not None)
 
 
 def runs_evicted(runs: pl.DataFrame) -> bool:
     """True when some run in ``runs`` (one row per run, the summary's columns) evicted a job."""
     return "preemptions" in runs.columns and bool((runs.get_column("preemptions").fill_null(0) > 0).any())
+
+
+def runs_shared(runs: pl.DataFrame) -> bool:
+    """True when some run in ``runs`` shared GPUs by replicas (time-slicing or MPS)."""
+    return "replicas_per_gpu" in runs.columns and bool(
+        (runs.get_column("replicas_per_gpu").fill_null(1) > 1).any()
+    )
 
 
 __all__ = [
@@ -194,10 +233,12 @@ __all__ = [
     "OUTCOME_METRICS",
     "PREEMPTION_METRICS",
     "RUN_METRICS",
+    "SHARING_METRICS",
     "WINDOW_METRICS",
     "WINDOW_PREFIX",
     "Metric",
     "Scope",
     "compared_metrics",
     "runs_evicted",
+    "runs_shared",
 ]

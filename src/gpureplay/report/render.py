@@ -22,11 +22,13 @@ from gpureplay.report.metrics import (
     OUTCOME_METRICS,
     PREEMPTION_METRICS,
     RUN_METRICS,
+    SHARING_METRICS,
     WINDOW_METRICS,
     Metric,
     Scope,
     compared_metrics,
     runs_evicted,
+    runs_shared,
 )
 from gpureplay.report.stats import format_count, format_value
 
@@ -249,13 +251,28 @@ def has_preemption(data: ReportData) -> bool:
 
 def preemption_table(data: ReportData) -> Table:
     """Evictions and what they cost per configuration (whole run, mean over seeds)."""
+    return _metrics_table(data, PREEMPTION_METRICS)
+
+
+def has_sharing(data: ReportData) -> bool:
+    """True when some run shared GPUs by replicas (the sharing table is shown then)."""
+    return runs_shared(data.collection.runs)
+
+
+def sharing_table(data: ReportData) -> Table:
+    """What time-slicing / MPS cost per configuration: jobs slowed, slowdown, run time added."""
+    return _metrics_table(data, SHARING_METRICS)
+
+
+def _metrics_table(data: ReportData, metrics: tuple[Metric, ...]) -> Table:
+    """One row per configuration: seeds and ``metrics`` (whole run, mean over seeds)."""
     cells = _cells(data)
-    header = ["configuration", "seeds", *(m.title for m in PREEMPTION_METRICS)]
+    header = ["configuration", "seeds", *(m.title for m in metrics)]
     rows = [
         [
             (config, ""),
             (str(runs), "num"),
-            *((_cell(cells, config, m, runs), "num") for m in PREEMPTION_METRICS),
+            *((_cell(cells, config, m, runs), "num") for m in metrics),
         ]
         for config, runs in data.collection.configs.select(CONFIG_COLUMN, "runs").iter_rows()
     ]
@@ -325,7 +342,7 @@ def _number(value: float | None) -> str:
 
 def change_table(data: ReportData) -> Table:
     """Change of each configuration's means from its baseline's, coloured better/worse in HTML."""
-    metrics = compared_metrics(data.scope, has_preemption(data))
+    metrics = compared_metrics(data.scope, has_preemption(data), has_sharing(data))
     found = {
         (c, m): (rel, change, better)
         for c, m, rel, change, better in data.effects.select(
@@ -388,6 +405,13 @@ _PREEMPTION_NOTE = (
     "Evictions by priority preemption and what they cost, over the whole run (mean over seeds): GPU-hours "
     "lost to work rolled back to the last checkpoint, restart overheads and termination grace periods; "
     "goodput = useful GPU-time / allocated GPU-time; pending time counts every requeue after an eviction."
+)
+
+_SHARING_NOTE = (
+    "Time-slicing and MPS advertise each GPU as several devices (replicas); GPU allocation counts devices. "
+    "What sharing costs is run time: a job's sharing slowdown = (work + time added) / work, over the "
+    "jobs that ran (1 = never slowed); run time added = the sum over jobs of the time their runs were "
+    "stretched (whole run, mean over seeds; docs/engine-semantics.md, GPU sharing by replicas)."
 )
 
 _PRIORITY_NOTE = (
@@ -461,6 +485,9 @@ def render_markdown(data: ReportData) -> str:
         out += _md_table(preemption_table(data))
         out += ["", _PRIORITY_NOTE, ""]
         out += _md_table(priority_table(data))
+    if has_sharing(data):
+        out += ["", "## GPU sharing by replicas", "", _SHARING_NOTE, ""]
+        out += _md_table(sharing_table(data))
     change = change_table(data)
     if change.rows:
         out += [
@@ -585,6 +612,12 @@ def render_html(data: ReportData) -> str:
             f'<p class="note">{_e(_PRIORITY_NOTE)}</p>',
             _html_table(priority_table(data)),
         ]
+    if has_sharing(data):
+        parts += [
+            "<h2>GPU sharing by replicas</h2>",
+            f'<p class="note">{_e(_SHARING_NOTE)}</p>',
+            _html_table(sharing_table(data)),
+        ]
     change = change_table(data)
     if change.rows:
         parts += [
@@ -640,6 +673,7 @@ __all__ = [
     "format_cell",
     "format_change",
     "has_preemption",
+    "has_sharing",
     "has_window",
     "headline_table",
     "outcome_table",
@@ -647,5 +681,6 @@ __all__ = [
     "priority_table",
     "render_html",
     "render_markdown",
+    "sharing_table",
     "significant_decimals",
 ]

@@ -31,6 +31,7 @@ from gpureplay.report.metrics import (
     Scope,
     compared_metrics,
     runs_evicted,
+    runs_shared,
 )
 
 #: Name of the scheduler preset taken as the baseline when present.
@@ -321,7 +322,9 @@ def effects(collection: Collection, stats: pl.DataFrame, scope: Scope | None = N
         count of censored values, null for metrics without censoring).
         Baselines' own rows are left out.
     """
-    metrics = compared_metrics(scope or delay_scope(collection), runs_evicted(collection.runs))
+    metrics = compared_metrics(
+        scope or delay_scope(collection), runs_evicted(collection.runs), runs_shared(collection.runs)
+    )
     lower = {m.column: m.better == "lower" for m in metrics}
     floor = {m.column: m.min_change for m in metrics}
     censored_of = {m.column: m.censored for m in metrics if m.censored is not None}
