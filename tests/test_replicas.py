@@ -161,7 +161,11 @@ def test_fractional_pod_takes_one_whole_replica() -> None:
     # Under sharing a 300-milli pod is a 1-device whole pod: 3 of them on 1 GPU x 2 replicas -> 2 run
     # (1/2 each), the third waits for a device. Results report devices: gpus 1.0, held 1000 milli.
     result = simulate(
-        jobs_frame([job(i, 0.0, 100.0, 1, 300) for i in (1, 2, 3)]), gpus(1), TS2, sample_interval=10.0
+        jobs_frame([job(i, 0.0, 100.0, 1, 300) for i in (1, 2, 3)]),
+        gpus(1),
+        TS2,
+        sample_interval=10.0,
+        debug=True,
     )
     out = rows(result)
     assert {k: (r["start_time"], r["finish_time"]) for k, r in out.items()} == {

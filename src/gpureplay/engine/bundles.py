@@ -46,6 +46,11 @@ class Jobs(NamedTuple):
         ``R_*`` rejection code per job (computed once per shape).
     pod_job
         The job of each global pod.
+    demand
+        GPUs shared by replicas (time-slicing, MPS): the share of a GPU one
+        replica of each job uses alone (1: all of it); ``None`` otherwise, which
+        keeps the rate code out of the replays that do not share
+        (:mod:`gpureplay.engine.sharing`).
     """
 
     ints: Int64Array
@@ -54,6 +59,7 @@ class Jobs(NamedTuple):
     arrival: Int64Array
     reject: Int64Array
     pod_job: Int64Array
+    demand: Float64Array | None = None
 
 
 class Tasks(NamedTuple):

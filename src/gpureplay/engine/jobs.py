@@ -379,7 +379,7 @@ def start_job(
             sc.node_mark[n] = stamp
             spanned += 1
     js.dyn[D_SPANNED, j] = spanned
-    sharers_changed(params, jobs, js, cl, tm, run, j, t)
+    sharers_changed(jobs.demand, params, jobs, js, cl, tm, run, j, t)
 
 
 @kernel
@@ -411,7 +411,7 @@ def complete_job(
     settle(js, j, t)
     js.time[T_WORK_DONE, j] += js.time[T_LEFT, j]
     js.dyn[D_STATUS, j] = S_FINISHED
-    sharers_changed(params, jobs, js, cl, tm, run, j, t)
+    sharers_changed(jobs.demand, params, jobs, js, cl, tm, run, j, t)
     release_job_pods(params, jobs, cs, cl, ix, js, sc, run, j)
     js.time[T_FINISH, j] = t
     js.time[T_END, j] = t
@@ -504,7 +504,7 @@ def evict_job(
     run.counters[K_NTERM] += 1
     push_timer(js, tm, run, TM_TERMINATED, t + grace, v)
     if status == S_RUNNING:
-        sharers_changed(params, jobs, js, cl, tm, run, v, t)
+        sharers_changed(jobs.demand, params, jobs, js, cl, tm, run, v, t)
 
 
 @kernel

@@ -78,8 +78,7 @@ JF_CKPT = 2  # checkpoint interval, seconds of progress (inf: never checkpoints)
 JF_OVERHEAD = 3  # restart overhead of every attempt after the first, seconds
 JF_KEY1 = 4  # static queue key, first component (see gpureplay.engine.pending)
 JF_KEY2 = 5  # static queue key, second component
-JF_DEMAND = 6  # share of a GPU one replica of it uses alone (GPU sharing by replicas; 1: all)
-JOB_FLOAT_FIELDS = 7
+JOB_FLOAT_FIELDS = 6
 
 # --- js.dyn: per-job dynamic integers ----------------------------------------------------------------
 D_STATUS = 0  # S_* code
@@ -91,7 +90,8 @@ D_PREEMPTIONS = 5  # times the job was evicted
 D_WAITING = 6  # victims this job evicted that still hold resources (it does not preempt again meanwhile)
 D_NOMINATOR = 7  # terminating: the job it was evicted for (-1: none)
 D_OVER = 8  # 1: pending in its class's overflow list (requeued with a new key), 0: in the static set
-JOB_DYN_FIELDS = 9
+D_RATE_MARK = 9  # the K_SHARE_CHANGES stamp of the last change that re-rated it (once per change)
+JOB_DYN_FIELDS = 10
 
 # --- js.time: per-job dynamic floats -----------------------------------------------------------------
 T_FIRST_START = 0  # start of the first attempt that ran (nan: never ran)
@@ -255,7 +255,8 @@ K_TIMER_SEQ = 18  # timers pushed so far (the timer heap's tie-break)
 K_REQUEUE_SEQ = 19  # requeues so far
 K_NTOUCHED = 20  # nodes in the touched list (debug checks)
 K_PREEMPT_TRIES = 21  # preemption searches run
-N_COUNTERS = 22
+K_SHARE_CHANGES = 22  # starts / stops on GPUs shared by replicas (the stamp of D_RATE_MARK)
+N_COUNTERS = 23
 
 # --- run.clock: float64 scalars of the event loop, kept between chunks ----------------------------------
 X_INTEGRAL = 0  # allocated milli-GPU x seconds up to X_NOW

@@ -11,22 +11,27 @@ sharing by replicas"; scheduler-semantics.md §2.3).
 
 A *process* is one pod of an active (running) job on one physical GPU, with
 weight ``w`` = its replicas there and demand ``D = w * d`` (``d``: the share
-of a GPU one replica of it would use alone, ``JF_DEMAND``).
+of a GPU one replica of it would use alone, ``Jobs.demand``). A replay that
+does not share GPUs by replicas has no ``Jobs.demand`` and compiles none of
+this (:func:`gpureplay.engine.config.when_given`).
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from gpureplay.engine.bundles import Cluster, Jobs, JobState, Params, Run, Timers
-from gpureplay.engine.config import kernel
+from gpureplay.engine.config import kernel, when_given
 from gpureplay.engine.layout import (
     D_GEN,
     D_PLACED,
+    D_RATE_MARK,
     D_STATUS,
     J_K,
     J_MILLI,
     J_POD0,
     J_SLOT0,
-    JF_DEMAND,
+    K_SHARE_CHANGES,
     N_GPU0,
     N_REPLICAS,
     P_SHARING,
@@ -42,6 +47,7 @@ from gpureplay.engine.layout import (
     T_RATE,
     T_RATE_T,
     T_SHARE_DELAY,
+    Float64Array,
 )
 from gpureplay.engine.timers import push_completion
 
@@ -105,12 +111,22 @@ def weight_on(jobs: Jobs, js: JobState, cl: Cluster, pod: int, j: int, n: int, p
 
 @kernel
 def processes_below(
-    jobs: Jobs, js: JobState, cl: Cluster, n: int, phys: int, skip: int, low: float, high: float
-) -> tuple[float, int, bool]:
+    demand: Float64Array,
+    jobs: Jobs,
+    js: JobState,
+    cl: Cluster,
+    n: int,
+    phys: int,
+    skip: int,
+    low: float,
+    high: float,
+) -> tuple[float, int, int, bool]:
     """Over the active processes on physical GPU ``phys`` of node ``n`` (job ``skip``'s left out):
-    the sum of the demands ``<= low``, how many are above ``low``, and whether one lies in ``(low, high]``.
+    the sum and the count of the demands ``<= low``, the count above ``low``, and whether one lies in
+    ``(low, high]``.
     """
     below = 0.0
+    met = 0
     above = 0
     between = False
     pod = js.node_pods[n]
@@ -119,22 +135,31 @@ def processes_below(
         if q != skip and js.dyn[D_STATUS, q] == S_RUNNING and jobs.ints[J_MILLI, q] > 0:
             w = weight_on(jobs, js, cl, pod, q, n, phys)
             if w > 0:
-                demand = w * jobs.flts[JF_DEMAND, q]
-                if demand <= low:
-                    below += demand
+                need = w * demand[q]
+                if need <= low:
+                    below += need
+                    met += 1
                 else:
                     above += 1
-                    if demand <= high:
+                    if need <= high:
                         between = True
         pod = js.pod_next[pod]
-    return below, above, between
+    return below, met, above, between
 
 
 @kernel
 def time_slice_share(
-    params: Params, jobs: Jobs, js: JobState, cl: Cluster, n: int, phys: int, demand: float, skip: int
+    params: Params,
+    demand: Float64Array,
+    jobs: Jobs,
+    js: JobState,
+    cl: Cluster,
+    n: int,
+    phys: int,
+    need: float,
+    skip: int,
 ) -> float:
-    """The share of physical GPU ``phys`` (node ``n``) a process of demand ``demand`` on it gets.
+    """The share of physical GPU ``phys`` (node ``n``) a process that needs ``need`` of it gets.
 
     Notes
     -----
@@ -144,24 +169,31 @@ def time_slice_share(
     more than its demand, the rest is split among the others). Processes of
     job ``skip`` are left out (it is stopping).
     """
-    _, count, _ = processes_below(jobs, js, cl, n, phys, skip, -1.0, -1.0)
+    total, count, _, _ = processes_below(demand, jobs, js, cl, n, phys, skip, np.inf, np.inf)
     capacity = 1.0 if count <= 1 else 1.0 - params.flt[PF_SWITCH]
+    if total <= capacity:
+        return need  # every demand met
+    fair = capacity / count
+    # Usually every demand is at least the equal share (always so with whole-GPU demands): 1/N each.
+    _, _, _, small = processes_below(demand, jobs, js, cl, n, phys, skip, -1.0, fair)
+    if not small:
+        return min(need, fair)
     # The water level L with sum(min(D_i, L)) = capacity: every demand at or below a threshold is
     # met; raise the threshold to the level left for the others until no demand lies in between.
-    threshold = -1.0
+    threshold = fair
     while True:
-        satisfied, others, _ = processes_below(jobs, js, cl, n, phys, skip, threshold, threshold)
-        if others == 0:
-            return demand
+        satisfied, _, others, _ = processes_below(demand, jobs, js, cl, n, phys, skip, threshold, threshold)
         level = (capacity - satisfied) / others
-        _, _, between = processes_below(jobs, js, cl, n, phys, skip, threshold, level)
+        _, _, _, between = processes_below(demand, jobs, js, cl, n, phys, skip, threshold, level)
         if not between:
-            return min(demand, level)
+            return min(need, level)
         threshold = level
 
 
 @kernel
-def job_rate(params: Params, jobs: Jobs, js: JobState, cl: Cluster, j: int, skip: int) -> float:
+def job_rate(
+    params: Params, demand: Float64Array, jobs: Jobs, js: JobState, cl: Cluster, j: int, skip: int
+) -> float:
     """Rate of running job ``j`` on its shared GPUs now: the least over its processes.
 
     Notes
@@ -176,7 +208,7 @@ def job_rate(params: Params, jobs: Jobs, js: JobState, cl: Cluster, j: int, skip
     if jobs.ints[J_MILLI, j] == 0:
         return 1.0
     mps = params.codes[P_SHARING] == SHARING_MPS
-    d = jobs.flts[JF_DEMAND, j]
+    d = demand[j]
     k = jobs.ints[J_K, j]
     rate = 1.0
     pod0 = jobs.ints[J_POD0, j]
@@ -193,18 +225,26 @@ def job_rate(params: Params, jobs: Jobs, js: JobState, cl: Cluster, j: int, skip
                     seen = True
             if seen:
                 continue
-            demand = weight_on(jobs, js, cl, pod0 + p, j, n, phys) * d
+            need = weight_on(jobs, js, cl, pod0 + p, j, n, phys) * d
             if mps:
                 share = params.flt[PF_MPS_CAP]
             else:
-                share = time_slice_share(params, jobs, js, cl, n, phys, demand, skip)
-            rate = min(rate, min(1.0, share / demand))
+                share = time_slice_share(params, demand, jobs, js, cl, n, phys, need, skip)
+            rate = min(rate, min(1.0, share / need))
     return rate
 
 
 @kernel
 def rerate(
-    params: Params, jobs: Jobs, js: JobState, cl: Cluster, tm: Timers, run: Run, j: int, t: float
+    params: Params,
+    demand: Float64Array,
+    jobs: Jobs,
+    js: JobState,
+    cl: Cluster,
+    tm: Timers,
+    run: Run,
+    j: int,
+    t: float,
 ) -> None:
     """Give running job ``j`` the rate its shared GPUs allow now, if that changed.
 
@@ -212,14 +252,22 @@ def rerate(
     """
     if js.time[T_FINISH, j] <= t:
         return
-    rate = job_rate(params, jobs, js, cl, j, -1)
+    rate = job_rate(params, demand, jobs, js, cl, j, -1)
     if rate != js.time[T_RATE, j]:
         set_rate(jobs, js, tm, run, j, rate, t)
 
 
 @kernel
-def sharers_changed(
-    params: Params, jobs: Jobs, js: JobState, cl: Cluster, tm: Timers, run: Run, j: int, t: float
+def _sharers_changed(
+    demand: Float64Array,
+    params: Params,
+    jobs: Jobs,
+    js: JobState,
+    cl: Cluster,
+    tm: Timers,
+    run: Run,
+    j: int,
+    t: float,
 ) -> None:
     """Job ``j`` starts (running) or stops (not running any more, pods still placed) at ``t``: re-rate.
 
@@ -236,8 +284,10 @@ def sharers_changed(
     running = js.dyn[D_STATUS, j] == S_RUNNING
     if mode == SHARING_MPS:
         if running:
-            rerate(params, jobs, js, cl, tm, run, j, t)
+            rerate(params, demand, jobs, js, cl, tm, run, j, t)
         return
+    run.counters[K_SHARE_CHANGES] += 1
+    stamp = run.counters[K_SHARE_CHANGES]
     k = jobs.ints[J_K, j]
     pod0 = jobs.ints[J_POD0, j]
     for p in range(js.dyn[D_PLACED, j]):
@@ -247,9 +297,22 @@ def sharers_changed(
         slot0 = jobs.ints[J_SLOT0, j] + p * k
         for i in range(k):
             phys = (js.slot_gpu[slot0 + i] - g0) // reps
+            if i > 0 and (js.slot_gpu[slot0 + i - 1] - g0) // reps == phys:
+                continue  # the same GPU as the slot before: no other sharers
             pod = js.node_pods[n]
             while pod >= 0:
                 q = jobs.pod_job[pod]
-                if js.dyn[D_STATUS, q] == S_RUNNING and weight_on(jobs, js, cl, pod, q, n, phys) > 0:
-                    rerate(params, jobs, js, cl, tm, run, q, t)
+                # Each job once per change: its rate is computed over all of its GPUs.
+                if (
+                    js.dyn[D_RATE_MARK, q] != stamp
+                    and js.dyn[D_STATUS, q] == S_RUNNING
+                    and weight_on(jobs, js, cl, pod, q, n, phys) > 0
+                ):
+                    js.dyn[D_RATE_MARK, q] = stamp
+                    rerate(params, demand, jobs, js, cl, tm, run, q, t)
                 pod = js.pod_next[pod]
+
+
+#: Job ``j`` starts or stops on GPUs shared by replicas: re-rate it and its sharers (called with
+#: ``jobs.demand`` first; nothing, not even compiled, when the replay does not share by replicas).
+sharers_changed = when_given(_sharers_changed)

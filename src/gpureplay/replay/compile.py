@@ -661,7 +661,6 @@ def compile_replay(
     flts[L.JF_WORK] = df["duration"].to_numpy()
     flts[L.JF_CKPT] = df["checkpoint"].to_numpy()
     flts[L.JF_OVERHEAD] = df["overhead"].to_numpy()
-    flts[L.JF_DEMAND] = df["demand"].to_numpy()
     order = QueueOrder.priority.value if pod_mode else int(codes[L.P_ORDER])
     if order == QueueOrder.fifo.value:
         flts[L.JF_KEY1] = 0.0
@@ -741,7 +740,16 @@ def compile_replay(
     pod_job = np.repeat(np.arange(num_jobs, dtype=np.int64), ints[L.J_PODS])
     return Compiled(
         params=params,
-        jobs=Jobs(ints, flts, mask, arrival, reject, np.ascontiguousarray(pod_job)),
+        jobs=Jobs(
+            ints,
+            flts,
+            mask,
+            arrival,
+            reject,
+            np.ascontiguousarray(pod_job),
+            # Only a replay that shares GPUs by replicas compiles the rate code (engine.sharing).
+            np.ascontiguousarray(df["demand"].to_numpy(), dtype=np.float64) if replicas > 1 else None,
+        ),
         classes=Classes(cls, np.ascontiguousarray(class_mask), layout, _tasks(params, tasks, models)),
         cluster=cluster,
         models=models,
