@@ -305,7 +305,7 @@ def test_random_policies_agree(
         )
 
 
-@settings(max_examples=60, **SETTINGS)
+@settings(max_examples=40, **SETTINGS)
 @given(
     case=cases(), policy=sharing_policies(), sample_interval=sample_intervals, seed=seeds, horizon=horizons
 )

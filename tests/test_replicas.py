@@ -22,12 +22,20 @@ from gpureplay.replay.simulate import simulate as engine_simulate
 from gpureplay.schedulers.policy import (
     GpuSharing,
     Policy,
+    Preemption,
+    QueueOrder,
     ReplicaAllocation,
     SharedGpuMemory,
     SharingDemand,
 )
 
 FIFO = PRESETS["fifo"]
+#: FIFO's rules in the gang + preemption replay: with equal priorities nothing is evicted and the
+#: priority order is submit time then job id, as FIFO's. One compiled variant for the scenarios and
+#: the eviction cases (a variant per mechanism set costs the suite a minute of compilation).
+BASE = replace(
+    FIFO, name="fifo+preempt-ready", queue_order=QueueOrder.priority, preemption=Preemption.priority
+)
 IMPLEMENTATIONS = {"engine": engine_simulate, "reference": reference.simulate}
 simulate = reference.simulate
 
@@ -39,7 +47,7 @@ def implementation(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPat
 
 
 def sharing(
-    mode: GpuSharing = GpuSharing.time_slicing, replicas: int = 2, base: Policy = FIFO, **extra: Any
+    mode: GpuSharing = GpuSharing.time_slicing, replicas: int = 2, base: Policy = BASE, **extra: Any
 ) -> Policy:
     return replace(base, name=f"{base.name}+{mode.name}", gpu_sharing=mode, replicas=replicas, **extra)
 

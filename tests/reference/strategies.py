@@ -434,13 +434,18 @@ def sharing_policies(draw: st.DrawFn) -> Policy:
     """A random policy (:func:`policies`) on GPUs shared by replicas: time-slicing or MPS, 2 to 4 replicas.
 
     The device plugin picks the replicas (``gpu_placement`` first_fit); a node scorer of another
-    sharing system is swapped for one of :data:`REPLICA_SCORERS`. EASY backfill is drawn as skip:
-    each mechanism set is a replay compiled apart, and the suite's budget holds the four of gang or
-    pod by pod, with or without preemption (EASY with sharing agreed on 60 cases when it was written).
+    sharing system is swapped for one of :data:`REPLICA_SCORERS`. Each mechanism set is a replay
+    compiled apart and the suite's budget holds two with sharing: gang with priority preemption
+    (with equal priorities a plain gang replay) and pod by pod without (the presets' own); EASY is
+    drawn as skip. All four sets and EASY agreed on 60 cases each when this was written.
     """
     base = draw(policies())
     if base.backfill is Backfill.easy:
         base = replace(base, backfill=Backfill.skip, backfill_depth=0)
+    if base.gang is GangMode.gang:
+        base = replace(base, preemption=Preemption.priority, queue_order=QueueOrder.priority)
+    else:
+        base = replace(base, preemption=Preemption.none)
     mode = draw(st.sampled_from([GpuSharing.time_slicing, GpuSharing.mps]))
     node = base.node_placement
     if node not in REPLICA_SCORERS:
