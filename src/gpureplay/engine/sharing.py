@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpureplay.engine.bundles import Cluster, Jobs, JobState, Params, Run, Timers
-from gpureplay.engine.config import kernel, when_given
+from gpureplay.engine.config import inline_kernel, kernel, when_given
 from gpureplay.engine.layout import (
     D_GEN,
     D_PLACED,
@@ -107,6 +107,16 @@ def weight_on(jobs: Jobs, js: JobState, cl: Cluster, pod: int, j: int, n: int, p
         if (js.slot_gpu[slot0 + i] - g0) // reps == phys:
             w += 1
     return w
+
+
+@inline_kernel
+def new_gpu(js: JobState, slot0: int, i: int, g0: int, reps: int) -> int:
+    """The physical GPU (index on its node) of a pod's slot ``i``; -1 when an earlier slot is on it too."""
+    phys = (js.slot_gpu[slot0 + i] - g0) // reps
+    for e in range(i):
+        if (js.slot_gpu[slot0 + e] - g0) // reps == phys:
+            return -1
+    return int(phys)
 
 
 @kernel
@@ -218,12 +228,8 @@ def job_rate(
         g0 = cl.node_int[N_GPU0, n]
         slot0 = jobs.ints[J_SLOT0, j] + p * k
         for i in range(k):
-            phys = (js.slot_gpu[slot0 + i] - g0) // reps
-            seen = False
-            for e in range(i):
-                if (js.slot_gpu[slot0 + e] - g0) // reps == phys:
-                    seen = True
-            if seen:
+            phys = new_gpu(js, slot0, i, g0, reps)
+            if phys < 0:
                 continue
             need = weight_on(jobs, js, cl, pod0 + p, j, n, phys) * d
             if mps:
@@ -296,9 +302,9 @@ def _sharers_changed(
         g0 = cl.node_int[N_GPU0, n]
         slot0 = jobs.ints[J_SLOT0, j] + p * k
         for i in range(k):
-            phys = (js.slot_gpu[slot0 + i] - g0) // reps
-            if i > 0 and (js.slot_gpu[slot0 + i - 1] - g0) // reps == phys:
-                continue  # the same GPU as the slot before: no other sharers
+            phys = new_gpu(js, slot0, i, g0, reps)
+            if phys < 0:
+                continue
             pod = js.node_pods[n]
             while pod >= 0:
                 q = jobs.pod_job[pod]
