@@ -902,7 +902,7 @@ def test_window_integral_counts_allocation_inside_the_window_only() -> None:
 def test_a_rate_change_keeps_the_work_done_and_moves_the_finish() -> None:
     from gpureplay.engine import sharing
 
-    progress_at, set_rate = python_callable(sharing.progress_at), python_callable(sharing.set_rate)
+    settle, set_rate = python_callable(sharing.settle), python_callable(sharing.set_rate)
 
     # One job of 100 s of work starts at 0 (rate 1). At 40 it is slowed to half speed: 40 s done,
     # 60 s left at 0.5 s/s -> finishes at 160. Evicted at 100 with a checkpoint every 25 s of work:
@@ -913,7 +913,10 @@ def test_a_rate_change_keeps_the_work_done_and_moves_the_finish() -> None:
     js, tm, run = state.js, state.tm, state.run
     assert js.time[L.T_FINISH, 0] == 100.0
     set_rate(c.jobs, js, tm, run, 0, 0.5, 40.0)
-    assert js.time[L.T_FINISH, 0] == 160.0 and progress_at(js, 0, 100.0) == 70.0
+    assert js.time[L.T_FINISH, 0] == 160.0
+    probe = js.time.copy()
+    settle(js._replace(time=probe), 0, 100.0)
+    assert probe[L.T_DONE, 0] == 70.0 and probe[L.T_SHARE_DELAY, 0] == 30.0
     # The old completion (100) is stale: the loop skips it and finishes the job at 160.
     assert advance(c.params, c.jobs, c.classes, c.cluster, state, np.inf) == L.ADV_DONE
     assert js.time[L.T_END, 0] == 160.0

@@ -39,7 +39,6 @@ from gpureplay.engine.layout import (
     PF_SWITCH,
     S_RUNNING,
     SHARING_MPS,
-    SHARING_NONE,
     T_DONE,
     T_FINISH,
     T_LEFT,
@@ -50,13 +49,6 @@ from gpureplay.engine.layout import (
     Float64Array,
 )
 from gpureplay.engine.timers import push_completion
-
-
-@kernel
-def progress_at(js: JobState, j: int, t: float) -> float:
-    """Work running job ``j``'s current attempt has done by ``t`` (none during its restart overhead)."""
-    since = max(js.time[T_RATE_T, j], js.time[T_PROGRESS0, j])
-    return float(js.time[T_DONE, j] + max(0.0, t - since) * js.time[T_RATE, j])
 
 
 @kernel
@@ -284,8 +276,9 @@ def _sharers_changed(
     job's rate depends on its own placement only. Nothing happens without
     sharing by replicas or for a GPU-less job.
     """
+    # Without sharing by replicas this body is not even compiled (``sharers_changed``, when_given).
     mode = params.codes[P_SHARING]
-    if mode == SHARING_NONE or jobs.ints[J_MILLI, j] == 0:
+    if jobs.ints[J_MILLI, j] == 0:
         return
     running = js.dyn[D_STATUS, j] == S_RUNNING
     if mode == SHARING_MPS:
