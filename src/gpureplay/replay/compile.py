@@ -748,7 +748,8 @@ def compile_replay(
             reject,
             np.ascontiguousarray(pod_job),
             # Only a replay that shares GPUs by replicas compiles the rate code (engine.sharing).
-            np.ascontiguousarray(df["demand"].to_numpy(), dtype=np.float64) if replicas > 1 else None,
+            # A copy: polars may hand out a read-only view, a type of its own to numba (one more variant).
+            np.array(df["demand"].to_numpy(), dtype=np.float64, order="C") if replicas > 1 else None,
         ),
         classes=Classes(cls, np.ascontiguousarray(class_mask), layout, _tasks(params, tasks, models)),
         cluster=cluster,
