@@ -34,11 +34,10 @@ chromium:
 		(apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || \
 		echo "chromium not installed: the browser test will be skipped"; }
 
-# The suite runs on every core (pytest-xdist; TEST_WORKERS=0 runs it in one process); --precompile
-# first compiles the engine variants it uses in parallel (tests/engine_variants.py).
+# The suite runs on every core (pytest-xdist; TEST_WORKERS=0 runs it in one process).
 TEST_WORKERS ?= auto
 test: $(STAMP) lint chromium
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --precompile src tests
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) src tests
 
 bench: $(STAMP)
 	$(BIN)/asv machine --yes --config asv_benchmarks/asv.conf.json >/dev/null

@@ -28,26 +28,3 @@ def tiny_jobs_csv(tmp_path: Path) -> Path:
         }
     ).write_csv(path)
     return path
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption(
-        "--precompile",
-        action="store_true",
-        help="compile the engine variants the suite uses first, one process per worker (make test)",
-    )
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_sessionstart(session: pytest.Session) -> None:
-    """With ``--precompile``, before xdist starts its workers: fill numba's cache in parallel."""
-    config = session.config
-    if not config.getoption("precompile") or hasattr(config, "workerinput"):
-        return
-    from tests.engine_variants import precompile
-
-    workers = int(getattr(config.option, "numprocesses", 0) or 1)
-    seconds = precompile(workers)
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        reporter.write_line(f"engine variants compiled or loaded in {seconds:.0f} s ({workers} processes)")

@@ -617,9 +617,13 @@ def test_advance_stops_after_the_last_event_time_at_or_before_the_stop_and_resum
 def test_only_the_mechanisms_a_policy_uses_are_allocated() -> None:
     jobs = backfill_case()
     _, plain = _prepared(jobs, make_nodes(4), GANG_SKIP, debug=False)
-    assert (plain.pods, plain.easy, plain.pre, plain.dbg) == (None, None, None, None)
+    assert (plain.pods, plain.easy, plain.pre) == (None, None, None)
+    # The debug checks are a runtime switch (one compiled engine for both): off, their work space
+    # is one column per array; on, sized to the cluster and the jobs.
+    assert max(a.shape[-1] for a in plain.dbg) == 1
     _, easy = _prepared(jobs, make_nodes(4), GANG_EASY, debug=True)
-    assert easy.easy is not None and easy.dbg is not None and easy.pre is None
+    assert easy.easy is not None and easy.pre is None
+    assert easy.dbg.check_job.size == jobs.height > 1
     pod_preempt = replace(POD_BY_POD, queue_order=QueueOrder.priority, preemption=Preemption.priority)
     _, pods = _prepared(jobs, make_nodes(4), pod_preempt)
     assert pods.pods is not None and pods.pre is not None and pods.easy is None

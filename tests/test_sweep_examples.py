@@ -1,4 +1,4 @@
-"""Every declared sweep (conf/sweep/*.yaml) compares something: its schedulers give different results.
+"""Every declared sweep (conf/sweep/*.yaml) compares something: its schedulers (or layouts) differ.
 
 A sweep whose points all give the same numbers (every scheduler at 0 wait on a
 cluster that is never busy) makes a report that compares nothing. For each
@@ -37,7 +37,12 @@ OWN_PAIRS: dict[str, tuple[tuple[str, str], str]] = {
     "fgd-openb-timed": (("fgd", "fgd-random"), "wait_mean"),
     # GPU-sharing systems: HAMi's vGPU slots and memory against plain shares under kube's queue
     "sharing-openb": (("kube-default", "hami-binpack"), "wait_mean"),
+    # MIG layouts under one scheduler: whole GPUs against 7 small instances per GPU
+    "mig-openb": (("all-disabled", "all-1g.10gb"), "wait_mean"),
 }
+
+#: Sweeps that compare something else than schedulers: the key their pair is values of.
+COMPARED_KEY: dict[str, str] = {"mig-openb": "cluster.mig_layout"}
 
 #: Sweeps too large to check every setting of: the key and the values checked (a sample across the
 #: variant kinds; for the load sweep its lightest and heaviest load).
@@ -86,6 +91,7 @@ def test_every_declared_sweep_is_checked() -> None:
         "fgd-openb-timed",
         "fgd-openb-variants",
         "load",
+        "mig-openb",
         "philly-example",
         "philly-preemption",
         "philly-schedulers",
@@ -100,7 +106,8 @@ def test_every_declared_sweep_is_checked() -> None:
 @pytest.mark.parametrize("name", SWEEPS)
 def test_schedulers_differ_in_every_setting_of_a_declared_sweep(name: str, scratch: Path) -> None:
     points = grid(name)
-    assert all("scheduler" in p for p in points), f"sweep={name} does not compare schedulers"
+    compared = COMPARED_KEY.get(name, "scheduler")
+    assert all(compared in p for p in points), f"sweep={name} does not compare {compared}"
     settings: dict[tuple[tuple[str, str], ...], set[str]] = {}
     first_seed = min((p["seed"] for p in points if "seed" in p), key=int, default="0")
     for point in points:
@@ -110,13 +117,13 @@ def test_schedulers_differ_in_every_setting_of_a_declared_sweep(name: str, scrat
             key, values = SAMPLED_SETTINGS[name]
             if point.get(key) not in values:
                 continue
-        setting = tuple(sorted((k, v) for k, v in point.items() if k != "scheduler"))
-        settings.setdefault(setting, set()).add(point["scheduler"])
+        setting = tuple(sorted((k, v) for k, v in point.items() if k != compared))
+        settings.setdefault(setting, set()).add(point[compared])
     pair, metric = OWN_PAIRS.get(name, (PAIR, "wait_mean"))
     for setting, schedulers in settings.items():
         assert set(pair) <= schedulers, (name, setting)
         waits = [
-            replay((f"sweep={name}", *(f"{k}={v}" for k, v in setting), f"scheduler={s}"), scratch)[metric]
+            replay((f"sweep={name}", *(f"{k}={v}" for k, v in setting), f"{compared}={s}"), scratch)[metric]
             for s in pair
         ]
         if metric == "wait_mean":

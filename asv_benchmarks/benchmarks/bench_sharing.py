@@ -3,7 +3,8 @@
 openb's 8,152 pods (shares of a GPU and whole GPUs) arriving 8x faster on 16 of openb's G2
 servers (128 GPUs), under the GPU-sharing presets (HAMi binpack / spread with 10 vGPU slots per
 GPU, KAI's shared-GPU binpack, gpushare; the device plugin's time-slicing and MPS with 4 replicas
-per GPU) and the kube-default baseline. Inputs are built exactly
+per GPU) and the kube-default baseline; and on 16 x 8 A100-80GB under MIG layouts (experiment
+``mig-openb``). Inputs are built exactly
 as ``gpureplay run experiment=openb-fractional scheduler=NAME`` builds them; the kernels are
 compiled (or loaded from numba's cache) in ``setup()``. ``track_wait_mean`` keeps the result
 next to the speed.
@@ -19,7 +20,7 @@ from omegaconf import OmegaConf
 from gpureplay.cluster.registry import build_cluster
 from gpureplay.config import register_configs
 from gpureplay.replay.simulate import simulate, warm_up
-from gpureplay.schedulers.presets import preset
+from gpureplay.schedulers.policy import Policy
 from gpureplay.traces.registry import load_trace
 from gpureplay.workload.transforms import apply_workload
 
@@ -35,6 +36,18 @@ SHARING_PRESETS = [
 SEED = 42
 
 
+def inputs(overrides: list[str]) -> tuple[Any, Any, Policy, float]:
+    """(jobs, nodes, policy, sample interval) as ``gpureplay run OVERRIDES`` builds them."""
+    register_configs()
+    with initialize_config_module(config_module="gpureplay.conf", version_base="1.3"):
+        cfg = compose("config", overrides=overrides)
+    resolved = cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))
+    trace = load_trace(resolved["trace"], SEED)
+    jobs = apply_workload(trace.jobs, load=float(resolved["workload"]["load"]), seed=SEED)
+    nodes = build_cluster(resolved["cluster"]).nodes
+    return jobs, nodes, cast(Policy, OmegaConf.to_object(cfg.scheduler)), float(cfg.sample_interval)
+
+
 class OpenbSharingReplay:
     """openb at 8x on 16 G2 servers under the GPU-sharing presets."""
 
@@ -46,16 +59,9 @@ class OpenbSharingReplay:
     warmup_time = 0.0
 
     def setup(self, name: str) -> None:
-        register_configs()
-        with initialize_config_module(config_module="gpureplay.conf", version_base="1.3"):
-            cfg = compose("config", overrides=["experiment=openb-fractional", f"scheduler={name}"])
-        resolved = cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))
-        trace = load_trace(resolved["trace"], SEED)
-        workload = resolved["workload"]
-        self.jobs = apply_workload(trace.jobs, load=float(workload["load"]), seed=SEED)
-        self.nodes = build_cluster(resolved["cluster"]).nodes
-        self.policy = preset(name)
-        self.sample_interval = float(cfg.sample_interval)
+        self.jobs, self.nodes, self.policy, self.sample_interval = inputs(
+            ["experiment=openb-fractional", f"scheduler={name}"]
+        )
         warm_up(self.policy)
 
     def _replay(self) -> Any:
@@ -71,3 +77,16 @@ class OpenbSharingReplay:
         return float(self._replay().jobs["pending_time"].mean() or 0.0) / 3600.0
 
     track_wait_mean.unit = "hours"  # type: ignore[attr-defined]
+
+
+class OpenbMigReplay(OpenbSharingReplay):
+    """openb at 8x on 16 x 8 A100-80GB under MIG layouts (experiment ``mig-openb``, preset ``mig-single``)."""
+
+    params: ClassVar[list[list[str]]] = [["all-disabled", "all-1g.10gb", "all-3g.40gb"]]
+    param_names: ClassVar[list[str]] = ["layout"]
+
+    def setup(self, name: str) -> None:
+        self.jobs, self.nodes, self.policy, self.sample_interval = inputs(
+            ["experiment=mig-openb", f"cluster.mig_layout={name}"]
+        )
+        warm_up(self.policy)

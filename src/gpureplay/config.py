@@ -207,6 +207,8 @@ class HomogeneousClusterConf(ClusterConf):
     nvlink_domain_size: int | None = None
     rack_size: int = 32
     racks_per_spine: int = 8
+    #: A mig-parted config applied to every GPU (``all-3g.40gb``); null: MIG off.
+    mig_layout: str | None = None
 
 
 # --- workload group ----------------------------------------------------------------------------

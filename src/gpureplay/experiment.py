@@ -8,6 +8,7 @@ workers import it and hit numba's on-disk cache instead of recompiling.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -142,9 +143,11 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
 
     job_table = job_results(jobs, replay.jobs)
     attempts = attempt_results(replay.attempts)
-    # Shared by replicas, the cluster counts devices (nvidia.com/gpu): GPUs x replicas.
+    # Shared by replicas or split into MIG instances, the cluster counts devices (nvidia.com/gpu).
     replicas = policy.devices_per_gpu()
-    timeline = timeline_results(replay.timeline, total_gpus * replicas)
+    devices = int(replay.stats["devices"])
+    stranded = replay.stats["mig_stranded_pct"]
+    timeline = timeline_results(replay.timeline, devices)
     metrics = summary_metrics(
         job_table,
         timeline,
@@ -156,6 +159,9 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
         sample_interval=replay.sample_interval,
         attempts=attempts,
         replicas_per_gpu=replicas,
+        devices=devices,
+        mig_instances=int(replay.stats["mig_instances"]),
+        mig_stranded_pct=None if math.isnan(stranded) else stranded,
     )
     summary = config_frame(cfg).hstack(metrics)
 

@@ -39,11 +39,15 @@ from tests.reference.scoring import (
     lowest_index,
 )
 
+from gpureplay.mig.devices import single_strategy_devices, smallest_profile
+from gpureplay.mig.geometry import mig_geometry
 from gpureplay.replay.simulate import ATTEMPT_SCHEMA, JOB_RESULT_SCHEMA, TIMELINE_SCHEMA, Replay
 from gpureplay.schedulers.policy import (
     Backfill,
     GangMode,
     GpuSharing,
+    MigDemand,
+    MigStrategy,
     NodeTies,
     Policy,
     Preemption,
@@ -141,6 +145,12 @@ class Node:
     # replica devices, device p*R + i = replica i of physical GPU p) and the device plugin's rule.
     replicas: int = 1
     packed: bool = False
+    # [MIG instances] the base GPU model (``model`` is then the product ``<model>-MIG-<profile>``), the
+    # instances' profile (None: whole GPUs), their share of the GPU's SMs c / S, and the GPU's memory.
+    base_model: str | None = None
+    mig_profile: str | None = None
+    mig_share: float = 1.0
+    full_gpu_mem: float = 0.0
 
     def free_gpu_milli(self) -> int:
         return sum(g.free_milli for g in self.gpus)
@@ -166,6 +176,10 @@ class Node:
             self.share_rule,
             self.replicas,
             self.packed,
+            self.base_model,
+            self.mig_profile,
+            self.mig_share,
+            self.full_gpu_mem,
         )
 
     def view(self) -> NodeView:
@@ -195,6 +209,11 @@ class Pod:
     cpu: int
     mem: int
     models: frozenset[str] | None  # None: any model
+    # [MIG instances] the profile the job names (a product selector), mig_demand: smallest_fit, and the
+    # trace's gpu_milli (what the smallest fit is computed from; ``milli`` is then whole devices).
+    mig_profile: str | None = None
+    smallest_fit: bool = False
+    trace_milli: int = 0
 
 
 @dataclass(frozen=True)
@@ -217,6 +236,7 @@ def empty_cluster(
     replicas: int = 1,
     mps: bool = False,
     packed: bool = False,
+    mig: bool = False,
 ) -> Cluster:
     """The cluster with nothing allocated; node index = row of the nodes table.
 
@@ -227,10 +247,43 @@ def empty_cluster(
     ``gpus`` lists the devices (``num_gpus * R``; device p*R + i is replica i of physical GPU p).
     A device's memory is the GPU's under time-slicing, ``gpu_mem_mib // R`` under MPS (``mps``).
     ``packed``: the device plugin's ``packed`` replica allocation (else ``distributed``).
+
+    [MIG instances] ``mig``: a node's ``mig_layout`` (other than all-disabled) makes each GPU its I
+    instances of one profile: devices p*I .. p*I + I - 1 of GPU p, each with the instance's memory,
+    the node's model the product ``<model>-MIG-<profile>``, replicas' ``packed`` rule.
     """
     cluster: Cluster = []
-    codes = {name: i for i, name in enumerate(sorted({r["gpu_model"] for r in nodes} - {None}))}
+    layouts = [
+        single_strategy_devices(r["gpu_model"], r["mig_layout"], int(r["gpu_mem_mib"]))
+        if mig and r.get("mig_layout") is not None
+        else None
+        for r in nodes
+    ]
+    names = [r["gpu_model"] if d is None else d.product for r, d in zip(nodes, layouts, strict=True)]
+    codes = {name: i for i, name in enumerate(sorted(set(names) - {None}))}
     for index, row in enumerate(nodes):
+        devices = layouts[index]
+        if devices is not None:
+            node = Node(
+                index,
+                devices.product,
+                float(devices.memory_mib),
+                _capacity(row["cpu_milli"]),
+                _capacity(row["mem_mib"]),
+                _capacity(row["cpu_milli"]),
+                _capacity(row["mem_mib"]),
+                [Gpu(WHOLE_GPU, float(devices.memory_mib)) for _ in range(row["num_gpus"] * devices.per_gpu)],
+                codes[devices.product],
+            )
+            node.split = math.inf
+            node.replicas = devices.per_gpu
+            node.packed = True
+            node.base_model = devices.model
+            node.mig_profile = devices.profile
+            node.mig_share = devices.compute_slices / devices.gpu_compute_slices
+            node.full_gpu_mem = float(row["gpu_mem_mib"])
+            cluster.append(node)
+            continue
         gpu_mem = float(row["gpu_mem_mib"])
         if mps:
             gpu_mem = float(int(row["gpu_mem_mib"]) // replicas)
@@ -242,6 +295,8 @@ def empty_cluster(
         node.share_rule = share_rule
         node.replicas = replicas
         node.packed = packed
+        node.base_model = row["gpu_model"]
+        node.full_gpu_mem = float(row["gpu_mem_mib"])
         cluster.append(node)
     return cluster
 
@@ -252,7 +307,17 @@ def clone(cluster: Cluster) -> Cluster:
 
 
 def model_allowed(node: Node, pod: Pod) -> bool:
-    return pod.models is None or node.model in pod.models
+    """[Resources] the job's ``gpu_models``; [MIG instances] "Products": names base models, and a
+    ``mig_profile`` (or the smallest fit) selects the MIG nodes of that profile."""
+    if pod.models is not None and node.base_model not in pod.models:
+        return False
+    if pod.mig_profile is not None:
+        return node.mig_profile == pod.mig_profile
+    if pod.smallest_fit and node.mig_profile is not None and node.base_model is not None:
+        geometry = mig_geometry(node.base_model)
+        fit = smallest_profile(geometry, pod.trace_milli, pod.gpu_mem, int(node.full_gpu_mem))
+        return node.mig_profile == fit.name
+    return True
 
 
 def share_mem(node: Node, pod: Pod) -> float:
@@ -626,6 +691,9 @@ def _jobs_from_table(jobs: pl.DataFrame, policy: Policy | None = None) -> list[J
     out = []
     columns = set(jobs.columns)
     sharing = policy is not None and policy.gpu_sharing is not GpuSharing.none
+    # [MIG instances] instances are devices too: a fractional pod takes one.
+    mig = policy is not None and policy.mig_strategy is MigStrategy.single
+    smallest_fit = mig and policy is not None and policy.mig_demand is MigDemand.smallest_fit
     for row, r in enumerate(jobs.iter_rows(named=True)):
         milli = int(r["gpu_milli"])
         models = r["gpu_models"]
@@ -634,13 +702,16 @@ def _jobs_from_table(jobs: pl.DataFrame, policy: Policy | None = None) -> list[J
         demand = 1.0
         if policy is not None and policy.sharing_demand is SharingDemand.trace:
             demand = min(1.0, milli / WHOLE_GPU)
-        device_milli = WHOLE_GPU if sharing and 0 < milli < WHOLE_GPU else milli
+        device_milli = WHOLE_GPU if (sharing or mig) and 0 < milli < WHOLE_GPU else milli
         pod = Pod(
             milli=device_milli,
             gpu_mem=int(r["gpu_mem_mib"] or 0),  # null gpu_mem_mib -> 0
             cpu=int(r["cpu_milli"]),
             mem=int(r["mem_mib"]),
             models=None if models is None else frozenset(models),  # null -> any model
+            mig_profile=r.get("mig_profile"),
+            smallest_fit=smallest_fit,
+            trace_milli=milli,
         )
         gpus = int(r["num_pods"]) * milli / 1000.0  # the trace's GPUs (the workload's default)
         overhead = r["restart_overhead"] if "restart_overhead" in columns else None
@@ -701,8 +772,8 @@ def check_gpu_sharing(policy: Policy) -> None:
             raise ValueError("replicas must be 1 without gpu_sharing")
         if policy.replica_allocation is not ReplicaAllocation.distributed:
             raise ValueError("replica_allocation needs gpu_sharing")
-        if policy.sharing_demand is not SharingDemand.whole:
-            raise ValueError("sharing_demand needs gpu_sharing")
+        if policy.sharing_demand is not SharingDemand.whole and policy.mig_strategy is MigStrategy.none:
+            raise ValueError("sharing_demand needs gpu_sharing or mig_strategy: single")
         if policy.switch_overhead != 0.0:
             raise ValueError("switch_overhead needs gpu_sharing: time_slicing")
         return
@@ -721,6 +792,24 @@ def check_gpu_sharing(policy: Policy) -> None:
         raise ValueError("gpu_sharing takes gpu_placement: first_fit (the device plugin picks devices)")
     if policy.node_placement in NOT_WITH_REPLICAS:
         raise ValueError(f"gpu_sharing does not take node_placement: {policy.node_placement}")
+
+
+def check_mig(policy: Policy) -> None:
+    """[MIG instances] The settings the spec refuses (config errors): ValueError naming the key."""
+    if policy.mig_strategy is MigStrategy.none:
+        if policy.mig_demand is not MigDemand.any:
+            raise ValueError("mig_demand needs mig_strategy: single")
+        return
+    if policy.mig_strategy is MigStrategy.mixed:
+        raise ValueError("mig_strategy: mixed is not modelled")
+    if policy.gpu_sharing is not GpuSharing.none:
+        raise ValueError("mig_strategy: single takes gpu_sharing: none")
+    if policy.device_split_count != 0 or policy.shared_gpu_memory.name != "none":
+        raise ValueError("mig_strategy: single takes no fractional sharing")
+    if policy.gpu_placement != "first_fit":
+        raise ValueError("mig_strategy: single takes gpu_placement: first_fit")
+    if policy.node_placement in NOT_WITH_REPLICAS:
+        raise ValueError(f"mig_strategy: single does not take node_placement: {policy.node_placement}")
 
 
 def gpu_rates(policy: Policy, demands: list[float]) -> list[float]:
@@ -781,6 +870,7 @@ class _Replay:
                 "gang: pod_by_pod takes queue_order: priority, backfill: skip, backfill_depth: 0"
             )
         check_gpu_sharing(policy)
+        check_mig(policy)
         self.jobs = jobs
         sharing = (
             policy.device_split_count,
@@ -788,6 +878,7 @@ class _Replay:
             policy.replicas,
             policy.gpu_sharing is GpuSharing.mps,
             policy.replica_allocation is ReplicaAllocation.packed,
+            policy.mig_strategy is MigStrategy.single,
         )
         self.empty = empty_cluster(nodes, *sharing)
         self.cluster = empty_cluster(nodes, *sharing)
@@ -847,6 +938,9 @@ class _Replay:
             gpu_mem = 0
         else:
             models = "any" if pod.models is None else pod.models & self.cluster_models
+            if self.policy.mig_strategy is MigStrategy.single:
+                # [MIG instances] the products it may use: a selector changes the nodes, not the name.
+                models = frozenset(n.model for n in self.empty if model_allowed(n, pod))
             gpu_mem = pod.gpu_mem
         demand = (pod.milli, gpu_mem, pod.cpu, pod.mem, models)
         pods = None if self.pod_mode else job.num_pods
@@ -1115,6 +1209,14 @@ class _Replay:
         """
         running = self.with_state("running")
         rate = {job.row: 1.0 for job in running}
+        if self.policy.mig_strategy is MigStrategy.single:
+            # [MIG instances] "Throughput": isolated instances, min(1, (c / S) / d) per pod, whole GPUs 1.
+            for job in running:
+                for placement in job.placements:
+                    node = self.cluster[placement.node]
+                    if placement.gpus and node.mig_profile is not None:
+                        rate[job.row] = min(rate[job.row], min(1.0, node.mig_share / job.demand))
+            return rate
         if self.policy.gpu_sharing is GpuSharing.none:
             return rate
         r = self.policy.replicas

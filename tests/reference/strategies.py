@@ -32,6 +32,8 @@ from gpureplay.schedulers.policy import (
     Backfill,
     GangMode,
     GpuSharing,
+    MigDemand,
+    MigStrategy,
     NodeTies,
     Policy,
     Preemption,
@@ -117,7 +119,7 @@ def nodes_frame(rows: Sequence[Mapping[str, Any]], source: str = "test-nodes") -
                 "nvlink_domain": i,
                 "rack": 0,
                 "spine": 0,
-                "mig_layout": None,
+                "mig_layout": row.get("mig_layout"),
             }
         )
     df = pl.DataFrame(full, schema=NODES_SCHEMA)
@@ -463,6 +465,66 @@ def sharing_policies(draw: st.DrawFn) -> Policy:
         replica_allocation=draw(st.sampled_from(list(ReplicaAllocation))),
         sharing_demand=draw(st.sampled_from(list(SharingDemand))),
         switch_overhead=overhead,
+    )
+
+
+#: MIG layouts the single strategy accepts, per MIG model of :data:`CLUSTER_MODELS` (mig-parted's
+#: standard configs of one profile; all-disabled keeps whole GPUs).
+MIG_LAYOUTS: dict[str, tuple[str, ...]] = {
+    "A100-40GB": ("all-1g.5gb", "all-1g.10gb", "all-2g.10gb", "all-3g.20gb", "all-4g.20gb", "all-7g.40gb",
+                  "all-1g.5gb.me", "all-disabled"),
+    "A100-80GB": ("all-1g.10gb", "all-1g.20gb", "all-2g.20gb", "all-3g.40gb", "all-4g.40gb", "all-7g.80gb",
+                  "all-disabled"),
+}  # fmt: skip
+#: Profiles jobs may name: some every layout above has, some no node has.
+MIG_PROFILES: tuple[str, ...] = ("1g.5gb", "1g.10gb", "2g.10gb", "3g.20gb", "3g.40gb", "4g.40gb", "7g.80gb")
+
+
+@st.composite
+def mig_cases(draw: st.DrawFn, max_jobs: int = 25) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A (jobs, nodes) pair on 1-5 nodes of A100s under random single-strategy MIG layouts, and V100s.
+
+    About one GPU job in three names a ``mig_profile`` (:data:`MIG_PROFILES`).
+    """
+    rows = []
+    for _ in range(draw(st.integers(1, 5))):
+        model = draw(st.sampled_from(["A100-40GB", "A100-80GB", "A100-80GB", "V100"]))
+        layout = draw(st.sampled_from(MIG_LAYOUTS[model])) if model in MIG_LAYOUTS else None
+        rows.append({"gpu_model": model, "num_gpus": draw(st.integers(1, 4)), "mig_layout": layout})
+    nodes = nodes_frame(rows)
+    jobs = draw(job_rows(max_jobs))
+    for row in jobs:
+        if row["gpu_milli"] > 0 and draw(st.integers(0, 2)) == 0:
+            row["mig_profile"] = draw(st.sampled_from(MIG_PROFILES))
+    return jobs_frame(jobs), nodes
+
+
+@st.composite
+def mig_policies(draw: st.DrawFn) -> Policy:
+    """A random policy (:func:`policies`) on MIG instances (device plugin single strategy).
+
+    As :func:`sharing_policies`: the gang + priority preemption and pod-by-pod mechanism sets the
+    sharing presets compile (EASY drawn as skip), a replica-compatible node scorer, first_fit GPUs;
+    random ``mig_demand`` and ``sharing_demand``.
+    """
+    base = draw(policies())
+    if base.backfill is Backfill.easy:
+        base = replace(base, backfill=Backfill.skip, backfill_depth=0)
+    if base.gang is GangMode.gang:
+        base = replace(base, preemption=Preemption.priority, queue_order=QueueOrder.priority)
+    else:
+        base = replace(base, preemption=Preemption.none)
+    node = base.node_placement
+    if node not in REPLICA_SCORERS:
+        node = draw(st.sampled_from(REPLICA_SCORERS))
+    return replace(
+        base,
+        name="random+mig",
+        node_placement=node,
+        gpu_placement="first_fit",
+        mig_strategy=MigStrategy.single,
+        mig_demand=draw(st.sampled_from(list(MigDemand))),
+        sharing_demand=draw(st.sampled_from(list(SharingDemand))),
     )
 
 

@@ -25,6 +25,7 @@ def homogeneous_nodes(
     nvlink_domain_size: int | None = None,
     rack_size: int = 32,
     racks_per_spine: int = 8,
+    mig_layout: str | None = None,
 ) -> ClusterNodes:
     """Build ``nodes`` identical servers.
 
@@ -52,6 +53,11 @@ def homogeneous_nodes(
     rack_size, racks_per_spine
         Servers per rack (32: two 1U/2U half-racks of 16, a usual leaf switch
         fan-out) and racks per spine; DGX SuperPOD builds use 4 per rack.
+    mig_layout
+        A mig-parted config of the model (``all-1g.10gb``, ``all-3g.40gb``,
+        ``all-balanced``, ...; ``gpureplay mig layouts MODEL``) applied to every
+        GPU, as the GPU Operator's ``nvidia.com/mig.config`` node label does;
+        ``None``: MIG off. The replay models it under ``scheduler.mig_strategy``.
 
     Returns
     -------
@@ -65,8 +71,9 @@ def homogeneous_nodes(
         Naming the config key of a bad value: ``cluster.nodes``,
         ``cluster.gpus_per_node``, ``cluster.cpu_milli``, ``cluster.mem_mib``,
         ``cluster.numa_per_node``, ``cluster.rack_size``,
-        ``cluster.racks_per_spine``, ``cluster.nvlink_domain_size``, or
-        ``cluster.gpu_model`` for a model not in the catalog (listing the known ones).
+        ``cluster.racks_per_spine``, ``cluster.nvlink_domain_size``,
+        ``cluster.gpu_model`` for a model not in the catalog (listing the known
+        ones), or ``cluster.mig_layout`` for a config the model does not have.
     """
     check_positive(
         {
@@ -101,6 +108,8 @@ def homogeneous_nodes(
             key="cluster.nvlink_domain_size",
         )
     nodes_per_domain = max(1, size // gpus_per_node)
+    if mig_layout is not None:
+        _check_mig_layout(name, mig_layout)
 
     source = f"homogeneous({nodes} x {gpus_per_node} {name})"
     changes: Counter[str] = Counter()
@@ -124,7 +133,27 @@ def homogeneous_nodes(
         racks_per_spine=racks_per_spine,
         nodes_per_nvlink_domain=nodes_per_domain,
     )
+    if mig_layout is not None:
+        source = f"homogeneous({nodes} x {gpus_per_node} {name}, MIG {mig_layout})"
+        table = table.with_columns(pl.lit(mig_layout, dtype=pl.String()).alias("mig_layout"))
     return ClusterNodes(table, source, None, changes)
+
+
+def _check_mig_layout(model: str, layout: str) -> None:
+    """Raise :class:`InputError` (``cluster.mig_layout``) unless ``layout`` is a mig-parted config of it."""
+    from gpureplay.mig.geometry import MigError, mig_geometry
+    from gpureplay.mig.parted import standard_configs
+
+    try:
+        configs = standard_configs(mig_geometry(model)).configs
+    except MigError as err:
+        raise InputError.single(str(err), "config", key="cluster.mig_layout") from None
+    if layout not in configs:
+        raise InputError.single(
+            f"{layout!r} is not a mig-parted config of {model}; its configs: {', '.join(configs)}",
+            "config",
+            key="cluster.mig_layout",
+        )
 
 
 def _check_capacity(values: dict[str, int | None]) -> None:

@@ -52,6 +52,7 @@ def _homogeneous(cfg: Mapping[str, Any]) -> ClusterNodes:
         nvlink_domain_size=cfg["nvlink_domain_size"],
         rack_size=cfg["rack_size"],
         racks_per_spine=cfg["racks_per_spine"],
+        mig_layout=cfg.get("mig_layout"),
     )
 
 

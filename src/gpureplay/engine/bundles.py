@@ -297,7 +297,7 @@ class PreemptScratch(NamedTuple):
 
 
 class DebugScratch(NamedTuple):
-    """Room for the debug checks' recomputations (None unless ``debug``).
+    """Room for the debug checks' recomputations (one column per array unless ``debug``).
 
     Kernels allocate nothing (they run without numba's reference counting),
     so the recomputed per-GPU use of one node, per-model aggregates and
@@ -384,7 +384,7 @@ class State(NamedTuple):
     pods: PodScratch | None
     easy: EasyScratch | None
     pre: PreemptScratch | None
-    dbg: DebugScratch | None
+    dbg: DebugScratch
 
 
 def initial_state(
@@ -509,15 +509,16 @@ def initial_state(
             best=np.zeros(max(num_jobs, 1) + 1, dtype=np.int64),
             chosen=np.zeros(max(num_jobs, 1) + 1, dtype=np.int64),
         )
-    dbg = None
-    if codes[L.P_DEBUG] != 0:
-        dbg = DebugScratch(
-            check_gpu=np.zeros((3, cluster.model_hist.shape[1] + 1), dtype=np.int64),
-            check_hist=np.zeros_like(cluster.model_hist),
-            check_milli=np.zeros_like(cluster.model_milli),
-            check_class=np.zeros(heap_len, dtype=np.int64),
-            check_job=np.zeros(max(num_jobs, 1), dtype=np.int64),
-        )
+    # Always a work space (one column per array when checks are off): debug is a runtime switch,
+    # so that debug and plain replays share one compiled engine.
+    checking = codes[L.P_DEBUG] != 0
+    dbg = DebugScratch(
+        check_gpu=np.zeros((3, cluster.model_hist.shape[1] + 1 if checking else 1), dtype=np.int64),
+        check_hist=np.zeros_like(cluster.model_hist) if checking else np.zeros((1, 1), dtype=np.int64),
+        check_milli=np.zeros_like(cluster.model_milli) if checking else np.zeros(1, dtype=np.int64),
+        check_class=np.zeros(heap_len if checking else 1, dtype=np.int64),
+        check_job=np.zeros(max(num_jobs, 1) if checking else 1, dtype=np.int64),
+    )
     counters = np.zeros(L.N_COUNTERS, dtype=np.int64)
     counters[L.K_RESV_HEAD] = -1
     clock = np.zeros(L.CLOCK_FIELDS)

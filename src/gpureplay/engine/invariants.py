@@ -27,7 +27,7 @@ from gpureplay.engine.bundles import (
     Scratch,
     Timers,
 )
-from gpureplay.engine.config import kernel, when_given
+from gpureplay.engine.config import kernel
 from gpureplay.engine.fitindex import NO_KEY
 from gpureplay.engine.heaps import bits_test
 from gpureplay.engine.layout import (
@@ -94,6 +94,7 @@ from gpureplay.engine.layout import (
     N_MEM,
     N_MODEL,
     N_SLOTS,
+    P_DEBUG,
     P_GANG,
     P_NODE,
     S_QUEUED,
@@ -388,8 +389,47 @@ def _check_full(
     return True
 
 
-#: The incremental check after a cycle (True without a debug work space: checks are off).
-check_touched = when_given(_check_touched, True)
+@kernel
+def check_touched(
+    dbg: DebugScratch,
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    ix: FitIndex,
+    js: JobState,
+    pend: Pending,
+    sc: Scratch,
+    run: Run,
+) -> bool:
+    """The incremental check after a cycle; True at once when checks are off (``debug`` false).
 
-#: The complete check at the end of a run (True when checks are off).
-check_full = when_given(_check_full, True)
+    Notes
+    -----
+    A runtime switch, not a compiled variant: the checks cost a branch per
+    cycle when off, and debug and plain replays of one policy share one
+    compiled engine (a variant costs half a minute to compile).
+    """
+    if params.codes[P_DEBUG] == 0:
+        return True
+    return _check_touched(dbg, params, jobs, cs, cl, ix, js, pend, sc, run)
+
+
+@kernel
+def check_full(
+    dbg: DebugScratch,
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    ix: FitIndex,
+    js: JobState,
+    pend: Pending,
+    tm: Timers,
+    run: Run,
+    t: float,
+) -> bool:
+    """The complete check at the end of a run; True at once when checks are off."""
+    if params.codes[P_DEBUG] == 0:
+        return True
+    return _check_full(dbg, params, jobs, cs, cl, ix, js, pend, tm, run, t)

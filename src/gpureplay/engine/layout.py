@@ -186,7 +186,9 @@ N_SLOTS = 6  # pods one GPU may hold at once (HAMi deviceSplitCount; BIG: no lim
 N_SHARE_MEM = 7  # SHARE_MEM_*: GPU memory a shared pod that names none takes on this node
 N_REPLICAS = 8  # devices each physical GPU is advertised as (time-slicing / MPS replicas; 1: none)
 N_REPLICA_ALLOC = 9  # REPLICA_* rule of the node's device plugin
-NODE_INT_FIELDS = 10
+N_MIG_COMPUTE = 10  # compute slices of each MIG instance (device) of the node; 0: whole GPUs
+N_MIG_SLICES = 11  # compute slices of the node's GPU model (7 on A100 / H100); 0: whole GPUs
+NODE_INT_FIELDS = 12
 
 # GPU memory of a shared pod whose trace gives none (``gpu_mem_mib`` null).
 SHARE_MEM_NONE = 0  # none: only its milli is booked
@@ -312,11 +314,15 @@ P_SHARING = 17  # SHARING_* mode of the device plugin
 P_REPLICA_ALLOC = 18  # REPLICA_* rule: which replica devices a pod gets
 P_REPLICAS = 19  # devices each GPU is advertised as (1: no sharing by replicas)
 P_DEMAND = 20  # DEMAND_* rule: what a pod of a shared GPU would use alone
-POLICY_FIELDS = 21
+P_MIG_DEMAND = 21  # MIG_DEMAND_* rule: which instances a job that names no profile may take
+POLICY_FIELDS = 22
 
 SHARING_NONE = 0
 SHARING_TIME_SLICING = 1
 SHARING_MPS = 2
+SHARING_MIG = 3  # MIG instances as devices (device plugin single strategy): isolated, a share of the SMs
+MIG_DEMAND_ANY = 0
+MIG_DEMAND_SMALLEST_FIT = 1
 REPLICA_DISTRIBUTED = 0  # the GPU with the fewest replicas in use first
 REPLICA_PACKED = 1  # the most in use first
 DEMAND_WHOLE = 0  # a whole GPU per replica

@@ -1,4 +1,4 @@
-"""Throughput of jobs on GPUs shared by replicas: time-slicing and MPS slow-downs, as rates.
+"""Throughput of jobs on shared GPUs: time-slicing and MPS slow-downs and MIG instances' SM share, as rates.
 
 NVIDIA k8s-device-plugin advertises each GPU as ``replicas`` devices
 (:func:`gpureplay.replay.compile.replicate_devices`); the scheduler only
@@ -11,9 +11,11 @@ sharing by replicas"; scheduler-semantics.md §2.3).
 
 A *process* is one pod of an active (running) job on one physical GPU, with
 weight ``w`` = its replicas there and demand ``D = w * d`` (``d``: the share
-of a GPU one replica of it would use alone, ``Jobs.demand``). A replay that
-does not share GPUs by replicas has no ``Jobs.demand`` and compiles none of
-this (:func:`gpureplay.engine.config.when_given`).
+of a GPU one replica of it would use alone, ``Jobs.demand``). MIG instances
+(device plugin ``single`` strategy, :func:`mig_rate`) reuse the same devices
+and rates without the interference. A replay that does not share GPUs has no
+``Jobs.demand`` and compiles none of this
+(:func:`gpureplay.engine.config.when_given`).
 """
 
 from __future__ import annotations
@@ -33,11 +35,14 @@ from gpureplay.engine.layout import (
     J_SLOT0,
     K_SHARE_CHANGES,
     N_GPU0,
+    N_MIG_COMPUTE,
+    N_MIG_SLICES,
     N_REPLICAS,
     P_SHARING,
     PF_MPS_CAP,
     PF_SWITCH,
     S_RUNNING,
+    SHARING_MIG,
     SHARING_MPS,
     T_DONE,
     T_FINISH,
@@ -200,7 +205,8 @@ def job_rate(
 
     Notes
     -----
-    A synchronous data-parallel job is paced by its slowest worker. On a GPU
+    A synchronous data-parallel job is paced by its slowest worker. On MIG
+    instances see :func:`mig_rate`. On a GPU
     where its pod has ``w`` replicas and ``D = w * d``, the rate is
     ``min(1, share / D)`` with the time-slicing share of
     :func:`time_slice_share`, or the MPS cap ``floor(100 / R) / 100`` (the
@@ -209,11 +215,14 @@ def job_rate(
     """
     if jobs.ints[J_MILLI, j] == 0:
         return 1.0
-    mps = params.codes[P_SHARING] == SHARING_MPS
+    mode = params.codes[P_SHARING]
+    mps = mode == SHARING_MPS
     d = demand[j]
     k = jobs.ints[J_K, j]
     rate = 1.0
     pod0 = jobs.ints[J_POD0, j]
+    if mode == SHARING_MIG:
+        return mig_rate(cl, js, pod0, js.dyn[D_PLACED, j], d)
     for p in range(js.dyn[D_PLACED, j]):
         n = js.pod_node[pod0 + p]
         reps = cl.node_int[N_REPLICAS, n]
@@ -229,6 +238,28 @@ def job_rate(
             else:
                 share = time_slice_share(params, demand, jobs, js, cl, n, phys, need, skip)
             rate = min(rate, min(1.0, share / need))
+    return rate
+
+
+@kernel
+def mig_rate(cl: Cluster, js: JobState, pod0: int, placed: int, d: float) -> float:
+    """Rate of a job whose ``placed`` pods from ``pod0`` hold MIG instances or whole GPUs.
+
+    Notes
+    -----
+    MIG isolates its instances (own SMs, memory and bandwidth: MIG user
+    guide), so a job's rate depends on its own instances only: an instance of
+    ``c`` of the GPU's ``S`` compute slices gives ``c / S`` of the GPU, and a
+    pod that would use ``d`` of a GPU alone runs at ``min(1, (c / S) / d)``
+    (throughput taken as proportional to SMs); on a whole GPU at 1. The job
+    runs at its slowest pod's rate (docs/engine-semantics.md, "MIG").
+    """
+    rate = 1.0
+    for p in range(placed):
+        n = js.pod_node[pod0 + p]
+        c = cl.node_int[N_MIG_COMPUTE, n]
+        if c > 0:
+            rate = min(rate, min(1.0, c / cl.node_int[N_MIG_SLICES, n] / d))
     return rate
 
 
@@ -272,8 +303,8 @@ def _sharers_changed(
     Notes
     -----
     Under time-slicing every running job with a pod on one of ``j``'s physical
-    GPUs takes its new rate (and ``j`` its own when it starts); under MPS a
-    job's rate depends on its own placement only. Nothing happens without
+    GPUs takes its new rate (and ``j`` its own when it starts); under MPS and
+    on MIG instances a job's rate depends on its own placement only. Nothing happens without
     sharing by replicas or for a GPU-less job.
     """
     # Without sharing by replicas this body is not even compiled (``sharers_changed``, when_given).
@@ -281,7 +312,7 @@ def _sharers_changed(
     if jobs.ints[J_MILLI, j] == 0:
         return
     running = js.dyn[D_STATUS, j] == S_RUNNING
-    if mode == SHARING_MPS:
+    if mode in (SHARING_MPS, SHARING_MIG):
         if running:
             rerate(params, demand, jobs, js, cl, tm, run, j, t)
         return

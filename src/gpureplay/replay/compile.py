@@ -11,6 +11,7 @@ arrival order, class-sorted layout) computed with vectorised sorts.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -24,10 +25,20 @@ from gpureplay.engine.layout import Int64Array
 from gpureplay.engine.resources import rejection_codes
 from gpureplay.engine.scoring import GPU_SCORERS, SCORERS, scorer_code, uses_tasks
 from gpureplay.errors import InputError, Problem
+from gpureplay.replay.mig import (
+    MigFigures,
+    mig_figures,
+    mig_nodes,
+    refuse_mig,
+    selector_masks,
+    split_mig_devices,
+)
 from gpureplay.schedulers.policy import (
     Backfill,
     GangMode,
     GpuSharing,
+    MigDemand,
+    MigStrategy,
     NodeTies,
     Policy,
     Preemption,
@@ -57,6 +68,10 @@ class Compiled:
         Queue names by tenant index.
     hist_width
         1 + most GPUs on a node (fit-tree width).
+    devices
+        ``nvidia.com/gpu`` devices of the cluster: GPUs, replicas or MIG instances.
+    mig
+        The static MIG figures (zero without MIG).
     """
 
     params: Params
@@ -66,6 +81,8 @@ class Compiled:
     models: tuple[str, ...]
     tenants: tuple[str, ...]
     hist_width: int
+    devices: int = 0
+    mig: MigFigures = dataclasses.field(default_factory=MigFigures)
 
 
 def policy_params(
@@ -170,7 +187,10 @@ def policy_params(
     allocation = ReplicaAllocation[str(getattr(policy.replica_allocation, "name", policy.replica_allocation))]
     demand = SharingDemand[str(getattr(policy.sharing_demand, "name", policy.sharing_demand))]
     share_mem = SharedGpuMemory[str(getattr(policy.shared_gpu_memory, "name", policy.shared_gpu_memory))]
-    problems += _sharing_problems(policy, sharing, allocation, demand, share_mem)
+    mig = MigStrategy[str(getattr(policy.mig_strategy, "name", policy.mig_strategy))]
+    mig_demand = MigDemand[str(getattr(policy.mig_demand, "name", policy.mig_demand))]
+    problems += _sharing_problems(policy, sharing, allocation, demand, share_mem, mig)
+    problems += _mig_problems(policy, sharing, share_mem, mig, mig_demand)
     if problems:
         raise InputError([Problem(message, "config", column=key) for key, message in problems])
     codes = np.zeros(L.POLICY_FIELDS, dtype=np.int64)
@@ -191,7 +211,8 @@ def policy_params(
     codes[L.P_TIES] = NodeTies[str(getattr(policy.node_ties, "name", policy.node_ties))].value
     codes[L.P_SPLIT] = policy.device_split_count
     codes[L.P_SHARE_MEM] = share_mem.value
-    codes[L.P_SHARING] = sharing.value
+    codes[L.P_SHARING] = L.SHARING_MIG if mig is MigStrategy.single else sharing.value
+    codes[L.P_MIG_DEMAND] = mig_demand.value
     codes[L.P_REPLICA_ALLOC] = allocation.value
     codes[L.P_REPLICAS] = policy.replicas
     codes[L.P_DEMAND] = demand.value
@@ -224,29 +245,37 @@ REPLICA_NODE_SCORERS: tuple[str, ...] = (
 )
 
 
+#: Device-plugin modes that advertise each GPU as ``replicas`` devices.
+REPLICA_MODES: tuple[int, ...] = (L.SHARING_TIME_SLICING, L.SHARING_MPS)
+
+
 def _sharing_problems(
     policy: Policy,
     sharing: GpuSharing,
     allocation: ReplicaAllocation,
     demand: SharingDemand,
     share_mem: SharedGpuMemory,
+    mig: MigStrategy,
 ) -> list[tuple[str, str]]:
     """What is wrong with the sharing settings (docs/engine-semantics.md, "GPU sharing by replicas")."""
     problems: list[tuple[str, str]] = []
     overhead = policy.switch_overhead
     if sharing is GpuSharing.none:
-        # Settings of a mode that is off would be silently ignored: refuse them instead.
+        # Settings of a mode that is off would be silently ignored: refuse them instead. MIG
+        # instances run at a share of a GPU too: sharing_demand sets what a pod needs there.
+        demand_off = SharingDemand.whole if mig is MigStrategy.single else demand
         for key, value, default in (
             ("replicas", policy.replicas, 1),
             ("replica_allocation", allocation, ReplicaAllocation.distributed),
-            ("sharing_demand", demand, SharingDemand.whole),
+            ("sharing_demand", demand_off, SharingDemand.whole),
             ("switch_overhead", overhead, 0.0),
         ):
             if value != default:
                 shown = getattr(value, "name", value)
-                problems.append(
-                    (f"scheduler.{key}", f"applies to gpu_sharing: time_slicing or mps only (found {shown})")
-                )
+                modes = "time_slicing or mps"
+                if key == "sharing_demand":
+                    modes += " (or mig_strategy: single)"
+                problems.append((f"scheduler.{key}", f"applies to gpu_sharing: {modes} only (found {shown})"))
         return problems
     if policy.replicas < 2:
         problems.append(
@@ -301,6 +330,60 @@ def _sharing_problems(
                 "scheduler.node_placement",
                 f"{policy.node_placement!r} models another GPU-sharing system; with gpu_sharing: "
                 f"{sharing.name} use one of {', '.join(REPLICA_NODE_SCORERS)}",
+            )
+        )
+    return problems
+
+
+def _mig_problems(
+    policy: Policy, sharing: GpuSharing, share_mem: SharedGpuMemory, mig: MigStrategy, mig_demand: MigDemand
+) -> list[tuple[str, str]]:
+    """What is wrong with the MIG settings (docs/engine-semantics.md, "MIG")."""
+    if mig is MigStrategy.none:
+        if mig_demand is not MigDemand.any:
+            found = mig_demand.name
+            return [("scheduler.mig_demand", f"applies to mig_strategy: single only (found {found})")]
+        return []
+    if mig is MigStrategy.mixed:
+        return [
+            (
+                "scheduler.mig_strategy",
+                "mixed (one nvidia.com/mig-<profile> resource per profile) is not modelled yet: use single "
+                "(each instance one nvidia.com/gpu, one profile per node) or none",
+            )
+        ]
+    problems: list[tuple[str, str]] = []
+    if sharing is not GpuSharing.none:
+        problems.append(
+            (
+                "scheduler.gpu_sharing",
+                f"{sharing.name} on MIG instances is not modelled (MPS does not combine with MIG; "
+                "time-slicing of MIG devices needs the mixed strategy): use gpu_sharing: none with "
+                "mig_strategy: single",
+            )
+        )
+    if policy.device_split_count != 0 or share_mem is not SharedGpuMemory.none:
+        problems.append(
+            (
+                f"scheduler.{'device_split_count' if policy.device_split_count else 'shared_gpu_memory'}",
+                "fractional sharing does not combine with mig_strategy: single: every GPU pod takes whole "
+                "MIG instances",
+            )
+        )
+    if policy.gpu_placement != "first_fit":
+        problems.append(
+            (
+                "scheduler.gpu_placement",
+                "with mig_strategy: single the kubelet hands out the instances, not a GPU scorer: use "
+                f"first_fit (found {policy.gpu_placement})",
+            )
+        )
+    if policy.node_placement not in REPLICA_NODE_SCORERS and policy.node_placement in SCORERS:
+        problems.append(
+            (
+                "scheduler.node_placement",
+                f"{policy.node_placement!r} models another GPU-sharing system; with mig_strategy: single use "
+                f"one of {', '.join(REPLICA_NODE_SCORERS)}",
             )
         )
     return problems
@@ -398,6 +481,8 @@ def compile_nodes(nodes: pl.DataFrame) -> tuple[Int64Array, tuple[str, ...], int
     node_int[L.N_SHARE_MEM] = L.SHARE_MEM_NONE
     node_int[L.N_REPLICAS] = 1
     node_int[L.N_REPLICA_ALLOC] = L.REPLICA_DISTRIBUTED
+    node_int[L.N_MIG_COMPUTE] = 0
+    node_int[L.N_MIG_SLICES] = 0
     hist_width = int(node_int[L.N_GPUS].max(initial=0)) + 1
     return node_int, models, hist_width
 
@@ -446,47 +531,6 @@ def _node_types(node_int: Int64Array, num_models: int, hist_width: int) -> tuple
     return empty_cluster(type_int, num_models, hist_width), np.ascontiguousarray(counts, dtype=np.int64)
 
 
-#: Input columns that change what fits but that the engine does not model yet (MIG: issue 9), with
-#: the table each belongs to and what to do instead. A value in them is refused, never dropped.
-UNMODELLED_COLUMNS: tuple[tuple[str, str, str], ...] = (
-    ("jobs", "mig_profile", "give the demand as gpu_milli / gpu_mem_mib instead"),
-    ("nodes", "mig_layout", "give the node whole GPUs (mig_layout empty)"),
-)
-
-
-def refuse_unmodelled(jobs: pl.DataFrame, nodes: pl.DataFrame) -> None:
-    """Raise :class:`InputError` when a job or node sets a column the engine does not model yet.
-
-    The engine places whole and shared GPUs only: a job asking for a MIG
-    profile, or a node whose GPUs are MIG-partitioned, would silently run as
-    whole GPUs. Each problem names the table, the row (the raw file's when
-    the adapter kept ``source_row``, else 1-based in the table), the column,
-    the job or node, and the value.
-    """
-    problems: list[Problem] = []
-    total = 0
-    for table, column, instead in UNMODELLED_COLUMNS:
-        frame = jobs if table == "jobs" else nodes
-        if column not in frame.columns:
-            continue
-        ident = "job_id" if table == "jobs" else "node_name"
-        # The raw file's row when the adapter kept it (``source_row``), else the table's own.
-        rows = pl.col("source_row") if "source_row" in frame.columns else pl.int_range(1, pl.len() + 1)
-        bad = frame.with_columns(rows.alias("row")).filter(pl.col(column).is_not_null())
-        total += bad.height
-        for row, name, value in bad.select("row", ident, column).head(10).iter_rows():
-            problems.append(
-                Problem(
-                    f"{ident} {name}: {column} {value!r} - MIG is not modelled by the engine yet; {instead}",
-                    f"{table} table",
-                    row=row,
-                    column=column,
-                )
-            )
-    if problems:
-        raise InputError(problems, total=total)
-
-
 def compile_replay(
     jobs: pl.DataFrame, nodes: pl.DataFrame, params: Params, tasks: TypicalPods | None = None
 ) -> Compiled:
@@ -517,17 +561,24 @@ def compile_replay(
     (and, in gang mode, ``num_pods``), plus priority and preemption rights
     when preemption is on.
     """
-    refuse_unmodelled(jobs, nodes)
     codes = params.codes
-    node_int, models, hist_width = compile_nodes(nodes)
+    mig = mig_nodes(nodes) if codes[L.P_SHARING] == L.SHARING_MIG else None
+    if mig is None:
+        refuse_mig(jobs, nodes)
+    node_int, models, hist_width = compile_nodes(nodes if mig is None else mig.nodes)
+    physical_gpus = node_int[L.N_GPUS].copy()
     # The device plugin's sharing settings are the policy's, the same on every node.
     node_int[L.N_SLOTS] = codes[L.P_SPLIT] if codes[L.P_SPLIT] > 0 else L.BIG
     node_int[L.N_SHARE_MEM] = codes[L.P_SHARE_MEM]
-    replicas = int(codes[L.P_REPLICAS]) if codes[L.P_SHARING] != L.SHARING_NONE else 1
+    replicas = int(codes[L.P_REPLICAS]) if codes[L.P_SHARING] in REPLICA_MODES else 1
     if replicas > 1:
         hist_width = replicate_devices(
             node_int, replicas, int(codes[L.P_REPLICA_ALLOC]), mps=codes[L.P_SHARING] == L.SHARING_MPS
         )
+    if mig is not None:
+        hist_width = split_mig_devices(node_int, mig.devices)
+    # Replicas and MIG instances are devices: a GPU pod asks whole ones, and the rate code runs.
+    devices = replicas > 1 or mig is not None
     # Every unplaced pod of a preemptor may be nominated to a node while its victims terminate.
     nominees = int(jobs["num_pods"].sum()) if codes[L.P_PREEMPT] != L.PREEMPT_NONE else 0
     cluster = empty_cluster(node_int, len(models), hist_width, nominees)
@@ -535,13 +586,12 @@ def compile_replay(
     cluster_bits = sum(bits.values())
     trace_m = pl.col("gpu_milli").cast(pl.Int64)
     # Shared by replicas, every GPU pod asks whole devices: a fractional one takes one replica.
-    m = (
-        pl.when(trace_m.is_between(1, L.WHOLE - 1)).then(L.WHOLE).otherwise(trace_m)
-        if replicas > 1
-        else trace_m
-    )
+    m = pl.when(trace_m.is_between(1, L.WHOLE - 1)).then(L.WHOLE).otherwise(trace_m) if devices else trace_m
+    smallest_fit = codes[L.P_MIG_DEMAND] == L.MIG_DEMAND_SMALLEST_FIT
     allowed = (
-        pl.when(pl.col("gpu_models").is_null())
+        pl.lit(pl.Series(selector_masks(jobs, mig, models, smallest_fit)), pl.UInt64)
+        if mig is not None
+        else pl.when(pl.col("gpu_models").is_null())
         .then(pl.lit(L.ALL_MODELS, pl.UInt64))
         .otherwise(
             pl.col("gpu_models")
@@ -747,15 +797,25 @@ def compile_replay(
             arrival,
             reject,
             np.ascontiguousarray(pod_job),
-            # Only a replay that shares GPUs by replicas compiles the rate code (engine.sharing).
+            # Only a replay that shares GPUs (replicas, MIG) compiles the rate code (engine.sharing).
             # A copy: polars may hand out a read-only view, a type of its own to numba (one more variant).
-            np.array(df["demand"].to_numpy(), dtype=np.float64, order="C") if replicas > 1 else None,
+            np.array(df["demand"].to_numpy(), dtype=np.float64, order="C") if devices else None,
         ),
         classes=Classes(cls, np.ascontiguousarray(class_mask), layout, _tasks(params, tasks, models)),
         cluster=cluster,
         models=models,
         tenants=tenants,
         hist_width=hist_width,
+        devices=int(node_int[L.N_GPUS].sum()),
+        mig=MigFigures()
+        if mig is None
+        else mig_figures(
+            mig,
+            physical_gpus,
+            node_int[L.N_MODEL],
+            df.filter(pl.col("gpu_milli") > 0)["mask"].to_numpy(),
+            df.filter(pl.col("gpu_milli") > 0)["gpu_mem"].to_numpy(),
+        ),
     )
 
 

@@ -167,7 +167,10 @@ class Replay:
         as often as needed to stay within ``max_samples`` rows.
     stats
         ``events``, ``cycles``, ``placements_tried``, ``preemption_searches``,
-        ``end_time`` and ``kernel_seconds`` (wall time of the compiled loop).
+        ``end_time``, ``kernel_seconds`` (wall time of the compiled loop),
+        ``devices`` (``nvidia.com/gpu`` devices: GPUs, replicas or MIG
+        instances), ``mig_instances`` and ``mig_stranded_pct`` (NaN without
+        MIG; docs/engine-semantics.md, "MIG instances").
     """
 
     jobs: pl.DataFrame
@@ -338,6 +341,9 @@ def simulate(
             "end_time": end_time,
             "kernel_seconds": kernel_seconds,
             "sample_widenings": float(run.cursor[L.L_WIDENINGS]),
+            "devices": float(compiled.devices),
+            "mig_instances": float(compiled.mig.instances),
+            "mig_stranded_pct": math.nan if compiled.mig.stranded_pct is None else compiled.mig.stranded_pct,
         },
     )
 
@@ -346,7 +352,7 @@ def warm_up(policy: Policy, *, debug: bool = False) -> None:
     """Replay one job on one node under ``policy``, so numba compiles or loads its kernels now.
 
     The kernels a replay compiles depend on the policy's mechanisms (gang or
-    pod-by-pod mode, EASY, preemption, debug checks), not on the trace, so
+    pod-by-pod mode, EASY, preemption, GPU sharing), not on the trace, so
     this tiny replay readies them for the real one; a caller times it apart
     from the replay (``timing.json``'s ``compile_seconds``). It costs
     milliseconds when numba's cache is warm.

@@ -139,7 +139,7 @@ PREEMPTION_METRICS: tuple[Metric, ...] = (
     ),
 )
 
-#: What GPU sharing by replicas costs (time-slicing, MPS; 1 and 0 elsewhere).
+#: What GPU sharing costs (time-slicing, MPS, MIG instances; 1 and 0 elsewhere).
 SHARING_METRICS: tuple[Metric, ...] = (
     Metric("replicas_per_gpu", "replicas per GPU", "replicas per GPU", None, count=True),
     Metric("slowed_jobs", "jobs slowed", "jobs slowed by sharing", "lower", count=True, min_change=1.0),
@@ -157,6 +157,14 @@ SHARING_METRICS: tuple[Metric, ...] = (
         "sharing_delay_hours",
         "run time added (h)",
         "run time added by sharing",
+        "lower",
+        min_change=0.1,
+    ),
+    Metric("mig_instances", "MIG instances", "MIG instances", None, count=True),
+    Metric(
+        "mig_stranded_pct",
+        "MIG slices stranded (%)",
+        "share of MIG compute slices no job can use",
         "lower",
         min_change=0.1,
     ),
@@ -220,10 +228,12 @@ def runs_evicted(runs: pl.DataFrame) -> bool:
 
 
 def runs_shared(runs: pl.DataFrame) -> bool:
-    """True when some run in ``runs`` shared GPUs by replicas (time-slicing or MPS)."""
-    return "replicas_per_gpu" in runs.columns and bool(
+    """True when some run in ``runs`` shared GPUs by replicas (time-slicing or MPS) or MIG instances."""
+    replicas = "replicas_per_gpu" in runs.columns and bool(
         (runs.get_column("replicas_per_gpu").fill_null(1) > 1).any()
     )
+    mig = "mig_instances" in runs.columns and bool((runs.get_column("mig_instances").fill_null(0) > 0).any())
+    return replicas or mig
 
 
 __all__ = [

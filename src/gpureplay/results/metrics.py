@@ -87,6 +87,16 @@ allocation figures (``gpu_allocation_rate``, the timeline's
   made progress, ``(work + delay) / work`` (1 when never slowed);
 - ``slowed_jobs``: jobs with a slowdown above 1;
 - ``sharing_delay_hours``: the sum of the jobs' ``sharing_delay``, hours.
+
+MIG
+---
+Under the device plugin's single strategy every MIG instance is one device:
+the allocation figures count instances on MIG nodes (whole GPUs elsewhere),
+and a job on an instance smaller than its demand is slowed (the sharing
+figures above). ``mig_instances`` counts the instances; ``mig_stranded_pct``
+is the share of the MIG GPUs' compute slices that no GPU pod of the workload
+can ever use: slices outside every instance, and instances no job may take
+(docs/engine-semantics.md, "MIG instances"; constant under static layouts).
 """
 
 from __future__ import annotations
@@ -307,6 +317,9 @@ def summary_metrics(
     sample_interval: float,
     attempts: pl.DataFrame | None = None,
     replicas_per_gpu: int = 1,
+    devices: int | None = None,
+    mig_instances: int = 0,
+    mig_stranded_pct: float | None = None,
 ) -> pl.DataFrame:
     """The one-row table of headline metrics (``SUMMARY_METRICS_SCHEMA``; definitions: module docstring).
 
@@ -333,8 +346,14 @@ def summary_metrics(
     replicas_per_gpu
         Devices each GPU is advertised as (time-slicing / MPS ``replicas``; 1:
         no sharing by replicas): the allocation rates count devices.
+    devices
+        ``nvidia.com/gpu`` devices of the cluster when they are not
+        ``total_gpus * replicas_per_gpu`` (MIG instances: ``Replay.stats["devices"]``).
+    mig_instances, mig_stranded_pct
+        ``Replay.stats``' static MIG figures (module docstring, "MIG").
     """
-    devices = total_gpus * replicas_per_gpu
+    if devices is None:
+        devices = total_gpus * replicas_per_gpu
     admitted = _censored(jobs, span)
     finished = admitted.filter(pl.col("finished"))
     measured = window.within(span)
@@ -371,6 +390,8 @@ def summary_metrics(
         **_preemption_figures(admitted, attempts, gpu_milli_seconds, span),
         "replicas_per_gpu": replicas_per_gpu,
         **_sharing_figures(admitted),
+        "mig_instances": mig_instances,
+        "mig_stranded_pct": mig_stranded_pct,
     }
     return pl.DataFrame([row], schema=SUMMARY_METRICS_SCHEMA)
 

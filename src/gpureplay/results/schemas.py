@@ -156,4 +156,8 @@ SUMMARY_METRICS_SCHEMA: dict[str, pl.DataType] = {
     "sharing_slowdown_mean": pl.Float64(),
     "sharing_slowdown_p95": pl.Float64(),
     "sharing_delay_hours": pl.Float64(),
+    # MIG (device plugin single strategy): instances in the cluster (0: none; the allocation rates count
+    # them as devices) and the share of the MIG GPUs' compute slices no job can ever use (null: no MIG).
+    "mig_instances": pl.Int64(),
+    "mig_stranded_pct": pl.Float64(),
 }

@@ -156,6 +156,35 @@ class SharingDemand(Enum):
     trace = 1
 
 
+class MigStrategy(Enum):
+    """How NVIDIA k8s-device-plugin exposes MIG instances (``--mig-strategy``; scheduler-semantics.md §1.6).
+
+    ``none``: MIG is not modelled; a node with a MIG layout is refused.
+    ``single``: every GPU of a node with a ``mig_layout`` holds instances of
+    one profile, each one ``nvidia.com/gpu``; the node's product label is
+    ``<model>-MIG-<profile>``. ``mixed`` (one resource per profile) is not
+    modelled yet and is refused. docs/engine-semantics.md, "MIG".
+    """
+
+    none = 0
+    single = 1
+    mixed = 2
+
+
+class MigDemand(Enum):
+    """Which MIG instances a job may take when its trace names no ``mig_profile``.
+
+    ``any``: any instance (it asks ``nvidia.com/gpu``, as under the single
+    strategy), or a whole GPU. ``smallest_fit``: on each MIG model only the
+    smallest profile that fits its ``gpu_milli`` and ``gpu_mem_mib``
+    (:func:`gpureplay.mig.devices.smallest_profile`; a node selector on the
+    product label), or a whole GPU.
+    """
+
+    any = 0
+    smallest_fit = 1
+
+
 @dataclass
 class Policy:
     """A scheduler configuration (the ``scheduler`` config group).
@@ -216,6 +245,10 @@ class Policy:
     switch_overhead
         Time-slicing only: share of a GPU's time lost to context switches
         while two or more pods are active on it, in [0, 1) (0: free).
+    mig_strategy
+        See :class:`MigStrategy`.
+    mig_demand
+        See :class:`MigDemand`.
     """
 
     name: str = "fifo"
@@ -239,6 +272,8 @@ class Policy:
     replica_allocation: ReplicaAllocation = ReplicaAllocation.distributed
     sharing_demand: SharingDemand = SharingDemand.whole
     switch_overhead: float = 0.0
+    mig_strategy: MigStrategy = MigStrategy.none
+    mig_demand: MigDemand = MigDemand.any
 
     def devices_per_gpu(self) -> int:
         """``nvidia.com/gpu`` devices per GPU: ``replicas`` when shared by replicas, else 1."""

@@ -1,0 +1,103 @@
+"""MIG inputs and settings the engine refuses, and its static MIG figures.
+
+docs/engine-semantics.md, "MIG instances".
+
+The error messages are the product's, so these run on the engine only; the scenarios on both simulators are in
+tests/test_mig_instances.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from tests.reference.strategies import jobs_frame, nodes_frame
+from tests.test_mig_instances import BASE, MIG, a100, job
+
+from gpureplay.errors import InputError
+from gpureplay.replay.simulate import simulate as engine_simulate
+from gpureplay.schedulers.policy import GpuSharing, MigDemand, MigStrategy, Policy
+
+
+def engine_error(jobs: list[dict[str, Any]], nodes: list[dict[str, Any]], policy: Policy) -> str:
+    with pytest.raises(InputError) as err:
+        engine_simulate(jobs_frame(jobs), nodes_frame(nodes), policy)
+    return str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("layout", "says"),
+    [
+        ("all-balanced", "more than one MIG device type present on node"),
+        ("all-enabled", "no instance"),
+        ("all-1g.10gb.x", "not a mig-parted config of A100-40GB"),
+    ],
+)
+def test_layouts_the_single_strategy_refuses(layout: str, says: str) -> None:
+    message = engine_error([job(1, 0.0, 1.0, 1, 1000)], [a100("all-1g.5gb"), a100(layout)], MIG)
+    assert says in message and "row 2" in message and "mig_layout" in message
+
+
+def test_a_layout_on_a_gpu_without_mig() -> None:
+    message = engine_error(
+        [job(1, 0.0, 1.0, 1, 1000)], [{"gpu_model": "V100", "num_gpus": 1, "mig_layout": "all-1g.5gb"}], MIG
+    )
+    assert "has no MIG" in message and "mig_layout" in message
+
+
+def test_mig_inputs_without_the_strategy_are_refused() -> None:
+    message = engine_error([job(1, 0.0, 1.0, 1, 1000)], [a100("all-1g.5gb")], BASE)
+    assert "mig_strategy: single" in message and "row 1" in message
+    message = engine_error([job(1, 0.0, 1.0, 1, 1000, mig_profile="1g.5gb")], [a100(None)], BASE)
+    assert "mig_profile" in message
+
+
+def test_an_unknown_profile_name() -> None:
+    message = engine_error([job(1, 0.0, 1.0, 1, 1000, mig_profile="1g.6gb")], [a100("all-1g.5gb")], MIG)
+    assert "'1g.6gb' is no MIG profile" in message and "mig_profile" in message
+
+
+@pytest.mark.parametrize(
+    ("change", "key"),
+    [
+        ({"mig_strategy": MigStrategy.mixed}, "scheduler.mig_strategy"),
+        ({"gpu_sharing": GpuSharing.time_slicing, "replicas": 2}, "scheduler.gpu_sharing"),
+        ({"device_split_count": 4}, "scheduler.device_split_count"),
+        ({"gpu_placement": "best_fit"}, "scheduler.gpu_placement"),
+        ({"node_placement": "fgd"}, "scheduler.node_placement"),
+    ],
+)
+def test_config_the_mig_model_refuses(change: dict[str, Any], key: str) -> None:
+    assert key in engine_error([job(1, 0.0, 1.0, 1, 1000)], [a100("all-1g.5gb")], replace(MIG, **change))
+
+
+def test_mig_demand_without_mig_is_refused() -> None:
+    message = engine_error(
+        [job(1, 0.0, 1.0, 1, 1000)], [a100(None)], replace(BASE, mig_demand=MigDemand.smallest_fit)
+    )
+    assert "scheduler.mig_demand" in message
+
+
+# --------------------------------------------------------------------------------------------------
+# Static figures
+# --------------------------------------------------------------------------------------------------
+
+
+def test_instances_and_stranded_slices() -> None:
+    # Node 0: 2 GPUs all-3g.20gb -> 4 instances, each GPU strands 7 - 2*3 = 1 slice. Node 1: 1 GPU
+    # all-1g.5gb -> 7 instances; every job asks 6000 MiB > 5120, so all 7 of its slices are stranded.
+    # 2 + 7 = 9 stranded of 21 slices = 42.86 %; 11 instances; devices 4 + 7 + the V100's 1 = 12.
+    nodes = [a100("all-3g.20gb", 2), a100("all-1g.5gb"), {"gpu_model": "V100", "num_gpus": 1}]
+    result = engine_simulate(
+        jobs_frame([job(1, 0.0, 1.0, 1, 1000, gpu_mem_mib=6000)]), nodes_frame(nodes), MIG
+    )
+    assert result.stats["mig_instances"] == 11.0
+    assert result.stats["devices"] == 12.0
+    assert result.stats["mig_stranded_pct"] == pytest.approx(100.0 * 9 / 21)
+
+
+def test_no_mig_has_no_figures() -> None:
+    result = engine_simulate(jobs_frame([job(1, 0.0, 1.0, 1, 1000)]), nodes_frame([a100(None, 2)]), BASE)
+    assert result.stats["mig_instances"] == 0.0 and result.stats["devices"] == 2.0
+    assert result.stats["mig_stranded_pct"] != result.stats["mig_stranded_pct"]  # NaN
