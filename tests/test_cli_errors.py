@@ -125,6 +125,26 @@ def test_values_out_of_range_name_the_key(csv_args: list[str], override: str, fr
     assert_usage_error(gpureplay(*csv_args, override), *fragments)
 
 
+@pytest.mark.parametrize(
+    ("overrides", "fragments"),
+    [
+        (["cluster.mig_layout=all-9g.99gb"], ["config key 'cluster.mig_layout'", "not a mig-parted config"]),
+        (["cluster.gpu_model=V100", "cluster.mig_layout=all-1g.10gb"], ["cluster.mig_layout", "has no MIG"]),
+        (["scheduler=mig-single", "scheduler.mig_strategy=mixed"], ["scheduler.mig_strategy", "mixed"]),
+        (["cluster.mig_layout=all-1g.10gb"], ["column 'mig_layout'", "scheduler.mig_strategy: single"]),
+        (
+            ["scheduler=mig-single", "cluster.mig_layout=all-balanced"],
+            ["row 1, column 'mig_layout'", "more than one MIG device type present on node"],
+        ),
+    ],
+)
+def test_mig_errors_name_the_key_or_the_row(
+    csv_args: list[str], overrides: list[str], fragments: list[str]
+) -> None:
+    # All fail before the kernels compile (experiment.check_mig_inputs), in a second or two.
+    assert_usage_error(gpureplay(*csv_args, *overrides), *fragments)
+
+
 def test_run_folder_that_is_a_file(csv_args: list[str], tmp_path: Path) -> None:
     blocker = tmp_path / "a_file"
     blocker.write_text("not a folder\n")

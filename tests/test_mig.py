@@ -602,6 +602,21 @@ def test_cli_layouts(runner: CliRunner) -> None:
     )
 
 
+def test_cli_configs_show_what_a_single_strategy_node_advertises(runner: CliRunner) -> None:
+    result = runner.invoke(main, ["mig", "configs", "H100"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    # H100-80GB: 81920 MiB over 8 memory slices; 3g.40gb holds 4 of them and 3 of the 7 compute slices.
+    assert (
+        "all-3g.40gb: 2 x 3g.40gb per GPU, 40,960 MiB and 3/7 of the SMs each (product H100-80GB-MIG-3g.40gb)"
+        in lines
+    )
+    assert lines[0] == "all-disabled: whole GPUs (81,920 MiB)"
+    assert any(line.startswith("all-balanced: not with the single strategy") for line in lines)
+    bad = runner.invoke(main, ["mig", "configs", "V100"])
+    assert bad.exit_code == 2 and "V100 has no MIG" in bad.output
+
+
 def test_cli_check_good_file(runner: CliRunner, tmp_path: Path) -> None:
     result = runner.invoke(main, ["mig", "check", str(write(tmp_path, GOOD)), "--model", "A100-40GB"])
     assert result.exit_code == 0, result.output

@@ -14,26 +14,19 @@ from typing import Any
 
 import pytest
 import tests.reference.simulator as reference
-from tests.reference.strategies import PRESETS, jobs_frame, nodes_frame
+from tests.reference.strategies import jobs_frame, nodes_frame
+from tests.test_replicas import BASE, job
 
 from gpureplay.replay.simulate import simulate as engine_simulate
 from gpureplay.schedulers.policy import (
     MigDemand,
     MigStrategy,
     Policy,
-    Preemption,
-    QueueOrder,
     SharingDemand,
 )
 
-#: test_replicas' compiled variant (FIFO rules in the gang + preemption replay, shared devices): MIG
-#: needs no variant of its own, only other codes and node rows.
-BASE = replace(
-    PRESETS["fifo"],
-    name="fifo+preempt-ready",
-    queue_order=QueueOrder.priority,
-    preemption=Preemption.priority,
-)
+#: test_replicas' BASE: its compiled variant (FIFO rules in the gang + preemption replay, shared devices)
+#: serves MIG too, which needs only other codes and node rows.
 MIG = replace(BASE, name="fifo+mig", mig_strategy=MigStrategy.single)
 TRACE = replace(MIG, sharing_demand=SharingDemand.trace)
 FIT = replace(MIG, mig_demand=MigDemand.smallest_fit)
@@ -45,17 +38,6 @@ simulate = reference.simulate
 def implementation(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every scenario runs on both: the numba engine and the plain-Python reference."""
     monkeypatch.setitem(globals(), "simulate", IMPLEMENTATIONS[request.param])
-
-
-def job(job_id: int, submit: float, duration: float, pods: int, milli: int, **extra: Any) -> dict[str, Any]:
-    return {
-        "job_id": job_id,
-        "submit_time": submit,
-        "duration": duration,
-        "num_pods": pods,
-        "gpu_milli": milli,
-        **extra,
-    }
 
 
 def a100(layout: str | None, num_gpus: int = 1, **extra: Any) -> dict[str, Any]:

@@ -87,6 +87,7 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
         On any bad trace, node list or config value; nothing is written then.
     """
     from gpureplay.engine.config import cache_folder
+    from gpureplay.replay.mig import check_mig_inputs
     from gpureplay.replay.progress import announce_compilation, progress_for_terminal
     from gpureplay.replay.simulate import (  # numba import deferred: `--help` stays fast
         kernels_cached,
@@ -120,6 +121,9 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
         return _run_packing(cfg, out_dir, trace, jobs, cluster.nodes, cluster.sha256 or "", run_started)
     window = measurement_window(jobs, cfg.measure.start, cfg.measure.end)
 
+    # Bad MIG inputs fail before the kernels compile (a minute on a first run).
+    mig = str(getattr(policy.mig_strategy, "name", policy.mig_strategy))
+    check_mig_inputs(jobs, cluster.nodes, single=mig == "single")
     # Kernels compile (first run) or load from numba's cache here, timed apart from the replay.
     if not kernels_cached():
         announce_compilation(str(cache_folder()))

@@ -1,4 +1,4 @@
-"""The ``gpureplay mig`` commands: ``layouts MODEL`` and ``check LAYOUT_FILE``.
+"""The ``gpureplay mig`` commands: ``layouts MODEL``, ``check LAYOUT_FILE`` and ``configs MODEL``.
 
 Thin like ``cli.py``: each command parses its arguments and calls
 :mod:`gpureplay.mig`. Bad input prints ``gpureplay: error:`` and the message to
@@ -77,3 +77,39 @@ def mig_check(layout_file: Path, model: str | None) -> None:
         click.echo(f"{name}: not checked, no entry's device-filter selects the model(s) checked")
     if result.problems:
         _fail(InputError(result.problems, shown=len(result.problems)))
+
+
+@mig.command("configs")
+@click.argument("model")
+def mig_configs(model: str) -> None:
+    """Print MODEL's mig-parted configs (what cluster.mig_layout names) and what each node advertises.
+
+    Under the device plugin's single strategy (scheduler.mig_strategy: single) a
+    config of one profile makes every GPU its instances, each one nvidia.com/gpu
+    with the instance's memory and share of the SMs; the others are refused
+    there, with the reason printed.
+    """
+    from gpureplay.cluster.catalog import gpu_model
+    from gpureplay.mig.devices import single_strategy_devices
+    from gpureplay.mig.geometry import MigError, mig_geometry
+    from gpureplay.mig.parted import standard_configs
+
+    try:
+        geometry = mig_geometry(model)
+    except MigError as err:
+        _fail(err)
+    memory = gpu_model(geometry.model).memory_mib
+    for name in standard_configs(geometry).configs:
+        try:
+            devices = single_strategy_devices(geometry.model, name, memory)
+        except MigError as err:
+            click.echo(f"{name}: not with the single strategy: {err}")
+            continue
+        if devices is None:
+            click.echo(f"{name}: whole GPUs ({memory:,} MiB)")
+            continue
+        click.echo(
+            f"{name}: {devices.per_gpu} x {devices.profile} per GPU, {devices.memory_mib:,} MiB and "
+            f"{devices.compute_slices}/{devices.gpu_compute_slices} of the SMs each "
+            f"(product {devices.product})"
+        )

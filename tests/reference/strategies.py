@@ -432,6 +432,27 @@ REPLICA_SCORERS: tuple[str, ...] = ("first_fit", "best_fit", "worst_fit", "rando
 
 
 @st.composite
+def _device_base(draw: st.DrawFn) -> tuple[Policy, str]:
+    """A random policy for shared devices (replicas, MIG instances) and a node scorer that takes them.
+
+    The two mechanism sets the sharing presets compile: gang with priority preemption (with equal
+    priorities a plain gang replay) and pod by pod without; EASY drawn as skip; a node scorer of
+    another sharing system swapped for one of :data:`REPLICA_SCORERS`.
+    """
+    base = draw(policies())
+    if base.backfill is Backfill.easy:
+        base = replace(base, backfill=Backfill.skip, backfill_depth=0)
+    if base.gang is GangMode.gang:
+        base = replace(base, preemption=Preemption.priority, queue_order=QueueOrder.priority)
+    else:
+        base = replace(base, preemption=Preemption.none)
+    node = base.node_placement
+    if node not in REPLICA_SCORERS:
+        node = draw(st.sampled_from(REPLICA_SCORERS))
+    return base, node
+
+
+@st.composite
 def sharing_policies(draw: st.DrawFn) -> Policy:
     """A random policy (:func:`policies`) on GPUs shared by replicas: time-slicing or MPS, 2 to 4 replicas.
 
@@ -441,17 +462,8 @@ def sharing_policies(draw: st.DrawFn) -> Policy:
     (with equal priorities a plain gang replay) and pod by pod without (the presets' own); EASY is
     drawn as skip. All four sets and EASY agreed on 60 cases each when this was written.
     """
-    base = draw(policies())
-    if base.backfill is Backfill.easy:
-        base = replace(base, backfill=Backfill.skip, backfill_depth=0)
-    if base.gang is GangMode.gang:
-        base = replace(base, preemption=Preemption.priority, queue_order=QueueOrder.priority)
-    else:
-        base = replace(base, preemption=Preemption.none)
+    base, node = draw(_device_base())
     mode = draw(st.sampled_from([GpuSharing.time_slicing, GpuSharing.mps]))
-    node = base.node_placement
-    if node not in REPLICA_SCORERS:
-        node = draw(st.sampled_from(REPLICA_SCORERS))
     overhead = 0.0
     if mode is GpuSharing.time_slicing:
         overhead = draw(st.sampled_from([0.0, 0.0, 0.1, 0.5]))
@@ -507,16 +519,7 @@ def mig_policies(draw: st.DrawFn) -> Policy:
     sharing presets compile (EASY drawn as skip), a replica-compatible node scorer, first_fit GPUs;
     random ``mig_demand`` and ``sharing_demand``.
     """
-    base = draw(policies())
-    if base.backfill is Backfill.easy:
-        base = replace(base, backfill=Backfill.skip, backfill_depth=0)
-    if base.gang is GangMode.gang:
-        base = replace(base, preemption=Preemption.priority, queue_order=QueueOrder.priority)
-    else:
-        base = replace(base, preemption=Preemption.none)
-    node = base.node_placement
-    if node not in REPLICA_SCORERS:
-        node = draw(st.sampled_from(REPLICA_SCORERS))
+    base, node = draw(_device_base())
     return replace(
         base,
         name="random+mig",

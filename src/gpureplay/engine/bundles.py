@@ -47,10 +47,9 @@ class Jobs(NamedTuple):
     pod_job
         The job of each global pod.
     demand
-        GPUs shared by replicas (time-slicing, MPS): the share of a GPU one
-        replica of each job uses alone (1: all of it); ``None`` otherwise, which
-        keeps the rate code out of the replays that do not share
-        (:mod:`gpureplay.engine.sharing`).
+        On shared devices (time-slicing and MPS replicas, MIG instances): the
+        share of a GPU one device of each job would use alone (1: all of it);
+        read only when the replay shares (:mod:`gpureplay.engine.sharing`).
     """
 
     ints: Int64Array
@@ -59,7 +58,7 @@ class Jobs(NamedTuple):
     arrival: Int64Array
     reject: Int64Array
     pod_job: Int64Array
-    demand: Float64Array | None = None
+    demand: Float64Array
 
 
 class Tasks(NamedTuple):

@@ -219,7 +219,7 @@ def when_given(
     When the first argument is ``None`` the call is ``otherwise`` (a constant)
     or ``none_body(*args)``, decided by numba at compile time from the
     argument's type: the code behind an unused mechanism (preemption, EASY
-    backfill, sharing rates, the other placement mode) is never typed,
+    backfill, FGD's task classes, the other placement mode) is never typed,
     compiled or linked into the replay that does not use it, so a replay
     compiles only what its policy needs.
 

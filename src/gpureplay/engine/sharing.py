@@ -13,9 +13,8 @@ A *process* is one pod of an active (running) job on one physical GPU, with
 weight ``w`` = its replicas there and demand ``D = w * d`` (``d``: the share
 of a GPU one replica of it would use alone, ``Jobs.demand``). MIG instances
 (device plugin ``single`` strategy, :func:`mig_rate`) reuse the same devices
-and rates without the interference. A replay that does not share GPUs has no
-``Jobs.demand`` and compiles none of this
-(:func:`gpureplay.engine.config.when_given`).
+and rates without the interference. A replay that does not share GPUs
+returns from :func:`sharers_changed` at once.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpureplay.engine.bundles import Cluster, Jobs, JobState, Params, Run, Timers
-from gpureplay.engine.config import inline_kernel, kernel, when_given
+from gpureplay.engine.config import inline_kernel, kernel
 from gpureplay.engine.layout import (
     D_GEN,
     D_PLACED,
@@ -44,6 +43,7 @@ from gpureplay.engine.layout import (
     S_RUNNING,
     SHARING_MIG,
     SHARING_MPS,
+    SHARING_NONE,
     T_DONE,
     T_FINISH,
     T_LEFT,
@@ -287,7 +287,7 @@ def rerate(
 
 
 @kernel
-def _sharers_changed(
+def sharers_changed(
     demand: Float64Array,
     params: Params,
     jobs: Jobs,
@@ -304,12 +304,13 @@ def _sharers_changed(
     -----
     Under time-slicing every running job with a pod on one of ``j``'s physical
     GPUs takes its new rate (and ``j`` its own when it starts); under MPS and
-    on MIG instances a job's rate depends on its own placement only. Nothing happens without
-    sharing by replicas or for a GPU-less job.
+    on MIG instances a job's rate depends on its own placement only. Nothing
+    happens without sharing or for a GPU-less job.
     """
-    # Without sharing by replicas this body is not even compiled (``sharers_changed``, when_given).
+    # A runtime switch, not a compiled variant: every replay compiles this once (its argument types
+    # are the same in all), and one that does not share returns here.
     mode = params.codes[P_SHARING]
-    if jobs.ints[J_MILLI, j] == 0:
+    if mode == SHARING_NONE or jobs.ints[J_MILLI, j] == 0:
         return
     running = js.dyn[D_STATUS, j] == S_RUNNING
     if mode in (SHARING_MPS, SHARING_MIG):
@@ -341,8 +342,3 @@ def _sharers_changed(
                     js.dyn[D_RATE_MARK, q] = stamp
                     rerate(params, demand, jobs, js, cl, tm, run, q, t)
                 pod = js.pod_next[pod]
-
-
-#: Job ``j`` starts or stops on GPUs shared by replicas: re-rate it and its sharers (called with
-#: ``jobs.demand`` first; nothing, not even compiled, when the replay does not share by replicas).
-sharers_changed = when_given(_sharers_changed)

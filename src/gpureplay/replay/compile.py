@@ -797,9 +797,8 @@ def compile_replay(
             arrival,
             reject,
             np.ascontiguousarray(pod_job),
-            # Only a replay that shares GPUs (replicas, MIG) compiles the rate code (engine.sharing).
             # A copy: polars may hand out a read-only view, a type of its own to numba (one more variant).
-            np.array(df["demand"].to_numpy(), dtype=np.float64, order="C") if devices else None,
+            np.array(df["demand"].to_numpy(), dtype=np.float64, order="C"),
         ),
         classes=Classes(cls, np.ascontiguousarray(class_mask), layout, _tasks(params, tasks, models)),
         cluster=cluster,

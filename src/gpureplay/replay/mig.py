@@ -32,6 +32,7 @@ from gpureplay.mig.geometry import MigError, mig_geometry, mig_models
 __all__ = [
     "MigFigures",
     "MigNodes",
+    "check_mig_inputs",
     "mig_figures",
     "mig_nodes",
     "refuse_mig",
@@ -288,3 +289,22 @@ def mig_figures(
         slices += gpus * d.gpu_compute_slices
         stranded += gpus * (d.gpu_compute_slices - (used if usable[code] else 0))
     return MigFigures(instances, slices, stranded)
+
+
+def check_mig_inputs(jobs: pl.DataFrame, nodes: pl.DataFrame, single: bool) -> None:
+    """Raise the MIG input errors a replay would raise, without compiling anything.
+
+    A run checks its inputs before the kernels compile (a minute on a first
+    run), so a bad ``mig_layout`` or ``mig_profile`` fails at once.
+
+    Parameters
+    ----------
+    single
+        ``scheduler.mig_strategy`` is ``single`` (else MIG inputs are refused).
+    """
+    if not single:
+        refuse_mig(jobs, nodes)
+        return
+    mig = mig_nodes(nodes)
+    models = tuple(sorted(mig.nodes["gpu_model"].drop_nulls().unique().to_list()))
+    selector_masks(jobs, mig, models, smallest_fit=False)

@@ -260,7 +260,7 @@ def has_sharing(data: ReportData) -> bool:
 
 
 def sharing_table(data: ReportData) -> Table:
-    """What time-slicing / MPS cost per configuration: jobs slowed, slowdown, run time added."""
+    """What time-slicing / MPS / MIG cost per configuration: jobs slowed, slowdown, run time added."""
     return _metrics_table(data, SHARING_METRICS)
 
 
@@ -408,10 +408,11 @@ _PREEMPTION_NOTE = (
 )
 
 _SHARING_NOTE = (
-    "Time-slicing and MPS advertise each GPU as several devices (replicas); GPU allocation counts devices. "
-    "What sharing costs is run time: a job's sharing slowdown = (work + time added) / work, over the "
-    "jobs that ran (1 = never slowed); run time added = the sum over jobs of the time their runs were "
-    "stretched (whole run, mean over seeds; docs/engine-semantics.md, GPU sharing by replicas)."
+    "Time-slicing and MPS advertise each GPU as several devices (replicas), MIG as its instances; GPU "
+    "allocation counts devices. What sharing costs is run time: a job's sharing slowdown = (work + time "
+    "added) / work, over the jobs that ran (1 = never slowed); run time added = the sum over jobs of the "
+    "time their runs were stretched; MIG slices stranded = the MIG GPUs' compute slices no job can ever "
+    "use (whole run, mean over seeds; docs/engine-semantics.md, GPU sharing by replicas, MIG instances)."
 )
 
 _PRIORITY_NOTE = (
@@ -486,7 +487,7 @@ def render_markdown(data: ReportData) -> str:
         out += ["", _PRIORITY_NOTE, ""]
         out += _md_table(priority_table(data))
     if has_sharing(data):
-        out += ["", "## GPU sharing by replicas", "", _SHARING_NOTE, ""]
+        out += ["", "## GPU sharing: replicas and MIG instances", "", _SHARING_NOTE, ""]
         out += _md_table(sharing_table(data))
     change = change_table(data)
     if change.rows:
@@ -614,7 +615,7 @@ def render_html(data: ReportData) -> str:
         ]
     if has_sharing(data):
         parts += [
-            "<h2>GPU sharing by replicas</h2>",
+            "<h2>GPU sharing: replicas and MIG instances</h2>",
             f'<p class="note">{_e(_SHARING_NOTE)}</p>',
             _html_table(sharing_table(data)),
         ]

@@ -39,6 +39,9 @@ BASELINE_SCHEDULER = "fifo"
 
 #: Groups that describe the setting (what was replayed on what), never the treatment.
 SETTING_GROUPS: tuple[str, ...] = ("trace", "cluster")
+#: Keys of the setting groups that are choices compared like schedulers (a MIG layout partitions the
+#: same cluster), with the value that is their baseline (whole GPUs).
+TREATMENT_KEYS: dict[str, str] = {"cluster.mig_layout": "all-disabled"}
 
 
 def _two_sided_t_cdf(t: float, df: int) -> float:
@@ -153,8 +156,10 @@ def comparison_keys(label_keys: Sequence[str]) -> tuple[list[str], list[str]]:
     (['workload.load'], ['trace.name'])
     >>> comparison_keys(["trace_sha256"])
     ([], ['trace_sha256'])
+    >>> comparison_keys(["cluster.mig_layout", "cluster.cpu_milli"])
+    (['cluster.mig_layout'], ['cluster.cpu_milli'])
     """
-    scheduler = [k for k in label_keys if k.startswith("scheduler.")]
+    scheduler = [k for k in label_keys if k.startswith("scheduler.") or k in TREATMENT_KEYS]
     if scheduler:
         return scheduler, [k for k in label_keys if k not in scheduler]
     setting = [k for k in label_keys if k.partition(".")[0] in SETTING_GROUPS or k in CHECKSUM_KEYS]
@@ -230,8 +235,10 @@ def baselines(collection: Collection) -> pl.DataFrame:
             setting_text.alias("setting"),
         )
     )
+    # The baseline: the baseline scheduler, and whole GPUs where a treatment key is a MIG layout.
+    whole = [pl.col(k).fill_null(value) != value for k, value in TREATMENT_KEYS.items() if k in treatment]
     chosen = (
-        table.sort(pl.col("_scheduler") != BASELINE_SCHEDULER, "_order", nulls_last=True)
+        table.sort(*whole, pl.col("_scheduler") != BASELINE_SCHEDULER, "_order", nulls_last=True)
         .group_by("_group")
         .agg(
             pl.col(CONFIG_COLUMN).first().alias("baseline"),
