@@ -8,15 +8,21 @@ tests/test_mig_instances.py.
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import sys
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 from tests.reference.strategies import jobs_frame, nodes_frame
 from tests.test_mig_instances import BASE, MIG, a100, job
 
 from gpureplay.errors import InputError
 from gpureplay.replay.simulate import simulate as engine_simulate
+from gpureplay.report.build import build_report
 from gpureplay.schedulers.policy import GpuSharing, MigDemand, MigStrategy, Policy
 
 
@@ -101,3 +107,43 @@ def test_no_mig_has_no_figures() -> None:
     result = engine_simulate(jobs_frame([job(1, 0.0, 1.0, 1, 1000)]), nodes_frame([a100(None, 2)]), BASE)
     assert result.stats["mig_instances"] == 0.0 and result.stats["devices"] == 2.0
     assert result.stats["mig_stranded_pct"] != result.stats["mig_stranded_pct"]  # NaN
+
+
+def test_a_layout_sweep_reports_against_whole_gpus(tmp_path: Path) -> None:
+    # Three points of sweep mig-openb on a quarter of openb's pods, written by `gpureplay run` as a
+    # user would; the report compares each layout with whole GPUs (all-disabled), and only a report
+    # with MIG runs shows the MIG columns.
+    sweep = tmp_path / "sweep"
+    for layout in ("all-disabled", "all-3g.40gb", "all-7g.80gb"):
+        proc = subprocess.run(
+            [
+                sys.executable, "-m", "gpureplay", "run", "experiment=mig-openb",
+                f"cluster.mig_layout={layout}", "workload.sample_fraction=0.25",
+                f"hydra.run.dir={sweep / layout}",
+            ],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+    summary = pl.read_parquet(sweep / "all-3g.40gb" / "summary.parquet").row(0, named=True)
+    # 128 A100-80GB, 2 x 3g.40gb each: 256 instances; each GPU strands 7 - 2 * 3 = 1 of 7 slices.
+    assert summary["mig_instances"] == 256
+    assert summary["mig_stranded_pct"] == pytest.approx(100.0 / 7.0)
+    assert summary["slowed_jobs"] > 0
+    whole = pl.read_parquet(sweep / "all-7g.80gb" / "summary.parquet").row(0, named=True)
+    plain = pl.read_parquet(sweep / "all-disabled" / "summary.parquet").row(0, named=True)
+    # One 7g instance per GPU is the whole GPU: the same replay.
+    assert (whole["wait_mean"], whole["jct_mean"]) == (plain["wait_mean"], plain["jct_mean"])
+    assert plain["mig_instances"] == 0 and plain["mig_stranded_pct"] is None
+
+    text = (build_report([sweep], tmp_path / "report").parent / "report.md").read_text()
+    section = text[text.index("## GPU sharing") : text.index("## Change vs baseline")]
+    assert "| MIG instances | MIG slices stranded (%) |" in section
+    assert "| cluster.mig_layout=all-3g.40gb | 1 |" in section and "| 256 | 14.3 |" in section
+    change = text[text.index("## Change vs baseline") :]
+    assert "| cluster.mig_layout=all-3g.40gb | cluster.mig_layout=all-disabled |" in change
+
+    no_mig = tmp_path / "no-mig"
+    no_mig.mkdir()
+    shutil.copytree(sweep / "all-disabled", no_mig / "all-disabled")
+    only = (build_report([no_mig], tmp_path / "report2").parent / "report.md").read_text()
+    assert "MIG instances" not in only

@@ -195,7 +195,9 @@ ALL_METRICS: tuple[Metric, ...] = tuple(
 METRICS_BY_COLUMN: dict[str, Metric] = {m.column: m for m in ALL_METRICS}
 
 
-def compared_metrics(scope: Scope, preemption: bool = True, sharing: bool = False) -> tuple[Metric, ...]:
+def compared_metrics(
+    scope: Scope, preemption: bool = True, sharing: bool = False, mig: bool = False
+) -> tuple[Metric, ...]:
     """The metrics sentences and the change table compare: delays over ``scope``, outcomes, extras.
 
     Parameters
@@ -207,6 +209,8 @@ def compared_metrics(scope: Scope, preemption: bool = True, sharing: bool = Fals
         those columns are all zero and the pending time equals the wait.
     sharing
         Include what GPU sharing by replicas cost (:func:`runs_shared`).
+    mig
+        With ``sharing``, include the MIG figures too (:func:`runs_with_mig`).
 
     Examples
     --------
@@ -218,7 +222,8 @@ def compared_metrics(scope: Scope, preemption: bool = True, sharing: bool = Fals
     'fragmented_gpus_mean'
     """
     delays = WINDOW_METRICS if scope == "window" else RUN_METRICS
-    extra = (*(PREEMPTION_METRICS if preemption else ()), *(SHARING_METRICS if sharing else ()))
+    shared = tuple(m for m in SHARING_METRICS if mig or m.column not in MIG_METRIC_COLUMNS) if sharing else ()
+    extra = (*(PREEMPTION_METRICS if preemption else ()), *shared)
     return tuple(m for m in (*delays, *OUTCOME_METRICS, *extra) if m.better is not None)
 
 
@@ -227,19 +232,28 @@ def runs_evicted(runs: pl.DataFrame) -> bool:
     return "preemptions" in runs.columns and bool((runs.get_column("preemptions").fill_null(0) > 0).any())
 
 
+#: The MIG columns of :data:`SHARING_METRICS`, shown only when some run had MIG instances.
+MIG_METRIC_COLUMNS: tuple[str, ...] = ("mig_instances", "mig_stranded_pct")
+
+
+def runs_with_mig(runs: pl.DataFrame) -> bool:
+    """True when some run in ``runs`` had MIG instances."""
+    return "mig_instances" in runs.columns and bool((runs.get_column("mig_instances").fill_null(0) > 0).any())
+
+
 def runs_shared(runs: pl.DataFrame) -> bool:
     """True when some run in ``runs`` shared GPUs by replicas (time-slicing or MPS) or MIG instances."""
     replicas = "replicas_per_gpu" in runs.columns and bool(
         (runs.get_column("replicas_per_gpu").fill_null(1) > 1).any()
     )
-    mig = "mig_instances" in runs.columns and bool((runs.get_column("mig_instances").fill_null(0) > 0).any())
-    return replicas or mig
+    return replicas or runs_with_mig(runs)
 
 
 __all__ = [
     "ALL_METRICS",
     "CENSORED_METRICS",
     "METRICS_BY_COLUMN",
+    "MIG_METRIC_COLUMNS",
     "OUTCOME_METRICS",
     "PREEMPTION_METRICS",
     "RUN_METRICS",
@@ -251,4 +265,5 @@ __all__ = [
     "compared_metrics",
     "runs_evicted",
     "runs_shared",
+    "runs_with_mig",
 ]

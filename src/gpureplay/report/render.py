@@ -19,6 +19,7 @@ from gpureplay.report.collect import CONFIG_COLUMN, Collection
 from gpureplay.report.figures import FigureFile
 from gpureplay.report.folders import LeftOut, counts
 from gpureplay.report.metrics import (
+    MIG_METRIC_COLUMNS,
     OUTCOME_METRICS,
     PREEMPTION_METRICS,
     RUN_METRICS,
@@ -29,6 +30,7 @@ from gpureplay.report.metrics import (
     compared_metrics,
     runs_evicted,
     runs_shared,
+    runs_with_mig,
 )
 from gpureplay.report.stats import format_count, format_value
 
@@ -260,8 +262,13 @@ def has_sharing(data: ReportData) -> bool:
 
 
 def sharing_table(data: ReportData) -> Table:
-    """What time-slicing / MPS / MIG cost per configuration: jobs slowed, slowdown, run time added."""
-    return _metrics_table(data, SHARING_METRICS)
+    """What time-slicing / MPS / MIG cost per configuration: jobs slowed, slowdown, run time added.
+
+    The MIG columns only when some run had MIG instances.
+    """
+    mig = runs_with_mig(data.collection.runs)
+    shown = tuple(m for m in SHARING_METRICS if mig or m.column not in MIG_METRIC_COLUMNS)
+    return _metrics_table(data, shown)
 
 
 def _metrics_table(data: ReportData, metrics: tuple[Metric, ...]) -> Table:
@@ -342,7 +349,9 @@ def _number(value: float | None) -> str:
 
 def change_table(data: ReportData) -> Table:
     """Change of each configuration's means from its baseline's, coloured better/worse in HTML."""
-    metrics = compared_metrics(data.scope, has_preemption(data), has_sharing(data))
+    metrics = compared_metrics(
+        data.scope, has_preemption(data), has_sharing(data), runs_with_mig(data.collection.runs)
+    )
     found = {
         (c, m): (rel, change, better)
         for c, m, rel, change, better in data.effects.select(

@@ -32,6 +32,7 @@ from gpureplay.report.metrics import (
     compared_metrics,
     runs_evicted,
     runs_shared,
+    runs_with_mig,
 )
 
 #: Name of the scheduler preset taken as the baseline when present.
@@ -329,8 +330,9 @@ def effects(collection: Collection, stats: pl.DataFrame, scope: Scope | None = N
         count of censored values, null for metrics without censoring).
         Baselines' own rows are left out.
     """
+    runs = collection.runs
     metrics = compared_metrics(
-        scope or delay_scope(collection), runs_evicted(collection.runs), runs_shared(collection.runs)
+        scope or delay_scope(collection), runs_evicted(runs), runs_shared(runs), runs_with_mig(runs)
     )
     lower = {m.column: m.better == "lower" for m in metrics}
     floor = {m.column: m.min_change for m in metrics}
