@@ -23,7 +23,7 @@ from tests.test_mig_instances import BASE, MIG, a100, job
 from gpureplay.errors import InputError
 from gpureplay.replay.simulate import simulate as engine_simulate
 from gpureplay.report.build import build_report
-from gpureplay.schedulers.policy import GpuSharing, MigDemand, MigStrategy, Policy
+from gpureplay.schedulers.policy import Backfill, GpuSharing, MigDemand, MigStrategy, Policy
 
 
 def engine_error(jobs: list[dict[str, Any]], nodes: list[dict[str, Any]], policy: Policy) -> str:
@@ -72,6 +72,7 @@ def test_an_unknown_profile_name() -> None:
         ({"device_split_count": 4}, "scheduler.device_split_count"),
         ({"gpu_placement": "best_fit"}, "scheduler.gpu_placement"),
         ({"node_placement": "fgd"}, "scheduler.node_placement"),
+        ({"backfill": Backfill.easy}, "scheduler.backfill"),
     ],
 )
 def test_config_the_mig_model_refuses(change: dict[str, Any], key: str) -> None:

@@ -20,6 +20,7 @@ from tests.reference.strategies import PRESETS, jobs_frame, nodes_frame, preempt
 
 from gpureplay.replay.simulate import simulate as engine_simulate
 from gpureplay.schedulers.policy import (
+    Backfill,
     GpuSharing,
     Policy,
     Preemption,
@@ -341,6 +342,7 @@ def test_mps_device_memory_is_a_share_of_the_gpu() -> None:
         {"gpu_sharing": GpuSharing.mps, "replicas": 2, "node_placement": "kai_binpack"},
         {"gpu_sharing": GpuSharing.mps, "replicas": 2, "node_placement": "best_fit_memory"},
         {"gpu_sharing": GpuSharing.time_slicing, "replicas": 1},
+        {"gpu_sharing": GpuSharing.time_slicing, "replicas": 2, "backfill": Backfill.easy},
         {"gpu_sharing": GpuSharing.mps, "replicas": 2, "switch_overhead": 0.1},
         {"gpu_sharing": GpuSharing.time_slicing, "replicas": 2, "switch_overhead": 1.0},
         {"gpu_sharing": GpuSharing.time_slicing, "replicas": 2, "switch_overhead": -0.1},

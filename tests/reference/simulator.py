@@ -779,6 +779,8 @@ def check_gpu_sharing(policy: Policy) -> None:
         return
     if policy.replicas < 2:
         raise ValueError("gpu_sharing takes replicas >= 2")
+    if policy.backfill is Backfill.easy:
+        raise ValueError("gpu_sharing takes no EASY backfill (sharers stretch run times)")
     if policy.gpu_sharing is GpuSharing.mps and policy.switch_overhead != 0.0:
         raise ValueError("switch_overhead is for gpu_sharing: time_slicing only")
     if policy.gpu_sharing is GpuSharing.mps and policy.replicas > 100:
@@ -802,6 +804,8 @@ def check_mig(policy: Policy) -> None:
         return
     if policy.mig_strategy is MigStrategy.mixed:
         raise ValueError("mig_strategy: mixed is not modelled")
+    if policy.backfill is Backfill.easy:
+        raise ValueError("mig_strategy: single takes no EASY backfill (run times are not full speed)")
     if policy.gpu_sharing is not GpuSharing.none:
         raise ValueError("mig_strategy: single takes gpu_sharing: none")
     if policy.device_split_count != 0 or policy.shared_gpu_memory.name != "none":

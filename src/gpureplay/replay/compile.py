@@ -300,6 +300,14 @@ def _sharing_problems(
                 f"models time-slicing's context switches; MPS clients run side by side (found {overhead})",
             )
         )
+    if _is_easy(policy):
+        problems.append(
+            (
+                "scheduler.backfill",
+                f"EASY's reservations assume full-speed run times; with gpu_sharing: {sharing.name} "
+                "sharers stretch them and a backfilled job could delay the head: use backfill: skip or none",
+            )
+        )
     if policy.device_split_count != 0:
         problems.append(
             (
@@ -335,6 +343,11 @@ def _sharing_problems(
     return problems
 
 
+def _is_easy(policy: Policy) -> bool:
+    """``backfill: easy`` (an enum or its name, as configs give it)."""
+    return str(getattr(policy.backfill, "name", policy.backfill)) == Backfill.easy.name
+
+
 def _mig_problems(
     policy: Policy, sharing: GpuSharing, share_mem: SharedGpuMemory, mig: MigStrategy, mig_demand: MigDemand
 ) -> list[tuple[str, str]]:
@@ -353,6 +366,14 @@ def _mig_problems(
             )
         ]
     problems: list[tuple[str, str]] = []
+    if _is_easy(policy):
+        problems.append(
+            (
+                "scheduler.backfill",
+                "EASY's reservations assume full-speed run times; on MIG instances a job runs at its "
+                "instance's share of the SMs: use backfill: skip or none",
+            )
+        )
     if sharing is not GpuSharing.none:
         problems.append(
             (
