@@ -132,6 +132,8 @@ def test_values_out_of_range_name_the_key(csv_args: list[str], override: str, fr
         (["cluster.gpu_model=V100", "cluster.mig_layout=all-1g.10gb"], ["cluster.mig_layout", "has no MIG"]),
         (["scheduler=mig-single", "scheduler.mig_strategy=mixed"], ["scheduler.mig_strategy", "mixed"]),
         (["cluster.mig_layout=all-1g.10gb"], ["column 'mig_layout'", "scheduler.mig_strategy: single"]),
+        (["cluster.mig_layout=all-1g.10gb", "cluster.mig_nodes=2"], ["cluster.mig_nodes", "between 0 and"]),
+        (["cluster.mig_nodes=1"], ["cluster.mig_nodes", "cluster.mig_layout, which is not set"]),
         (
             ["scheduler=mig-single", "cluster.mig_layout=all-balanced"],
             ["row 1, column 'mig_layout'", "more than one MIG device type present on node"],

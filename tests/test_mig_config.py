@@ -148,3 +148,13 @@ def test_a_layout_sweep_reports_against_whole_gpus(tmp_path: Path) -> None:
     shutil.copytree(sweep / "all-disabled", no_mig / "all-disabled")
     only = (build_report([no_mig], tmp_path / "report2").parent / "report.md").read_text()
     assert "MIG instances" not in only
+
+
+def test_mig_nodes_partition_the_first_servers() -> None:
+    from gpureplay.cluster.homogeneous import homogeneous_nodes
+
+    nodes = homogeneous_nodes(4, 8, "A100-80GB", mig_layout="all-3g.40gb", mig_nodes=3).nodes
+    assert nodes["mig_layout"].to_list() == ["all-3g.40gb"] * 3 + [None]
+    # Three MIG servers of 8 GPUs x 2 instances, one whole: 48 + 8 devices.
+    result = engine_simulate(jobs_frame([job(1, 0.0, 1.0, 1, 1000)]), nodes, MIG)
+    assert (result.stats["mig_instances"], result.stats["devices"]) == (48.0, 56.0)

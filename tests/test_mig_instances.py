@@ -137,6 +137,24 @@ def test_smallest_fit_maps_the_demand_to_a_profile() -> None:
     assert (out[1][2], out[2][2], out[3][0]) == (pytest.approx(70.0), pytest.approx(70.0), "rejected")
 
 
+def test_fits_allows_every_instance_big_enough() -> None:
+    # mig_demand: fits. Nodes: 1g (c = 1), 3g (c = 3), 7g (c = 7). 300 milli needs c / 7 >= 0.3: the 3g
+    # and 7g nodes, first fit takes the 3g (node 1): 30 s at 3/7 -> 70. 100 milli fits all three: node 0
+    # (1g) at 1/7, 10 s -> 70. 500 milli: only the 7g node (4g absent), rate 1: 10 s -> 10.
+    nodes = [a100("all-1g.5gb"), a100("all-3g.20gb"), a100("all-7g.40gb")]
+    jobs = [job(1, 0.0, 30.0, 1, 300), job(2, 0.0, 10.0, 1, 100), job(3, 0.0, 10.0, 1, 500)]
+    out = run(jobs, nodes, replace(MIG, mig_demand=MigDemand.fits))
+    assert (out[1][2], out[2][2], out[3][2]) == (pytest.approx(70.0), pytest.approx(70.0), 10.0)
+
+
+def test_fits_reads_instance_memory() -> None:
+    # 100 milli asking 8000 MiB: the 1g.5gb instance (5120 MiB) is too small (for the selector and for the
+    # fit itself), the 3g.20gb one fits: node 1, 30 s at 3/7 -> 70.
+    nodes = [a100("all-1g.5gb"), a100("all-3g.20gb")]
+    out = run([job(1, 0.0, 30.0, 1, 100, gpu_mem_mib=8000)], nodes, replace(MIG, mig_demand=MigDemand.fits))
+    assert out[1][2] == pytest.approx(70.0)
+
+
 def test_smallest_fit_keeps_whole_gpu_nodes_and_reads_memory() -> None:
     # 100 milli asking 8000 MiB: 1g.5gb (5120) is too small, 1g.10gb (1 compute, 2 memory slices) fits
     # -- no node has it, so of the MIG nodes none is allowed; the whole V100-32GB node runs it at 1.

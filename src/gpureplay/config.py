@@ -209,6 +209,8 @@ class HomogeneousClusterConf(ClusterConf):
     racks_per_spine: int = 8
     #: A mig-parted config applied to every GPU (``all-3g.40gb``); null: MIG off.
     mig_layout: str | None = None
+    #: How many servers (the first ones) get ``mig_layout``; null: all.
+    mig_nodes: int | None = None
 
 
 # --- workload group ----------------------------------------------------------------------------

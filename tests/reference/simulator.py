@@ -212,7 +212,7 @@ class Pod:
     # [MIG instances] the profile the job names (a product selector), mig_demand: smallest_fit, and the
     # trace's gpu_milli (what the smallest fit is computed from; ``milli`` is then whole devices).
     mig_profile: str | None = None
-    smallest_fit: bool = False
+    mig_demand: str = "any"
     trace_milli: int = 0
 
 
@@ -313,11 +313,16 @@ def model_allowed(node: Node, pod: Pod) -> bool:
         return False
     if pod.mig_profile is not None:
         return node.mig_profile == pod.mig_profile
-    if pod.smallest_fit and node.mig_profile is not None and node.base_model is not None:
-        geometry = mig_geometry(node.base_model)
+    if node.mig_profile is None or node.base_model is None or pod.mig_demand == "any":
+        return True
+    geometry = mig_geometry(node.base_model)
+    if pod.mig_demand == "smallest_fit":
         fit = smallest_profile(geometry, pod.trace_milli, pod.gpu_mem, int(node.full_gpu_mem))
         return node.mig_profile == fit.name
-    return True
+    # fits: the instance has the pod's share of the SMs and its GPU memory.
+    compute = geometry.profile(node.mig_profile).compute_slices
+    share_ok = compute * WHOLE_GPU >= min(pod.trace_milli, WHOLE_GPU) * geometry.compute_slices
+    return share_ok and node.gpu_mem >= pod.gpu_mem
 
 
 def share_mem(node: Node, pod: Pod) -> float:
@@ -693,7 +698,7 @@ def _jobs_from_table(jobs: pl.DataFrame, policy: Policy | None = None) -> list[J
     sharing = policy is not None and policy.gpu_sharing is not GpuSharing.none
     # [MIG instances] instances are devices too: a fractional pod takes one.
     mig = policy is not None and policy.mig_strategy is MigStrategy.single
-    smallest_fit = mig and policy is not None and policy.mig_demand is MigDemand.smallest_fit
+    mig_demand = policy.mig_demand.name if mig and policy is not None else "any"
     for row, r in enumerate(jobs.iter_rows(named=True)):
         milli = int(r["gpu_milli"])
         models = r["gpu_models"]
@@ -710,7 +715,7 @@ def _jobs_from_table(jobs: pl.DataFrame, policy: Policy | None = None) -> list[J
             mem=int(r["mem_mib"]),
             models=None if models is None else frozenset(models),  # null -> any model
             mig_profile=r.get("mig_profile"),
-            smallest_fit=smallest_fit,
+            mig_demand=mig_demand,
             trace_milli=milli,
         )
         gpus = int(r["num_pods"]) * milli / 1000.0  # the trace's GPUs (the workload's default)

@@ -26,6 +26,7 @@ def homogeneous_nodes(
     rack_size: int = 32,
     racks_per_spine: int = 8,
     mig_layout: str | None = None,
+    mig_nodes: int | None = None,
 ) -> ClusterNodes:
     """Build ``nodes`` identical servers.
 
@@ -58,6 +59,9 @@ def homogeneous_nodes(
         ``all-balanced``, ...; ``gpureplay mig layouts MODEL``) applied to every
         GPU, as the GPU Operator's ``nvidia.com/mig.config`` node label does;
         ``None``: MIG off. The replay models it under ``scheduler.mig_strategy``.
+    mig_nodes
+        How many servers (the first ones) get ``mig_layout``; the others keep
+        whole GPUs. ``None``: all of them.
 
     Returns
     -------
@@ -73,7 +77,8 @@ def homogeneous_nodes(
         ``cluster.numa_per_node``, ``cluster.rack_size``,
         ``cluster.racks_per_spine``, ``cluster.nvlink_domain_size``,
         ``cluster.gpu_model`` for a model not in the catalog (listing the known
-        ones), or ``cluster.mig_layout`` for a config the model does not have.
+        ones), ``cluster.mig_layout`` for a config the model does not have, or
+        ``cluster.mig_nodes`` outside 0 .. ``nodes`` or without a layout.
     """
     check_positive(
         {
@@ -110,6 +115,17 @@ def homogeneous_nodes(
     nodes_per_domain = max(1, size // gpus_per_node)
     if mig_layout is not None:
         _check_mig_layout(name, mig_layout)
+    if mig_nodes is not None:
+        if mig_layout is None:
+            raise InputError.single(
+                "partitions the first servers with cluster.mig_layout, which is not set", "config",
+                key="cluster.mig_nodes",
+            )  # fmt: skip
+        if not 0 <= mig_nodes <= nodes:
+            raise InputError.single(
+                f"must be between 0 and cluster.nodes ({nodes}), found {mig_nodes}", "config",
+                key="cluster.mig_nodes",
+            )  # fmt: skip
 
     source = f"homogeneous({nodes} x {gpus_per_node} {name})"
     changes: Counter[str] = Counter()
@@ -134,8 +150,10 @@ def homogeneous_nodes(
         nodes_per_nvlink_domain=nodes_per_domain,
     )
     if mig_layout is not None:
-        source = f"homogeneous({nodes} x {gpus_per_node} {name}, MIG {mig_layout})"
-        table = table.with_columns(pl.lit(mig_layout, dtype=pl.String()).alias("mig_layout"))
+        count = nodes if mig_nodes is None else mig_nodes
+        source = f"homogeneous({nodes} x {gpus_per_node} {name}, MIG {mig_layout} on {count})"
+        layouts = pl.Series("mig_layout", [mig_layout] * count + [None] * (nodes - count), dtype=pl.String())
+        table = table.with_columns(layouts)
     return ClusterNodes(table, source, None, changes)
 
 

@@ -53,6 +53,7 @@ def _homogeneous(cfg: Mapping[str, Any]) -> ClusterNodes:
         rack_size=cfg["rack_size"],
         racks_per_spine=cfg["racks_per_spine"],
         mig_layout=cfg.get("mig_layout"),
+        mig_nodes=cfg.get("mig_nodes"),
     )
 
 

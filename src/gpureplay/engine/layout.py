@@ -323,6 +323,7 @@ SHARING_MPS = 2
 SHARING_MIG = 3  # MIG instances as devices (device plugin single strategy): isolated, a share of the SMs
 MIG_DEMAND_ANY = 0
 MIG_DEMAND_SMALLEST_FIT = 1
+MIG_DEMAND_FITS = 2
 REPLICA_DISTRIBUTED = 0  # the GPU with the fewest replicas in use first
 REPLICA_PACKED = 1  # the most in use first
 DEMAND_WHOLE = 0  # a whole GPU per replica

@@ -608,9 +608,8 @@ def compile_replay(
     trace_m = pl.col("gpu_milli").cast(pl.Int64)
     # Shared by replicas, every GPU pod asks whole devices: a fractional one takes one replica.
     m = pl.when(trace_m.is_between(1, L.WHOLE - 1)).then(L.WHOLE).otherwise(trace_m) if devices else trace_m
-    smallest_fit = codes[L.P_MIG_DEMAND] == L.MIG_DEMAND_SMALLEST_FIT
     allowed = (
-        pl.lit(pl.Series(selector_masks(jobs, mig, models, smallest_fit)), pl.UInt64)
+        pl.lit(pl.Series(selector_masks(jobs, mig, models, int(codes[L.P_MIG_DEMAND]))), pl.UInt64)
         if mig is not None
         else pl.when(pl.col("gpu_models").is_null())
         .then(pl.lit(L.ALL_MODELS, pl.UInt64))

@@ -155,15 +155,15 @@ def split_mig_devices(node_int: Int64Array, devices: Sequence[MigDevices | None]
     return int(node_int[L.N_GPUS].max(initial=0)) + 1
 
 
-def selector_masks(
-    jobs: pl.DataFrame, mig: MigNodes, models: tuple[str, ...], smallest_fit: bool
-) -> np.ndarray:
+def selector_masks(jobs: pl.DataFrame, mig: MigNodes, models: tuple[str, ...], rule: int) -> np.ndarray:
     """Per job, the bits of the products (``models``, by code) its pods may run on.
 
     ``gpu_models`` names base models (null: any); ``mig_profile`` keeps only
-    MIG products of that profile; without one, ``smallest_fit`` keeps, of each
-    MIG model, only the product of :func:`~gpureplay.mig.devices.smallest_profile`
-    (whole-GPU nodes stay allowed). A GPU-less job may run anywhere.
+    MIG products of that profile; without one, the ``rule`` (``MIG_DEMAND_*``)
+    decides: any product; of each MIG model only the product of
+    :func:`~gpureplay.mig.devices.smallest_profile` (smallest fit); or every
+    MIG product whose instance has the pod's share of the SMs and its GPU
+    memory (fits). Whole-GPU nodes stay allowed. A GPU-less job may run anywhere.
 
     Raises
     ------
@@ -172,7 +172,8 @@ def selector_masks(
         a job that asks no GPU (names the row and the column).
     """
     bit = {name: 1 << i for i, name in enumerate(models)}
-    profile_of = {d.product: d.profile for d in mig.devices if d is not None}
+    device_of = {d.product: d for d in mig.devices if d is not None}
+    profile_of = {product: d.profile for product, d in device_of.items()}
     gpu_memory = {
         d.product: int(m) for d, m in zip(mig.devices, mig.nodes["gpu_mem_mib"], strict=True) if d is not None
     }
@@ -203,7 +204,7 @@ def selector_masks(
             out[i] = L.ALL_MODELS
             continue
         names = None if allowed is None else tuple(sorted(allowed))
-        key = (names, profile, milli if smallest_fit else 0, gmem)
+        key = (names, profile, milli if rule != L.MIG_DEMAND_ANY else 0, gmem)
         mask = memo.get(key)
         if mask is None:
             mask = 0
@@ -213,9 +214,13 @@ def selector_masks(
                 own = profile_of.get(product)
                 if profile is not None:
                     ok = own == profile
-                elif smallest_fit and own is not None:
+                elif rule == L.MIG_DEMAND_SMALLEST_FIT and own is not None:
                     geometry = mig_geometry(mig.base[product])
                     ok = own == smallest_profile(geometry, milli, gmem or 0, gpu_memory[product]).name
+                elif rule == L.MIG_DEMAND_FITS and own is not None:
+                    d = device_of[product]
+                    sms = d.compute_slices * 1000 >= min(milli, 1000) * d.gpu_compute_slices
+                    ok = sms and d.memory_mib >= (gmem or 0)
                 else:
                     ok = True
                 if ok:
@@ -307,4 +312,4 @@ def check_mig_inputs(jobs: pl.DataFrame, nodes: pl.DataFrame, single: bool) -> N
         return
     mig = mig_nodes(nodes)
     models = tuple(sorted(mig.nodes["gpu_model"].drop_nulls().unique().to_list()))
-    selector_masks(jobs, mig, models, smallest_fit=False)
+    selector_masks(jobs, mig, models, L.MIG_DEMAND_ANY)

@@ -178,11 +178,14 @@ class MigDemand(Enum):
     strategy), or a whole GPU. ``smallest_fit``: on each MIG model only the
     smallest profile that fits its ``gpu_milli`` and ``gpu_mem_mib``
     (:func:`gpureplay.mig.devices.smallest_profile`; a node selector on the
-    product label), or a whole GPU.
+    product label), or a whole GPU. ``fits``: any instance with at least its
+    share of the SMs (``gpu_milli / 1000`` of the compute slices) and its GPU
+    memory (a node affinity listing those products), or a whole GPU.
     """
 
     any = 0
     smallest_fit = 1
+    fits = 2
 
 
 @dataclass
