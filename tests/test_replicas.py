@@ -147,12 +147,30 @@ def test_replica_device_choice() -> None:
         node.gpus[0].free_milli = node.gpus[4].free_milli = 0
     assert whole_gpus(distributed, 2) == (1, 3)
     assert whole_gpus(packed, 3) == (1, 2, 3)
+    # Only device 3 in use (GPU 1): distributed takes GPU 0 (0 < 1): device 0. Now both have 1 in use;
+    # the tie goes to the GPU this pod picked from least (allocate.go pickedFrom): GPU 1, device 4.
+    for node in (distributed, packed):
+        node.gpus[0].free_milli = node.gpus[4].free_milli = 1000
+        node.gpus[3].free_milli = 0
+    assert whole_gpus(distributed, 2) == (0, 4)
     # Without replicas: the k lowest-index wholly free GPUs.
     [plain] = empty_cluster(
         [{"gpu_model": "V100", "gpu_mem_mib": 16384, "num_gpus": 4, "cpu_milli": 1000, "mem_mib": 1000}]
     )
     plain.gpus[1].free_milli = 0
     assert whole_gpus(plain, 2) == (0, 2)
+
+
+def test_distributed_ties_go_to_the_gpu_this_pod_used_least() -> None:
+    # 2 GPUs x 3 replicas. A (1 replica, 100 s) takes GPU 0, B (1 replica, 300 s) GPU 1 (0 < 1 in use);
+    # both alone at rate 1. A ends at 100; C (2 replicas, 100 s) arrives then: its first pick is GPU 0
+    # (0 < 1 in use); now both GPUs have 1 in use and the tie goes to the one C picked from least
+    # (allocate.go pickedFrom): GPU 1, beside B. C alone on GPU 0 and sharing GPU 1 runs at 1/2 -> ends
+    # at 100 + 100 / (1/2) = 300; B at 1/2 from 100 to 300 (100 done), then its last 100 alone -> 400.
+    # (Ties to the lowest index would put both of C's replicas on GPU 0: B alone, done at 300.)
+    jobs = [job(1, 0.0, 100.0, 1, 1000), job(2, 0.0, 300.0, 1, 1000), job(3, 100.0, 100.0, 1, 2000)]
+    out = run(jobs, gpus(2), sharing(replicas=3))
+    assert {k: r["finish_time"] for k, r in out.items()} == {1: 100.0, 2: 400.0, 3: 300.0}
 
 
 def test_two_replicas_of_one_gpu_do_not_double_the_compute() -> None:

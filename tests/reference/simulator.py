@@ -433,7 +433,8 @@ def whole_gpus(node: Node, k: int) -> tuple[int, ...]:
     Without sharing: the k lowest-index wholly free GPUs. [GPU sharing by replicas] "Which
     devices": one pick at a time, the physical GPU with a free replica that has the fewest
     replicas in use (``distributed``) or the most (``packed``), counting this pod's earlier
-    picks, ties to the lowest physical index; within it its lowest-index free replica.
+    picks; ties to the GPU this pod picked from least, then the lowest physical index; within it
+    its lowest-index free replica.
     """
     free = node.wholly_free()
     if node.replicas == 1:
@@ -441,13 +442,14 @@ def whole_gpus(node: Node, k: int) -> tuple[int, ...]:
     r = node.replicas
     picked: list[int] = []
     for _ in range(k):
-        best: tuple[int, int] | None = None  # (key, device)
+        best: tuple[tuple[int, int], int] | None = None  # (key, device)
         for p in range(len(node.gpus) // r):
             replicas = [d for d in range(p * r, p * r + r) if d in free and d not in picked]
             if not replicas:
                 continue
             in_use = r - len(replicas)
-            key = -in_use if node.packed else in_use
+            mine = sum(1 for d in picked if d // r == p)  # picked from this GPU in this allocation
+            key = (-in_use if node.packed else in_use, mine)
             if best is None or key < best[0]:  # strict: ties keep the lowest physical index
                 best = (key, replicas[0])
         assert best is not None, "whole_gpus called on a node without k free devices"

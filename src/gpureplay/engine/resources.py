@@ -368,7 +368,7 @@ def take_whole(cl: Cluster, n: int, k: int, slots: Int64Array, slot0: int) -> No
     """
     if cl.node_int[N_REPLICAS, n] > 1:
         for i in range(k):
-            g = pick_replica(cl, n)
+            g = pick_replica(cl, n, slots, slot0, i)
             set_gpu(cl, g, n, 0, 0)
             cl.gpu_free[G_SLOTS, g] -= 1
             slots[slot0 + i] = g
@@ -386,23 +386,29 @@ def take_whole(cl: Cluster, n: int, k: int, slots: Int64Array, slot0: int) -> No
 
 
 @kernel
-def pick_replica(cl: Cluster, n: int) -> int:
+def pick_replica(cl: Cluster, n: int, slots: Int64Array, slot0: int, picked: int) -> int:
     """The free replica device of node ``n`` the device plugin hands out next (the node has one).
+
+    ``slots[slot0 : slot0 + picked]`` are the devices already picked for this pod.
 
     Notes
     -----
-    NVIDIA k8s-device-plugin ``distributedAlloc`` (``internal/rm/allocate.go``):
-    the physical GPU with the fewest replicas in use, counting the ones
-    already picked for this pod (``packed``: the most), ties to the lowest
-    GPU index; within it the lowest free replica. Replicas of GPU ``p`` are
-    the node's devices ``p * R .. p * R + R - 1`` (docs/engine-semantics.md,
-    "GPU sharing by replicas").
+    NVIDIA k8s-device-plugin ``greedyAlloc`` (``internal/rm/allocate.go``),
+    ``distributed`` comparator: the physical GPU with the fewest replicas in
+    use, counting the ones already picked for this pod (``packed``: the
+    most); on a tie the GPU this allocation picked from least
+    (``pickedFrom``); then, where Go's heap over a map leaves the order open,
+    the lowest GPU index. Within the GPU the lowest free replica (replicas of
+    one GPU are alike). Replicas of GPU ``p`` are the node's devices
+    ``p * R .. p * R + R - 1`` (docs/engine-semantics.md, "GPU sharing by
+    replicas").
     """
     reps = cl.node_int[N_REPLICAS, n]
     g0 = cl.node_int[N_GPU0, n]
     packed = cl.node_int[N_REPLICA_ALLOC, n] == REPLICA_PACKED
     best = -1
     best_used = -1
+    best_mine = -1
     for p in range(cl.node_int[N_GPUS, n] // reps):
         first_free = -1
         used = 0
@@ -414,9 +420,15 @@ def pick_replica(cl: Cluster, n: int) -> int:
                 used += 1
         if first_free < 0:
             continue
-        if best < 0 or (used > best_used if packed else used < best_used):
+        mine = 0
+        for i in range(picked):
+            if (slots[slot0 + i] - g0) // reps == p:
+                mine += 1
+        better = used > best_used if packed else used < best_used
+        if best < 0 or better or (used == best_used and mine < best_mine):
             best = first_free
             best_used = used
+            best_mine = mine
     return best
 
 
