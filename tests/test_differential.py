@@ -325,7 +325,7 @@ def test_sharing_by_replicas_agrees(
     assert_agree(jobs, nodes, policy, seed=seed, sample_interval=sample_interval, horizon=horizon)
 
 
-@settings(max_examples=40, **SETTINGS)
+@settings(max_examples=30, **SETTINGS)
 @given(
     case=mig_cases(), policy=mig_policies(), sample_interval=sample_intervals, seed=seeds, horizon=horizons
 )

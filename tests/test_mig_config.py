@@ -9,18 +9,19 @@ tests/test_mig_instances.py.
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pytest
+from hydra import compose, initialize_config_module
 from tests.reference.strategies import jobs_frame, nodes_frame
 from tests.test_mig_instances import BASE, MIG, a100, job
 
+from gpureplay.config import register_configs
 from gpureplay.errors import InputError
+from gpureplay.experiment import run_experiment
 from gpureplay.replay.simulate import simulate as engine_simulate
 from gpureplay.report.build import build_report
 from gpureplay.schedulers.policy import Backfill, GpuSharing, MigDemand, MigStrategy, Policy
@@ -111,20 +112,15 @@ def test_no_mig_has_no_figures() -> None:
 
 
 def test_a_layout_sweep_reports_against_whole_gpus(tmp_path: Path) -> None:
-    # Three points of sweep mig-openb on a quarter of openb's pods, written by `gpureplay run` as a
-    # user would; the report compares each layout with whole GPUs (all-disabled), and only a report
-    # with MIG runs shows the MIG columns.
+    # Three points of sweep mig-openb on a quarter of openb's pods, composed and run as `gpureplay run`
+    # does (in-process: the kernels are this worker's); the report compares each layout with whole GPUs
+    # (all-disabled), and only a report with MIG runs shows the MIG columns.
     sweep = tmp_path / "sweep"
+    register_configs()
     for layout in ("all-disabled", "all-3g.40gb", "all-7g.80gb"):
-        proc = subprocess.run(
-            [
-                sys.executable, "-m", "gpureplay", "run", "experiment=mig-openb",
-                f"cluster.mig_layout={layout}", "workload.sample_fraction=0.25",
-                f"hydra.run.dir={sweep / layout}",
-            ],
-            capture_output=True, text=True, check=False,
-        )  # fmt: skip
-        assert proc.returncode == 0, proc.stderr
+        overrides = ["experiment=mig-openb", f"cluster.mig_layout={layout}", "workload.sample_fraction=0.25"]
+        with initialize_config_module(config_module="gpureplay.conf", version_base="1.3"):
+            run_experiment(compose("config", overrides=overrides), sweep / layout)
     summary = pl.read_parquet(sweep / "all-3g.40gb" / "summary.parquet").row(0, named=True)
     # 128 A100-80GB, 2 x 3g.40gb each: 256 instances; each GPU strands 7 - 2 * 3 = 1 of 7 slices.
     assert summary["mig_instances"] == 256
@@ -158,3 +154,28 @@ def test_mig_nodes_partition_the_first_servers() -> None:
     # Three MIG servers of 8 GPUs x 2 instances, one whole: 48 + 8 devices.
     result = engine_simulate(jobs_frame([job(1, 0.0, 1.0, 1, 1000)]), nodes, MIG)
     assert (result.stats["mig_instances"], result.stats["devices"]) == (48.0, 56.0)
+
+
+@pytest.mark.parametrize(
+    ("cluster", "key", "says"),
+    [
+        ({"gpu_model": "V100", "mig_layout": "all-1g.10gb"}, "cluster.mig_layout", "has no MIG"),
+        ({"mig_layout": "all-1g.10gb", "mig_nodes": 5}, "cluster.mig_nodes", "between 0 and cluster.nodes"),
+        ({"mig_nodes": 1}, "cluster.mig_nodes", "cluster.mig_layout, which is not set"),
+    ],
+)
+def test_cluster_mig_keys_are_checked(cluster: dict[str, Any], key: str, says: str) -> None:
+    from gpureplay.cluster.homogeneous import homogeneous_nodes
+
+    args = {"gpu_model": "A100-80GB", **cluster}
+    with pytest.raises(InputError) as err:
+        homogeneous_nodes(4, 8, **args)
+    assert f"config key '{key}'" in str(err.value) and says in str(err.value)
+
+
+def test_a_node_layout_without_the_strategy_is_refused_before_compiling() -> None:
+    from gpureplay.replay.mig import check_mig_inputs
+
+    nodes = nodes_frame([a100("all-1g.5gb")])
+    with pytest.raises(InputError, match=r"scheduler\.mig_strategy: single"):
+        check_mig_inputs(jobs_frame([job(1, 0.0, 1.0, 1, 1000)]), nodes, single=False)
