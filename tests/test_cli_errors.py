@@ -129,7 +129,10 @@ def test_values_out_of_range_name_the_key(csv_args: list[str], override: str, fr
     ("overrides", "fragments"),
     [
         (["cluster.mig_layout=all-9g.99gb"], ["config key 'cluster.mig_layout'", "not a mig-parted config"]),
-        (["scheduler=mig-single", "scheduler.mig_strategy=mixed"], ["scheduler.mig_strategy", "mixed"]),
+        (
+            ["cluster.mig_layout=all-1g.10gb", "scheduler=mig-single", "scheduler.mig_strategy=mixed"],
+            ["scheduler.mig_strategy", "mixed (one nvidia.com/mig-<profile> resource per profile)"],
+        ),
         (
             ["scheduler=mig-single", "cluster.mig_layout=all-balanced"],
             ["row 1, column 'mig_layout'", "more than one MIG device type present on node"],

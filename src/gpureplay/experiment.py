@@ -122,8 +122,7 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
     window = measurement_window(jobs, cfg.measure.start, cfg.measure.end)
 
     # Bad MIG inputs fail before the kernels compile (a minute on a first run).
-    mig = str(getattr(policy.mig_strategy, "name", policy.mig_strategy))
-    check_mig_inputs(jobs, cluster.nodes, single=mig == "single")
+    check_mig_inputs(jobs, cluster.nodes, str(getattr(policy.mig_strategy, "name", policy.mig_strategy)))
     # Kernels compile (first run) or load from numba's cache here, timed apart from the replay.
     if not kernels_cached():
         announce_compilation(str(cache_folder()))

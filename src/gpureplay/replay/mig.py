@@ -296,7 +296,7 @@ def mig_figures(
     return MigFigures(instances, slices, stranded)
 
 
-def check_mig_inputs(jobs: pl.DataFrame, nodes: pl.DataFrame, single: bool) -> None:
+def check_mig_inputs(jobs: pl.DataFrame, nodes: pl.DataFrame, strategy: str) -> None:
     """Raise the MIG input errors a replay would raise, without compiling anything.
 
     A run checks its inputs before the kernels compile (a minute on a first
@@ -304,11 +304,15 @@ def check_mig_inputs(jobs: pl.DataFrame, nodes: pl.DataFrame, single: bool) -> N
 
     Parameters
     ----------
-    single
-        ``scheduler.mig_strategy`` is ``single`` (else MIG inputs are refused).
+    strategy
+        ``scheduler.mig_strategy`` by name: ``none`` refuses MIG inputs,
+        ``single`` checks them; another value is the policy's own config error
+        (:func:`gpureplay.replay.compile.policy_params`), raised by the replay.
     """
-    if not single:
+    if strategy == "none":
         refuse_mig(jobs, nodes)
+        return
+    if strategy != "single":
         return
     mig = mig_nodes(nodes)
     models = tuple(sorted(mig.nodes["gpu_model"].drop_nulls().unique().to_list()))
