@@ -189,8 +189,9 @@ def policy_params(
     share_mem = SharedGpuMemory[str(getattr(policy.shared_gpu_memory, "name", policy.shared_gpu_memory))]
     mig = MigStrategy[str(getattr(policy.mig_strategy, "name", policy.mig_strategy))]
     mig_demand = MigDemand[str(getattr(policy.mig_demand, "name", policy.mig_demand))]
-    problems += _sharing_problems(policy, sharing, allocation, demand, share_mem, mig)
-    problems += _mig_problems(policy, sharing, share_mem, mig, mig_demand)
+    easy = backfill is Backfill.easy
+    problems += _sharing_problems(policy, sharing, allocation, demand, share_mem, mig, easy)
+    problems += _mig_problems(policy, sharing, share_mem, mig, mig_demand, easy)
     if problems:
         raise InputError([Problem(message, "config", column=key) for key, message in problems])
     codes = np.zeros(L.POLICY_FIELDS, dtype=np.int64)
@@ -256,6 +257,7 @@ def _sharing_problems(
     demand: SharingDemand,
     share_mem: SharedGpuMemory,
     mig: MigStrategy,
+    easy: bool,
 ) -> list[tuple[str, str]]:
     """What is wrong with the sharing settings (docs/engine-semantics.md, "GPU sharing by replicas")."""
     problems: list[tuple[str, str]] = []
@@ -300,7 +302,7 @@ def _sharing_problems(
                 f"models time-slicing's context switches; MPS clients run side by side (found {overhead})",
             )
         )
-    if _is_easy(policy):
+    if easy:
         problems.append(
             (
                 "scheduler.backfill",
@@ -343,13 +345,13 @@ def _sharing_problems(
     return problems
 
 
-def _is_easy(policy: Policy) -> bool:
-    """``backfill: easy`` (an enum or its name, as configs give it)."""
-    return str(getattr(policy.backfill, "name", policy.backfill)) == Backfill.easy.name
-
-
 def _mig_problems(
-    policy: Policy, sharing: GpuSharing, share_mem: SharedGpuMemory, mig: MigStrategy, mig_demand: MigDemand
+    policy: Policy,
+    sharing: GpuSharing,
+    share_mem: SharedGpuMemory,
+    mig: MigStrategy,
+    mig_demand: MigDemand,
+    easy: bool,
 ) -> list[tuple[str, str]]:
     """What is wrong with the MIG settings (docs/engine-semantics.md, "MIG")."""
     if mig is MigStrategy.none:
@@ -366,7 +368,7 @@ def _mig_problems(
             )
         ]
     problems: list[tuple[str, str]] = []
-    if _is_easy(policy):
+    if easy:
         problems.append(
             (
                 "scheduler.backfill",
