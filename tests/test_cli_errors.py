@@ -131,7 +131,7 @@ def test_values_out_of_range_name_the_key(csv_args: list[str], override: str, fr
         (["cluster.mig_layout=all-9g.99gb"], ["config key 'cluster.mig_layout'", "not a mig-parted config"]),
         (
             ["cluster.mig_layout=all-1g.10gb", "scheduler=mig-single", "scheduler.mig_strategy=mixed"],
-            ["scheduler.mig_strategy", "mixed (one nvidia.com/mig-<profile> resource per profile)"],
+            ["scheduler.mig_demand", "set mig_demand: smallest_fit (found any)"],
         ),
         (
             ["scheduler=mig-single", "cluster.mig_layout=all-balanced"],

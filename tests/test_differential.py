@@ -30,7 +30,7 @@ from typing import Any
 
 import polars as pl
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 from tests.reference.simulator import ATTEMPT_SCHEMA, JOB_RESULT_SCHEMA, TIMELINE_SCHEMA, Replay
 from tests.reference.simulator import draw as reference_draw
@@ -42,6 +42,8 @@ from tests.reference.strategies import (
     SHARING_PRESETS,
     big_cases,
     cases,
+    dynamic_mig_cases,
+    dynamic_mig_policies,
     horizons,
     jobs_frame,
     max_samples,
@@ -104,9 +106,12 @@ def describe_case(jobs: pl.DataFrame, nodes: pl.DataFrame, policy: Policy, kwarg
     job_cols = ["job_id", "submit_time", "duration", "num_pods", "gpu_milli", "gpu_mem_mib", "gpu_models"]
     job_cols += ["cpu_milli", "mem_mib", "priority", "preemptible"]
     job_cols += [
-        c for c in ("checkpoint_interval", "restart_overhead", "preemption_policy") if c in jobs.columns
+        c
+        for c in ("checkpoint_interval", "restart_overhead", "preemption_policy", "mig_profile")
+        if c in jobs.columns
     ]
     node_cols = ["node_id", "gpu_model", "num_gpus", "gpu_mem_mib", "cpu_milli", "mem_mib"]
+    node_cols += [c for c in ("mig_layout",) if c in nodes.columns]
     return (
         f"policy={policy!r}\n{kwargs}\n"
         f"jobs:\n{_table(jobs.select(job_cols))}\nnodes:\n{_table(nodes.select(node_cols))}"
@@ -197,6 +202,13 @@ def assert_agree(
     shown = {**kwargs, "chunk_seconds": chunk_seconds}
     try:
         want = reference_simulate(jobs, nodes, policy, debug=True, **kwargs)
+    except RuntimeError as exc:
+        if "preemption livelock" not in str(exc):
+            raise
+        # A case on which the spec's preemption evicts without end (the reference's guard stops it
+        # after 100 evictions per job) has no result to compare; found on a generated gang-binpack-
+        # preempt case, HEAD's reference livelocks on it too (a model question, not an engine one).
+        reject()
     except Exception as exc:
         raise AssertionError(
             f"reference raised {exc!r}\n{describe_case(jobs, nodes, policy, shown)}"
@@ -338,6 +350,25 @@ def test_mig_instances_agree(
 ) -> None:
     """MIG instances (random single-strategy layouts, named profiles, both demand rules): results agree."""
     jobs, nodes = case
+    assert_agree(jobs, nodes, policy, seed=seed, sample_interval=sample_interval, horizon=horizon)
+
+
+@settings(max_examples=30, **SETTINGS)
+@given(
+    data=st.data(),
+    sample_interval=sample_intervals,
+    seed=seeds,
+    horizon=horizons,
+)
+def test_slice_mask_mig_agrees(
+    data: st.DataObject, sample_interval: float, seed: int, horizon: float | None
+) -> None:
+    """Slice-mask MIG: dynamic (instances per pod, both start rules, creation time) or the mixed strategy
+    (a layout's instances, one resource per profile), named profiles, MIG and whole-GPU nodes, gang and
+    pod by pod: results agree job by job."""
+    mixed = data.draw(st.booleans(), label="mixed")
+    jobs, nodes = data.draw(dynamic_mig_cases(mixed=mixed), label="case")
+    policy = data.draw(dynamic_mig_policies(mixed=mixed), label="policy")
     assert_agree(jobs, nodes, policy, seed=seed, sample_interval=sample_interval, horizon=horizon)
 
 

@@ -613,6 +613,12 @@ def test_cli_configs_show_what_a_single_strategy_node_advertises(runner: CliRunn
     )
     assert lines[0] == "all-disabled: whole GPUs (81,920 MiB)"
     assert any(line.startswith("all-balanced: not with the single strategy") for line in lines)
+    # Under mixed each profile is a resource; find_placement puts the 3g at 4, so the two 1g go to 2 and 3.
+    assert lines[lines.index(next(x for x in lines if x.startswith("all-balanced"))) + 1] == (
+        "  mixed: nvidia.com/mig-1g.10gb x 2 (starts 2, 3), nvidia.com/mig-2g.20gb x 1 (starts 0), "
+        "nvidia.com/mig-3g.40gb x 1 (starts 4)"
+    )
+    assert "  dynamic: MIG on, no instance; mig_strategy: dynamic makes one per pod" in lines
     bad = runner.invoke(main, ["mig", "configs", "V100"])
     assert bad.exit_code == 2 and "V100 has no MIG" in bad.output
 

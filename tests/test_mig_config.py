@@ -68,7 +68,7 @@ def test_an_unknown_profile_name() -> None:
 @pytest.mark.parametrize(
     ("change", "key"),
     [
-        ({"mig_strategy": MigStrategy.mixed}, "scheduler.mig_strategy"),
+        ({"mig_strategy": MigStrategy.mixed}, "scheduler.mig_demand"),
         ({"gpu_sharing": GpuSharing.time_slicing, "replicas": 2}, "scheduler.gpu_sharing"),
         ({"device_split_count": 4}, "scheduler.device_split_count"),
         ({"gpu_placement": "best_fit"}, "scheduler.gpu_placement"),
@@ -179,5 +179,7 @@ def test_a_node_layout_without_the_strategy_is_refused_before_compiling() -> Non
     nodes = nodes_frame([a100("all-1g.5gb")])
     with pytest.raises(InputError, match=r"scheduler\.mig_strategy: single"):
         check_mig_inputs(jobs_frame([job(1, 0.0, 1.0, 1, 1000)]), nodes, "none")
-    # mixed is the policy's config error (the replay raises it); nothing to say about the nodes here.
+    # Under mixed a config with instances is a valid node (one resource per profile).
     check_mig_inputs(jobs_frame([job(1, 0.0, 1.0, 1, 1000)]), nodes, "mixed")
+    with pytest.raises(InputError, match="no instance"):
+        check_mig_inputs(jobs_frame([job(1, 0.0, 1.0, 1, 1000)]), nodes_frame([a100("all-enabled")]), "mixed")

@@ -129,7 +129,7 @@ def test_pod_by_pod_interleaves_pods_into_a_deadlock() -> None:
             0,
         )
     # Nothing runs and nothing arrives after t=0: the run ends at 0 with one sample.
-    assert result.timeline.rows() == [(0.0, 8, 8000, 2, 0, 0, 0, 0, 0.0)]
+    assert result.timeline.rows() == [(0.0, 8, 8000, 2, 0, 0, 0, 0, 0.0, 0)]
     assert result.gpu_milli_seconds == 0.0
 
 
@@ -140,11 +140,11 @@ def test_gang_runs_the_same_jobs_one_after_the_other() -> None:
     assert result.jobs["held_milli"].to_list() == [0, 0]
     assert result.jobs["pending_time"].to_list() == [0.0, 10.0]
     assert result.timeline.rows() == [
-        (0.0, 8, 8000, 1, 1, 0, 0, 0, 0.0),
-        (5.0, 8, 8000, 1, 1, 0, 0, 0, 0.0),
-        (10.0, 8, 8000, 0, 1, 0, 0, 0, 0.0),
-        (15.0, 8, 8000, 0, 1, 0, 0, 0, 0.0),
-        (20.0, 0, 0, 0, 0, 0, 0, 0, 0.0),
+        (0.0, 8, 8000, 1, 1, 0, 0, 0, 0.0, 0),
+        (5.0, 8, 8000, 1, 1, 0, 0, 0, 0.0, 0),
+        (10.0, 8, 8000, 0, 1, 0, 0, 0, 0.0, 0),
+        (15.0, 8, 8000, 0, 1, 0, 0, 0, 0.0, 0),
+        (20.0, 0, 0, 0, 0, 0, 0, 0, 0.0, 0),
     ]
     assert result.gpu_milli_seconds == 8000 * 20
     # One attempt each, 8 GPUs x 10 s.
@@ -167,7 +167,7 @@ def test_pod_by_pod_holds_three_of_a_and_b_waits() -> None:
     # A0-A2 take the 3 free GPUs at t=10; at t=100 A3 (submitted earlier) goes first, then B0-B2.
     assert spans(result.jobs) == {1: (0.0, 100.0), 2: (100.0, 150.0), 3: (100.0, 150.0)}
     at_20 = result.timeline.filter(pl.col("time") == 20.0).rows()
-    assert at_20 == [(20.0, 8, 8000, 2, 1, 0, 0, 0, 0.0)]
+    assert at_20 == [(20.0, 8, 8000, 2, 1, 0, 0, 0, 0.0, 0)]
     # Accounting: X 5000*100, A's first 3 pods 3000*(150-10), A3 1000*50, B 3000*50.
     assert result.gpu_milli_seconds == 500_000 + 420_000 + 50_000 + 150_000
     [a] = attempts_of(result, 2)
@@ -423,7 +423,7 @@ def test_fractional_pod_needs_gpu_memory_on_the_same_gpu() -> None:
     # 16384 MiB per V100: after one 10000-MiB pod, GPU 0 has 750 milli but only 6384 MiB left.
     rows = [job(1, 0.0, 10.0, 2, 250, gpu_mem_mib=10000)]
     result = simulate(jobs_frame(rows), one_node(2), FIFO, sample_interval=100.0, debug=True)
-    assert result.timeline.row(0) == (0.0, 2, 500, 0, 1, 0, 0, 0, 0.0)
+    assert result.timeline.row(0) == (0.0, 2, 500, 0, 1, 0, 0, 0, 0.0, 0)
 
 
 def test_whole_gpu_pod_takes_memory_per_gpu() -> None:
@@ -495,10 +495,10 @@ def test_timeline_event_driven() -> None:
     # At 10 and 20 job 2 (2 GPUs) is pending; the node cannot fit it, so its one whole free GPU
     # counts as fragmented.
     assert result.timeline.rows() == [
-        (0.0, 1, 1000, 0, 1, 0, 0, 0, 0.0),
-        (10.0, 1, 1000, 1, 1, 1, 0, 0, 0.0),
-        (20.0, 1, 1000, 1, 1, 1, 0, 0, 0.0),
-        (30.0, 2, 2000, 0, 1, 0, 0, 0, 0.0),
+        (0.0, 1, 1000, 0, 1, 0, 0, 0, 0.0, 0),
+        (10.0, 1, 1000, 1, 1, 1, 0, 0, 0.0, 0),
+        (20.0, 1, 1000, 1, 1, 1, 0, 0, 0.0, 0),
+        (30.0, 2, 2000, 0, 1, 0, 0, 0, 0.0, 0),
     ]
     assert result.gpu_milli_seconds == 25 * 1000 + 10 * 2000
     # No window declared, no window integral; the default window (first to last submit, 0..5)
@@ -534,7 +534,7 @@ def test_timeline_periodic_cycles() -> None:
     assert spans(result.jobs) == {1: (0.0, 25.0), 2: (28.0, 38.0)}
     # The last change is at 38; the run goes on to the cycle at 40 (and its sample).
     assert result.timeline["time"].to_list() == [0.0, 10.0, 20.0, 30.0, 40.0]
-    assert result.timeline.row(4) == (40.0, 0, 0, 0, 0, 0, 0, 0, 0.0)
+    assert result.timeline.row(4) == (40.0, 0, 0, 0, 0, 0, 0, 0, 0.0, 0)
     assert result.stats["end_time"] == 40.0
     assert result.gpu_milli_seconds == 25 * 1000 + 10 * 2000
     assert column(result.jobs, "pending_time") == {1: 0.0, 2: 23.0}
@@ -552,7 +552,7 @@ def test_zero_duration_job_finishes_in_a_second_pass_at_the_same_time() -> None:
     result = simulate(jobs_frame(rows), one_node(1), FIFO, sample_interval=10.0, debug=True)
     assert spans(result.jobs) == {1: (0.0, 0.0), 2: (0.0, 5.0)}
     # The sample is taken in the first pass, while job 1 still holds the GPU and job 2 waits.
-    assert result.timeline.rows() == [(0.0, 1, 1000, 1, 1, 0, 0, 0, 0.0)]
+    assert result.timeline.rows() == [(0.0, 1, 1000, 1, 1, 0, 0, 0, 0.0, 0)]
     assert result.gpu_milli_seconds == 5 * 1000
 
 
@@ -680,8 +680,30 @@ def test_three_job_example_of_the_issue() -> None:
         8 * 3040.0,
     )
     # At 1000 (after the eviction): B pending, A terminating, 8 x 400 charged; at 2000, the grace too.
-    assert result.timeline.filter(pl.col("time") == 1000.0).row(0) == (1000.0, 8, 8000, 1, 0, 0, 1, 1, 3200.0)
-    assert result.timeline.filter(pl.col("time") == 2000.0).row(0) == (2000.0, 8, 8000, 2, 1, 0, 1, 0, 3440.0)
+    assert result.timeline.filter(pl.col("time") == 1000.0).row(0) == (
+        1000.0,
+        8,
+        8000,
+        1,
+        0,
+        0,
+        1,
+        1,
+        3200.0,
+        0,
+    )
+    assert result.timeline.filter(pl.col("time") == 2000.0).row(0) == (
+        2000.0,
+        8,
+        8000,
+        2,
+        1,
+        0,
+        1,
+        0,
+        3440.0,
+        0,
+    )
     # Every second of the run (0..5570) has 8 GPUs held.
     assert result.gpu_milli_seconds == 8000 * 5570
 
@@ -729,8 +751,8 @@ def test_grace_period_zero_releases_and_places_in_a_further_pass() -> None:
     assert column(result.jobs, "lost_gpu_seconds")[1] == 4 * 1.0  # the restart overhead only
     # The sample at 7 is taken in the first pass: A terminating (holding 4 GPUs), H pending.
     assert result.timeline.rows()[:2] == [
-        (0.0, 4, 4000, 0, 1, 0, 0, 0, 0.0),
-        (7.0, 4, 4000, 1, 0, 0, 1, 1, 0.0),
+        (0.0, 4, 4000, 0, 1, 0, 0, 0, 0.0, 0),
+        (7.0, 4, 4000, 1, 0, 0, 1, 1, 0.0, 0),
     ]
 
 

@@ -80,13 +80,18 @@ class OpenbSharingReplay:
 
 
 class OpenbMigReplay(OpenbSharingReplay):
-    """openb at 8x on 16 x 8 A100-80GB under MIG layouts (experiment ``mig-openb``, preset ``mig-single``)."""
+    """openb at 8x on 16 x 8 A100-80GB under MIG layouts (experiment ``mig-openb``, preset ``mig-single``).
 
-    params: ClassVar[list[list[str]]] = [["all-disabled", "all-1g.10gb", "all-3g.40gb"]]
+    ``all-enabled`` runs HAMi's dynamic MIG (preset ``mig-dynamic``): an instance made per pod on the slice
+    masks, the one layout whose placement work grows with the pods on a GPU.
+    """
+
+    params: ClassVar[list[list[str]]] = [["all-disabled", "all-1g.10gb", "all-3g.40gb", "all-enabled"]]
     param_names: ClassVar[list[str]] = ["layout"]
 
     def setup(self, name: str) -> None:
+        dynamic = ["scheduler=mig-dynamic"] if name == "all-enabled" else []
         self.jobs, self.nodes, self.policy, self.sample_interval = inputs(
-            ["experiment=mig-openb", f"cluster.mig_layout={name}"]
+            ["experiment=mig-openb", *dynamic, f"cluster.mig_layout={name}"]
         )
         warm_up(self.policy)

@@ -87,29 +87,41 @@ def mig_configs(model: str) -> None:
     Under the device plugin's single strategy (scheduler.mig_strategy: single) a
     config of one profile makes every GPU its instances, each one nvidia.com/gpu
     with the instance's memory and share of the SMs; the others are refused
-    there, with the reason printed.
+    there, with the reason printed. Under the mixed strategy each profile is
+    its own resource (the instances' start slots are printed); under dynamic
+    (HAMi) all-enabled GPUs get an instance made per pod.
     """
     from gpureplay.cluster.catalog import gpu_model
     from gpureplay.mig.devices import single_strategy_devices
     from gpureplay.mig.geometry import MigError, mig_geometry
-    from gpureplay.mig.parted import standard_configs
+    from gpureplay.mig.parted import find_placement, standard_configs
 
     try:
         geometry = mig_geometry(model)
     except MigError as err:
         _fail(err)
     memory = gpu_model(geometry.model).memory_mib
-    for name in standard_configs(geometry).configs:
+    for name, entries in standard_configs(geometry).configs.items():
         try:
             devices = single_strategy_devices(geometry.model, name, memory)
         except MigError as err:
             click.echo(f"{name}: not with the single strategy: {err}")
+        else:
+            if devices is None:
+                click.echo(f"{name}: whole GPUs ({memory:,} MiB)")
+                continue
+            click.echo(
+                f"{name}: {devices.per_gpu} x {devices.profile} per GPU, {devices.memory_mib:,} MiB and "
+                f"{devices.compute_slices}/{devices.gpu_compute_slices} of the SMs each "
+                f"(product {devices.product})"
+            )
+        counts = {p: c for p, c in entries[0].mig_devices if c > 0}
+        if not counts:
+            click.echo("  dynamic: MIG on, no instance; mig_strategy: dynamic makes one per pod")
             continue
-        if devices is None:
-            click.echo(f"{name}: whole GPUs ({memory:,} MiB)")
-            continue
-        click.echo(
-            f"{name}: {devices.per_gpu} x {devices.profile} per GPU, {devices.memory_mib:,} MiB and "
-            f"{devices.compute_slices}/{devices.gpu_compute_slices} of the SMs each "
-            f"(product {devices.product})"
+        placed = find_placement(geometry, counts) or ()
+        resources = ", ".join(
+            f"nvidia.com/mig-{p} x {c} (starts {', '.join(str(i.start) for i in placed if i.profile == p)})"
+            for p, c in counts.items()
         )
+        click.echo(f"  mixed: {resources}")

@@ -40,13 +40,15 @@ from tests.reference.scoring import (
 )
 
 from gpureplay.mig.devices import single_strategy_devices, smallest_profile
-from gpureplay.mig.geometry import mig_geometry
+from gpureplay.mig.geometry import MigProfile, mig_geometry
+from gpureplay.mig.parted import find_placement, standard_configs
 from gpureplay.replay.simulate import ATTEMPT_SCHEMA, JOB_RESULT_SCHEMA, TIMELINE_SCHEMA, Replay
 from gpureplay.schedulers.policy import (
     Backfill,
     GangMode,
     GpuSharing,
     MigDemand,
+    MigPlacement,
     MigStrategy,
     NodeTies,
     Policy,
@@ -77,6 +79,12 @@ DEFAULT_MAX_SAMPLES = 100_000
 LUCID_SMALL, LUCID_LARGE, LUCID_SMALL_GPUS = 40.0, 60.0, 8
 #: kube-scheduler's offset in the "sum of victim priorities" node criterion.
 PRIORITY_OFFSET = 2**31
+#: [Dynamic MIG] the mig-parted config of a dynamic node (MIG on, no instance), and a MIG GPU's memory
+#: slices: an instance of ``size`` slices books ``size`` eighths of the GPU (125 milli each).
+MIG_ENABLED = "all-enabled"
+MIG_MEMORY_SLICES = 8
+ALL_SLICES = (1 << MIG_MEMORY_SLICES) - 1
+SLICE_MILLI = WHOLE_GPU // MIG_MEMORY_SLICES
 
 # --------------------------------------------------------------------------------------------------
 # Draws  [Resources] "Draws (counter-based)"
@@ -124,6 +132,9 @@ class Gpu:
     free_milli: int
     free_mem: float
     pods: int = 0  # pods on it (whole or shared): what the device split count limits
+    # [Dynamic MIG] the memory slices held on it (bit i: slice i): its instances', all of them when a
+    # whole-GPU pod holds it.
+    mig_mask: int = 0
 
 
 @dataclass
@@ -151,6 +162,15 @@ class Node:
     mig_profile: str | None = None
     mig_share: float = 1.0
     full_gpu_mem: float = 0.0
+    # [Dynamic MIG] ``dynamic_mig``: a dynamic node (``model`` is the product ``<model>-MIG``), its GPUs'
+    # instances made per pod at the start ``mig_placement`` (hami | lowest_start) picks. ``mig_whole``: a
+    # whole-GPU node of a dynamic-MIG replay, where a fractional pod takes one whole GPU.
+    dynamic_mig: bool = False
+    mig_whole: bool = False
+    mig_placement: str = "hami"
+    # [Slice-mask MIG] mixed strategy: profile -> the start slots of its instances in the node's layout (the
+    # only placements a pod of that profile may take); None on dynamic nodes (every allowed start).
+    mig_starts: dict[str, tuple[int, ...]] | None = None
 
     def free_gpu_milli(self) -> int:
         return sum(g.free_milli for g in self.gpus)
@@ -159,7 +179,7 @@ class Node:
         return [i for i, g in enumerate(self.gpus) if g.free_milli == WHOLE_GPU]
 
     def copy(self) -> Node:
-        gpus = [Gpu(g.free_milli, g.free_mem, g.pods) for g in self.gpus]
+        gpus = [Gpu(g.free_milli, g.free_mem, g.pods, g.mig_mask) for g in self.gpus]
         return Node(
             self.index,
             self.model,
@@ -180,6 +200,10 @@ class Node:
             self.mig_profile,
             self.mig_share,
             self.full_gpu_mem,
+            self.dynamic_mig,
+            self.mig_whole,
+            self.mig_placement,
+            self.mig_starts,
         )
 
     def view(self) -> NodeView:
@@ -227,6 +251,15 @@ class PodPlacement:
     cpu: int
     mem: int
     time: float  # when it was placed (its hold starts)
+    # [Dynamic MIG] the memory slices it holds on each GPU in ``gpus`` (its instance's; every slice for a
+    # whole-GPU pod on a dynamic node; 0 elsewhere) and its instance's compute slices (0: no instance).
+    slices: int = 0
+    compute: int = 0
+
+    @property
+    def held_milli(self) -> int:
+        """[Accounting] Milli-GPU the pod holds: ``milli`` on each of its GPUs."""
+        return self.milli * len(self.gpus)
 
 
 def empty_cluster(
@@ -237,6 +270,9 @@ def empty_cluster(
     mps: bool = False,
     packed: bool = False,
     mig: bool = False,
+    dynamic: bool = False,
+    mig_placement: str = "hami",
+    mixed: bool = False,
 ) -> Cluster:
     """The cluster with nothing allocated; node index = row of the nodes table.
 
@@ -251,8 +287,17 @@ def empty_cluster(
     [MIG instances] ``mig``: a node's ``mig_layout`` (other than all-disabled) makes each GPU its I
     instances of one profile: devices p*I .. p*I + I - 1 of GPU p, each with the instance's memory,
     the node's model the product ``<model>-MIG-<profile>``, replicas' ``packed`` rule.
+
+    [Dynamic MIG] ``dynamic``: a node whose ``mig_layout`` is all-enabled is a dynamic node of
+    product ``<model>-MIG`` (its GPUs whole, no instance yet; ``mig_placement`` the start rule),
+    every other node a whole-GPU node where a fractional pod takes one GPU.
+
+    [Slice-mask MIG] ``mixed``: a node whose ``mig_layout`` is a config with instances holds them at
+    ``find_placement``'s starts, product ``<model>-MIG-<layout>``; null or all-disabled: whole GPUs.
     """
     cluster: Cluster = []
+    if dynamic or mixed:
+        return [dynamic_mig_node(index, row, mig_placement, mixed) for index, row in enumerate(nodes)]
     layouts = [
         single_strategy_devices(r["gpu_model"], r["mig_layout"], int(r["gpu_mem_mib"]))
         if mig and r.get("mig_layout") is not None
@@ -301,6 +346,49 @@ def empty_cluster(
     return cluster
 
 
+def dynamic_mig_node(index: int, row: dict[str, Any], mig_placement: str, mixed: bool = False) -> Node:
+    """[Dynamic MIG] "Nodes": node ``index`` of a dynamic-MIG replay, from its table row.
+
+    ``all-enabled``: a dynamic node, product ``<model>-MIG``; null or ``all-disabled``: whole GPUs.
+    Any other layout is refused (instances made in advance, or no config of the model).
+    """
+    layout = row.get("mig_layout")
+    cpu, mem = _capacity(row["cpu_milli"]), _capacity(row["mem_mib"])
+    gpu_mem = float(row["gpu_mem_mib"])
+    gpus = [Gpu(WHOLE_GPU, gpu_mem) for _ in range(row["num_gpus"])]
+    node = Node(index, row["gpu_model"], gpu_mem, cpu, mem, cpu, mem, gpus)
+    node.base_model = row["gpu_model"]
+    node.full_gpu_mem = gpu_mem
+    if layout is None or layout == "all-disabled":
+        node.mig_whole = True
+        return node
+    if mixed:
+        # [Slice-mask MIG] "Mixed strategy": the layout's instances, each profile its own resource.
+        geometry = mig_geometry(row["gpu_model"])
+        if layout == MIG_ENABLED:
+            raise ValueError(f"node {index}: {MIG_ENABLED} has no instance (refused under mixed)")
+        entries = standard_configs(geometry).configs[layout]
+        counts = {p: c for p, c in entries[0].mig_devices if c > 0}
+        placed = find_placement(geometry, counts)
+        assert placed is not None
+        node.model = f"{geometry.model}-MIG-{layout}"
+        node.base_model = geometry.model
+        node.dynamic_mig = True
+        node.mig_placement = "lowest_start"
+        node.mig_starts = {p: tuple(sorted(i.start for i in placed if i.profile == p)) for p in counts}
+        return node
+    if layout != MIG_ENABLED:
+        raise ValueError(
+            f"node {index}: mig_layout {layout!r} under mig_strategy: dynamic (only {MIG_ENABLED})"
+        )
+    geometry = mig_geometry(row["gpu_model"])  # raises for a model without MIG
+    node.model = f"{geometry.model}-MIG"
+    node.base_model = geometry.model
+    node.dynamic_mig = True
+    node.mig_placement = mig_placement
+    return node
+
+
 def clone(cluster: Cluster) -> Cluster:
     """An independent copy of the cluster state."""
     return [node.copy() for node in cluster]
@@ -311,6 +399,12 @@ def model_allowed(node: Node, pod: Pod) -> bool:
     ``mig_profile`` (or the smallest fit) selects the MIG nodes of that profile."""
     if pod.models is not None and node.base_model not in pod.models:
         return False
+    if node.mig_whole:
+        return pod.mig_profile is None  # [Dynamic MIG] a job naming a profile runs on dynamic nodes only
+    if node.dynamic_mig:
+        if pod.milli >= WHOLE_GPU:
+            return node.mig_starts is None  # [Slice-mask MIG] mixed: MIG GPUs offer no nvidia.com/gpu
+        return instance_profile(node, pod) is not None
     if pod.mig_profile is not None:
         return node.mig_profile == pod.mig_profile
     if node.mig_profile is None or node.base_model is None or pod.mig_demand == "any":
@@ -323,6 +417,138 @@ def model_allowed(node: Node, pod: Pod) -> bool:
     compute = geometry.profile(node.mig_profile).compute_slices
     share_ok = compute * WHOLE_GPU >= min(pod.trace_milli, WHOLE_GPU) * geometry.compute_slices
     return share_ok and node.gpu_mem >= pod.gpu_mem
+
+
+# --------------------------------------------------------------------------------------------------
+# Dynamic MIG  [Dynamic MIG]
+# --------------------------------------------------------------------------------------------------
+
+
+def instance_profile(node: Node, pod: Pod) -> MigProfile | None:
+    """[Dynamic MIG] "Which instance": a fractional pod's profile on dynamic ``node`` (None: not allowed).
+
+    Its ``mig_profile`` (when the node's model has it), else the smallest profile that fits its demand
+    on one GPU; the node is allowed when that instance's memory >= the pod's GPU memory.
+    """
+    geometry = mig_geometry(str(node.base_model))
+    if pod.mig_profile is not None:
+        if pod.mig_profile not in {p.name for p in geometry.profiles}:
+            return None
+        profile = geometry.profile(pod.mig_profile)
+    else:
+        profile = smallest_profile(geometry, pod.milli, pod.gpu_mem, int(node.full_gpu_mem))
+    if instance_memory(node, profile) < pod.gpu_mem:
+        return None
+    if node.mig_starts is not None and profile.name not in node.mig_starts:
+        return None  # [Slice-mask MIG] mixed: the layout has no instance of that profile
+    return profile
+
+
+def instance_memory(node: Node, profile: MigProfile) -> float:
+    """GPU memory of an instance: its memory slices' share of the GPU's, floored (MiB)."""
+    return float(int(node.full_gpu_mem) * profile.memory_slices // MIG_MEMORY_SLICES)
+
+
+def slice_bits(profile: MigProfile, start: int) -> int:
+    """[Dynamic MIG] "State": the slices [start, start + size) of an instance of ``profile`` at ``start``."""
+    return ((1 << profile.memory_slices) - 1) << start
+
+
+def allowed_starts(node: Node, profile: MigProfile) -> tuple[int, ...]:
+    """[Slice-mask MIG] The starts an instance of ``profile`` may take on ``node``: the profile's, or under
+    mixed its instances' in the layout."""
+    return profile.starts if node.mig_starts is None else node.mig_starts[profile.name]
+
+
+def free_starts(node: Node, gpu: Gpu, profile: MigProfile) -> list[int]:
+    """The allowed starts of ``profile`` on ``gpu`` none of whose slices is held, lowest first."""
+    return [s for s in allowed_starts(node, profile) if gpu.mig_mask & slice_bits(profile, s) == 0]
+
+
+def free_instances(node: Node, profile: MigProfile) -> int:
+    """[Dynamic MIG] "Where": instances of ``profile`` the node can still take (its GPUs' free placements).
+
+    A profile's allowed placements never overlap one another, so each free one holds one more instance.
+    """
+    return sum(len(free_starts(node, gpu, profile)) for gpu in node.gpus)
+
+
+def pick_instance(node: Node, profile: MigProfile) -> tuple[int, int]:
+    """[Dynamic MIG] "Where": (GPU, start) of a new instance of ``profile`` on ``node`` (which has room).
+
+    The lowest-index GPU with a free placement; on it, under ``hami``, the highest free start for a
+    profile named ``1g.*`` or ``3g.*`` and the lowest for the others; under ``lowest_start`` the lowest.
+    """
+    for g, gpu in enumerate(node.gpus):
+        starts = free_starts(node, gpu, profile)
+        if starts:
+            high = node.mig_placement == "hami" and profile.name.startswith(("1g.", "3g."))
+            return g, starts[-1] if high else starts[0]
+    raise AssertionError("pick_instance called on a node without a free placement")
+
+
+def booked_milli(node: Node, pod: Pod) -> int:
+    """[Dynamic MIG] "Booking": milli-GPU a pod takes from ``node``.
+
+    125 per slice of its instance on a dynamic node, one whole GPU for a fractional pod on a whole-GPU
+    node of the replay, else its own milli.
+    """
+    if 0 < pod.milli < WHOLE_GPU and node.dynamic_mig:
+        profile = instance_profile(node, pod)
+        assert profile is not None, "booked_milli called for a pod the node does not allow"
+        return SLICE_MILLI * profile.memory_slices
+    if 0 < pod.milli < WHOLE_GPU and node.mig_whole:
+        return WHOLE_GPU
+    return pod.milli
+
+
+#: [Dynamic MIG] "Results": a placement a pod would take on a dynamic GPU, (allowed starts, memory slices).
+Wanted = tuple[tuple[int, ...], int]
+
+
+def wanted_placements(empty: Cluster, pods: list[Pod]) -> dict[int, list[Wanted]]:
+    """[Dynamic MIG] "Results": per dynamic node, the placements the workload's pods may take there.
+
+    The instance of each fractional pod the node allows, and all 8 slices at start 0 for a whole-GPU
+    pod it allows.
+    """
+    wanted: dict[int, list[Wanted]] = {}
+    for node in empty:
+        if not node.dynamic_mig:
+            continue
+        shapes: set[Wanted] = set()
+        for pod in pods:
+            if pod.milli == 0 or not model_allowed(node, pod):
+                continue
+            if pod.milli >= WHOLE_GPU:
+                shapes.add(((0,), MIG_MEMORY_SLICES))
+                continue
+            profile = instance_profile(node, pod)
+            assert profile is not None  # the node allows the pod
+            shapes.add((allowed_starts(node, profile), profile.memory_slices))
+        wanted[node.index] = sorted(shapes)
+    return wanted
+
+
+def stranded_slices(cluster: Cluster, wanted: dict[int, list[Wanted]]) -> int:
+    """[Dynamic MIG] "Results" ``mig_stranded_slices``: free dynamic slices no wanted placement can cover now.
+
+    A free slice is usable when some allowed placement of some wanted shape covers it and overlaps no
+    held slice. A GPU taken whole holds every slice: nothing of it is stranded.
+    """
+    total = 0
+    for node in cluster:
+        if not node.dynamic_mig:
+            continue
+        for gpu in node.gpus:
+            usable = 0
+            for starts, size in wanted[node.index]:
+                for start in starts:
+                    span = ((1 << size) - 1) << start
+                    if gpu.mig_mask & span == 0:
+                        usable |= span
+            total += bin(ALL_SLICES & ~gpu.mig_mask & ~usable).count("1")
+    return total
 
 
 def share_mem(node: Node, pod: Pod) -> float:
@@ -358,6 +584,13 @@ def pod_fits(node: Node, pod: Pod) -> bool:
         return True  # GPU model constraint ignored, GPU-less nodes allowed
     if not model_allowed(node, pod):
         return False
+    if pod.milli < WHOLE_GPU and node.dynamic_mig:
+        # [Dynamic MIG] a free placement of its instance (memory was matched by the profile).
+        profile = instance_profile(node, pod)
+        return profile is not None and free_instances(node, profile) > 0
+    if pod.milli < WHOLE_GPU and node.mig_whole:
+        # [Dynamic MIG] a fractional pod on a whole-GPU node takes one whole GPU.
+        return len(node.wholly_free()) >= 1 and node.gpu_mem >= pod.gpu_mem
     if pod.milli < WHOLE_GPU:
         return len(fitting_gpus(node, pod)) > 0
     # Whole GPUs are wholly free, so their memory is the node's per-GPU memory.
@@ -383,6 +616,9 @@ def take(node: Node, placement: PodPlacement) -> None:
         node.gpus[g].free_milli -= placement.milli
         node.gpus[g].free_mem -= placement.gpu_mem
         node.gpus[g].pods += 1
+        # [Dynamic MIG] an instance is valid only if none of its slices is held.
+        assert node.gpus[g].mig_mask & placement.slices == 0, "overlapping MIG instances"
+        node.gpus[g].mig_mask |= placement.slices
 
 
 def release(node: Node, placement: PodPlacement) -> None:
@@ -397,6 +633,7 @@ def release(node: Node, placement: PodPlacement) -> None:
         node.gpus[g].free_milli += placement.milli
         node.gpus[g].free_mem += placement.gpu_mem
         node.gpus[g].pods -= 1
+        node.gpus[g].mig_mask &= ~placement.slices  # [Dynamic MIG] the instance is destroyed
 
 
 def place_on(
@@ -411,18 +648,31 @@ def place_on(
     """Place ``pod`` on node ``index`` (which fits it): the GPUs, then take them."""
     node = cluster[index]
     gpus: tuple[int, ...]
+    slices = compute = 0
     if pod.milli == 0:
         gpus, milli, gpu_mem = (), 0, 0.0
+    elif pod.milli < WHOLE_GPU and node.dynamic_mig:
+        # [Dynamic MIG] "Booking": an instance made for the pod, 125 milli and 1/8 of the memory per slice.
+        profile = instance_profile(node, pod)
+        assert profile is not None
+        g, start = pick_instance(node, profile)
+        gpus, milli, gpu_mem = (g,), SLICE_MILLI * profile.memory_slices, instance_memory(node, profile)
+        slices, compute = slice_bits(profile, start), profile.compute_slices
+    elif pod.milli < WHOLE_GPU and node.mig_whole:
+        # [Dynamic MIG] a fractional pod on a whole-GPU node: the lowest-index wholly free GPU.
+        gpus, milli, gpu_mem = whole_gpus(node, 1), WHOLE_GPU, node.gpu_mem
     elif pod.milli >= WHOLE_GPU:
         # The k lowest-index wholly free GPUs, whatever gpu_placement says; under GPU sharing the
         # device plugin's replica rule.
         gpus = whole_gpus(node, pod.milli // WHOLE_GPU)
         milli, gpu_mem = WHOLE_GPU, node.gpu_mem
+        if node.dynamic_mig:
+            slices = ALL_SLICES  # [Dynamic MIG] a whole GPU leaves no slice for an instance
     else:
         candidates = [gpu_candidate(node, g, pod, tasks) for g in fitting_gpus(node, pod)]
         gpus = (gpu_scorer(candidates, gpu_draw),)
         milli, gpu_mem = pod.milli, share_mem(node, pod)
-    placement = PodPlacement(index, gpus, milli, gpu_mem, pod.cpu, pod.mem, time)
+    placement = PodPlacement(index, gpus, milli, gpu_mem, pod.cpu, pod.mem, time, slices, compute)
     take(node, placement)
     return placement
 
@@ -470,9 +720,10 @@ def pod_view(pod: Pod, node: Node) -> PodView:
 
 def node_candidate(node: Node, pod: Pod, tasks: tuple[TaskClass, ...] = ()) -> Candidate:
     """[Resources] Node ``node`` as a scorer sees it if ``pod`` went there."""
-    # Every kind of pod removes exactly ``milli`` from its node's free GPU milli.
+    # Every kind of pod removes exactly ``milli`` from its node's free GPU milli ([Dynamic MIG] what
+    # it books there).
     gpu_capacity = float(WHOLE_GPU * len(node.gpus))
-    free_after = node.free_gpu_milli() - pod.milli
+    free_after = node.free_gpu_milli() - booked_milli(node, pod)
     return Candidate(
         node.index,
         free_after,
@@ -640,6 +891,8 @@ class Job:
     first_start: float | None = None
     start: float = math.nan  # the current attempt's start
     progress0: float = math.nan  # start + restart overhead: progress begins
+    # [Dynamic MIG] "Creation time": progress begins mig_create_s after the restart overhead ends.
+    overhead_end: float = math.nan  # start + restart overhead
     finish: float = math.nan
     hold_start: float = math.nan
     nodes_spanned: int = 0  # nodes of the last attempt that ran
@@ -672,6 +925,11 @@ class Job:
 
     def nodes_held(self) -> int:
         return len({p.node for p in self.placements})
+
+    def overhead_spent(self, t: float) -> float:
+        """The restart overhead the running attempt has spent by ``t`` ([Dynamic MIG] the instances'
+        creation that follows it is no restart overhead)."""
+        return min(t, self.overhead_end) - self.start
 
     def progress_at(self, t: float) -> float:
         """The running attempt's progress at ``t`` (none during its restart overhead)."""
@@ -780,7 +1038,7 @@ def check_gpu_sharing(policy: Policy) -> None:
         if policy.replica_allocation is not ReplicaAllocation.distributed:
             raise ValueError("replica_allocation needs gpu_sharing")
         if policy.sharing_demand is not SharingDemand.whole and policy.mig_strategy is MigStrategy.none:
-            raise ValueError("sharing_demand needs gpu_sharing or mig_strategy: single")
+            raise ValueError("sharing_demand needs gpu_sharing or mig_strategy: single or dynamic")
         if policy.switch_overhead != 0.0:
             raise ValueError("switch_overhead needs gpu_sharing: time_slicing")
         return
@@ -804,23 +1062,37 @@ def check_gpu_sharing(policy: Policy) -> None:
 
 
 def check_mig(policy: Policy) -> None:
-    """[MIG instances] The settings the spec refuses (config errors): ValueError naming the key."""
+    """[MIG instances] [Dynamic MIG] The settings the spec refuses (config errors): ValueError naming it."""
+    dynamic = policy.mig_strategy is MigStrategy.dynamic
+    if not dynamic:
+        # [Dynamic MIG] its settings are refused without it.
+        if policy.mig_placement is not MigPlacement.hami:
+            raise ValueError("mig_placement needs mig_strategy: dynamic")
+        if policy.mig_create_s != 0.0:
+            raise ValueError("mig_create_s needs mig_strategy: dynamic")
     if policy.mig_strategy is MigStrategy.none:
         if policy.mig_demand is not MigDemand.any:
-            raise ValueError("mig_demand needs mig_strategy: single")
+            raise ValueError("mig_demand needs mig_strategy: single or dynamic")
         return
-    if policy.mig_strategy is MigStrategy.mixed:
-        raise ValueError("mig_strategy: mixed is not modelled")
+    strategy = policy.mig_strategy.name
     if policy.backfill is Backfill.easy:
-        raise ValueError("mig_strategy: single takes no EASY backfill (run times are not full speed)")
+        raise ValueError(f"mig_strategy: {strategy} takes no EASY backfill (run times are not full speed)")
     if policy.gpu_sharing is not GpuSharing.none:
-        raise ValueError("mig_strategy: single takes gpu_sharing: none")
+        raise ValueError(f"mig_strategy: {strategy} takes gpu_sharing: none")
     if policy.device_split_count != 0 or policy.shared_gpu_memory.name != "none":
-        raise ValueError("mig_strategy: single takes no fractional sharing")
+        raise ValueError(f"mig_strategy: {strategy} takes no fractional sharing")
     if policy.gpu_placement != "first_fit":
-        raise ValueError("mig_strategy: single takes gpu_placement: first_fit")
+        raise ValueError(f"mig_strategy: {strategy} takes gpu_placement: first_fit")
     if policy.node_placement in NOT_WITH_REPLICAS:
-        raise ValueError(f"mig_strategy: single does not take node_placement: {policy.node_placement}")
+        raise ValueError(f"mig_strategy: {strategy} does not take node_placement: {policy.node_placement}")
+    if dynamic or policy.mig_strategy is MigStrategy.mixed:
+        # [Dynamic MIG] "Refused with mig_strategy dynamic or mixed".
+        if policy.preemption is not Preemption.none:
+            raise ValueError(f"mig_strategy: {strategy} takes preemption: none (not modelled yet)")
+        if policy.mig_demand is not MigDemand.smallest_fit:
+            raise ValueError(f"mig_strategy: {strategy} takes mig_demand: smallest_fit")
+        if not (math.isfinite(policy.mig_create_s) and policy.mig_create_s >= 0.0):
+            raise ValueError("mig_create_s must be a finite number of seconds >= 0")
 
 
 def gpu_rates(policy: Policy, demands: list[float]) -> list[float]:
@@ -890,6 +1162,9 @@ class _Replay:
             policy.gpu_sharing is GpuSharing.mps,
             policy.replica_allocation is ReplicaAllocation.packed,
             policy.mig_strategy is MigStrategy.single,
+            policy.mig_strategy is MigStrategy.dynamic,
+            policy.mig_placement.name,
+            policy.mig_strategy is MigStrategy.mixed,
         )
         self.empty = empty_cluster(nodes, *sharing)
         self.cluster = empty_cluster(nodes, *sharing)
@@ -913,6 +1188,8 @@ class _Replay:
         self.version = 0
         self.search_failed: dict[tuple[Any, ...], int] = {}
         self.nominees: list[Job] = []  # jobs with nominated pods
+        # [Dynamic MIG] "Results": the placements the workload may take on each dynamic node.
+        self.mig_wanted = wanted_placements(self.empty, [job.pod for job in jobs])
 
     # -- views ---------------------------------------------------------------------------------
 
@@ -1098,7 +1375,12 @@ class _Replay:
         else:
             overhead = job.overhead
         job.start = t
-        job.progress0 = t + overhead
+        # [Dynamic MIG] "Creation time": an attempt with a GPU pod on a dynamic node waits mig_create_s.
+        on_dynamic = self.policy.mig_strategy is MigStrategy.dynamic and any(
+            p.gpus and self.cluster[p.node].dynamic_mig for p in job.placements
+        )
+        job.overhead_end = t + overhead
+        job.progress0 = job.overhead_end + (self.policy.mig_create_s if on_dynamic else 0.0)
         job.nodes_spanned = job.nodes_held()
         # [GPU sharing by replicas] it takes its own rate (1 without sharing): finish = t' + work left / rate
         # with t' the end of its restart overhead; the jobs it now shares GPUs with take theirs.
@@ -1118,7 +1400,7 @@ class _Replay:
 
     def complete(self, job: Job) -> None:
         """[Time and events] 1. a running job reaches its finish time and releases everything."""
-        overhead = job.progress0 - job.start
+        overhead = job.overhead_spent(job.progress0)
         record = Attempt(
             number=job.attempts_begun - 1,
             hold_start=job.hold_start,
@@ -1154,7 +1436,7 @@ class _Replay:
             progress = victim.progress_at(t)
             victim.delay = victim.delay_at(t)
             victim.work_done += progress
-            overhead = min(t, victim.progress0) - victim.start
+            overhead = victim.overhead_spent(t)
             interval = victim.checkpoint
             if interval == 0:
                 saved = progress
@@ -1220,6 +1502,15 @@ class _Replay:
         """
         running = self.with_state("running")
         rate = {job.row: 1.0 for job in running}
+        if self.policy.mig_strategy in (MigStrategy.dynamic, MigStrategy.mixed):
+            # [Dynamic MIG] "Throughput": as MIG instances, c the compute slices of the pod's instance.
+            for job in running:
+                for placement in job.placements:
+                    if placement.compute > 0:
+                        geometry = mig_geometry(str(self.cluster[placement.node].base_model))
+                        share = placement.compute / geometry.compute_slices
+                        rate[job.row] = min(rate[job.row], min(1.0, share / job.demand))
+            return rate
         if self.policy.mig_strategy is MigStrategy.single:
             # [MIG instances] "Throughput": isolated instances, min(1, (c / S) / d) per pod, whole GPUs 1.
             for job in running:
@@ -1517,6 +1808,7 @@ class _Replay:
             "preemptions": self.evictions,
             "terminating_jobs": len(self.with_state("terminating")),
             "lost_gpu_seconds": self.lost_charged + sum(uncharged(job, self.now) for job in self.jobs),
+            "mig_stranded_slices": stranded_slices(self.cluster, self.mig_wanted),
         }
 
     def check_capacity(self) -> None:
@@ -1526,6 +1818,8 @@ class _Replay:
             for g in node.gpus:
                 assert 0 <= g.free_milli <= WHOLE_GPU and 0 <= g.free_mem <= node.gpu_mem, node
                 assert 0 <= g.pods <= node.split, node
+                if node.dynamic_mig:  # [Dynamic MIG] a GPU's free milli is its free slices' (exact)
+                    assert g.free_milli == WHOLE_GPU - SLICE_MILLI * bin(g.mig_mask).count("1"), node
 
     # -- event loop  [Time and events] -------------------------------------------------------------
 
@@ -1638,7 +1932,7 @@ def _attempt_rows(job: Job, end: float) -> list[dict[str, Any]]:
                 end_reason="unfinished",
                 end=end,
                 progress=job.progress_at(end),
-                restart_overhead=min(end, job.progress0) - job.start,
+                restart_overhead=job.overhead_spent(end),
             )
         )
     elif job.state == "pending" and job.placements:
@@ -1671,7 +1965,8 @@ def _attempt_rows(job: Job, end: float) -> list[dict[str, Any]]:
                 "progress": a.progress,
                 "work_lost": a.work_lost,
                 "restart_overhead": a.restart_overhead,
-                "gpu_seconds": sum((until - p.time) * job.pod.milli for p in a.placements) / 1000.0,
+                # [Accounting] what each pod holds ([Dynamic MIG] its instance's slices, or a whole GPU).
+                "gpu_seconds": sum((until - p.time) * p.held_milli for p in a.placements) / 1000.0,
             }
         )
     return rows
@@ -1684,7 +1979,7 @@ def uncharged(job: Job, t: float) -> float:
     terminating job has held.
     """
     if job.state == "running":
-        return job.gpus * (min(t, job.progress0) - job.start)
+        return job.gpus * job.overhead_spent(t)
     if job.state == "terminating":
         return job.gpus * (t - job.evicted_at)
     return 0.0
@@ -1716,7 +2011,7 @@ def _job_row(job: Job, end: float) -> dict[str, Any]:
         "state": state,
         "reject_reason": job.reject_reason,
         "nodes_spanned": spanned,
-        "held_milli": len(job.placements) * job.pod.milli if deadlocked else 0,
+        "held_milli": sum(p.held_milli for p in job.placements) if deadlocked else 0,
         "preemptions": job.preemptions,
         "attempts": job.attempts_begun,
         "pending_time": pending,

@@ -33,6 +33,7 @@ from gpureplay.schedulers.policy import (
     GangMode,
     GpuSharing,
     MigDemand,
+    MigPlacement,
     MigStrategy,
     NodeTies,
     Policy,
@@ -527,6 +528,94 @@ def mig_policies(draw: st.DrawFn) -> Policy:
         gpu_placement="first_fit",
         mig_strategy=MigStrategy.single,
         mig_demand=draw(st.sampled_from(list(MigDemand))),
+        sharing_demand=draw(st.sampled_from(list(SharingDemand))),
+    )
+
+
+MIG_ENABLED = "all-enabled"
+#: [Dynamic MIG] models of the dynamic-MIG clusters: MIG models (all-enabled: dynamic; null or all-disabled:
+#: whole GPUs) and a model without MIG.
+DYNAMIC_MIG_MODELS: tuple[str, ...] = ("A100-40GB", "A100-80GB", "H100-80GB", "V100")
+#: Profiles jobs may name under dynamic MIG: every plain profile of those models (some on one model only,
+#: ``1g.10gb`` of 2 slices on the A100-40GB and of 1 on the others).
+DYNAMIC_MIG_PROFILES: tuple[str, ...] = (
+    "1g.5gb", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb",
+    "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb",
+)  # fmt: skip
+
+
+#: [Slice-mask MIG] mixed-strategy layouts per model: several profiles (all-balanced) or one.
+MIXED_MIG_LAYOUTS: dict[str, tuple[str, ...]] = {
+    "A100-40GB": ("all-balanced", "all-balanced", "all-3g.20gb", "all-1g.10gb", "all-2g.10gb"),
+    "A100-80GB": ("all-balanced", "all-balanced", "all-3g.40gb", "all-1g.20gb"),
+    "H100-80GB": ("all-balanced", "all-balanced", "all-2g.20gb", "all-7g.80gb"),
+}
+
+
+@st.composite
+def dynamic_mig_cases(
+    draw: st.DrawFn, max_jobs: int = 25, *, mixed: bool = False
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A (jobs, nodes) pair on 1-5 nodes: dynamic A100-40GB / A100-80GB / H100 nodes and whole-GPU ones.
+
+    MIG models are mostly ``all-enabled`` (dynamic), else null or all-disabled (whole GPUs); V100s and
+    now and then a CPU-only node keep whole GPUs. About half the fractional jobs name a profile
+    (:data:`DYNAMIC_MIG_PROFILES`); whole-GPU and CPU-only jobs never do (an input error). ``mixed``:
+    MIG nodes take a layout of :data:`MIXED_MIG_LAYOUTS` instead of all-enabled.
+    """
+    rows: list[dict[str, Any]] = []
+    for _ in range(draw(st.integers(1, 5))):
+        model: str | None = draw(st.sampled_from(DYNAMIC_MIG_MODELS))
+        layout = None
+        if model != "V100":
+            enabled = draw(st.sampled_from(MIXED_MIG_LAYOUTS[model])) if mixed else MIG_ENABLED
+            layout = draw(st.sampled_from([enabled, enabled, enabled, None, "all-disabled"]))
+        num_gpus = draw(st.integers(1, 4))
+        if draw(st.integers(0, 9)) == 0:
+            model, layout, num_gpus = None, None, 0
+        rows.append(
+            {
+                "gpu_model": model,
+                "num_gpus": num_gpus,
+                "mig_layout": layout,
+                "cpu_milli": draw(_CPUS),
+                "mem_mib": draw(_MEMS),
+            }
+        )
+    nodes = nodes_frame(rows)
+    jobs = draw(job_rows(max_jobs))
+    for row in jobs:
+        if 0 < row["gpu_milli"] < 1000 and draw(st.booleans()):
+            row["mig_profile"] = draw(st.sampled_from(DYNAMIC_MIG_PROFILES))
+    return jobs_frame(jobs), nodes
+
+
+@st.composite
+def dynamic_mig_policies(draw: st.DrawFn, *, mixed: bool = False) -> Policy:
+    """A random policy (:func:`policies`) on dynamic MIG, in mechanism sets the suite compiles anyway.
+
+    Gang (the ``fifo`` preset's set: backfill none or skip) or pod by pod (``mig-single``'s), never
+    preemption, EASY or an FGD scorer (each a replay compiled apart, and preemption and EASY are refused
+    with dynamic MIG); a replica-compatible node scorer, first_fit GPUs; random start rule, creation
+    time and ``sharing_demand`` (``mixed``: the mixed strategy, whose instances exist: no start rule or
+    creation time).
+    """
+    base = draw(policies())
+    if base.backfill is Backfill.easy:
+        base = replace(base, backfill=Backfill.skip, backfill_depth=0)
+    node = base.node_placement
+    if node not in REPLICA_SCORERS:
+        node = draw(st.sampled_from(REPLICA_SCORERS))
+    return replace(
+        base,
+        name="random+mixed-mig" if mixed else "random+dynamic-mig",
+        node_placement=node,
+        gpu_placement="first_fit",
+        preemption=Preemption.none,
+        mig_strategy=MigStrategy.mixed if mixed else MigStrategy.dynamic,
+        mig_demand=MigDemand.smallest_fit,
+        mig_placement=MigPlacement.hami if mixed else draw(st.sampled_from(list(MigPlacement))),
+        mig_create_s=0.0 if mixed else draw(st.sampled_from([0.0, 0.0, 0.5, 3.0])),
         sharing_demand=draw(st.sampled_from(list(SharingDemand))),
     )
 

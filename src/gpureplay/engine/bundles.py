@@ -88,11 +88,15 @@ class Tasks(NamedTuple):
 
 
 class Classes(NamedTuple):
-    """Job classes: ``C_*`` rows, allowed-model masks, class-sorted static job order; FGD's task classes."""
+    """Job classes: ``C_*`` rows, allowed-model masks, class-sorted static job order, dynamic-MIG shapes
+    per model (``mig[class, model]``, ``MIG_NONE`` without dynamic MIG) and the shapes the workload asks
+    of each model (``mig_wanted[model, i]``, -1 after the last); FGD's task classes."""
 
     ints: Int64Array
     mask: UInt64Array
     order: Int64Array
+    mig: Int64Array
+    mig_wanted: Int64Array
     tasks: Tasks | None
 
 
@@ -512,7 +516,7 @@ def initial_state(
     # so that debug and plain replays share one compiled engine.
     checking = codes[L.P_DEBUG] != 0
     dbg = DebugScratch(
-        check_gpu=np.zeros((3, cluster.model_hist.shape[1] + 1 if checking else 1), dtype=np.int64),
+        check_gpu=np.zeros((4, cluster.model_hist.shape[1] + 1 if checking else 1), dtype=np.int64),
         check_hist=np.zeros_like(cluster.model_hist) if checking else np.zeros((1, 1), dtype=np.int64),
         check_milli=np.zeros_like(cluster.model_milli) if checking else np.zeros(1, dtype=np.int64),
         check_class=np.zeros(heap_len if checking else 1, dtype=np.int64),

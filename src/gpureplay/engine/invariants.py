@@ -49,6 +49,7 @@ from gpureplay.engine.layout import (
     E_FINISH,
     E_GPU_MEM_RANGE,
     E_GPU_MEM_SUM,
+    E_GPU_MIG,
     E_GPU_MILLI_RANGE,
     E_GPU_MILLI_SUM,
     E_GPU_SLOTS,
@@ -70,6 +71,7 @@ from gpureplay.engine.layout import (
     F_MILLI,
     F_WHOLE,
     G_MEM,
+    G_MIG,
     G_MILLI,
     G_SLOTS,
     GANG,
@@ -86,7 +88,11 @@ from gpureplay.engine.layout import (
     K_NTERM,
     K_NTOUCHED,
     KIND_NONE,
+    KIND_SHARE,
     KIND_WHOLE,
+    MIG_NONE,
+    MIG_SLICE_MILLI,
+    MIG_WHOLE,
     N_CPU,
     N_GPU0,
     N_GPU_MEM,
@@ -106,7 +112,8 @@ from gpureplay.engine.layout import (
     WHOLE,
     Int64Array,
 )
-from gpureplay.engine.resources import share_gmem
+from gpureplay.engine.mig import instance_bits, mig_size, slot_gpu, slot_start
+from gpureplay.engine.resources import class_mig, instance_memory, share_gmem
 from gpureplay.engine.scoring import index_key, uses_index
 
 
@@ -138,6 +145,7 @@ def check_node(
         used[0, i] = 0
         used[1, i] = 0
         used[2, i] = 0
+        used[3, i] = 0
     used_cpu = 0
     used_mem = 0
     pod = js.node_pods[n]
@@ -153,12 +161,26 @@ def check_node(
         used_mem += cs.ints[C_MEM, c]
         kind = cs.ints[C_KIND, c]
         k = jobs.ints[J_K, j]
+        shape = class_mig(cl, cs, c, n) if kind == KIND_SHARE else MIG_NONE
         for i in range(k if kind != KIND_NONE else 0):
             g = js.slot_gpu[jobs.ints[J_SLOT0, j] + p * k + i]
+            if shape >= 0:
+                v = g
+                g = slot_gpu(v)
+                if g < g0 or g >= g0 + gpus:
+                    return _fail(err, E_GPU_MILLI_SUM, g)
+                bits = instance_bits(shape, slot_start(v))
+                if used[3, g - g0] & bits:
+                    return _fail(err, E_GPU_MIG, g)
+                used[3, g - g0] |= bits
+                used[2, g - g0] += 1
+                used[0, g - g0] += mig_size(shape) * MIG_SLICE_MILLI
+                used[1, g - g0] += instance_memory(cl, n, mig_size(shape))
+                continue
             if g < g0 or g >= g0 + gpus:
                 return _fail(err, E_GPU_MILLI_SUM, g)
             used[2, g - g0] += 1
-            if kind == KIND_WHOLE:
+            if kind == KIND_WHOLE or shape == MIG_WHOLE:
                 used[0, g - g0] += WHOLE
                 used[1, g - g0] += cap_mem
             else:
@@ -190,6 +212,8 @@ def check_node(
             return _fail(err, E_GPU_MEM_SUM, g)
         if cl.gpu_free[G_SLOTS, g] < 0 or cl.gpu_free[G_SLOTS, g] != cl.node_int[N_SLOTS, n] - used[2, i]:
             return _fail(err, E_GPU_SLOTS, g)
+        if cl.gpu_free[G_MIG, g] != used[3, i]:
+            return _fail(err, E_GPU_MIG, g)
         if fm == WHOLE:
             whole += 1
         free_milli += fm

@@ -87,9 +87,13 @@ from gpureplay.engine.layout import (
     K_REQUEUE_SEQ,
     K_STARTS,
     K_VERSION,
+    MIG_NONE,
+    N_MIG_MASK,
     P_DEBUG,
     P_REQUEUE,
+    P_SHARING,
     PF_GRACE,
+    PF_MIG_CREATE,
     R_NONE,
     REQUEUE_BACK,
     S_FINISHED,
@@ -97,6 +101,7 @@ from gpureplay.engine.layout import (
     S_REJECTED,
     S_RUNNING,
     S_TERMINATING,
+    SHARING_MIG_DYNAMIC,
     T_DONE,
     T_END,
     T_EVICTED,
@@ -117,7 +122,7 @@ from gpureplay.engine.layout import (
     X_LOST,
 )
 from gpureplay.engine.pending import dequeue, enqueue
-from gpureplay.engine.resources import release_pod, take_pod
+from gpureplay.engine.resources import class_mig, held_milli, release_pod, take_pod
 from gpureplay.engine.scoring import choose_gpu, choose_node, refresh_index
 from gpureplay.engine.sharing import settle, sharers_changed
 from gpureplay.engine.timers import push_completion, push_timer
@@ -199,7 +204,7 @@ def place_pod(
     pod = jobs.ints[J_POD0, j] + p
     g = -1
     m = jobs.ints[J_MILLI, j]
-    if 0 < m < 1000:
+    if 0 < m < 1000 and class_mig(cl, cs, c, n) == MIG_NONE:
         g = choose_gpu(params, cl, cs, c, n, jobs.ints[J_ID, j], p, attempt)
     take_pod(cl, cs, c, n, g, js.slot_gpu, jobs.ints[J_SLOT0, j] + p * jobs.ints[J_K, j], False)
     js.pod_node[pod] = n
@@ -294,6 +299,8 @@ def pod_hold_sum(jobs: Jobs, js: JobState, j: int) -> float:
 @kernel
 def record_attempt(
     jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
     js: JobState,
     run: Run,
     j: int,
@@ -304,7 +311,13 @@ def record_attempt(
     lost: float,
     overhead: float,
 ) -> None:
-    """Append job ``j``'s current attempt to the attempt records (room is guaranteed by the loop)."""
+    """Append job ``j``'s current attempt to the attempt records (room is guaranteed by the loop).
+
+    Notes
+    -----
+    GPU-seconds count what each pod holds (:func:`gpureplay.engine.resources.held_milli`):
+    its milli-GPU, or on dynamic MIG its instance's slices.
+    """
     a = run.counters[K_ATTEMPTS]
     placed = js.dyn[D_PLACED, j]
     run.att_i[A_JOB, a] = j
@@ -321,8 +334,22 @@ def record_attempt(
     run.att_f[AF_PROGRESS, a] = progress
     run.att_f[AF_LOST, a] = lost
     run.att_f[AF_OVERHEAD, a] = overhead
-    milli = float(jobs.ints[J_MILLI, j])
-    run.att_f[AF_GPU_S, a] = (end * placed - pod_hold_sum(jobs, js, j)) * milli / 1000.0
+    milli = jobs.ints[J_MILLI, j]
+    c = jobs.ints[J_CLASS, j]
+    pod0 = jobs.ints[J_POD0, j]
+    uniform = True
+    for p in range(placed):
+        if held_milli(cl, cs, c, js.pod_node[pod0 + p]) != milli:
+            uniform = False
+            break
+    if uniform:
+        run.att_f[AF_GPU_S, a] = (end * placed - pod_hold_sum(jobs, js, j)) * milli / 1000.0
+    else:
+        held = 0.0
+        for p in range(placed):
+            pod = pod0 + p
+            held += (end - js.pod_time[pod]) * held_milli(cl, cs, c, js.pod_node[pod])
+        run.att_f[AF_GPU_S, a] = held / 1000.0
     run.counters[K_ATTEMPTS] = a + 1
 
 
@@ -345,7 +372,8 @@ def start_job(
     Notes
     -----
     ``finish = t + overhead + work left``; the overhead is paid by every
-    attempt after one that ran (a restart from a checkpoint). ``D_SPANNED``
+    attempt after one that ran (a restart from a checkpoint), plus the time
+    to create its dynamic MIG instances (:func:`instance_creation`). ``D_SPANNED``
     counts the distinct nodes of its pods. On GPUs shared by replicas the
     job and its co-located sharers take their rates
     (:func:`gpureplay.engine.sharing.sharers_changed`).
@@ -358,6 +386,7 @@ def start_job(
         js.time[T_FIRST_START, j] = t
     else:
         overhead = jobs.flts[JF_OVERHEAD, j]
+    overhead += instance_creation(params, jobs, js, cl, j)
     js.time[T_START, j] = t
     js.time[T_PROGRESS0, j] = t + overhead
     js.time[T_RATE, j] = 1.0
@@ -383,6 +412,25 @@ def start_job(
 
 
 @kernel
+def instance_creation(params: Params, jobs: Jobs, js: JobState, cl: Cluster, j: int) -> float:
+    """Seconds job ``j`` waits for its dynamic MIG instances before it runs (0 without dynamic MIG).
+
+    Notes
+    -----
+    A pod on a dynamic MIG node gets an instance made for it when it is
+    placed (HAMi dynamic MIG); its pods' instances are made side by side,
+    so the job waits ``mig_create_s`` once per attempt.
+    """
+    if params.codes[P_SHARING] != SHARING_MIG_DYNAMIC or jobs.ints[J_MILLI, j] == 0:
+        return 0.0
+    pod0 = jobs.ints[J_POD0, j]
+    for p in range(js.dyn[D_PLACED, j]):
+        if cl.node_int[N_MIG_MASK, js.pod_node[pod0 + p]] == 1:
+            return float(params.flt[PF_MIG_CREATE])
+    return 0.0
+
+
+@kernel
 def complete_job(
     params: Params,
     jobs: Jobs,
@@ -403,8 +451,9 @@ def complete_job(
     Bumps the release version, which invalidates every "class does not fit"
     mark: released resources may let any class fit again.
     """
-    overhead = js.time[T_PROGRESS0, j] - js.time[T_START, j]
-    record_attempt(jobs, js, run, j, END_FINISHED, math.nan, t, js.time[T_LEFT, j], 0.0, overhead)
+    # Creating MIG instances is not a restart overhead: only the latter is lost work.
+    overhead = js.time[T_PROGRESS0, j] - js.time[T_START, j] - instance_creation(params, jobs, js, cl, j)
+    record_attempt(jobs, cs, cl, js, run, j, END_FINISHED, math.nan, t, js.time[T_LEFT, j], 0.0, overhead)
     cost = js.dyn[D_PLACED, j] * jobs.ints[J_MILLI, j] / 1000.0 * overhead
     js.time[T_LOST, j] += cost
     run.clock[X_LOST] += cost
@@ -489,7 +538,7 @@ def evict_job(
         dequeue(jobs, cs, js, pend, run, v)
         js.time[T_PENDING, v] += t - js.time[T_PEND_SINCE, v]
     grace = params.flt[PF_GRACE]
-    record_attempt(jobs, js, run, v, END_PREEMPTED, t, t + grace, progress, lost, overhead)
+    record_attempt(jobs, cs, cl, js, run, v, END_PREEMPTED, t, t + grace, progress, lost, overhead)
     gpus = js.dyn[D_PLACED, v] * jobs.ints[J_MILLI, v] / 1000.0
     cost = gpus * (lost + overhead)
     js.time[T_LOST, v] += cost

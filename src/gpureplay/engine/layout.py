@@ -188,7 +188,8 @@ N_REPLICAS = 8  # devices each physical GPU is advertised as (time-slicing / MPS
 N_REPLICA_ALLOC = 9  # REPLICA_* rule of the node's device plugin
 N_MIG_COMPUTE = 10  # compute slices of each MIG instance (device) of the node; 0: whole GPUs
 N_MIG_SLICES = 11  # compute slices of the node's GPU model (7 on A100 / H100); 0: whole GPUs
-NODE_INT_FIELDS = 12
+N_MIG_MASK = 12  # 1: MIG instances on the slice mask (dynamic or mixed strategy, gpureplay.engine.mig)
+NODE_INT_FIELDS = 13
 
 # GPU memory of a shared pod whose trace gives none (``gpu_mem_mib`` null).
 SHARE_MEM_NONE = 0  # none: only its milli is booked
@@ -206,7 +207,21 @@ NODE_FREE_FIELDS = 4
 G_MILLI = 0
 G_MEM = 1
 G_SLOTS = 2  # pods the GPU may still take (N_SLOTS minus the pods on it)
-GPU_FREE_FIELDS = 3
+G_MIG = 3  # dynamic MIG: the GPU's memory slices held by instances (bit i: slice i); 0 elsewhere
+GPU_FREE_FIELDS = 4
+
+# --- classes.mig[c, model]: the MIG instance a pod of class c is given on a GPU of that model ----------
+# A value >= 0 is an instance shape (gpureplay.engine.mig): bits 0-7 the allowed start slots, 8-11 the
+# memory slices, 12-15 the compute slices, bit 16 set when the highest free start is taken first.
+MIG_NONE = -1  # no dynamic MIG here: the pod kind's own rules
+MIG_WHOLE = -2  # dynamic-MIG replay on a whole-GPU node: a fractional pod takes one whole GPU
+MIG_SIZE_SHIFT = 8
+MIG_COMPUTE_SHIFT = 12
+MIG_HIGH_FIRST = 1 << 16
+MIG_MEMORY_SLICES = 8  # memory slices of a MIG GPU (A100 / H100 / H200)
+MIG_SLICE_MILLI = (
+    125  # milli-GPU booked per memory slice held (1000 / 8: exact, so a GPU's milli stays exact)
+)
 
 # --- cl.totals: cluster-wide aggregates ------------------------------------------------------------
 TOT_FREE_WHOLE = 0  # wholly free GPUs
@@ -315,15 +330,20 @@ P_REPLICA_ALLOC = 18  # REPLICA_* rule: which replica devices a pod gets
 P_REPLICAS = 19  # devices each GPU is advertised as (1: no sharing by replicas)
 P_DEMAND = 20  # DEMAND_* rule: what a pod of a shared GPU would use alone
 P_MIG_DEMAND = 21  # MIG_DEMAND_* rule: which instances a job that names no profile may take
-POLICY_FIELDS = 22
+P_MIG_PLACEMENT = 22  # MIG_HAMI / MIG_LOWEST_START: where a dynamic instance goes (read by the compile step)
+POLICY_FIELDS = 23
 
 SHARING_NONE = 0
 SHARING_TIME_SLICING = 1
 SHARING_MPS = 2
 SHARING_MIG = 3  # MIG instances as devices (device plugin single strategy): isolated, a share of the SMs
+SHARING_MIG_DYNAMIC = 4  # MIG instances created per pod on the slice mask (HAMi dynamic MIG): same rates
+SHARING_MIG_MIXED = 5  # device plugin mixed strategy: a layout's instances on the slice mask
 MIG_DEMAND_ANY = 0
 MIG_DEMAND_SMALLEST_FIT = 1
 MIG_DEMAND_FITS = 2
+MIG_HAMI = 0  # HAMi: 1g.* and 3g.* profiles at the highest free start, the others at the lowest
+MIG_LOWEST_START = 1
 REPLICA_DISTRIBUTED = 0  # the GPU with the fewest replicas in use first
 REPLICA_PACKED = 1  # the most in use first
 DEMAND_WHOLE = 0  # a whole GPU per replica
@@ -342,7 +362,8 @@ PF_WINDOW0 = 4  # measurement window
 PF_WINDOW1 = 5
 PF_SWITCH = 6  # time-slicing: share of a GPU's time lost to context switches among 2+ active pods
 PF_MPS_CAP = 7  # MPS: each client's SM share, floor(100 / replicas) / 100
-PARAM_FLOAT_FIELDS = 8
+PF_MIG_CREATE = 8  # dynamic MIG: seconds to create a pod's instance before its job can run
+PARAM_FLOAT_FIELDS = 9
 
 GANG = 0
 POD_BY_POD = 1
@@ -373,7 +394,8 @@ TL_RUNNING = 3
 TL_FRAGMENTED = 4
 TL_PREEMPTIONS = 5  # evictions so far
 TL_TERMINATING = 6
-TIMELINE_FIELDS = 7
+TL_MIG_STRANDED = 7  # dynamic MIG: free slices no instance the workload asks for could take
+TIMELINE_FIELDS = 8
 
 # --- attempts rows -----------------------------------------------------------------------------------
 A_JOB = 0  # job index
@@ -413,3 +435,4 @@ E_FINISH = 16
 E_INDEX = 17
 E_NODE_PODS = 18
 E_GPU_SLOTS = 19
+E_GPU_MIG = 20

@@ -39,11 +39,16 @@ from gpureplay.engine.layout import (
     F_MILLI,
     F_WHOLE,
     G_MEM,
+    G_MIG,
     G_MILLI,
     G_SLOTS,
     KIND_NONE,
     KIND_SHARE,
     KIND_WHOLE,
+    MIG_MEMORY_SLICES,
+    MIG_NONE,
+    MIG_SLICE_MILLI,
+    MIG_WHOLE,
     N_GPU0,
     N_GPU_MEM,
     N_GPUS,
@@ -72,6 +77,16 @@ from gpureplay.engine.layout import (
     WHOLE,
     Int64Array,
     UInt64Array,
+)
+from gpureplay.engine.mig import (
+    instance_bits,
+    instance_slot,
+    mig_compute,
+    mig_free,
+    mig_pick,
+    mig_size,
+    slot_gpu,
+    slot_start,
 )
 from gpureplay.engine.nomination import nominated_for, nominated_limit
 
@@ -125,6 +140,7 @@ def capacity_on(
     r: int,
     mask: np.uint64,
     k: int,
+    shape: int,
     limit: int,
 ) -> int:
     """How many more identical pods fit on node ``n`` now, capped at ``limit`` (the fit rule).
@@ -139,6 +155,11 @@ def capacity_on(
         Pod demand: ``KIND_*``, milli-GPU, GPU memory per GPU, milli-CPU, node
         memory, allowed GPU models (bit per model code; ignored for
         ``KIND_NONE``), whole GPUs per pod.
+    shape
+        Dynamic MIG (``classes.mig`` of the pod's class on the node's model):
+        ``MIG_NONE`` outside it; ``MIG_WHOLE`` when a fractional pod takes one
+        whole GPU (a whole-GPU node of a dynamic-MIG replay); else the
+        instance shape it is given (:mod:`gpureplay.engine.mig`).
     limit
         Cap on the answer (a GPU-less pod on an unconstrained node fits
         without bound).
@@ -158,6 +179,8 @@ def capacity_on(
     scheduler-semantics.md §2.1, §2.4). Each term drops by exactly one per pod
     placed, so shared pods stay additive. Whole GPUs are handed out only when
     wholly free (NVIDIA k8s-device-plugin: a GPU is one ``nvidia.com/gpu``).
+    A pod on a dynamic-MIG GPU counts the shape's free placements
+    (:func:`gpureplay.engine.mig.mig_free`), additive too.
     """
     cap = limit
     if c > 0:
@@ -173,15 +196,27 @@ def capacity_on(
         return 0
     if ((mask >> np.uint64(model)) & np.uint64(1)) == np.uint64(0):
         return 0
-    if kind == KIND_WHOLE:
+    if kind == KIND_WHOLE or shape == MIG_WHOLE:
         if cl.node_int[N_GPU_MEM, n] < q:
             return 0
         return int(min(cap, cl.node_free[F_WHOLE, n] // k))
+    g0 = cl.node_int[N_GPU0, n]
+    if shape != MIG_NONE:
+        # Instances: memory was matched when the shape was chosen; what fits is the slice mask.
+        book = mig_size(shape) * MIG_SLICE_MILLI
+        if cl.node_free[F_MILLI, n] < book:
+            return 0
+        total = 0
+        for g in range(g0, g0 + cl.node_int[N_GPUS, n]):
+            if cl.gpu_free[G_MILLI, g] >= book and cl.gpu_free[G_SLOTS, g] >= 1:
+                total += min(mig_free(cl.gpu_free[G_MIG, g], shape), cl.gpu_free[G_SLOTS, g])
+                if total >= cap:
+                    return cap
+        return total
     if cl.node_free[F_MILLI, n] < m:
         return 0
     total = 0
     gmem = share_gmem(cl, n, m, q)
-    g0 = cl.node_int[N_GPU0, n]
     for g in range(g0, g0 + cl.node_int[N_GPUS, n]):
         free = cl.gpu_free[G_MILLI, g]
         if free < m:
@@ -218,8 +253,18 @@ def free_capacity(cl: Cluster, cs: Classes, c: int, n: int, limit: int) -> int:
         cs.ints[C_MEM, c],
         cs.mask[c],
         cs.ints[C_K, c],
+        class_mig(cl, cs, c, n),
         limit,
     )
+
+
+@inline_kernel
+def class_mig(cl: Cluster, cs: Classes, c: int, n: int) -> int:
+    """The dynamic-MIG shape a pod of class ``c`` is given on node ``n`` (``MIG_NONE``: none)."""
+    model = cl.node_int[N_MODEL, n]
+    if model < 0:
+        return MIG_NONE
+    return int(cs.mig[c, model])
 
 
 @kernel
@@ -243,7 +288,7 @@ def cluster_capacity(cl: Cluster, cs: Classes, c: int, limit: int) -> int:
     total = 0
     for n in range(cl.node_int.shape[1]):
         room = nominated_limit(cl, cs, c, n, limit - total)
-        total += capacity_on(cl, n, kind, m, q, cpu, mem, mask, k, room)
+        total += capacity_on(cl, n, kind, m, q, cpu, mem, mask, k, class_mig(cl, cs, c, n), room)
         if total >= limit:
             return limit
     return total
@@ -279,7 +324,10 @@ def capacity_bound(cl: Cluster, cs: Classes, c: int, limit: int) -> int:
             for w in range(k, cl.model_hist.shape[1]):
                 total += cl.model_hist[model, w] * (w // k)
         else:
-            total += cl.model_milli[model] // m
+            # A pod on a MIG instance books its slices, which may be less than its own milli.
+            shape = cs.mig[c, model]
+            book = mig_size(shape) * MIG_SLICE_MILLI if shape >= 0 else m
+            total += cl.model_milli[model] // book
         if total >= limit:
             return limit
     return total
@@ -433,6 +481,20 @@ def pick_replica(cl: Cluster, n: int, slots: Int64Array, slot0: int, picked: int
 
 
 @inline_kernel
+def held_milli(cl: Cluster, cs: Classes, c: int, n: int) -> int:
+    """Milli-GPU a pod of class ``c`` holds on node ``n``: its own, a whole GPU, or its instance's slices."""
+    kind = cs.ints[C_KIND, c]
+    if kind != KIND_SHARE:
+        return int(cs.ints[C_MILLI, c])
+    shape = class_mig(cl, cs, c, n)
+    if shape == MIG_WHOLE:
+        return WHOLE
+    if shape != MIG_NONE:
+        return mig_size(shape) * MIG_SLICE_MILLI
+    return int(cs.ints[C_MILLI, c])
+
+
+@inline_kernel
 def pod_kind(cs: Classes, c: int) -> int:
     """The ``cl.pod_kinds`` row of a GPU pod of class ``c``: 0 shared, ``k`` for ``k`` whole GPUs."""
     return 0 if cs.ints[C_KIND, c] == KIND_SHARE else cs.ints[C_K, c]
@@ -468,6 +530,17 @@ def take_pod(
             set_gpu(cl, slots[slot0 + i], n, 0, 0)
             cl.gpu_free[G_SLOTS, slots[slot0 + i]] -= 1
         return
+    shape = class_mig(cl, cs, c, n)
+    if shape == MIG_WHOLE:
+        if not recorded:
+            take_whole(cl, n, 1, slots, slot0)
+            return
+        set_gpu(cl, slots[slot0], n, 0, 0)
+        cl.gpu_free[G_SLOTS, slots[slot0]] -= 1
+        return
+    if shape != MIG_NONE:
+        take_instance(cl, n, shape, slots, slot0, recorded)
+        return
     if recorded:
         g = slots[slot0]
     else:
@@ -475,6 +548,47 @@ def take_pod(
     m = cs.ints[C_MILLI, c]
     gmem = share_gmem(cl, n, m, cs.ints[C_GMEM, c])
     set_gpu(cl, g, n, cl.gpu_free[G_MILLI, g] - m, cl.gpu_free[G_MEM, g] - gmem)
+    cl.gpu_free[G_SLOTS, g] -= 1
+
+
+@inline_kernel
+def instance_memory(cl: Cluster, n: int, size: int) -> int:
+    """GPU memory (MiB) of an instance of ``size`` memory slices on node ``n``: the slices' share, floored."""
+    return int(cl.node_int[N_GPU_MEM, n] * size // MIG_MEMORY_SLICES)
+
+
+@kernel
+def take_instance(cl: Cluster, n: int, shape: int, slots: Int64Array, slot0: int, recorded: bool) -> None:
+    """Create an instance of ``shape`` on node ``n`` (which fits one) and record it in ``slots[slot0]``.
+
+    Notes
+    -----
+    The GPU is the lowest-index one with a free placement (first fit: the
+    GPU-level rule of HAMi's binpack for a node's MIG devices is not
+    modelled); the start is :func:`gpureplay.engine.mig.mig_pick`'s.
+    ``recorded`` re-creates the recorded instance (EASY's projection,
+    preemption's undo).
+    """
+    size = mig_size(shape)
+    book = size * MIG_SLICE_MILLI
+    if recorded:
+        v = slots[slot0]
+        g = slot_gpu(v)
+        start = slot_start(v)
+    else:
+        g = -1
+        start = -1
+        g0 = cl.node_int[N_GPU0, n]
+        for h in range(g0, g0 + cl.node_int[N_GPUS, n]):
+            if cl.gpu_free[G_MILLI, h] >= book and cl.gpu_free[G_SLOTS, h] >= 1:
+                start = mig_pick(cl.gpu_free[G_MIG, h], shape)
+                if start >= 0:
+                    g = h
+                    break
+        slots[slot0] = instance_slot(g, start, mig_compute(shape))
+    cl.gpu_free[G_MIG, g] |= instance_bits(shape, start)
+    gmem = instance_memory(cl, n, size)
+    set_gpu(cl, g, n, cl.gpu_free[G_MILLI, g] - book, cl.gpu_free[G_MEM, g] - gmem)
     cl.gpu_free[G_SLOTS, g] -= 1
 
 
@@ -498,6 +612,20 @@ def release_pod(cl: Cluster, cs: Classes, c: int, n: int, slots: Int64Array, slo
         for i in range(cs.ints[C_K, c]):
             set_gpu(cl, slots[slot0 + i], n, WHOLE, mem)
             cl.gpu_free[G_SLOTS, slots[slot0 + i]] += 1
+        return
+    shape = class_mig(cl, cs, c, n)
+    if shape == MIG_WHOLE:
+        set_gpu(cl, slots[slot0], n, WHOLE, cl.node_int[N_GPU_MEM, n])
+        cl.gpu_free[G_SLOTS, slots[slot0]] += 1
+        return
+    if shape != MIG_NONE:
+        v = slots[slot0]
+        g = slot_gpu(v)
+        size = mig_size(shape)
+        cl.gpu_free[G_MIG, g] &= ~instance_bits(shape, slot_start(v))
+        gmem = instance_memory(cl, n, size)
+        set_gpu(cl, g, n, cl.gpu_free[G_MILLI, g] + size * MIG_SLICE_MILLI, cl.gpu_free[G_MEM, g] + gmem)
+        cl.gpu_free[G_SLOTS, g] += 1
         return
     g = slots[slot0]
     m = cs.ints[C_MILLI, c]
@@ -527,9 +655,20 @@ def copy_cluster(src: Cluster, dst: Cluster) -> None:
             dst.pod_kinds[k, n] = src.pod_kinds[k, n]
 
 
+@inline_kernel
+def _type_mig(types: Cluster, shape_mig: Int64Array, s: int, t: int) -> int:
+    model = types.node_int[N_MODEL, t]
+    return MIG_NONE if model < 0 else int(shape_mig[s, model])
+
+
 @entry_kernel
 def rejection_codes(
-    types: Cluster, shapes: Int64Array, shape_mask: UInt64Array, type_count: Int64Array, out: Int64Array
+    types: Cluster,
+    shapes: Int64Array,
+    shape_mask: UInt64Array,
+    shape_mig: Int64Array,
+    type_count: Int64Array,
+    out: Int64Array,
 ) -> None:
     """Why each job shape cannot run even on the empty cluster (``R_NONE`` when it can).
 
@@ -537,8 +676,9 @@ def rejection_codes(
     ----------
     types
         An empty cluster with one node per distinct node configuration.
-    shapes, shape_mask
-        Distinct job shapes (``RC_*`` rows) and their allowed-model masks.
+    shapes, shape_mask, shape_mig
+        Distinct job shapes (``RC_*`` rows), their allowed-model masks and
+        their dynamic-MIG shapes per model (``classes.mig``'s layout).
     type_count
         How many nodes of each configuration the cluster has.
 
@@ -580,7 +720,8 @@ def rejection_codes(
                 continue
         one = False
         for t in range(types.node_int.shape[1]):
-            if capacity_on(types, t, kind, m, q, cpu, mem, mask, k, 1) >= 1:
+            shape = _type_mig(types, shape_mig, s, t)
+            if capacity_on(types, t, kind, m, q, cpu, mem, mask, k, shape, 1) >= 1:
                 one = True
                 break
         if not one:
@@ -588,7 +729,8 @@ def rejection_codes(
             continue
         total = 0
         for t in range(types.node_int.shape[1]):
-            per_node = capacity_on(types, t, kind, m, q, cpu, mem, mask, k, pods)
+            shape = _type_mig(types, shape_mig, s, t)
+            per_node = capacity_on(types, t, kind, m, q, cpu, mem, mask, k, shape, pods)
             total += min(pods, per_node * type_count[t])
             if total >= pods:
                 break
@@ -599,10 +741,12 @@ __all__ = [
     "capacity_bound",
     "capacity_on",
     "class_capacity",
+    "class_mig",
     "cluster_capacity",
     "copy_cluster",
     "free_capacity",
     "gpu_fits",
+    "held_milli",
     "node_capacity",
     "nominated_cut",
     "rejection_codes",

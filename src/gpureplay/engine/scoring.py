@@ -66,7 +66,7 @@ from gpureplay.engine.layout import (
     WHOLE,
 )
 from gpureplay.engine.nomination import nominated_for, nominated_limit
-from gpureplay.engine.resources import gpu_fits, node_capacity, pod_kind, share_gmem
+from gpureplay.engine.resources import gpu_fits, held_milli, node_capacity, pod_kind, share_gmem
 from gpureplay.engine.rng import DRAW_GPU, DRAW_NODE, DRAW_NODE_ORDER, draw, tie_key
 
 #: Scorer names by code. ``first_fit``: lowest index. ``best_fit``: least free
@@ -633,7 +633,8 @@ def node_score(params: Params, cl: Cluster, cs: Classes, c: int, n: int) -> floa
         return float(paper_score(cs.tasks, scorer, cl, cs, c, n))
     if scorer >= HAMI_BINPACK:
         return sharing_node_score(scorer, cl, cs, c, n)
-    after = float(cl.node_free[F_MILLI, n] - cs.ints[C_MILLI, c])
+    # What the pod books there: its milli, or on slice-mask MIG its instance's slices or a whole GPU.
+    after = float(cl.node_free[F_MILLI, n] - held_milli(cl, cs, c, n))
     if scorer == BEST_FIT:
         return -after
     if scorer == WORST_FIT:

@@ -29,12 +29,15 @@ from gpureplay.engine.layout import (
     D_RATE_MARK,
     D_STATUS,
     J_K,
+    J_KIND,
     J_MILLI,
     J_POD0,
     J_SLOT0,
     K_SHARE_CHANGES,
+    KIND_SHARE,
     N_GPU0,
     N_MIG_COMPUTE,
+    N_MIG_MASK,
     N_MIG_SLICES,
     N_REPLICAS,
     P_SHARING,
@@ -42,6 +45,8 @@ from gpureplay.engine.layout import (
     PF_SWITCH,
     S_RUNNING,
     SHARING_MIG,
+    SHARING_MIG_DYNAMIC,
+    SHARING_MIG_MIXED,
     SHARING_MPS,
     SHARING_NONE,
     T_DONE,
@@ -53,6 +58,7 @@ from gpureplay.engine.layout import (
     T_SHARE_DELAY,
     Float64Array,
 )
+from gpureplay.engine.mig import slot_compute
 from gpureplay.engine.timers import push_completion
 
 
@@ -221,8 +227,8 @@ def job_rate(
     k = jobs.ints[J_K, j]
     rate = 1.0
     pod0 = jobs.ints[J_POD0, j]
-    if mode == SHARING_MIG:
-        return mig_rate(cl, js, pod0, js.dyn[D_PLACED, j], d)
+    if mode in (SHARING_MIG, SHARING_MIG_DYNAMIC, SHARING_MIG_MIXED):
+        return mig_rate(jobs, js, cl, j, d)
     for p in range(js.dyn[D_PLACED, j]):
         n = js.pod_node[pod0 + p]
         reps = cl.node_int[N_REPLICAS, n]
@@ -242,8 +248,8 @@ def job_rate(
 
 
 @kernel
-def mig_rate(cl: Cluster, js: JobState, pod0: int, placed: int, d: float) -> float:
-    """Rate of a job whose ``placed`` pods from ``pod0`` hold MIG instances or whole GPUs.
+def mig_rate(jobs: Jobs, js: JobState, cl: Cluster, j: int, d: float) -> float:
+    """Rate of running job ``j`` whose placed pods hold MIG instances or whole GPUs.
 
     Notes
     -----
@@ -252,12 +258,18 @@ def mig_rate(cl: Cluster, js: JobState, pod0: int, placed: int, d: float) -> flo
     ``c`` of the GPU's ``S`` compute slices gives ``c / S`` of the GPU, and a
     pod that would use ``d`` of a GPU alone runs at ``min(1, (c / S) / d)``
     (throughput taken as proportional to SMs); on a whole GPU at 1. The job
-    runs at its slowest pod's rate (docs/engine-semantics.md, "MIG").
+    runs at its slowest pod's rate (docs/engine-semantics.md, "MIG"). Static
+    instances take ``c`` from the node (one profile per node); dynamic ones
+    from the pod's slot (:func:`gpureplay.engine.mig.instance_slot`).
     """
     rate = 1.0
-    for p in range(placed):
+    pod0 = jobs.ints[J_POD0, j]
+    dynamic_pods = jobs.ints[J_KIND, j] == KIND_SHARE
+    for p in range(js.dyn[D_PLACED, j]):
         n = js.pod_node[pod0 + p]
         c = cl.node_int[N_MIG_COMPUTE, n]
+        if dynamic_pods and cl.node_int[N_MIG_MASK, n] == 1:
+            c = slot_compute(js.slot_gpu[jobs.ints[J_SLOT0, j] + p])
         if c > 0:
             rate = min(rate, min(1.0, c / cl.node_int[N_MIG_SLICES, n] / d))
     return rate
@@ -313,7 +325,7 @@ def sharers_changed(
     if mode == SHARING_NONE or jobs.ints[J_MILLI, j] == 0:
         return
     running = js.dyn[D_STATUS, j] == S_RUNNING
-    if mode in (SHARING_MPS, SHARING_MIG):
+    if mode in (SHARING_MPS, SHARING_MIG, SHARING_MIG_DYNAMIC, SHARING_MIG_MIXED):
         if running:
             rerate(params, demand, jobs, js, cl, tm, run, j, t)
         return

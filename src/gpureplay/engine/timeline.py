@@ -42,6 +42,7 @@ from gpureplay.engine.layout import (
     TIMELINE_FIELDS,
     TL_FRAGMENTED,
     TL_GPUS,
+    TL_MIG_STRANDED,
     TL_MILLI,
     TL_PENDING,
     TL_PREEMPTIONS,
@@ -55,6 +56,7 @@ from gpureplay.engine.layout import (
     X_LOST,
     X_SAMPLE_INTERVAL,
 )
+from gpureplay.engine.mig import stranded_slices
 from gpureplay.engine.pending import cursor_job, cursor_reset, cursor_step
 from gpureplay.engine.resources import free_capacity
 
@@ -183,7 +185,8 @@ def record_sample(
     pending GPU pod cannot fit now: idle cards that the queue cannot use, a
     whole-GPU simplification of FGD's fragmentation measure (Weng et al.,
     ATC'23, ``pkg/utils/frag.go``: a node's free GPU is a fragment for a task
-    that cannot be placed there).
+    that cannot be placed there). ``mig_stranded_slices``:
+    :func:`gpureplay.engine.mig.stranded_slices`.
     """
     row = run.cursor[L_SAMPLES]
     run.tl_flt[TLF_TIME, row] = t
@@ -204,6 +207,7 @@ def record_sample(
             if free_capacity(cl, cs, c, n, 1) == 0:
                 fragmented += cl.node_free[F_WHOLE, n]
     out[TL_FRAGMENTED, row] = fragmented
+    out[TL_MIG_STRANDED, row] = stranded_slices(cl, cs)
     run.cursor[L_SAMPLES] = row + 1
     run.cursor[L_SAMPLE_K] += 1
 

@@ -27,17 +27,21 @@ from gpureplay.engine.scoring import GPU_SCORERS, SCORERS, scorer_code, uses_tas
 from gpureplay.errors import InputError, Problem
 from gpureplay.replay.mig import (
     MigFigures,
+    dynamic_mig_nodes,
+    dynamic_shapes,
     mig_figures,
     mig_nodes,
     refuse_mig,
     selector_masks,
     split_mig_devices,
+    wanted_shapes,
 )
 from gpureplay.schedulers.policy import (
     Backfill,
     GangMode,
     GpuSharing,
     MigDemand,
+    MigPlacement,
     MigStrategy,
     NodeTies,
     Policy,
@@ -189,9 +193,11 @@ def policy_params(
     share_mem = SharedGpuMemory[str(getattr(policy.shared_gpu_memory, "name", policy.shared_gpu_memory))]
     mig = MigStrategy[str(getattr(policy.mig_strategy, "name", policy.mig_strategy))]
     mig_demand = MigDemand[str(getattr(policy.mig_demand, "name", policy.mig_demand))]
+    mig_placement = MigPlacement[str(getattr(policy.mig_placement, "name", policy.mig_placement))]
     easy = backfill is Backfill.easy
     problems += _sharing_problems(policy, sharing, allocation, demand, share_mem, mig, easy)
     problems += _mig_problems(policy, sharing, share_mem, mig, mig_demand, easy)
+    problems += _dynamic_mig_problems(policy, mig, mig_demand, mig_placement, preemption)
     if problems:
         raise InputError([Problem(message, "config", column=key) for key, message in problems])
     codes = np.zeros(L.POLICY_FIELDS, dtype=np.int64)
@@ -212,8 +218,13 @@ def policy_params(
     codes[L.P_TIES] = NodeTies[str(getattr(policy.node_ties, "name", policy.node_ties))].value
     codes[L.P_SPLIT] = policy.device_split_count
     codes[L.P_SHARE_MEM] = share_mem.value
-    codes[L.P_SHARING] = L.SHARING_MIG if mig is MigStrategy.single else sharing.value
+    codes[L.P_SHARING] = {
+        MigStrategy.single: L.SHARING_MIG,
+        MigStrategy.dynamic: L.SHARING_MIG_DYNAMIC,
+        MigStrategy.mixed: L.SHARING_MIG_MIXED,
+    }.get(mig, sharing.value)
     codes[L.P_MIG_DEMAND] = mig_demand.value
+    codes[L.P_MIG_PLACEMENT] = L.MIG_HAMI if mig_placement is MigPlacement.hami else L.MIG_LOWEST_START
     codes[L.P_REPLICA_ALLOC] = allocation.value
     codes[L.P_REPLICAS] = policy.replicas
     codes[L.P_DEMAND] = demand.value
@@ -227,6 +238,7 @@ def policy_params(
     flt[L.PF_SWITCH] = float(policy.switch_overhead)
     # The MPS control daemon's set_default_active_thread_percentage: 100 / replicas, integer division.
     flt[L.PF_MPS_CAP] = (100 // policy.replicas) / 100.0 if sharing is GpuSharing.mps else 1.0
+    flt[L.PF_MIG_CREATE] = float(policy.mig_create_s)
     return Params(codes, flt)
 
 
@@ -265,7 +277,7 @@ def _sharing_problems(
     if sharing is GpuSharing.none:
         # Settings of a mode that is off would be silently ignored: refuse them instead. MIG
         # instances run at a share of a GPU too: sharing_demand sets what a pod needs there.
-        demand_off = SharingDemand.whole if mig is MigStrategy.single else demand
+        demand_off = SharingDemand.whole if mig is not MigStrategy.none else demand
         for key, value, default in (
             ("replicas", policy.replicas, 1),
             ("replica_allocation", allocation, ReplicaAllocation.distributed),
@@ -276,7 +288,7 @@ def _sharing_problems(
                 shown = getattr(value, "name", value)
                 modes = "time_slicing or mps"
                 if key == "sharing_demand":
-                    modes += " (or mig_strategy: single)"
+                    modes += " (or a mig_strategy)"
                 problems.append((f"scheduler.{key}", f"applies to gpu_sharing: {modes} only (found {shown})"))
         return problems
     if policy.replicas < 2:
@@ -357,16 +369,8 @@ def _mig_problems(
     if mig is MigStrategy.none:
         if mig_demand is not MigDemand.any:
             found = mig_demand.name
-            return [("scheduler.mig_demand", f"applies to mig_strategy: single only (found {found})")]
+            return [("scheduler.mig_demand", f"applies with a mig_strategy only (found {found})")]
         return []
-    if mig is MigStrategy.mixed:
-        return [
-            (
-                "scheduler.mig_strategy",
-                "mixed (one nvidia.com/mig-<profile> resource per profile) is not modelled yet: use single "
-                "(each instance one nvidia.com/gpu, one profile per node) or none",
-            )
-        ]
     problems: list[tuple[str, str]] = []
     if easy:
         problems.append(
@@ -382,31 +386,74 @@ def _mig_problems(
                 "scheduler.gpu_sharing",
                 f"{sharing.name} on MIG instances is not modelled (MPS does not combine with MIG; "
                 "time-slicing of MIG devices needs the mixed strategy): use gpu_sharing: none with "
-                "mig_strategy: single",
+                f"mig_strategy: {mig.name}",
             )
         )
     if policy.device_split_count != 0 or share_mem is not SharedGpuMemory.none:
         problems.append(
             (
                 f"scheduler.{'device_split_count' if policy.device_split_count else 'shared_gpu_memory'}",
-                "fractional sharing does not combine with mig_strategy: single: every GPU pod takes whole "
-                "MIG instances",
+                f"fractional sharing does not combine with mig_strategy: {mig.name}: every GPU pod takes "
+                "whole MIG instances",
             )
         )
     if policy.gpu_placement != "first_fit":
         problems.append(
             (
                 "scheduler.gpu_placement",
-                "with mig_strategy: single the kubelet hands out the instances, not a GPU scorer: use "
-                f"first_fit (found {policy.gpu_placement})",
+                f"with mig_strategy: {mig.name} the device plugin hands out the instances, not a GPU "
+                f"scorer: use first_fit (found {policy.gpu_placement})",
             )
         )
     if policy.node_placement not in REPLICA_NODE_SCORERS and policy.node_placement in SCORERS:
         problems.append(
             (
                 "scheduler.node_placement",
-                f"{policy.node_placement!r} models another GPU-sharing system; with mig_strategy: single use "
-                f"one of {', '.join(REPLICA_NODE_SCORERS)}",
+                f"{policy.node_placement!r} models another GPU-sharing system; with mig_strategy: "
+                f"{mig.name} use one of {', '.join(REPLICA_NODE_SCORERS)}",
+            )
+        )
+    return problems
+
+
+def _dynamic_mig_problems(
+    policy: Policy,
+    mig: MigStrategy,
+    mig_demand: MigDemand,
+    placement: MigPlacement,
+    preemption: Preemption,
+) -> list[tuple[str, str]]:
+    """What is wrong with the slice-mask MIG settings (dynamic, mixed; the single strategy's rules too)."""
+    problems: list[tuple[str, str]] = []
+    create = float(policy.mig_create_s)
+    if mig is not MigStrategy.dynamic:
+        if placement is not MigPlacement.hami:
+            problems.append(
+                ("scheduler.mig_placement", f"applies to mig_strategy: dynamic only (found {placement.name})")
+            )
+        if create != 0.0:
+            message = f"applies to mig_strategy: dynamic only (found {create})"
+            problems.append(("scheduler.mig_create_s", message))
+    elif not (math.isfinite(create) and create >= 0.0):
+        message = f"must be a finite number of seconds >= 0 (found {create})"
+        problems.append(("scheduler.mig_create_s", message))
+    if mig not in (MigStrategy.dynamic, MigStrategy.mixed):
+        return problems
+    if mig_demand is not MigDemand.smallest_fit:
+        what = "made for" if mig is MigStrategy.dynamic else "asked by"
+        problems.append(
+            (
+                "scheduler.mig_demand",
+                f"with mig_strategy: {mig.name} the instance {what} a pod is its mig_profile or the smallest "
+                f"profile that fits its demand: set mig_demand: smallest_fit (found {mig_demand.name})",
+            )
+        )
+    if preemption is not Preemption.none:
+        problems.append(
+            (
+                "scheduler.preemption",
+                f"preemption on mig_strategy: {mig.name} instances is not modelled yet (a victim's slices "
+                f"would have to free the exact placement the preemptor needs): use preemption: none",
             )
         )
     return problems
@@ -506,6 +553,7 @@ def compile_nodes(nodes: pl.DataFrame) -> tuple[Int64Array, tuple[str, ...], int
     node_int[L.N_REPLICA_ALLOC] = L.REPLICA_DISTRIBUTED
     node_int[L.N_MIG_COMPUTE] = 0
     node_int[L.N_MIG_SLICES] = 0
+    node_int[L.N_MIG_MASK] = 0
     hist_width = int(node_int[L.N_GPUS].max(initial=0)) + 1
     return node_int, models, hist_width
 
@@ -542,6 +590,7 @@ def _node_types(node_int: Int64Array, num_models: int, hist_width: int) -> tuple
         L.N_SHARE_MEM,
         L.N_REPLICAS,
         L.N_REPLICA_ALLOC,
+        L.N_MIG_MASK,
     ]
     config = node_int[fields].T
     types, counts = (
@@ -586,9 +635,19 @@ def compile_replay(
     """
     codes = params.codes
     mig = mig_nodes(nodes) if codes[L.P_SHARING] == L.SHARING_MIG else None
-    if mig is None:
+    mixed = codes[L.P_SHARING] == L.SHARING_MIG_MIXED
+    sliced = codes[L.P_SHARING] == L.SHARING_MIG_DYNAMIC or mixed
+    dyn = dynamic_mig_nodes(nodes, mixed=mixed) if sliced else None
+    if mig is None and dyn is None:
         refuse_mig(jobs, nodes)
-    node_int, models, hist_width = compile_nodes(nodes if mig is None else mig.nodes)
+    table = mig.nodes if mig is not None else dyn.nodes if dyn is not None else nodes
+    node_int, models, hist_width = compile_nodes(table)
+    if dyn is not None:
+        node_int[L.N_MIG_MASK] = dyn.dynamic
+        node_int[L.N_MIG_SLICES] = [
+            dyn.geometry[str(p)].compute_slices if flag else 0
+            for p, flag in zip(table["gpu_model"], dyn.dynamic, strict=True)
+        ]
     physical_gpus = node_int[L.N_GPUS].copy()
     # The device plugin's sharing settings are the policy's, the same on every node.
     node_int[L.N_SLOTS] = codes[L.P_SPLIT] if codes[L.P_SPLIT] > 0 else L.BIG
@@ -610,9 +669,17 @@ def compile_replay(
     trace_m = pl.col("gpu_milli").cast(pl.Int64)
     # Shared by replicas, every GPU pod asks whole devices: a fractional one takes one replica.
     m = pl.when(trace_m.is_between(1, L.WHOLE - 1)).then(L.WHOLE).otherwise(trace_m) if devices else trace_m
+    if dyn is not None:
+        dyn_masks, job_mig = dynamic_shapes(jobs, dyn, models, hami=codes[L.P_MIG_PLACEMENT] == L.MIG_HAMI)
+    else:
+        dyn_masks, job_mig = None, np.full((jobs.height, max(len(models), 1)), L.MIG_NONE, dtype=np.int64)
+    # Jobs that get the same instance shapes share a key (a class must get one shape per model).
+    _, mig_key = np.unique(job_mig, axis=0, return_inverse=True) if jobs.height else (None, np.zeros(0))
     allowed = (
         pl.lit(pl.Series(selector_masks(jobs, mig, models, int(codes[L.P_MIG_DEMAND]))), pl.UInt64)
         if mig is not None
+        else pl.lit(pl.Series(dyn_masks), pl.UInt64)
+        if dyn_masks is not None
         else pl.when(pl.col("gpu_models").is_null())
         .then(pl.lit(L.ALL_MODELS, pl.UInt64))
         .otherwise(
@@ -682,6 +749,7 @@ def compile_replay(
             if codes[L.P_DEMAND] == L.DEMAND_TRACE
             else pl.lit(1.0, pl.Float64)
         ).alias("demand"),
+        pl.lit(pl.Series(np.asarray(mig_key, dtype=np.int64).reshape(-1)), pl.Int64).alias("mig_key"),
     )
     bad_ckpt = df.filter(
         ~(pl.col("checkpoint") >= 0) | ~(pl.col("overhead") >= 0) | pl.col("overhead").is_infinite()
@@ -695,13 +763,13 @@ def compile_replay(
     num_jobs = df.height
     pod_mode = codes[L.P_GANG] == L.POD_BY_POD
     preempting = codes[L.P_PREEMPT] != L.PREEMPT_NONE
-    shape = ["gpu_milli", "gpu_mem", "cpu_milli", "mem_mib", "mask"]
+    shape = ["gpu_milli", "gpu_mem", "cpu_milli", "mem_mib", "mask", "mig_key"]
     if not pod_mode:
         shape.append("num_pods")
     if preempting:
         shape += ["priority", "can_preempt"]
     (qclass, num_classes), (rclass, num_rclasses) = _dense_classes(
-        df, shape, ["gpu_milli", "gpu_mem", "cpu_milli", "mem_mib", "mask", "num_pods"]
+        df, shape, ["gpu_milli", "gpu_mem", "cpu_milli", "mem_mib", "mask", "mig_key", "num_pods"]
     )
 
     ints = np.zeros((L.JOB_INT_FIELDS, num_jobs), dtype=np.int64)
@@ -793,6 +861,13 @@ def compile_replay(
         & (cls[L.C_GMEM] <= min_gpu_mem)
     )
     class_mask = _per_class(qclass, num_classes, mask).astype(np.uint64)
+    class_mig = np.full((num_classes, job_mig.shape[1]), L.MIG_NONE, dtype=np.int64)
+    class_mig[qclass] = job_mig
+    mig_wanted = (
+        wanted_shapes(job_mig, ints[L.J_MILLI], mask, models, dyn)
+        if dyn is not None
+        else np.full((max(len(models), 1), 1), -1, dtype=np.int64)
+    )
 
     shapes = np.zeros((L.RCLASS_INT_FIELDS, num_rclasses), dtype=np.int64)
     for row, field in (
@@ -805,9 +880,11 @@ def compile_replay(
     ):
         shapes[row] = _per_class(rclass, num_rclasses, ints[field])
     shape_mask = _per_class(rclass, num_rclasses, mask).astype(np.uint64)
+    shape_mig = np.full((num_rclasses, job_mig.shape[1]), L.MIG_NONE, dtype=np.int64)
+    shape_mig[rclass] = job_mig
     types, type_count = _node_types(node_int, len(models), hist_width)
     codes_by_shape = np.zeros(num_rclasses, dtype=np.int64)
-    rejection_codes(types, shapes, shape_mask, type_count, codes_by_shape)
+    rejection_codes(types, shapes, shape_mask, shape_mig, type_count, codes_by_shape)
     reject = np.ascontiguousarray(codes_by_shape[ints[L.J_RCLASS]])
     pod_job = np.repeat(np.arange(num_jobs, dtype=np.int64), ints[L.J_PODS])
     return Compiled(
@@ -822,7 +899,14 @@ def compile_replay(
             # A copy: polars may hand out a read-only view, a type of its own to numba (one more variant).
             np.array(df["demand"].to_numpy(), dtype=np.float64, order="C"),
         ),
-        classes=Classes(cls, np.ascontiguousarray(class_mask), layout, _tasks(params, tasks, models)),
+        classes=Classes(
+            cls,
+            np.ascontiguousarray(class_mask),
+            layout,
+            class_mig,
+            mig_wanted,
+            _tasks(params, tasks, models),
+        ),
         cluster=cluster,
         models=models,
         tenants=tenants,

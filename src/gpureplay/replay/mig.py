@@ -12,10 +12,17 @@ models for node selection: a job's ``gpu_models`` names base models, its
 ``mig_profile`` (or, with ``mig_demand: smallest_fit``, the profile its demand
 maps to) selects the MIG products of that profile. docs/engine-semantics.md,
 "MIG".
+
+Under ``mig_strategy: dynamic`` (HAMi's dynamic MIG) a node whose layout is
+``all-enabled`` (MIG on, no instance) is a *dynamic* node, product
+``<model>-MIG``: each GPU pod placed there gets an instance made for it
+(:mod:`gpureplay.engine.mig`). :func:`dynamic_shapes` gives each job the
+instance shape it gets on each product (``classes.mig``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -27,21 +34,32 @@ from gpureplay.cluster.catalog import mig_model_profiles
 from gpureplay.engine.layout import Int64Array
 from gpureplay.errors import InputError, Problem
 from gpureplay.mig.devices import MIG_DISABLED, MigDevices, single_strategy_devices, smallest_profile
-from gpureplay.mig.geometry import MigError, mig_geometry, mig_models
+from gpureplay.mig.geometry import MigError, MigGeometry, MigProfile, mig_geometry, mig_models
+from gpureplay.mig.parted import find_placement, standard_configs
 
 __all__ = [
+    "MIG_ENABLED",
+    "DynamicMigNodes",
     "MigFigures",
     "MigNodes",
     "check_mig_inputs",
+    "dynamic_mig_nodes",
+    "dynamic_shapes",
     "mig_figures",
     "mig_nodes",
+    "mixed_product",
     "refuse_mig",
     "selector_masks",
+    "shape_code",
     "split_mig_devices",
+    "wanted_shapes",
 ]
 
 #: Shown with refused MIG inputs when ``scheduler.mig_strategy`` is none.
-_HOW = "set scheduler.mig_strategy: single to model MIG instances"
+_HOW = "set scheduler.mig_strategy: single (or dynamic) to model MIG instances"
+
+#: The mig-parted config of a dynamic-MIG node: MIG on, no instance until a pod needs one.
+MIG_ENABLED = "all-enabled"
 
 
 def _rows(frame: pl.DataFrame) -> pl.Series:
@@ -296,6 +314,295 @@ def mig_figures(
     return MigFigures(instances, slices, stranded)
 
 
+@dataclass(frozen=True)
+class DynamicMigNodes:
+    """The MIG side of a node table under the ``dynamic`` strategy.
+
+    Parameters
+    ----------
+    nodes
+        The node table with ``gpu_model`` of dynamic nodes replaced by ``<model>-MIG``.
+    base
+        Product (or plain model) -> its base GPU model.
+    dynamic
+        Per node (table order), whether it is a dynamic-MIG node.
+    geometry
+        Slice-mask product -> its model's MIG geometry.
+    gpu_memory
+        Slice-mask product -> memory of one of its GPUs (MiB).
+    instances
+        Mixed strategy: product -> profile -> the start slots of that profile's
+        instances in the node's layout (bit per start); empty under dynamic.
+    """
+
+    nodes: pl.DataFrame
+    base: dict[str, str]
+    dynamic: np.ndarray
+    geometry: dict[str, MigGeometry]
+    gpu_memory: dict[str, int]
+    instances: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
+    mixed: bool = False
+
+
+def dynamic_product(model: str) -> str:
+    """The product label of a dynamic-MIG node of ``model``: ``<model>-MIG``."""
+    return f"{model}-MIG"
+
+
+def mixed_product(model: str, layout: str) -> str:
+    """The product of a mixed-strategy node: ``<model>-MIG-<layout>`` (its instances are the layout's)."""
+    return f"{model}-MIG-{layout}"
+
+
+def dynamic_mig_nodes(nodes: pl.DataFrame, *, mixed: bool = False) -> DynamicMigNodes:
+    """Read every node's ``mig_layout`` under the ``dynamic`` (or ``mixed``) strategy.
+
+    Dynamic: ``all-enabled`` makes a dynamic node. Mixed: a config with
+    instances makes a node whose GPUs each hold the config's instances at the
+    start slots :func:`~gpureplay.mig.parted.find_placement` gives (the
+    device plugin's ``mixed`` strategy: one ``nvidia.com/mig-<profile>``
+    resource per profile). Null or ``all-disabled`` keeps whole GPUs.
+
+    Raises
+    ------
+    InputError
+        For a layout on a model without MIG, a config the model does not have,
+        under dynamic a config with instances made in advance, under mixed
+        ``all-enabled`` (no instance); each names the row and the column.
+    """
+    problems: list[Problem] = []
+    flags: list[bool] = []
+    products: list[str | None] = []
+    geometry: dict[str, MigGeometry] = {}
+    memory: dict[str, int] = {}
+    instances: dict[str, dict[str, int]] = {}
+    layouts = nodes["mig_layout"] if "mig_layout" in nodes.columns else pl.Series([None] * nodes.height)
+    for row, name, model, gpu_mem, layout in zip(
+        _rows(nodes), nodes["node_name"], nodes["gpu_model"], nodes["gpu_mem_mib"], layouts, strict=True
+    ):
+        products.append(model)
+        flags.append(False)
+        if layout is None or layout == MIG_DISABLED:
+            continue
+        try:
+            g = mig_geometry(str(model))
+        except MigError as err:
+            problems.append(Problem(f"node {name}: {err}", "nodes table", row=row, column="mig_layout"))
+            continue
+        configs = standard_configs(g).configs
+        if mixed and layout in configs and layout != MIG_ENABLED:
+            counts = {p: c for p, c in configs[layout][0].mig_devices if c > 0}
+            placed = find_placement(g, counts) or ()
+            product = mixed_product(g.model, str(layout))
+            starts: dict[str, int] = {}
+            for instance in placed:
+                starts[instance.profile] = starts.get(instance.profile, 0) | 1 << instance.start
+            products[-1] = product
+            flags[-1] = True
+            geometry[product] = g
+            memory[product] = int(gpu_mem)
+            instances[product] = starts
+            continue
+        if mixed and layout == MIG_ENABLED:
+            message = (
+                f"node {name}: {layout} enables MIG with no instance; under mig_strategy: mixed the device "
+                "plugin ignores such GPUs (use a config with instances, or all-disabled)"
+            )
+            problems.append(Problem(message, "nodes table", row=row, column="mig_layout"))
+            continue
+        if layout != MIG_ENABLED:
+            if layout in configs:
+                message = (
+                    f"node {name}: {layout} makes its instances in advance; mig_strategy: dynamic starts "
+                    f"from GPUs with MIG on and no instance ({MIG_ENABLED}) and makes one per pod"
+                )
+            else:
+                message = (
+                    f"node {name}: {layout!r} is not a mig-parted config of {g.model}; its configs: "
+                    + (", ".join(configs))
+                )
+            problems.append(Problem(message, "nodes table", row=row, column="mig_layout"))
+            continue
+        product = dynamic_product(g.model)
+        products[-1] = product
+        flags[-1] = True
+        geometry[product] = g
+        memory[product] = int(gpu_mem)
+    if problems:
+        raise InputError(problems[:10], total=len(problems))
+    base = {str(p): str(m) for p, m in zip(products, nodes["gpu_model"], strict=True) if m is not None}
+    for product, g in geometry.items():
+        base[product] = g.model
+    relabelled = nodes.with_columns(pl.Series("gpu_model", products, dtype=pl.String()))
+    flags_array = np.array(flags, dtype=bool)
+    return DynamicMigNodes(relabelled, base, flags_array, geometry, memory, instances, mixed=mixed)
+
+
+def shape_code(profile: MigProfile, *, hami: bool, starts: int | None = None) -> int:
+    """The engine's shape of ``profile`` (:mod:`gpureplay.engine.mig`): starts, slices, start order.
+
+    Examples
+    --------
+    >>> g = mig_geometry("A100-40GB")
+    >>> code = shape_code(g.profile("3g.20gb"), hami=True)
+    >>> (code & 0xFF, (code >> 8) & 15, (code >> 12) & 15, bool(code & L.MIG_HIGH_FIRST))
+    (17, 4, 3, True)
+
+    ``starts`` (a bit per start) restricts the placements: the instances of a
+    mixed-strategy layout.
+    """
+    if starts is None:
+        starts = sum(1 << s for s in profile.starts)
+    high = hami and profile.name.startswith(("1g.", "3g."))
+    return (
+        starts
+        | profile.memory_slices << L.MIG_SIZE_SHIFT
+        | profile.compute_slices << L.MIG_COMPUTE_SHIFT
+        | (L.MIG_HIGH_FIRST if high else 0)
+    )
+
+
+def dynamic_shapes(
+    jobs: pl.DataFrame, dyn: DynamicMigNodes, models: tuple[str, ...], *, hami: bool
+) -> tuple[np.ndarray, Int64Array]:
+    """Per job, the products its pods may run on and the instance shape it gets on each.
+
+    Returns
+    -------
+    masks
+        Allowed-product bits per job (``models`` by code).
+    shapes
+        ``[job, model]``: the shape code on a dynamic product; ``MIG_WHOLE``
+        for a fractional pod on a whole-GPU product (it takes one whole GPU);
+        ``MIG_NONE`` otherwise (whole-GPU pods take wholly free GPUs, whose
+        slices are all free, on every product).
+
+    Notes
+    -----
+    A fractional pod (0 < gpu_milli < 1000) gets its ``mig_profile`` or the
+    smallest profile that fits its demand on one GPU
+    (:func:`~gpureplay.mig.devices.smallest_profile`); a product is allowed
+    when that instance has the pod's GPU memory. A job naming a profile runs
+    on dynamic products of models that have it only.
+
+    Raises
+    ------
+    InputError
+        For a profile no catalog model has, a media-extension profile, or a
+        profile on a job that asks no GPU or whole GPUs (names the row and the
+        column).
+    """
+    bit = {name: 1 << i for i, name in enumerate(models)}
+    known_profiles = {p for model in mig_models() for p in mig_model_profiles(model)}
+    profiles = jobs["mig_profile"] if "mig_profile" in jobs.columns else pl.Series([None] * jobs.height)
+    masks = np.zeros(jobs.height, dtype=np.uint64)
+    shapes = np.full((jobs.height, max(len(models), 1)), L.MIG_NONE, dtype=np.int64)
+    problems: list[Problem] = []
+    memo: dict[tuple[object, ...], tuple[int, Int64Array]] = {}
+    for i, (row, job_id, allowed, profile, milli, gmem) in enumerate(
+        zip(
+            _rows(jobs),
+            jobs["job_id"],
+            jobs["gpu_models"],
+            profiles,
+            jobs["gpu_milli"],
+            jobs["gpu_mem_mib"],
+            strict=True,
+        )
+    ):
+        if profile is not None:
+            problem = None
+            if profile not in known_profiles:
+                problem = f"{profile!r} is no MIG profile of any GPU model"
+            elif profile.endswith("+me") and not dyn.mixed:
+                problem = f"{profile}: media-extension instances are not made by dynamic MIG"
+            elif not 0 < milli < L.WHOLE:
+                problem = (
+                    f"mig_profile {profile!r} on a job of gpu_milli {milli}: under mig_strategy: dynamic a "
+                    "pod naming a profile asks one instance (0 < gpu_milli < 1000)"
+                )
+            if problem is not None:
+                problems.append(Problem(f"job {job_id}: {problem}", "jobs table", row, "mig_profile"))
+                continue
+        if milli == 0:
+            masks[i] = L.ALL_MODELS
+            continue
+        names = None if allowed is None else tuple(sorted(allowed))
+        key = (names, profile, milli, gmem)
+        hit = memo.get(key)
+        if hit is None:
+            mask = 0
+            row_shapes = np.full(shapes.shape[1], L.MIG_NONE, dtype=np.int64)
+            for code, product in enumerate(models):
+                if allowed is not None and dyn.base[product] not in allowed:
+                    continue
+                g = dyn.geometry.get(product)
+                if g is None:
+                    if profile is None:
+                        mask |= bit[product]
+                        if milli < L.WHOLE:
+                            row_shapes[code] = L.MIG_WHOLE
+                    continue
+                layout = dyn.instances.get(product)
+                if milli >= L.WHOLE:
+                    # Mixed: MIG GPUs offer nvidia.com/mig-* only, not nvidia.com/gpu.
+                    if layout is None:
+                        mask |= bit[product]
+                    continue
+                gpu_memory = dyn.gpu_memory[product]
+                if profile is not None:
+                    if profile not in {p.name for p in g.profiles}:
+                        continue
+                    chosen = g.profile(profile)
+                else:
+                    chosen = smallest_profile(g, milli, gmem or 0, gpu_memory)
+                if gpu_memory * chosen.memory_slices // g.memory_slices < (gmem or 0):
+                    continue
+                if layout is not None and chosen.name not in layout:
+                    continue
+                mask |= bit[product]
+                starts = None if layout is None else layout[chosen.name]
+                row_shapes[code] = shape_code(chosen, hami=hami and layout is None, starts=starts)
+            hit = (mask, row_shapes)
+            memo[key] = hit
+        masks[i] = hit[0]
+        shapes[i] = hit[1]
+    if problems:
+        raise InputError(problems[:10], total=len(problems))
+    return masks, shapes
+
+
+#: The shape of a whole GPU's 8 slices (start 0): what a whole-GPU pod needs of a dynamic-MIG GPU.
+WHOLE_GPU_SHAPE = 1 | 8 << L.MIG_SIZE_SHIFT | 7 << L.MIG_COMPUTE_SHIFT
+
+
+def wanted_shapes(
+    job_shapes: Int64Array,
+    milli: np.ndarray,
+    masks: np.ndarray,
+    models: tuple[str, ...],
+    dyn: DynamicMigNodes,
+) -> Int64Array:
+    """``classes.mig_wanted``: per product, the distinct shapes the workload's pods get on it (-1 after).
+
+    A fractional pod asks its instance shape; a whole-GPU pod allowed on a
+    dynamic product asks all 8 slices (:data:`WHOLE_GPU_SHAPE`).
+    """
+    per_model: list[list[int]] = []
+    whole = milli >= L.WHOLE
+    for code, product in enumerate(models):
+        shapes = sorted({int(v) for v in np.unique(job_shapes[:, code]) if v >= 0})
+        allowed = (masks & np.uint64(1 << code)) != 0
+        if product in dyn.geometry and bool(np.any(whole & allowed)):
+            shapes.append(WHOLE_GPU_SHAPE)
+        per_model.append(shapes)
+    width = max((len(s) for s in per_model), default=0) + 1
+    out = np.full((max(len(models), 1), width), -1, dtype=np.int64)
+    for code, shapes in enumerate(per_model):
+        out[code, : len(shapes)] = shapes
+    return out
+
+
 def check_mig_inputs(jobs: pl.DataFrame, nodes: pl.DataFrame, strategy: str) -> None:
     """Raise the MIG input errors a replay would raise, without compiling anything.
 
@@ -311,6 +618,11 @@ def check_mig_inputs(jobs: pl.DataFrame, nodes: pl.DataFrame, strategy: str) -> 
     """
     if strategy == "none":
         refuse_mig(jobs, nodes)
+        return
+    if strategy in ("dynamic", "mixed"):
+        dyn = dynamic_mig_nodes(nodes, mixed=strategy == "mixed")
+        models = tuple(sorted(dyn.nodes["gpu_model"].drop_nulls().unique().to_list()))
+        dynamic_shapes(jobs, dyn, models, hami=True)
         return
     if strategy != "single":
         return

@@ -109,6 +109,7 @@ TIMELINE_SCHEMA: dict[str, pl.DataType] = {
     "preemptions": pl.Int64(),
     "terminating_jobs": pl.Int32(),
     "lost_gpu_seconds": pl.Float64(),
+    "mig_stranded_slices": pl.Int32(),
 }
 
 _REJECT_REASONS = {
@@ -137,6 +138,7 @@ _VIOLATIONS = {
     L.E_INDEX: "the whole-GPU fit index is out of step with node {i}'s free GPUs",
     L.E_NODE_PODS: "node {i}'s pod list disagrees with the jobs' placements",
     L.E_GPU_SLOTS: "GPU {i} has fewer than 0 free pod slots, or not its split count minus the pods on it",
+    L.E_GPU_MIG: "GPU {i}'s MIG slice mask is not the union of its instances, or two instances overlap",
 }
 
 
@@ -170,7 +172,9 @@ class Replay:
         ``end_time``, ``kernel_seconds`` (wall time of the compiled loop),
         ``devices`` (``nvidia.com/gpu`` devices: GPUs, replicas or MIG
         instances), ``mig_instances`` and ``mig_stranded_pct`` (NaN without
-        MIG; docs/engine-semantics.md, "MIG instances").
+        MIG; docs/engine-semantics.md, "MIG instances"; under dynamic MIG the
+        mean over the timeline of ``mig_stranded_slices`` as a share of the
+        dynamic GPUs' memory slices).
     """
 
     jobs: pl.DataFrame
@@ -343,9 +347,22 @@ def simulate(
             "sample_widenings": float(run.cursor[L.L_WIDENINGS]),
             "devices": float(compiled.devices),
             "mig_instances": float(compiled.mig.instances),
-            "mig_stranded_pct": math.nan if compiled.mig.stranded_pct is None else compiled.mig.stranded_pct,
+            "mig_stranded_pct": _stranded_pct(compiled, run, samples),
         },
     )
+
+
+def _stranded_pct(compiled: Compiled, run: Run, samples: int) -> float:
+    """The summary's ``mig_stranded_pct``: the static figure, or under dynamic MIG the timeline's mean share
+    of the dynamic GPUs' memory slices that were stranded (NaN without MIG)."""
+    node_int = compiled.cluster.node_int
+    dynamic = node_int[L.N_MIG_MASK] == 1
+    if dynamic.any():
+        slices = int(node_int[L.N_GPUS][dynamic].sum()) * L.MIG_MEMORY_SLICES
+        if samples == 0 or slices == 0:
+            return math.nan
+        return 100.0 * float(run.tl_rows[L.TL_MIG_STRANDED, :samples].mean()) / slices
+    return math.nan if compiled.mig.stranded_pct is None else compiled.mig.stranded_pct
 
 
 def warm_up(policy: Policy, *, debug: bool = False) -> None:
@@ -522,7 +539,18 @@ def _open_attempts(compiled: Compiled, js: JobState, end_time: float) -> pl.Data
     offsets = np.arange(owner.shape[0]) - np.repeat(_starts(placed[idx]), placed[idx])
     hold_sum = np.bincount(owner, weights=js.pod_time[pod0[owner] + offsets], minlength=idx.shape[0])
     milli = ints[L.J_MILLI][idx].astype(np.float64)
+    gpu_seconds = (end_time * placed[idx] - hold_sum) * milli / 1000.0
+    if compiled.params.codes[L.P_SHARING] in (L.SHARING_MIG_DYNAMIC, L.SHARING_MIG_MIXED):
+        # Pods on MIG instances hold their slices, a fractional pod on a whole-GPU node the GPU.
+        for i, j in enumerate(idx):
+            pods = range(int(pod0[i]), int(pod0[i] + placed[j]))
+            held = [_held_milli(compiled, int(j), int(js.pod_node[p])) for p in pods]
+            gpu_seconds[i] = (
+                sum((end_time - js.pod_time[p]) * h for p, h in zip(pods, held, strict=True)) / 1000.0
+            )
+    creation = _creation(compiled, js, (status == L.S_RUNNING))[idx]
     start = np.where(running, js.time[L.T_START][idx], np.nan)
+    # Progress begins after the restart overhead and then the instances' creation (no restart overhead).
     progress0 = js.time[L.T_PROGRESS0][idx]
     since = np.maximum(js.time[L.T_RATE_T][idx], progress0)
     done = js.time[L.T_DONE][idx] + np.maximum(0.0, end_time - since) * js.time[L.T_RATE][idx]
@@ -539,8 +567,10 @@ def _open_attempts(compiled: Compiled, js: JobState, end_time: float) -> pl.Data
             "end_reason": np.where(running, "unfinished", "deadlocked"),
             "progress": np.where(running, done, 0.0),
             "work_lost": np.zeros(idx.shape[0]),
-            "restart_overhead": np.where(running, np.minimum(end_time, progress0) - start, 0.0),
-            "gpu_seconds": (end_time * placed[idx] - hold_sum) * milli / 1000.0,
+            "restart_overhead": np.where(
+                running, np.maximum(0.0, np.minimum(end_time, progress0 - creation) - start), 0.0
+            ),
+            "gpu_seconds": gpu_seconds,
         },
         nan_to_null=True,
     )
@@ -595,6 +625,36 @@ def _attempts(compiled: Compiled, js: JobState, run: Run, end_time: float) -> pl
     )
 
 
+def _held_milli(compiled: Compiled, j: int, n: int) -> int:
+    """Milli-GPU a pod of job ``j`` holds on node ``n`` (:func:`gpureplay.engine.resources.held_milli`)."""
+    ints = compiled.jobs.ints
+    milli = int(ints[L.J_MILLI, j])
+    model = int(compiled.cluster.node_int[L.N_MODEL, n])
+    if ints[L.J_KIND, j] != L.KIND_SHARE or model < 0:
+        return milli
+    shape = int(compiled.classes.mig[ints[L.J_CLASS, j], model])
+    if shape == L.MIG_WHOLE:
+        return L.WHOLE
+    if shape >= 0:
+        return ((shape >> L.MIG_SIZE_SHIFT) & 15) * L.MIG_SLICE_MILLI
+    return milli
+
+
+def _creation(compiled: Compiled, js: JobState, running: np.ndarray) -> np.ndarray:
+    """Per job, the MIG instance creation its running attempt waits (not lost work; 0 elsewhere)."""
+    out = np.zeros(running.shape[0])
+    create = float(compiled.params.flt[L.PF_MIG_CREATE])
+    if create == 0.0 or compiled.params.codes[L.P_SHARING] != L.SHARING_MIG_DYNAMIC:
+        return out
+    ints = compiled.jobs.ints
+    dynamic = compiled.cluster.node_int[L.N_MIG_MASK]
+    for j in np.flatnonzero(running & (ints[L.J_MILLI] > 0)):
+        pod0 = ints[L.J_POD0, j]
+        if dynamic[js.pod_node[pod0 : pod0 + js.dyn[L.D_PLACED, j]]].any():
+            out[j] = create
+    return out
+
+
 def _job_results(compiled: Compiled, js: JobState, end_time: float) -> pl.DataFrame:
     ints = compiled.jobs.ints
     status = js.dyn[L.D_STATUS]
@@ -604,11 +664,14 @@ def _job_results(compiled: Compiled, js: JobState, end_time: float) -> pl.DataFr
     terminating = status == L.S_TERMINATING
     ran = ~np.isnan(js.time[L.T_FIRST_START])
     spanned = np.where(ran, js.dyn[L.D_SPANNED], 0)  # when its last attempt that ran started
+    held = np.zeros(status.shape[0], dtype=np.int64)
     if deadlocked.any():
         idx = np.flatnonzero(deadlocked)
         for j in idx:  # few jobs: nodes they hold
             pod0 = ints[L.J_POD0, j]
-            spanned[j] = np.unique(js.pod_node[pod0 : pod0 + placed[j]]).shape[0]
+            nodes = js.pod_node[pod0 : pod0 + placed[j]]
+            spanned[j] = np.unique(nodes).shape[0]
+            held[j] = sum(_held_milli(compiled, int(j), int(n)) for n in nodes)
     state = np.full(status.shape[0], "unfinished", dtype=object)
     state[status == L.S_FINISHED] = "finished"
     state[status == L.S_REJECTED] = "rejected"
@@ -624,7 +687,8 @@ def _job_results(compiled: Compiled, js: JobState, end_time: float) -> pl.DataFr
     # Lost GPU-seconds charged so far, plus what the end of the run leaves uncharged: the restart
     # overhead a running attempt has spent and the grace period a terminating job has held.
     start = js.time[L.T_START]
-    overhead_open = np.where(running, np.minimum(end_time, js.time[L.T_PROGRESS0]) - start, 0.0)
+    restart_end = js.time[L.T_PROGRESS0] - _creation(compiled, js, running)
+    overhead_open = np.where(running, np.maximum(0.0, np.minimum(end_time, restart_end) - start), 0.0)
     grace_open = np.where(terminating, end_time - js.time[L.T_EVICTED], 0.0)
     lost = js.time[L.T_LOST] + gpus * (np.nan_to_num(overhead_open) + np.nan_to_num(grace_open))
     # Work and sharing delay booked at the attempts' ends, plus what a running attempt has done so far.
@@ -643,7 +707,7 @@ def _job_results(compiled: Compiled, js: JobState, end_time: float) -> pl.DataFr
             "state": pl.Series(state.tolist(), dtype=pl.String),
             "reject_reason": reason,
             "nodes_spanned": spanned,
-            "held_milli": np.where(deadlocked, placed * ints[L.J_MILLI], 0),
+            "held_milli": held,
             "preemptions": js.dyn[L.D_PREEMPTIONS],
             "attempts": js.dyn[L.D_ATTEMPTS],
             "pending_time": np.where(status == L.S_REJECTED, np.nan, pending),
@@ -669,6 +733,7 @@ def _timeline(run: Run, samples: int) -> pl.DataFrame:
             "preemptions": rows[L.TL_PREEMPTIONS],
             "terminating_jobs": rows[L.TL_TERMINATING],
             "lost_gpu_seconds": run.tl_flt[L.TLF_LOST, :samples],
+            "mig_stranded_slices": rows[L.TL_MIG_STRANDED],
         },
         schema=TIMELINE_SCHEMA,
     )

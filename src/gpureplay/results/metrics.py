@@ -97,6 +97,10 @@ figures above). ``mig_instances`` counts the instances; ``mig_stranded_pct``
 is the share of the MIG GPUs' compute slices that no GPU pod of the workload
 can ever use: slices outside every instance, and instances no job may take
 (docs/engine-semantics.md, "MIG instances"; constant under static layouts).
+Under dynamic MIG (instances made per pod) ``mig_instances`` is 0 and
+``mig_stranded_pct`` the mean share of the dynamic GPUs' memory slices the
+timeline's ``mig_stranded_slices`` counts (docs/engine-semantics.md,
+"Slice-mask MIG").
 """
 
 from __future__ import annotations

@@ -57,6 +57,7 @@ TIMELINE_SCHEMA: dict[str, pl.DataType] = {
     "preemptions": pl.Int64(),  # evictions so far
     "terminating_jobs": pl.Int32(),
     "lost_gpu_seconds": pl.Float64(),  # so far
+    "mig_stranded_slices": pl.Int32(),  # dynamic MIG: free slices no instance the workload asks for fits
 }
 
 #: Why a run attempt ended (``attempts.parquet``): finished; evicted (``preempted``); still running when the

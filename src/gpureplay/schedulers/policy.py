@@ -162,13 +162,34 @@ class MigStrategy(Enum):
     ``none``: MIG is not modelled; a node with a MIG layout is refused.
     ``single``: every GPU of a node with a ``mig_layout`` holds instances of
     one profile, each one ``nvidia.com/gpu``; the node's product label is
-    ``<model>-MIG-<profile>``. ``mixed`` (one resource per profile) is not
-    modelled yet and is refused. docs/engine-semantics.md, "MIG".
+    ``<model>-MIG-<profile>``. ``mixed``: a node's layout may hold several
+    profiles, each its own resource ``nvidia.com/mig-<profile>``; a pod asks
+    one instance of its ``mig_profile`` (or of the smallest profile that fits
+    its demand) and takes a free instance of that profile; whole-GPU pods ask
+    ``nvidia.com/gpu``, which MIG GPUs do not offer. ``dynamic``: HAMi's dynamic MIG (its own
+    device plugin in ``mig`` mode): a node whose ``mig_layout`` is
+    ``all-enabled`` has MIG on and no instance; each GPU pod placed there gets
+    an instance made for it on a GPU's free slices (the smallest profile that
+    fits its demand, or its ``mig_profile``), destroyed when it leaves.
+    docs/engine-semantics.md, "MIG".
     """
 
     none = 0
     single = 1
     mixed = 2
+    dynamic = 3
+
+
+class MigPlacement(Enum):
+    """Where a dynamic MIG instance goes on its GPU (scheduler-semantics.md §1.4).
+
+    ``hami``: HAMi's ``orderedMigPlacements``: profiles named ``1g.*`` or
+    ``3g.*`` take the highest free allowed start slot, the others the lowest.
+    ``lowest_start``: always the lowest free allowed start.
+    """
+
+    hami = 0
+    lowest_start = 1
 
 
 class MigDemand(Enum):
@@ -252,6 +273,13 @@ class Policy:
         See :class:`MigStrategy`.
     mig_demand
         See :class:`MigDemand`.
+    mig_placement
+        See :class:`MigPlacement` (``mig_strategy: dynamic`` only).
+    mig_create_s
+        ``mig_strategy: dynamic`` only: seconds between a pod's placement and
+        the moment its job can run, spent creating its MIG instance (GPU and
+        compute instance); paid by every attempt that has a pod on a dynamic
+        MIG node, like a restart overhead (0: instant).
     """
 
     name: str = "fifo"
@@ -277,6 +305,8 @@ class Policy:
     switch_overhead: float = 0.0
     mig_strategy: MigStrategy = MigStrategy.none
     mig_demand: MigDemand = MigDemand.any
+    mig_placement: MigPlacement = MigPlacement.hami
+    mig_create_s: float = 0.0
 
     def devices_per_gpu(self) -> int:
         """``nvidia.com/gpu`` devices per GPU: ``replicas`` when shared by replicas, else 1."""

@@ -1,0 +1,187 @@
+"""Dynamic MIG: instances created per pod on a GPU's memory-slice mask, and destroyed when it leaves.
+
+Under ``scheduler.mig_strategy: dynamic`` (HAMi's dynamic MIG, device plugin
+mode ``mig``; scheduler-semantics.md §1.3, §1.4) a node's GPUs have MIG on and
+no instance until a pod needs one. Each GPU keeps the memory slices its
+instances hold as an 8-bit mask (``G_MIG``); an instance of a profile is
+placed at one of the profile's allowed start slots whose slices are all free
+(the MIG user guide's placement rule: a set of instances is valid iff their
+slice ranges do not overlap). Which free start is taken matters: a 3g
+instance at start 0 leaves no room for a 4g one (start 0 only), at start 4 it
+does. Two rules: HAMi's (``mig_topology.go``: profiles named ``1g.*`` and
+``3g.*`` take the highest free start, the others the lowest) and lowest start
+first (the bit ``MIG_HIGH_FIRST`` of the shape).
+
+A *shape* packs what the kernels need of a profile into one integer (see
+:mod:`gpureplay.engine.layout`, ``classes.mig``): allowed starts, memory
+slices, compute slices, start order. A pod on an instance is booked 125
+milli-GPU per memory slice (exact: 8 slices make 1000) and the slice share of
+the GPU's memory, so a GPU's free milli is ``1000 - 125 x slices held`` and the
+aggregates of :func:`gpureplay.engine.resources.set_gpu` stay exact. The pod's
+GPU slot records the GPU, the start and the compute slices
+(:func:`instance_slot`).
+
+For identical pods the count of instances a GPU can still take (the free
+allowed placements of the shape: a profile's placements never overlap one
+another) drops by exactly one per pod placed, whichever start it takes, so a
+gang of one class is still decided without trial placements. The plain-Python
+twin is ``tests/reference/simulator.py`` (``mig_free`` / ``mig_pick``).
+"""
+
+from __future__ import annotations
+
+from gpureplay.engine.bundles import Classes, Cluster
+from gpureplay.engine.config import inline_kernel, kernel
+from gpureplay.engine.layout import (
+    G_MIG,
+    G_MILLI,
+    MIG_COMPUTE_SHIFT,
+    MIG_HIGH_FIRST,
+    MIG_MEMORY_SLICES,
+    MIG_SIZE_SHIFT,
+    N_GPU0,
+    N_GPUS,
+    N_MIG_MASK,
+    N_MODEL,
+)
+
+__all__ = [
+    "instance_bits",
+    "instance_slot",
+    "mig_compute",
+    "mig_free",
+    "mig_pick",
+    "mig_size",
+    "slot_compute",
+    "slot_gpu",
+    "slot_start",
+    "stranded_slices",
+    "usable_bits",
+]
+
+
+@inline_kernel
+def mig_size(shape: int) -> int:
+    """Memory slices of an instance of ``shape``."""
+    return (shape >> MIG_SIZE_SHIFT) & 15
+
+
+@inline_kernel
+def mig_compute(shape: int) -> int:
+    """Compute slices of an instance of ``shape``."""
+    return (shape >> MIG_COMPUTE_SHIFT) & 15
+
+
+@inline_kernel
+def instance_bits(shape: int, start: int) -> int:
+    """The memory-slice mask of an instance of ``shape`` at ``start``: bits ``[start, start + size)``."""
+    return ((1 << mig_size(shape)) - 1) << start
+
+
+@inline_kernel
+def mig_free(held: int, shape: int) -> int:
+    """How many instances of ``shape`` still fit a GPU whose held slices are ``held``.
+
+    Notes
+    -----
+    The allowed placements of one profile are disjoint (MIG user guide,
+    ``nvidia-smi mig -lgipp``: starts ``{0, 4}`` of size 4, ``{0, 2, 4}`` of
+    size 2, ...), so each free placement holds one more instance.
+    """
+    count = 0
+    for s in range(MIG_MEMORY_SLICES):
+        if (shape >> s) & 1 and (held & instance_bits(shape, s)) == 0:
+            count += 1
+    return count
+
+
+@inline_kernel
+def mig_pick(held: int, shape: int) -> int:
+    """The start the instance gets on a GPU whose held slices are ``held``; -1 when none is free.
+
+    Notes
+    -----
+    With ``MIG_HIGH_FIRST`` the highest free allowed start (HAMi,
+    ``orderedMigPlacements``, for ``1g.*`` and ``3g.*`` profiles), else the
+    lowest; the first placement that overlaps no held slice wins
+    (``selectMigPlacement``).
+    """
+    high = (shape & MIG_HIGH_FIRST) != 0
+    for i in range(MIG_MEMORY_SLICES):
+        s = MIG_MEMORY_SLICES - 1 - i if high else i
+        if (shape >> s) & 1 and (held & instance_bits(shape, s)) == 0:
+            return s
+    return -1
+
+
+@inline_kernel
+def instance_slot(g: int, start: int, compute: int) -> int:
+    """The GPU-slot value of a pod on an instance: its GPU, start slot and compute slices."""
+    return (g * MIG_MEMORY_SLICES + start) * 16 + compute
+
+
+@inline_kernel
+def slot_gpu(v: int) -> int:
+    """The GPU of an instance slot (:func:`instance_slot`)."""
+    return v // (MIG_MEMORY_SLICES * 16)
+
+
+@inline_kernel
+def slot_start(v: int) -> int:
+    """The start slot of an instance slot."""
+    return (v // 16) % MIG_MEMORY_SLICES
+
+
+@inline_kernel
+def slot_compute(v: int) -> int:
+    """The compute slices of an instance slot."""
+    return v % 16
+
+
+@inline_kernel
+def usable_bits(held: int, shape: int) -> int:
+    """The free slices an instance of ``shape`` could take on a GPU whose held slices are ``held``."""
+    bits = 0
+    for s in range(MIG_MEMORY_SLICES):
+        if (shape >> s) & 1:
+            span = instance_bits(shape, s)
+            if (held & span) == 0:
+                bits |= span
+    return bits
+
+
+@kernel
+def stranded_slices(cl: Cluster, cs: Classes) -> int:
+    """Free memory slices of dynamic-MIG GPUs that no instance the workload asks for could take now.
+
+    Notes
+    -----
+    The MIG fragmentation of the dynamic strategy: a free slice is stranded
+    when no allowed placement of any shape the workload's pods get on the
+    GPU's model (``classes.mig_wanted``: the fractional pods' instances, and
+    the whole GPU a whole-GPU pod needs) covers it without overlapping a held
+    slice. E.g. with only 3g and 4g pods, a GPU holding a 1g instance at 6
+    strands slices 4, 5 and 7. A GPU taken whole holds nothing to strand.
+    """
+    total = 0
+    full = (1 << MIG_MEMORY_SLICES) - 1
+    for n in range(cl.node_int.shape[1]):
+        if cl.node_int[N_MIG_MASK, n] == 0:
+            continue
+        model = cl.node_int[N_MODEL, n]
+        g0 = cl.node_int[N_GPU0, n]
+        for g in range(g0, g0 + cl.node_int[N_GPUS, n]):
+            if cl.gpu_free[G_MILLI, g] == 0:
+                continue
+            held = cl.gpu_free[G_MIG, g]
+            usable = 0
+            for w in range(cs.mig_wanted.shape[1]):
+                shape = cs.mig_wanted[model, w]
+                if shape < 0:
+                    break
+                usable |= usable_bits(held, shape)
+            free = full & ~held & ~usable
+            while free:
+                total += free & 1
+                free >>= 1
+    return total
