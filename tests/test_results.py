@@ -96,6 +96,7 @@ def test_summary_metrics_match_hand_computation() -> None:
                 "preemptions": [0],
                 "terminating_jobs": [0],
                 "lost_gpu_seconds": [0.0],
+                "mig_stranded_slices": [0],
             },
             schema_overrides={
                 "allocated_gpus": pl.Int32,
@@ -104,6 +105,7 @@ def test_summary_metrics_match_hand_computation() -> None:
                 "fragmented_gpus": pl.Int32,
                 "preemptions": pl.Int32,
                 "terminating_jobs": pl.Int32,
+                "mig_stranded_slices": pl.Int32,
             },
         ),
         total_gpus=16,

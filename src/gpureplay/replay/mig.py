@@ -23,8 +23,9 @@ instance shape it gets on each product (``classes.mig``).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -67,6 +68,20 @@ def _rows(frame: pl.DataFrame) -> pl.Series:
     if "source_row" in frame.columns:
         return frame["source_row"]
     return pl.Series("row", range(1, frame.height + 1))
+
+
+def _job_demands(jobs: pl.DataFrame) -> Iterator[tuple[Any, ...]]:
+    """Per job: (row, job_id, gpu_models, mig_profile, gpu_milli, gpu_mem_mib): what MIG selectors read."""
+    profiles = jobs["mig_profile"] if "mig_profile" in jobs.columns else pl.Series([None] * jobs.height)
+    return zip(
+        _rows(jobs),
+        jobs["job_id"],
+        jobs["gpu_models"],
+        profiles,
+        jobs["gpu_milli"],
+        jobs["gpu_mem_mib"],
+        strict=True,
+    )
 
 
 def refuse_mig(jobs: pl.DataFrame, nodes: pl.DataFrame) -> None:
@@ -196,21 +211,10 @@ def selector_masks(jobs: pl.DataFrame, mig: MigNodes, models: tuple[str, ...], r
         d.product: int(m) for d, m in zip(mig.devices, mig.nodes["gpu_mem_mib"], strict=True) if d is not None
     }
     known_profiles = {p for model in mig_models() for p in mig_model_profiles(model)}
-    profiles = jobs["mig_profile"] if "mig_profile" in jobs.columns else pl.Series([None] * jobs.height)
     out = np.zeros(jobs.height, dtype=np.uint64)
     problems: list[Problem] = []
     memo: dict[tuple[object, ...], int] = {}
-    for i, (row, job_id, allowed, profile, milli, gmem) in enumerate(
-        zip(
-            _rows(jobs),
-            jobs["job_id"],
-            jobs["gpu_models"],
-            profiles,
-            jobs["gpu_milli"],
-            jobs["gpu_mem_mib"],
-            strict=True,
-        )
-    ):
+    for i, (row, job_id, allowed, profile, milli, gmem) in enumerate(_job_demands(jobs)):
         if profile is not None and profile not in known_profiles:
             message = f"job {job_id}: {profile!r} is no MIG profile of any GPU model"
             problems.append(Problem(message, "jobs table", row, "mig_profile"))
@@ -494,22 +498,11 @@ def dynamic_shapes(
     """
     bit = {name: 1 << i for i, name in enumerate(models)}
     known_profiles = {p for model in mig_models() for p in mig_model_profiles(model)}
-    profiles = jobs["mig_profile"] if "mig_profile" in jobs.columns else pl.Series([None] * jobs.height)
     masks = np.zeros(jobs.height, dtype=np.uint64)
     shapes = np.full((jobs.height, max(len(models), 1)), L.MIG_NONE, dtype=np.int64)
     problems: list[Problem] = []
     memo: dict[tuple[object, ...], tuple[int, Int64Array]] = {}
-    for i, (row, job_id, allowed, profile, milli, gmem) in enumerate(
-        zip(
-            _rows(jobs),
-            jobs["job_id"],
-            jobs["gpu_models"],
-            profiles,
-            jobs["gpu_milli"],
-            jobs["gpu_mem_mib"],
-            strict=True,
-        )
-    ):
+    for i, (row, job_id, allowed, profile, milli, gmem) in enumerate(_job_demands(jobs)):
         if profile is not None:
             problem = None
             if profile not in known_profiles:
