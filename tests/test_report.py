@@ -18,9 +18,10 @@ import numpy as np
 import polars as pl
 import pytest
 
+from gpureplay.errors import InputError
 from gpureplay.report import build_report
 from gpureplay.report.collect import SUMMARY_METRICS, collect, label_keys
-from gpureplay.report.stats import effect_sentences, effects, summarize, t_quantile
+from gpureplay.report.stats import choose_baseline, effect_sentences, effects, summarize, t_quantile
 from gpureplay.results.schemas import JOB_STATES
 from gpureplay.results.writer import mark_done, write_parquet_atomic
 
@@ -376,6 +377,25 @@ def test_baseline_is_first_config_without_fifo_and_settings_stay_apart(tmp_path:
     assert "| scheduler=gang-binpack, trace=openb | 1 | window | 40 |" in md
     table = md.split("## Headline metrics")[1].split("\n## ")[0]
     assert "| 1.00 |" in table and "±" not in table.split("\n|:---")[1]  # a single seed: the mean alone
+
+
+def test_a_chosen_baseline_replaces_the_default_one(tmp_path: Path) -> None:
+    # fifo would be the baseline; --baseline scheduler.name=gang-binpack makes every sentence compare with it,
+    # in each setting. A key that does not vary, or a value no configuration has, is an input error.
+    rng = np.random.default_rng(5)
+    base = {k: v[0] for k, v in HEADLINES["fifo"].items()}
+    for scheduler, p95 in (("fifo", 3600.0), ("gang-binpack", 1800.0), ("sjf", 900.0)):
+        write_run(tmp_path / scheduler, run_config(scheduler, 0), base | {"wait_p95": p95}, rng)
+    collection = choose_baseline(collect([tmp_path]), [("scheduler.name", "gang-binpack")])
+    assert effect_sentences(effects(collection, summarize(collection))) == [
+        "fifo raises p95 wait by 100% vs gang-binpack on philly (worse).",
+        "sjf cuts p95 wait by 50% vs gang-binpack on philly (better).",
+    ]
+    with pytest.raises(InputError, match=r"'workload.load' is not a key that differs.*scheduler.name"):
+        choose_baseline(collect([tmp_path]), [("workload.load", "1.0")])
+    with pytest.raises(InputError, match=r"no configuration has scheduler.name=kai.*fifo, gang-binpack, sjf"):
+        build_report([tmp_path], tmp_path / "out", [("scheduler.name", "kai")])
+    assert not (tmp_path / "out" / "report.md").exists()
 
 
 def test_schedulers_are_compared_at_equal_load(tmp_path: Path) -> None:

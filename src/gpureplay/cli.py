@@ -127,7 +127,16 @@ def compare(run_dirs: Sequence[Path]) -> None:
     default=None,
     help="Folder for report.md, report.html and the PNG figures (default: reports/<first input name>).",
 )
-def report(inputs: Sequence[Path], out_dir: Path | None) -> None:
+@click.option(
+    "--baseline",
+    "baseline",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="The configuration every other one is compared with, by the keys that differ between them "
+    "(repeat for several keys, e.g. --baseline scheduler.node_placement=worst_fit). Default: whole GPUs "
+    "where MIG layouts are compared, else the fifo scheduler, else the first configuration.",
+)
+def report(inputs: Sequence[Path], out_dir: Path | None, baseline: Sequence[str]) -> None:
     """Build a comparison report from sweep or run folders (SWEEP_OR_RUN_DIR...).
 
     Reads every complete run (a folder with a DONE marker) under INPUTS and writes
@@ -146,8 +155,14 @@ def report(inputs: Sequence[Path], out_dir: Path | None) -> None:
     from gpureplay.report.folders import counts, describe
 
     target = out_dir if out_dir is not None else Path("reports") / Path(inputs[0]).resolve().name
+    pairs: list[tuple[str, str]] = []
+    for item in baseline:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            _fail(f"--baseline {item!r}: expected KEY=VALUE, e.g. scheduler.node_placement=worst_fit")
+        pairs.append((key.strip(), value.strip()))
     try:
-        built = build(list(inputs), target)
+        built = build(list(inputs), target, pairs)
     except (InputError, FileNotFoundError) as err:
         _fail(err)
     left_out = built.left_out

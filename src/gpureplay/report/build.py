@@ -9,6 +9,7 @@ from pathlib import Path
 
 import polars as pl
 
+from gpureplay.errors import InputError
 from gpureplay.report.collect import Collection, RunSummary, collect_summaries, complete_runs, split_modes
 from gpureplay.report.figures import FIGURE_FILES, make_figures
 from gpureplay.report.folders import LeftOut, find_unreadable
@@ -23,7 +24,14 @@ from gpureplay.report.packing import (
 from gpureplay.report.packing import render_html as packing_html
 from gpureplay.report.packing import render_markdown as packing_markdown
 from gpureplay.report.render import ReportData, render_html, render_markdown
-from gpureplay.report.stats import delay_scope, effect_sentences, effects, summarize, window_bounds
+from gpureplay.report.stats import (
+    choose_baseline,
+    delay_scope,
+    effect_sentences,
+    effects,
+    summarize,
+    window_bounds,
+)
 
 #: File names of the report in its output folder.
 REPORT_MD = "report.md"
@@ -63,7 +71,11 @@ def _report_data(
 
 
 def _render(
-    inputs: Sequence[Path], summaries: Sequence[RunSummary], left_out: Sequence[LeftOut], out_dir: Path
+    inputs: Sequence[Path],
+    summaries: Sequence[RunSummary],
+    left_out: Sequence[LeftOut],
+    out_dir: Path,
+    baseline: Sequence[tuple[str, str]] = (),
 ) -> tuple[str, str, tuple[LeftOut, ...]]:
     """The report's Markdown and HTML, and the runs left out: replay sections, packing section, or both."""
     replay, packing = split_modes(summaries)
@@ -72,11 +84,14 @@ def _render(
         for name in PACKING_FIGURE_FILES:
             (out_dir / name).unlink(missing_ok=True)
     if replay:
-        collection = collect_summaries(replay, left_out)
+        collection = choose_baseline(collect_summaries(replay, left_out), baseline)
         data = _report_data(inputs, collection, out_dir, section)
         return render_markdown(data), render_html(data), collection.left_out
     # Packing runs only: their section is the report; no replay figure of an earlier report stays.
     assert section is not None
+    if baseline:
+        # The packing section compares every policy with FGD and the paper: no baseline to choose.
+        raise InputError.single("applies to replay runs only (these are packing runs)", "report --baseline")
     for name in FIGURE_FILES:
         (out_dir / name).unlink(missing_ok=True)
     shown = [str(p) for p in inputs]
@@ -103,15 +118,15 @@ class BuiltReport:
     left_out: tuple[LeftOut, ...]
 
 
-def build_report(inputs: Sequence[Path], out_dir: Path) -> Path:
+def build_report(inputs: Sequence[Path], out_dir: Path, baseline: Sequence[tuple[str, str]] = ()) -> Path:
     """Build the comparison report of every complete run under ``inputs``; return ``report.html``'s path.
 
     See :func:`build` (which also says which runs were left out).
     """
-    return build(inputs, out_dir).html
+    return build(inputs, out_dir, baseline).html
 
 
-def build(inputs: Sequence[Path], out_dir: Path) -> BuiltReport:
+def build(inputs: Sequence[Path], out_dir: Path, baseline: Sequence[tuple[str, str]] = ()) -> BuiltReport:
     """Build the comparison report of every complete run under ``inputs``.
 
     Writes ``report.md`` (figures linked), ``report.html`` (self-contained:
@@ -135,6 +150,10 @@ def build(inputs: Sequence[Path], out_dir: Path) -> BuiltReport:
         Run folders and/or sweep folders (searched at any depth).
     out_dir
         Folder for the report; created if missing.
+    baseline
+        ``(key, value)`` pairs naming the configuration every other one is
+        compared with (:func:`gpureplay.report.stats.choose_baseline`); empty:
+        the default rule.
 
     Returns
     -------
@@ -147,14 +166,14 @@ def build(inputs: Sequence[Path], out_dir: Path) -> BuiltReport:
         When an input is missing or no complete, readable run is found (the
         message lists the folders left out and why).
     gpureplay.errors.InputError
-        When an input is not a folder.
+        When an input is not a folder, or ``baseline`` names no configuration.
     """
     paths = [Path(p) for p in inputs]
     summaries, left_out = complete_runs(paths)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     try:
-        markdown, html, reported_left_out = _render(inputs, summaries, left_out, out_dir)
+        markdown, html, reported_left_out = _render(inputs, summaries, left_out, out_dir, baseline)
     except (pl.exceptions.PolarsError, OSError) as err:
         # A data page that does not decode: find the file (a scan over many runs does not
         # name it), leave its run out, and build again from the others.
@@ -163,7 +182,7 @@ def build(inputs: Sequence[Path], out_dir: Path) -> BuiltReport:
             raise
         summaries, left_out = complete_runs(paths, exclude=bad)
         try:
-            markdown, html, reported_left_out = _render(inputs, summaries, left_out, out_dir)
+            markdown, html, reported_left_out = _render(inputs, summaries, left_out, out_dir, baseline)
         except (pl.exceptions.PolarsError, OSError):
             raise err from None
     write_text_atomic(out_dir / REPORT_MD, markdown)

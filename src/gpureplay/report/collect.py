@@ -146,6 +146,10 @@ class Collection:
     left_out
         Run folders under the inputs that are not in the report: failed,
         incomplete (killed) or unreadable, each with its reason.
+    baseline
+        ``(key, value)`` pairs naming the baseline configuration chosen by
+        the user (``gpureplay report --baseline``); empty: the default rule
+        (:func:`gpureplay.report.stats.baselines`).
     """
 
     runs: pl.DataFrame
@@ -156,6 +160,7 @@ class Collection:
     timeline: pl.LazyFrame
     notes: tuple[str, ...] = field(default=())
     left_out: tuple[LeftOut, ...] = field(default=())
+    baseline: tuple[tuple[str, str], ...] = field(default=())
 
 
 def short_key(key: str) -> str:

@@ -16,12 +16,14 @@ baseline. Runs on different traces or clusters are never compared directly.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from functools import lru_cache
 
 import polars as pl
 
+from gpureplay.errors import InputError
 from gpureplay.report.collect import CHECKSUM_DIGITS, CHECKSUM_KEYS, CONFIG_COLUMN, Collection, short_key
 from gpureplay.report.metrics import (
     ALL_METRICS,
@@ -185,6 +187,11 @@ def _describe(keys: Sequence[str]) -> pl.Expr:
 def baselines(collection: Collection) -> pl.DataFrame:
     """Each configuration's baseline and the words that name both.
 
+    In each setting the baseline is the configuration matching
+    ``collection.baseline`` (the user's ``--baseline``), else the one with
+    whole GPUs where MIG layouts are compared, else the ``fifo`` scheduler,
+    else the first in report order.
+
     Returns
     -------
     polars.DataFrame
@@ -236,10 +243,14 @@ def baselines(collection: Collection) -> pl.DataFrame:
             setting_text.alias("setting"),
         )
     )
-    # The baseline: the baseline scheduler, and whole GPUs where a treatment key is a MIG layout.
+    # The baseline: the user's choice, else the baseline scheduler, and whole GPUs where a treatment key
+    # is a MIG layout.
+    chosen_by_user = [pl.col(k).fill_null("null") != v for k, v in collection.baseline]
     whole = [pl.col(k).fill_null(value) != value for k, value in TREATMENT_KEYS.items() if k in treatment]
     chosen = (
-        table.sort(*whole, pl.col("_scheduler") != BASELINE_SCHEDULER, "_order", nulls_last=True)
+        table.sort(
+            *chosen_by_user, *whole, pl.col("_scheduler") != BASELINE_SCHEDULER, "_order", nulls_last=True
+        )
         .group_by("_group")
         .agg(
             pl.col(CONFIG_COLUMN).first().alias("baseline"),
@@ -575,3 +586,33 @@ __all__ = [
     "t_quantile",
     "window_bounds",
 ]
+
+
+def choose_baseline(collection: Collection, chosen: Sequence[tuple[str, str]]) -> Collection:
+    """``collection`` with the user's baseline (``KEY=VALUE`` pairs), after checking it names a configuration.
+
+    Raises
+    ------
+    gpureplay.errors.InputError
+        When a key does not vary across the configurations (a label key), or
+        when no configuration has all the given values (the message lists the
+        values each key takes).
+    """
+    configs = collection.configs
+    for key, _ in chosen:
+        if key not in collection.label_keys:
+            varying = ", ".join(collection.label_keys) or "none"
+            raise InputError.single(
+                f"{key!r} is not a key that differs between these runs' configurations "
+                f"(those that do: {varying})",
+                "report --baseline",
+            )
+    match = configs.filter(*[pl.col(k).fill_null("null") == v for k, v in chosen]) if chosen else configs
+    if match.is_empty():
+        values = "; ".join(
+            f"{k}: {', '.join(sorted(configs[k].fill_null('null').unique().to_list()))}" for k, _ in chosen
+        )
+        wanted = ",".join(f"{k}={v}" for k, v in chosen)
+        message = f"no configuration has {wanted} (values found: {values})"
+        raise InputError.single(message, "report --baseline")
+    return dataclasses.replace(collection, baseline=tuple(chosen))
