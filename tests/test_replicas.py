@@ -384,3 +384,43 @@ def test_allowed_node_scorers_with_sharing() -> None:
         assert all(r["state"] == "finished" for r in out.values())
         # Every device is used by one job; each GPU holds two sharers at 1/2: all end at 20.
         assert {r["finish_time"] for r in out.values()} == {20.0}
+
+
+# --------------------------------------------------------------------------------------------------
+# failRequestsGreaterThanOne (device plugin): a pod asking k > 1 replicas fails admission
+# --------------------------------------------------------------------------------------------------
+
+
+def test_multi_replica_requests_run_under_time_slicing_by_default_and_fail_when_refused() -> None:
+    # 2 GPUs x 2 replicas; job 1 asks 2000 milli = 2 replicas, job 2 one. Time-slicing's default (off): job 1
+    # takes one replica of each GPU (distributed), job 2 shares GPU 0 with it: job 1 runs at 1/2 there, so
+    # both end at 200. With fail_requests_greater_than_one, job 1 is rejected at submission
+    # (shared_request_too_large) and job 2 runs alone: 0..100.
+    jobs = [job(1, 0.0, 100.0, 1, 2000), job(2, 0.0, 100.0, 1, 1000)]
+    out = run(jobs, gpus(2), TS2)
+    assert (out[1]["state"], out[1]["finish_time"], out[2]["finish_time"]) == ("finished", 200.0, 200.0)
+    refused = run(jobs, gpus(2), sharing(fail_requests_greater_than_one=True))
+    assert (refused[1]["state"], refused[1]["reject_reason"]) == ("rejected", "shared_request_too_large")
+    assert (refused[2]["state"], refused[2]["finish_time"]) == ("finished", 100.0)
+
+
+def test_mps_refuses_multi_replica_requests_unless_told_not_to() -> None:
+    # MPS, R = 2 (cap 0.5 per client): the device plugin turns failRequestsGreaterThanOne on when unset, so
+    # the 2-replica job is rejected. Turned off, it runs on one replica of each GPU at the cap: 0..200.
+    jobs = [job(1, 0.0, 100.0, 1, 2000)]
+    assert run(jobs, gpus(2), MPS2)[1]["reject_reason"] == "shared_request_too_large"
+    allowed = run(jobs, gpus(2), sharing(GpuSharing.mps, fail_requests_greater_than_one=False))
+    assert (allowed[1]["state"], allowed[1]["finish_time"]) == ("finished", 200.0)
+
+
+def test_a_request_no_node_can_hold_keeps_its_scheduling_reason() -> None:
+    # 3 replicas on a node of 1 GPU x 2 replicas: the scheduler never places it, so it never reaches
+    # kubelet admission: pod_too_large, not shared_request_too_large.
+    out = run([job(1, 0.0, 10.0, 1, 3000)], gpus(1), MPS2)
+    assert out[1]["reject_reason"] == "pod_too_large"
+
+
+def test_fail_requests_greater_than_one_without_sharing_is_refused() -> None:
+    with pytest.raises(ValueError, match="fail_requests_greater_than_one"):
+        policy = replace(FIFO, fail_requests_greater_than_one=True)
+        simulate(jobs_frame([job(1, 0.0, 1.0, 1, 1000)]), gpus(1), policy)

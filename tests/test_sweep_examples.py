@@ -39,10 +39,15 @@ OWN_PAIRS: dict[str, tuple[tuple[str, str], str]] = {
     "sharing-openb": (("kube-default", "hami-binpack"), "wait_mean"),
     # MIG layouts under one scheduler: whole GPUs against 7 small instances per GPU
     "mig-openb": (("all-disabled", "all-1g.10gb"), "wait_mean"),
+    # dynamic MIG's node rule: LeastAllocated spread against FGD's score over slices
+    "mig-openb-dynamic": (("worst_fit", "fgd"), "wait_mean"),
 }
 
 #: Sweeps that compare something else than schedulers: the key their pair is values of.
-COMPARED_KEY: dict[str, str] = {"mig-openb": "cluster.mig_layout"}
+COMPARED_KEY: dict[str, str] = {
+    "mig-openb": "cluster.mig_layout",
+    "mig-openb-dynamic": "scheduler.node_placement",
+}
 
 #: Sweeps too large to check every setting of: the key and the values checked (a sample across the
 #: variant kinds; for the load sweep its lightest and heaviest load).
@@ -92,6 +97,7 @@ def test_every_declared_sweep_is_checked() -> None:
         "fgd-openb-variants",
         "load",
         "mig-openb",
+        "mig-openb-dynamic",
         "philly-example",
         "philly-preemption",
         "philly-schedulers",

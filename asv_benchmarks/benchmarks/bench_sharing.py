@@ -83,15 +83,19 @@ class OpenbMigReplay(OpenbSharingReplay):
     """openb at 8x on 16 x 8 A100-80GB under MIG layouts (experiment ``mig-openb``, preset ``mig-single``).
 
     ``all-enabled`` runs HAMi's dynamic MIG (preset ``mig-dynamic``): an instance made per pod on the slice
-    masks, the one layout whose placement work grows with the pods on a GPU.
+    masks, the one layout whose placement work grows with the pods on a GPU. ``all-enabled+fgd`` runs FGD
+    over slices (preset ``mig-fgd``): every GPU's placements scored by the fragmentation they leave.
     """
 
-    params: ClassVar[list[list[str]]] = [["all-disabled", "all-1g.10gb", "all-3g.40gb", "all-enabled"]]
+    params: ClassVar[list[list[str]]] = [
+        ["all-disabled", "all-1g.10gb", "all-3g.40gb", "all-enabled", "all-enabled+fgd"]
+    ]
     param_names: ClassVar[list[str]] = ["layout"]
 
     def setup(self, name: str) -> None:
-        dynamic = ["scheduler=mig-dynamic"] if name == "all-enabled" else []
+        layout, _, fgd = name.partition("+")
+        dynamic = [f"scheduler=mig-{'fgd' if fgd else 'dynamic'}"] if layout == "all-enabled" else []
         self.jobs, self.nodes, self.policy, self.sample_interval = inputs(
-            ["experiment=mig-openb", *dynamic, f"cluster.mig_layout={name}"]
+            ["experiment=mig-openb", *dynamic, f"cluster.mig_layout={layout}"]
         )
         warm_up(self.policy)

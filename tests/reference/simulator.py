@@ -171,6 +171,9 @@ class Node:
     # [Slice-mask MIG] mixed strategy: profile -> the start slots of its instances in the node's layout (the
     # only placements a pod of that profile may take); None on dynamic nodes (every allowed start).
     mig_starts: dict[str, tuple[int, ...]] | None = None
+    # [MIG FGD] "FGD over MIG slices": the wanted shapes of the node's product with their weights,
+    # (allowed starts, memory slices, pods that ask it); set on dynamic nodes under mig_placement fgd.
+    mig_weights: tuple[tuple[tuple[int, ...], int, int], ...] = ()
 
     def free_gpu_milli(self) -> int:
         return sum(g.free_milli for g in self.gpus)
@@ -204,6 +207,7 @@ class Node:
             self.mig_whole,
             self.mig_placement,
             self.mig_starts,
+            self.mig_weights,
         )
 
     def view(self) -> NodeView:
@@ -478,7 +482,11 @@ def pick_instance(node: Node, profile: MigProfile) -> tuple[int, int]:
 
     The lowest-index GPU with a free placement; on it, under ``hami``, the highest free start for a
     profile named ``1g.*`` or ``3g.*`` and the lowest for the others; under ``lowest_start`` the lowest.
+    [MIG FGD] under ``fgd``: the free placement of least fragmentation growth (:func:`fgd_instance`).
     """
+    if node.mig_placement == "fgd":
+        _, g, start = fgd_instance(node, profile)
+        return g, start
     for g, gpu in enumerate(node.gpus):
         starts = free_starts(node, gpu, profile)
         if starts:
@@ -549,6 +557,114 @@ def stranded_slices(cluster: Cluster, wanted: dict[int, list[Wanted]]) -> int:
                         usable |= span
             total += bin(ALL_SLICES & ~gpu.mig_mask & ~usable).count("1")
     return total
+
+
+# --------------------------------------------------------------------------------------------------
+# FGD over MIG slices  [MIG FGD]
+# --------------------------------------------------------------------------------------------------
+
+
+def mig_fgd_weights(
+    empty: Cluster, jobs: list[Job]
+) -> dict[int, tuple[tuple[tuple[int, ...], int, int], ...]]:
+    """[MIG FGD] Per dynamic node: its product's wanted shapes, each with its weight w.
+
+    A shape is (allowed starts, memory slices), as for ``mig_stranded_slices``: the instance a
+    fractional pod gets on the node, or all 8 slices at start 0 for a whole-GPU pod. w = how many of the
+    replay's pods ask it there (every job of the table, ``num_pods`` each; FGD's task popularity as a
+    count). Two profiles of one shape (7g.40gb and a whole GPU) add up: F only sees the shape.
+    """
+    weights: dict[int, tuple[tuple[tuple[int, ...], int, int], ...]] = {}
+    for node in empty:
+        if not node.dynamic_mig:
+            continue
+        count: dict[tuple[tuple[int, ...], int], int] = {}
+        for job in jobs:
+            pod = job.pod
+            if pod.milli == 0 or not model_allowed(node, pod):
+                continue
+            if pod.milli >= WHOLE_GPU:
+                shape: tuple[tuple[int, ...], int] = ((0,), MIG_MEMORY_SLICES)
+            else:
+                profile = instance_profile(node, pod)
+                assert profile is not None  # the node allows the pod
+                shape = (allowed_starts(node, profile), profile.memory_slices)
+            count[shape] = count.get(shape, 0) + job.num_pods
+        weights[node.index] = tuple((starts, size, w) for (starts, size), w in sorted(count.items()))
+    return weights
+
+
+def slice_frag(node: Node, mask: int) -> int:
+    """[MIG FGD] F(h) of a dynamic GPU holding slices ``mask``.
+
+    Sum over the wanted shapes i of w_i x (free slices that no free allowed placement of i covers); a
+    GPU taken whole has no free slice: 0.
+    """
+    free = ALL_SLICES & ~mask
+    total = 0
+    for starts, size, weight in node.mig_weights:
+        covered = 0
+        for start in starts:
+            span = ((1 << size) - 1) << start
+            if span & mask == 0:
+                covered |= span
+        total += weight * bin(free & ~covered).count("1")
+    return total
+
+
+def fgd_instance(node: Node, profile: MigProfile) -> tuple[int, int, int]:
+    """[MIG FGD] (growth, GPU, start) of the free placement of ``profile`` on ``node`` that grows F least.
+
+    Over the node's GPUs with 125 x size milli and a device slot free (always so when an allowed start
+    is free: free milli is the free slices', and MIG GPUs have no split count) and their free allowed
+    starts: growth F(h | slices) - F(h); ties the lowest GPU, then the lowest start (the scan order with
+    a strict ``<``).
+    """
+    best: tuple[int, int, int] | None = None
+    need = SLICE_MILLI * profile.memory_slices
+    for g, gpu in enumerate(node.gpus):
+        if gpu.free_milli < need or gpu.pods >= node.split:
+            continue
+        before = slice_frag(node, gpu.mig_mask)
+        for start in free_starts(node, gpu, profile):
+            growth = slice_frag(node, gpu.mig_mask | slice_bits(profile, start)) - before
+            if best is None or growth < best[0]:
+                best = (growth, g, start)
+    assert best is not None, "fgd_instance called on a node without a free placement"
+    return best
+
+
+def mig_fgd_score(node: Node, pod: Pod) -> int:
+    """[MIG FGD] "Node scorer fgd with dynamic MIG": the score of ``pod`` on ``node`` (which fits it).
+
+    Minus the growth of F the pod causes there. A fractional pod on a dynamic node: the growth of the
+    placement it would get (:func:`pick_instance`: the least growth under ``mig_placement: fgd``, under
+    ``hami`` / ``lowest_start`` the rule's GPU and start); a pod taking k wholly free GPUs of a dynamic
+    node: -k x F(empty GPU) (they leave the measure); a pod on a whole-GPU node, or one asking no GPU: 0.
+    Higher is better.
+    """
+    if not node.dynamic_mig or pod.milli == 0:
+        return 0
+    if pod.milli < WHOLE_GPU:
+        profile = instance_profile(node, pod)
+        assert profile is not None
+        g, start = pick_instance(node, profile)
+        held = node.gpus[g].mig_mask
+        return -(slice_frag(node, held | slice_bits(profile, start)) - slice_frag(node, held))
+    return -(pod.milli // WHOLE_GPU) * slice_frag(node, 0)
+
+
+def choose_node_mig_fgd(
+    cluster: Cluster, pod: Pod, tie: Tie = lowest_index, room: Callable[[Node], bool] = lambda node: True
+) -> int | None:
+    """[MIG FGD] :func:`choose_node` with the ``fgd`` node scorer under dynamic MIG: the highest
+    :func:`mig_fgd_score` among the nodes the pod fits, ties by the policy's tie rule."""
+    fits = [n for n in cluster if pod_fits(n, pod) and room(n)]
+    if not fits:
+        return None
+    scores = [mig_fgd_score(n, pod) for n in fits]
+    top = max(scores)
+    return tie([node_candidate(n, pod) for n, s in zip(fits, scores, strict=True) if s == top])
 
 
 def share_mem(node: Node, pod: Pod) -> float:
@@ -1041,6 +1157,8 @@ def check_gpu_sharing(policy: Policy) -> None:
             raise ValueError("sharing_demand needs gpu_sharing or mig_strategy: single or dynamic")
         if policy.switch_overhead != 0.0:
             raise ValueError("switch_overhead needs gpu_sharing: time_slicing")
+        if policy.fail_requests_greater_than_one is not None:
+            raise ValueError("fail_requests_greater_than_one needs gpu_sharing")
         return
     if policy.replicas < 2:
         raise ValueError("gpu_sharing takes replicas >= 2")
@@ -1083,7 +1201,9 @@ def check_mig(policy: Policy) -> None:
         raise ValueError(f"mig_strategy: {strategy} takes no fractional sharing")
     if policy.gpu_placement != "first_fit":
         raise ValueError(f"mig_strategy: {strategy} takes gpu_placement: first_fit")
-    if policy.node_placement in NOT_WITH_REPLICAS:
+    # [MIG FGD] fgd scores MIG slices under dynamic MIG (whatever the start rule).
+    slices_fgd = dynamic and policy.node_placement == "fgd"
+    if policy.node_placement in NOT_WITH_REPLICAS and not slices_fgd:
         raise ValueError(f"mig_strategy: {strategy} does not take node_placement: {policy.node_placement}")
     if dynamic or policy.mig_strategy is MigStrategy.mixed:
         # [Dynamic MIG] "Refused with mig_strategy dynamic or mixed".
@@ -1190,6 +1310,15 @@ class _Replay:
         self.nominees: list[Job] = []  # jobs with nominated pods
         # [Dynamic MIG] "Results": the placements the workload may take on each dynamic node.
         self.mig_wanted = wanted_placements(self.empty, [job.pod for job in jobs])
+        # [MIG FGD] the wanted shapes' weights on each dynamic node (read by the fgd start rule and the fgd
+        # node scorer), and whether fgd scores nodes by them.
+        dynamic = self.policy.mig_strategy is MigStrategy.dynamic
+        self.mig_fgd_nodes = dynamic and policy.node_placement == "fgd"
+        if dynamic and (policy.mig_placement.name == "fgd" or self.mig_fgd_nodes):
+            weights = mig_fgd_weights(self.empty, jobs)
+            for cluster in (self.empty, self.cluster):
+                for node in cluster:
+                    node.mig_weights = weights.get(node.index, ())
 
     # -- views ---------------------------------------------------------------------------------
 
@@ -1243,6 +1372,10 @@ class _Replay:
         """[Resources] The node of one pod of ``job`` with the node scorer and the tie rule."""
         node_draw = self.drawer(job, pod_index, attempt, DECISION_NODE)
         tie = node_tie(self.policy.node_ties, self.seed, node_draw)
+        if self.mig_fgd_nodes:
+            return choose_node_mig_fgd(
+                cluster, job.pod, tie, lambda node: self.room_beside_nominees(node, job)
+            )
         return choose_node(
             cluster,
             job.pod,
@@ -1356,6 +1489,14 @@ class _Replay:
     def admit(self, job: Job) -> None:
         """[Rejection at arrival] rejected, or appended to the pending jobs."""
         reason = rejection_reason(self.empty, job.pod, job.num_pods)
+        # [GPU sharing by replicas] "Requests of more than one replica": a pod of k > 1 replicas fails kubelet
+        # admission when failRequestsGreaterThanOne is on (default: on under MPS, off under time-slicing).
+        refuse = self.policy.fail_requests_greater_than_one
+        if refuse is None:
+            refuse = self.policy.gpu_sharing is GpuSharing.mps
+        sharing = self.policy.gpu_sharing is not GpuSharing.none
+        if reason is None and sharing and refuse and job.pod.milli // WHOLE_GPU > 1:
+            reason = "shared_request_too_large"
         if reason is not None:
             job.state = "rejected"
             job.reject_reason = reason

@@ -595,10 +595,11 @@ def dynamic_mig_policies(draw: st.DrawFn, *, mixed: bool = False) -> Policy:
     """A random policy (:func:`policies`) on dynamic MIG, in mechanism sets the suite compiles anyway.
 
     Gang (the ``fifo`` preset's set: backfill none or skip) or pod by pod (``mig-single``'s), never
-    preemption, EASY or an FGD scorer (each a replay compiled apart, and preemption and EASY are refused
-    with dynamic MIG); a replica-compatible node scorer, first_fit GPUs; random start rule, creation
-    time and ``sharing_demand`` (``mixed``: the mixed strategy, whose instances exist: no start rule or
-    creation time).
+    preemption or EASY (refused with dynamic MIG); a replica-compatible node scorer, first_fit GPUs;
+    random start rule (hami, lowest_start or [MIG FGD] fgd), creation time and ``sharing_demand``
+    (``mixed``: the mixed strategy, whose instances exist: no start rule or creation time). [MIG FGD]
+    Under dynamic MIG the node scorer is sometimes ``fgd`` (FGD over slices scoring nodes, with any start
+    rule; mostly with the fgd one).
     """
     base = draw(policies())
     if base.backfill is Backfill.easy:
@@ -606,6 +607,9 @@ def dynamic_mig_policies(draw: st.DrawFn, *, mixed: bool = False) -> Policy:
     node = base.node_placement
     if node not in REPLICA_SCORERS:
         node = draw(st.sampled_from(REPLICA_SCORERS))
+    placement = MigPlacement.hami if mixed else draw(st.sampled_from(list(MigPlacement)))
+    if not mixed and draw(st.sampled_from([False, False, placement.name == "fgd", True])):
+        node = "fgd"
     return replace(
         base,
         name="random+mixed-mig" if mixed else "random+dynamic-mig",
@@ -614,7 +618,7 @@ def dynamic_mig_policies(draw: st.DrawFn, *, mixed: bool = False) -> Policy:
         preemption=Preemption.none,
         mig_strategy=MigStrategy.mixed if mixed else MigStrategy.dynamic,
         mig_demand=MigDemand.smallest_fit,
-        mig_placement=MigPlacement.hami if mixed else draw(st.sampled_from(list(MigPlacement))),
+        mig_placement=placement,
         mig_create_s=0.0 if mixed else draw(st.sampled_from([0.0, 0.0, 0.5, 3.0])),
         sharing_demand=draw(st.sampled_from(list(SharingDemand))),
     )

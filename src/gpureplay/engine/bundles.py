@@ -64,9 +64,10 @@ class Jobs(NamedTuple):
 class Tasks(NamedTuple):
     """The workload's task classes FGD weighs (:mod:`gpureplay.workload.typical_pods`).
 
-    Given (``Classes.tasks``) only to replays whose scorers are the FGD
-    paper's (:data:`gpureplay.engine.scoring.PAPER_SCORERS`) and to packing
-    runs; other replays never compile that code.
+    Filled (``Classes.tasks``) only for replays whose scorers are the FGD
+    paper's (:data:`gpureplay.engine.scoring.PAPER_SCORERS`) and for packing
+    runs; the other replays get an empty bundle (no classes), so that all
+    replays share one compiled ``Classes`` type.
 
     Attributes
     ----------
@@ -89,15 +90,17 @@ class Tasks(NamedTuple):
 
 class Classes(NamedTuple):
     """Job classes: ``C_*`` rows, allowed-model masks, class-sorted static job order, dynamic-MIG shapes
-    per model (``mig[class, model]``, ``MIG_NONE`` without dynamic MIG) and the shapes the workload asks
-    of each model (``mig_wanted[model, i]``, -1 after the last); FGD's task classes."""
+    per model (``mig[class, model]``, ``MIG_NONE`` without dynamic MIG), the shapes the workload asks
+    of each model (``mig_wanted[model, i]``, -1 after the last) and how many pods ask each
+    (``mig_weight[model, i]``: FGD's popularity over slices); FGD's task classes."""
 
     ints: Int64Array
     mask: UInt64Array
     order: Int64Array
     mig: Int64Array
     mig_wanted: Int64Array
-    tasks: Tasks | None
+    mig_weight: Int64Array
+    tasks: Tasks
 
 
 class Cluster(NamedTuple):

@@ -127,6 +127,7 @@ R_NONE = 0
 R_NO_MODEL = 1
 R_POD_TOO_LARGE = 2
 R_GANG_TOO_LARGE = 3
+R_SHARED_TOO_LARGE = 4  # failRequestsGreaterThanOne: a pod asks more than one replica (kubelet admission)
 
 # Attempt end reasons (attempts.parquet).
 END_FINISHED = 0
@@ -212,12 +213,14 @@ GPU_FREE_FIELDS = 4
 
 # --- classes.mig[c, model]: the MIG instance a pod of class c is given on a GPU of that model ----------
 # A value >= 0 is an instance shape (gpureplay.engine.mig): bits 0-7 the allowed start slots, 8-11 the
-# memory slices, 12-15 the compute slices, bit 16 set when the highest free start is taken first.
+# memory slices, 12-15 the compute slices, bit 16 set when the highest free start is taken first, bit 17 set
+# when the placement growing the GPU's FGD slice fragmentation least is taken (mig_placement: fgd).
 MIG_NONE = -1  # no dynamic MIG here: the pod kind's own rules
 MIG_WHOLE = -2  # dynamic-MIG replay on a whole-GPU node: a fractional pod takes one whole GPU
 MIG_SIZE_SHIFT = 8
 MIG_COMPUTE_SHIFT = 12
 MIG_HIGH_FIRST = 1 << 16
+MIG_FGD = 1 << 17
 MIG_MEMORY_SLICES = 8  # memory slices of a MIG GPU (A100 / H100 / H200)
 MIG_SLICE_MILLI = (
     125  # milli-GPU booked per memory slice held (1000 / 8: exact, so a GPU's milli stays exact)
@@ -330,8 +333,9 @@ P_REPLICA_ALLOC = 18  # REPLICA_* rule: which replica devices a pod gets
 P_REPLICAS = 19  # devices each GPU is advertised as (1: no sharing by replicas)
 P_DEMAND = 20  # DEMAND_* rule: what a pod of a shared GPU would use alone
 P_MIG_DEMAND = 21  # MIG_DEMAND_* rule: which instances a job that names no profile may take
-P_MIG_PLACEMENT = 22  # MIG_HAMI / MIG_LOWEST_START: where a dynamic instance goes (read by the compile step)
-POLICY_FIELDS = 23
+P_MIG_PLACEMENT = 22  # MIG_HAMI / MIG_LOWEST_START / MIG_FGD_PLACEMENT: where a dynamic instance goes
+P_FAIL_MULTI = 23  # 1: a pod asking more than one replica fails admission (failRequestsGreaterThanOne)
+POLICY_FIELDS = 24
 
 SHARING_NONE = 0
 SHARING_TIME_SLICING = 1
@@ -344,6 +348,7 @@ MIG_DEMAND_SMALLEST_FIT = 1
 MIG_DEMAND_FITS = 2
 MIG_HAMI = 0  # HAMi: 1g.* and 3g.* profiles at the highest free start, the others at the lowest
 MIG_LOWEST_START = 1
+MIG_FGD_PLACEMENT = 2  # FGD over slices: the free placement that grows the GPU's fragmentation least
 REPLICA_DISTRIBUTED = 0  # the GPU with the fewest replicas in use first
 REPLICA_PACKED = 1  # the most in use first
 DEMAND_WHOLE = 0  # a whole GPU per replica

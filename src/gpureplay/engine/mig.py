@@ -26,6 +26,10 @@ allowed placements of the shape: a profile's placements never overlap one
 another) drops by exactly one per pod placed, whichever start it takes, so a
 gang of one class is still decided without trial placements. The plain-Python
 twin is ``tests/reference/simulator.py`` (``mig_free`` / ``mig_pick``).
+
+``mig_placement: fgd`` (bit ``MIG_FGD`` of the shape) places by FGD's
+measure over slices instead (:func:`fgd_instance`), and the ``fgd`` node
+scorer scores nodes by it (:func:`mig_fgd_score`).
 """
 
 from __future__ import annotations
@@ -33,12 +37,19 @@ from __future__ import annotations
 from gpureplay.engine.bundles import Classes, Cluster
 from gpureplay.engine.config import inline_kernel, kernel
 from gpureplay.engine.layout import (
+    C_K,
+    C_KIND,
     G_MIG,
     G_MILLI,
+    G_SLOTS,
+    KIND_SHARE,
+    KIND_WHOLE,
     MIG_COMPUTE_SHIFT,
+    MIG_FGD,
     MIG_HIGH_FIRST,
     MIG_MEMORY_SLICES,
     MIG_SIZE_SHIFT,
+    MIG_SLICE_MILLI,
     N_GPU0,
     N_GPUS,
     N_MIG_MASK,
@@ -46,12 +57,16 @@ from gpureplay.engine.layout import (
 )
 
 __all__ = [
+    "fgd_instance",
+    "gpu_fragmentation",
     "instance_bits",
     "instance_slot",
     "mig_compute",
+    "mig_fgd_score",
     "mig_free",
     "mig_pick",
     "mig_size",
+    "ruled_growth",
     "slot_compute",
     "slot_gpu",
     "slot_start",
@@ -185,3 +200,119 @@ def stranded_slices(cl: Cluster, cs: Classes) -> int:
                 total += free & 1
                 free >>= 1
     return total
+
+
+@inline_kernel
+def bit_count(bits: int) -> int:
+    """Number of set bits of a slice mask (8 bits)."""
+    count = 0
+    while bits:
+        count += bits & 1
+        bits >>= 1
+    return count
+
+
+@kernel
+def gpu_fragmentation(held: int, cs: Classes, model: int) -> int:
+    """FGD's fragmentation of a dynamic GPU of product ``model`` holding slices ``held``, counted in slices.
+
+    Notes
+    -----
+    ``F(h) = sum_i w_i x |free slices no free placement of shape i covers|``
+    over the shapes the workload asks of the product (``cs.mig_wanted``),
+    ``w_i`` the pods asking each (``cs.mig_weight``): Weng et al.'s
+    ``F_n = sum_m p_m F_n(m)`` (FGD, ATC'23 §3) with popularity as a count
+    and slices instead of milli-GPU, so every value is an exact integer.
+    """
+    free = ((1 << MIG_MEMORY_SLICES) - 1) & ~held
+    total = 0
+    for w in range(cs.mig_wanted.shape[1]):
+        shape = cs.mig_wanted[model, w]
+        if shape < 0:
+            break
+        total += cs.mig_weight[model, w] * bit_count(free & ~usable_bits(held, shape))
+    return total
+
+
+@kernel
+def fgd_instance(cl: Cluster, cs: Classes, n: int, shape: int) -> tuple[int, int, int]:
+    """The free placement of ``shape`` on node ``n`` that grows its GPU's fragmentation least.
+
+    Returns
+    -------
+    growth, gpu, start
+        ``F(h | slices) - F(h)`` (:func:`gpu_fragmentation`), the GPU and the
+        start; ties go to the lowest GPU, then the lowest start. ``gpu`` is
+        -1 when no placement is free.
+    """
+    model = cl.node_int[N_MODEL, n]
+    book = mig_size(shape) * MIG_SLICE_MILLI
+    best = 0
+    best_gpu = -1
+    best_start = -1
+    g0 = cl.node_int[N_GPU0, n]
+    for g in range(g0, g0 + cl.node_int[N_GPUS, n]):
+        if cl.gpu_free[G_MILLI, g] < book or cl.gpu_free[G_SLOTS, g] < 1:
+            continue
+        held = cl.gpu_free[G_MIG, g]
+        before = -1
+        for s in range(MIG_MEMORY_SLICES):
+            bits = instance_bits(shape, s)
+            if (shape >> s) & 1 and (held & bits) == 0:
+                if before < 0:
+                    before = gpu_fragmentation(held, cs, model)
+                growth = gpu_fragmentation(held | bits, cs, model) - before
+                if best_gpu < 0 or growth < best:
+                    best = growth
+                    best_gpu = g
+                    best_start = s
+    return best, best_gpu, best_start
+
+
+@kernel
+def mig_fgd_score(cl: Cluster, cs: Classes, c: int, n: int) -> int:
+    """The ``fgd`` node score of a pod of class ``c`` on node ``n`` (which fits it) under dynamic MIG.
+
+    Notes
+    -----
+    Minus the growth of the slice fragmentation the pod causes: its
+    instance's on a dynamic node (the least, :func:`fgd_instance`, under
+    ``mig_placement: fgd``; else the start rule's, :func:`ruled_growth`), ``-k F(0)`` for
+    ``k`` wholly free GPUs taken whole there (they leave the measure), 0 on a
+    whole-GPU node (no slices). FGD's node score (Weng et al., ATC'23 §4)
+    over slices.
+    """
+    if cl.node_int[N_MIG_MASK, n] == 0:
+        return 0
+    model = cl.node_int[N_MODEL, n]
+    kind = cs.ints[C_KIND, c]
+    if kind == KIND_WHOLE:
+        return -int(cs.ints[C_K, c]) * gpu_fragmentation(0, cs, model)
+    if kind == KIND_SHARE:
+        shape = cs.mig[c, model]
+        if shape >= 0:
+            if shape & MIG_FGD:
+                return -fgd_instance(cl, cs, n, shape)[0]
+            return -ruled_growth(cl, cs, n, shape)
+    return 0
+
+
+@kernel
+def ruled_growth(cl: Cluster, cs: Classes, n: int, shape: int) -> int:
+    """Growth of F (:func:`gpu_fragmentation`) from the placement the start rule gives ``shape`` on ``n``.
+
+    The GPU is the lowest-index one with a free placement (and the milli and
+    device slot it needs), the start :func:`mig_pick`'s, as
+    :func:`gpureplay.engine.resources.take_instance` places it.
+    """
+    model = cl.node_int[N_MODEL, n]
+    book = mig_size(shape) * MIG_SLICE_MILLI
+    g0 = cl.node_int[N_GPU0, n]
+    for g in range(g0, g0 + cl.node_int[N_GPUS, n]):
+        if cl.gpu_free[G_MILLI, g] >= book and cl.gpu_free[G_SLOTS, g] >= 1:
+            held = cl.gpu_free[G_MIG, g]
+            start = mig_pick(held, shape)
+            if start >= 0:
+                after = gpu_fragmentation(held | instance_bits(shape, start), cs, model)
+                return after - gpu_fragmentation(held, cs, model)
+    return 0

@@ -45,6 +45,7 @@ from gpureplay.engine.layout import (
     KIND_NONE,
     KIND_SHARE,
     KIND_WHOLE,
+    MIG_FGD,
     MIG_MEMORY_SLICES,
     MIG_NONE,
     MIG_SLICE_MILLI,
@@ -79,6 +80,7 @@ from gpureplay.engine.layout import (
     UInt64Array,
 )
 from gpureplay.engine.mig import (
+    fgd_instance,
     instance_bits,
     instance_slot,
     mig_compute,
@@ -539,7 +541,7 @@ def take_pod(
         cl.gpu_free[G_SLOTS, slots[slot0]] -= 1
         return
     if shape != MIG_NONE:
-        take_instance(cl, n, shape, slots, slot0, recorded)
+        take_instance(cl, cs, n, shape, slots, slot0, recorded)
         return
     if recorded:
         g = slots[slot0]
@@ -558,14 +560,18 @@ def instance_memory(cl: Cluster, n: int, size: int) -> int:
 
 
 @kernel
-def take_instance(cl: Cluster, n: int, shape: int, slots: Int64Array, slot0: int, recorded: bool) -> None:
+def take_instance(
+    cl: Cluster, cs: Classes, n: int, shape: int, slots: Int64Array, slot0: int, recorded: bool
+) -> None:
     """Create an instance of ``shape`` on node ``n`` (which fits one) and record it in ``slots[slot0]``.
 
     Notes
     -----
     The GPU is the lowest-index one with a free placement (first fit: the
     GPU-level rule of HAMi's binpack for a node's MIG devices is not
-    modelled); the start is :func:`gpureplay.engine.mig.mig_pick`'s.
+    modelled); the start is :func:`gpureplay.engine.mig.mig_pick`'s. With
+    ``MIG_FGD`` in the shape, GPU and start are
+    :func:`gpureplay.engine.mig.fgd_instance`'s.
     ``recorded`` re-creates the recorded instance (EASY's projection,
     preemption's undo).
     """
@@ -575,6 +581,9 @@ def take_instance(cl: Cluster, n: int, shape: int, slots: Int64Array, slot0: int
         v = slots[slot0]
         g = slot_gpu(v)
         start = slot_start(v)
+    elif shape & MIG_FGD:
+        g, start = fgd_instance(cl, cs, n, shape)[1:]
+        slots[slot0] = instance_slot(g, start, mig_compute(shape))
     else:
         g = -1
         start = -1

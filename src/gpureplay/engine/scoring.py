@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpureplay.engine.bundles import Classes, Cluster, FitIndex, Params, Tasks
-from gpureplay.engine.config import entry_kernel, inline_kernel, kernel, when_given
+from gpureplay.engine.config import entry_kernel, inline_kernel, kernel
 from gpureplay.engine.fitindex import index_query, index_set
 from gpureplay.engine.fragmentation import frag_after, node_frag
 from gpureplay.engine.layout import (
@@ -55,8 +55,10 @@ from gpureplay.engine.layout import (
     P_GPU,
     P_NODE,
     P_SEED,
+    P_SHARING,
     P_TIES,
     SHARE_MEM_PROPORTIONAL,
+    SHARING_MIG_DYNAMIC,
     TIES_LOWEST,
     TIES_RANDOM,
     TIES_SEEDED_ORDER,
@@ -65,6 +67,7 @@ from gpureplay.engine.layout import (
     TK_MILLI,
     WHOLE,
 )
+from gpureplay.engine.mig import mig_fgd_score
 from gpureplay.engine.nomination import nominated_for, nominated_limit
 from gpureplay.engine.resources import gpu_fits, held_milli, node_capacity, pod_kind, share_gmem
 from gpureplay.engine.rng import DRAW_GPU, DRAW_NODE, DRAW_NODE_ORDER, draw, tie_key
@@ -116,7 +119,7 @@ GPU_SCORERS: tuple[str, ...] = (
     "best_fit_memory",
 )
 #: The FGD paper's scorers: a replay whose node scorer is one of them (or whose GPU scorer is
-#: ``fgd``) is given the task classes and compiles their code (:func:`uses_tasks`).
+#: ``fgd``) is given the workload's task classes (:func:`uses_tasks`); the others get none.
 PAPER_SCORERS: tuple[str, ...] = ("fgd", "dot_product", "gpu_packing", "gpu_clustering", "best_fit_cpu_gpu")
 FIRST_FIT = 0
 BEST_FIT = 1
@@ -427,22 +430,17 @@ def baseline_score(scorer: int, cl: Cluster, cs: Classes, c: int, n: int) -> flo
 
 
 @kernel
-def _paper_score(tasks: Tasks, scorer: int, cl: Cluster, cs: Classes, c: int, n: int) -> float:
-    """Node score under one of the FGD paper's scorers (``tasks`` given: they are compiled in)."""
+def paper_score(tasks: Tasks, scorer: int, cl: Cluster, cs: Classes, c: int, n: int) -> float:
+    """Node score under one of the FGD paper's scorers."""
     if scorer == FGD:
         return fgd_memoized(tasks, cl, cs, c, n)[0]
     return baseline_score(scorer, cl, cs, c, n)
 
 
 @kernel
-def _fgd_gpu(tasks: Tasks, cl: Cluster, cs: Classes, c: int, n: int) -> int:
+def fgd_gpu(tasks: Tasks, cl: Cluster, cs: Classes, c: int, n: int) -> int:
     """The GPU the ``fgd`` scorer gives a shared pod on node ``n``."""
     return fgd_memoized(tasks, cl, cs, c, n)[1]
-
-
-# The FGD paper's scorers are compiled only into replays given task classes (Classes.tasks).
-paper_score = when_given(_paper_score, 0.0)
-fgd_gpu = when_given(_fgd_gpu, -1)
 
 
 @kernel
@@ -626,9 +624,12 @@ def node_score(params: Params, cl: Cluster, cs: Classes, c: int, n: int) -> floa
     (negated for best fit): Volcano ``binpack`` / KAI ``gpupack`` and
     kube-scheduler ``LeastAllocated`` / KAI ``gpuspread`` reduced to the GPU
     resource (scheduler-semantics.md §2.2). ``balanced_allocation`` scores
-    the GPU, CPU and memory in use after placing (:func:`balance`).
+    the GPU, CPU and memory in use after placing (:func:`balance`). ``fgd``
+    under dynamic MIG scores slices (:func:`gpureplay.engine.mig.mig_fgd_score`).
     """
     scorer = params.codes[P_NODE]
+    if scorer == FGD and params.codes[P_SHARING] == SHARING_MIG_DYNAMIC:
+        return float(mig_fgd_score(cl, cs, c, n))
     if FGD <= scorer <= BEST_FIT_CPU_GPU:
         return float(paper_score(cs.tasks, scorer, cl, cs, c, n))
     if scorer >= HAMI_BINPACK:

@@ -224,9 +224,15 @@ def policy_params(
         MigStrategy.mixed: L.SHARING_MIG_MIXED,
     }.get(mig, sharing.value)
     codes[L.P_MIG_DEMAND] = mig_demand.value
-    codes[L.P_MIG_PLACEMENT] = L.MIG_HAMI if mig_placement is MigPlacement.hami else L.MIG_LOWEST_START
+    codes[L.P_MIG_PLACEMENT] = {
+        MigPlacement.hami: L.MIG_HAMI,
+        MigPlacement.lowest_start: L.MIG_LOWEST_START,
+        MigPlacement.fgd: L.MIG_FGD_PLACEMENT,
+    }[mig_placement]
     codes[L.P_REPLICA_ALLOC] = allocation.value
     codes[L.P_REPLICAS] = policy.replicas
+    fail_multi = policy.fail_requests_greater_than_one
+    codes[L.P_FAIL_MULTI] = int(sharing is GpuSharing.mps if fail_multi is None else bool(fail_multi))
     codes[L.P_DEMAND] = demand.value
     flt = np.zeros(L.PARAM_FLOAT_FIELDS)
     flt[L.PF_SESSION] = float(policy.session_interval)
@@ -283,6 +289,7 @@ def _sharing_problems(
             ("replica_allocation", allocation, ReplicaAllocation.distributed),
             ("sharing_demand", demand_off, SharingDemand.whole),
             ("switch_overhead", overhead, 0.0),
+            ("fail_requests_greater_than_one", policy.fail_requests_greater_than_one, None),
         ):
             if value != default:
                 shown = getattr(value, "name", value)
@@ -405,12 +412,17 @@ def _mig_problems(
                 f"scorer: use first_fit (found {policy.gpu_placement})",
             )
         )
-    if policy.node_placement not in REPLICA_NODE_SCORERS and policy.node_placement in SCORERS:
+    # fgd scores MIG slices under dynamic MIG (docs/engine-semantics.md, "FGD over MIG slices").
+    slices_fgd = mig is MigStrategy.dynamic and policy.node_placement == "fgd"
+    other = policy.node_placement not in REPLICA_NODE_SCORERS and policy.node_placement in SCORERS
+    if other and not slices_fgd:
+        allowed = ", ".join(REPLICA_NODE_SCORERS)
+        also = " (and fgd with mig_strategy: dynamic)" if mig is not MigStrategy.dynamic else ", or fgd"
         problems.append(
             (
                 "scheduler.node_placement",
                 f"{policy.node_placement!r} models another GPU-sharing system; with mig_strategy: "
-                f"{mig.name} use one of {', '.join(REPLICA_NODE_SCORERS)}",
+                f"{mig.name} use one of {allowed}{also}",
             )
         )
     return problems
@@ -671,6 +683,8 @@ def compile_replay(
     m = pl.when(trace_m.is_between(1, L.WHOLE - 1)).then(L.WHOLE).otherwise(trace_m) if devices else trace_m
     if dyn is not None:
         dyn_masks, job_mig = dynamic_shapes(jobs, dyn, models, hami=codes[L.P_MIG_PLACEMENT] == L.MIG_HAMI)
+        if codes[L.P_MIG_PLACEMENT] == L.MIG_FGD_PLACEMENT:
+            job_mig[job_mig >= 0] |= L.MIG_FGD
     else:
         dyn_masks, job_mig = None, np.full((jobs.height, max(len(models), 1)), L.MIG_NONE, dtype=np.int64)
     # Jobs that get the same instance shapes share a key (a class must get one shape per model).
@@ -863,11 +877,12 @@ def compile_replay(
     class_mask = _per_class(qclass, num_classes, mask).astype(np.uint64)
     class_mig = np.full((num_classes, job_mig.shape[1]), L.MIG_NONE, dtype=np.int64)
     class_mig[qclass] = job_mig
-    mig_wanted = (
-        wanted_shapes(job_mig, ints[L.J_MILLI], mask, models, dyn)
-        if dyn is not None
-        else np.full((max(len(models), 1), 1), -1, dtype=np.int64)
-    )
+    if dyn is not None:
+        pods = ints[L.J_PODS]
+        mig_wanted, mig_weight = wanted_shapes(job_mig, ints[L.J_MILLI], pods, mask, models, dyn.geometry)
+    else:
+        mig_wanted = np.full((max(len(models), 1), 1), -1, dtype=np.int64)
+        mig_weight = np.zeros_like(mig_wanted)
 
     shapes = np.zeros((L.RCLASS_INT_FIELDS, num_rclasses), dtype=np.int64)
     for row, field in (
@@ -886,6 +901,11 @@ def compile_replay(
     codes_by_shape = np.zeros(num_rclasses, dtype=np.int64)
     rejection_codes(types, shapes, shape_mask, shape_mig, type_count, codes_by_shape)
     reject = np.ascontiguousarray(codes_by_shape[ints[L.J_RCLASS]])
+    if codes[L.P_FAIL_MULTI] and codes[L.P_SHARING] in REPLICA_MODES:
+        # The device plugin's Allocate refuses a request of more than one shared device: the pod fails
+        # kubelet admission (UnexpectedAdmissionError) and is not retried, so the job never runs.
+        # A pod the scheduler can never place fails scheduling first and keeps that reason.
+        reject[(reject == L.R_NONE) & (ints[L.J_K] > 1)] = L.R_SHARED_TOO_LARGE
     pod_job = np.repeat(np.arange(num_jobs, dtype=np.int64), ints[L.J_PODS])
     return Compiled(
         params=params,
@@ -905,6 +925,7 @@ def compile_replay(
             layout,
             class_mig,
             mig_wanted,
+            mig_weight,
             _tasks(params, tasks, models),
         ),
         cluster=cluster,
@@ -939,10 +960,18 @@ def task_bundle(tasks: TypicalPods | None, models: tuple[str, ...]) -> Tasks:
     return Tasks(task_int, task_mask, task_pop, np.zeros((0, 0, 2)))
 
 
-def _tasks(params: Params, tasks: TypicalPods | None, models: tuple[str, ...]) -> Tasks | None:
-    """``Classes.tasks``: given only when a scorer is one of the FGD paper's (their code compiles then)."""
-    if not uses_tasks(int(params.codes[L.P_NODE]), int(params.codes[L.P_GPU])):
-        return None
+def _tasks(params: Params, tasks: TypicalPods | None, models: tuple[str, ...]) -> Tasks:
+    """``Classes.tasks``: the workload's task classes when a scorer is one of the FGD paper's, else none.
+
+    Under dynamic MIG the ``fgd`` node scorer weighs slices (``Classes.mig_weight``), not task classes.
+
+    Always a bundle (empty when unused), never ``None``: every kernel takes ``Classes``, so an
+    optional bundle there would compile the whole engine once more for the FGD scorers (76 s cold,
+    measured), while their own code is a small share of it.
+    """
+    dynamic = params.codes[L.P_SHARING] == L.SHARING_MIG_DYNAMIC
+    if dynamic or not uses_tasks(int(params.codes[L.P_NODE]), int(params.codes[L.P_GPU])):
+        return task_bundle(None, models)
     return task_bundle(tasks, models)
 
 

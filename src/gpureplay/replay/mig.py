@@ -23,7 +23,7 @@ instance shape it gets on each product (``classes.mig``).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -572,28 +572,46 @@ WHOLE_GPU_SHAPE = 1 | 8 << L.MIG_SIZE_SHIFT | 7 << L.MIG_COMPUTE_SHIFT
 def wanted_shapes(
     job_shapes: Int64Array,
     milli: np.ndarray,
+    pods: np.ndarray,
     masks: np.ndarray,
     models: tuple[str, ...],
-    dyn: DynamicMigNodes,
-) -> Int64Array:
-    """``classes.mig_wanted``: per product, the distinct shapes the workload's pods get on it (-1 after).
+    dynamic: Collection[str],
+) -> tuple[Int64Array, Int64Array]:
+    """``classes.mig_wanted`` and ``classes.mig_weight``: per product, the distinct shapes the workload's
+    pods get on it (-1 after) and how many pods ask each.
 
     A fractional pod asks its instance shape; a whole-GPU pod allowed on a
-    dynamic product asks all 8 slices (:data:`WHOLE_GPU_SHAPE`).
+    dynamic product asks all 8 slices (:data:`WHOLE_GPU_SHAPE`). The counts
+    are FGD's task popularity over slices (``mig_placement: fgd``).
+
+    Examples
+    --------
+    ``dynamic`` names the dynamic products.
+
+    >>> g = mig_geometry("A100-40GB")
+    >>> two, three = (shape_code(g.profile(p), hami=False) for p in ("2g.10gb", "3g.20gb"))
+    >>> shapes, weights = wanted_shapes(np.array([[two], [three], [two]]), np.array([250, 500, 250]),
+    ...     np.array([1, 2, 3]), np.array([1, 1, 1], dtype=np.uint64), ("A100-40GB-MIG",), {"A100-40GB-MIG"})
+    >>> [hex(v) for v in shapes[0]], weights[0].tolist()
+    (['0x2215', '0x3411', '-0x1'], [4, 2, 0])
     """
-    per_model: list[list[int]] = []
+    per_model: list[list[tuple[int, int]]] = []
     whole = milli >= L.WHOLE
     for code, product in enumerate(models):
-        shapes = sorted({int(v) for v in np.unique(job_shapes[:, code]) if v >= 0})
         allowed = (masks & np.uint64(1 << code)) != 0
-        if product in dyn.geometry and bool(np.any(whole & allowed)):
-            shapes.append(WHOLE_GPU_SHAPE)
-        per_model.append(shapes)
+        column = job_shapes[:, code]
+        counts = [(int(v), int(pods[allowed & (column == v)].sum())) for v in np.unique(column) if v >= 0]
+        if product in dynamic and bool(np.any(whole & allowed)):
+            counts.append((WHOLE_GPU_SHAPE, int(pods[whole & allowed].sum())))
+        per_model.append(counts)
     width = max((len(s) for s in per_model), default=0) + 1
-    out = np.full((max(len(models), 1), width), -1, dtype=np.int64)
-    for code, shapes in enumerate(per_model):
-        out[code, : len(shapes)] = shapes
-    return out
+    shapes = np.full((max(len(models), 1), width), -1, dtype=np.int64)
+    weights = np.zeros_like(shapes)
+    for code, counts in enumerate(per_model):
+        for i, (shape, count) in enumerate(counts):
+            shapes[code, i] = shape
+            weights[code, i] = count
+    return shapes, weights
 
 
 def check_mig_inputs(jobs: pl.DataFrame, nodes: pl.DataFrame, strategy: str) -> None:

@@ -116,6 +116,7 @@ _REJECT_REASONS = {
     L.R_NO_MODEL: "no_model",
     L.R_POD_TOO_LARGE: "pod_too_large",
     L.R_GANG_TOO_LARGE: "gang_too_large",
+    L.R_SHARED_TOO_LARGE: "shared_request_too_large",
 }
 
 _VIOLATIONS = {
@@ -295,7 +296,9 @@ def simulate(
         max_samples=max_samples,
         debug=debug,
     )
-    if tasks is None and "fgd" in (policy.node_placement, policy.gpu_placement):
+    # Under dynamic MIG the fgd scorer weighs instance shapes (Classes.mig_weight), not task classes.
+    slices = getattr(policy.mig_strategy, "name", policy.mig_strategy) == "dynamic"
+    if tasks is None and not slices and "fgd" in (policy.node_placement, policy.gpu_placement):
         tasks = typical_pods(jobs)
     compiled = compile_replay(jobs, nodes, params, tasks)
     state = _initial(compiled, min(TIMELINE_START_CAPACITY, max_samples))

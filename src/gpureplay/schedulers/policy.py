@@ -185,11 +185,15 @@ class MigPlacement(Enum):
 
     ``hami``: HAMi's ``orderedMigPlacements``: profiles named ``1g.*`` or
     ``3g.*`` take the highest free allowed start slot, the others the lowest.
-    ``lowest_start``: always the lowest free allowed start.
+    ``lowest_start``: always the lowest free allowed start. ``fgd``: FGD
+    over slices, the free placement that grows the GPU's fragmentation least
+    (docs/engine-semantics.md, "FGD over MIG slices"; beyond Weng et al.,
+    ATC'23, whose measure counts milli-GPU).
     """
 
     hami = 0
     lowest_start = 1
+    fgd = 2
 
 
 class MigDemand(Enum):
@@ -264,6 +268,13 @@ class Policy:
         device plugin's ``replicas``, >= 2); 1 without sharing.
     replica_allocation
         See :class:`ReplicaAllocation`.
+    fail_requests_greater_than_one
+        The device plugin's ``failRequestsGreaterThanOne``: a pod asking more
+        than one replica fails at kubelet admission (UnexpectedAdmissionError,
+        never retried) instead of running on replicas that do not add compute.
+        ``None`` (default): the device plugin's own default, off under
+        time-slicing, on under MPS (``api/config/v1``: MPS sets it when
+        unset).
     sharing_demand
         See :class:`SharingDemand`.
     switch_overhead
@@ -301,6 +312,7 @@ class Policy:
     gpu_sharing: GpuSharing = GpuSharing.none
     replicas: int = 1
     replica_allocation: ReplicaAllocation = ReplicaAllocation.distributed
+    fail_requests_greater_than_one: bool | None = None
     sharing_demand: SharingDemand = SharingDemand.whole
     switch_overhead: float = 0.0
     mig_strategy: MigStrategy = MigStrategy.none
