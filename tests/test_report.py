@@ -386,12 +386,13 @@ def test_a_chosen_baseline_replaces_the_default_one(tmp_path: Path) -> None:
     base = {k: v[0] for k, v in HEADLINES["fifo"].items()}
     for scheduler, p95 in (("fifo", 3600.0), ("gang-binpack", 1800.0), ("sjf", 900.0)):
         write_run(tmp_path / scheduler, run_config(scheduler, 0), base | {"wait_p95": p95}, rng)
-    collection = choose_baseline(collect([tmp_path]), [("scheduler.name", "gang-binpack")])
+    collection = choose_baseline(collect([tmp_path]), [("scheduler", "gang-binpack")])  # as labels write it
     assert effect_sentences(effects(collection, summarize(collection))) == [
         "fifo raises p95 wait by 100% vs gang-binpack on philly (worse).",
         "sjf cuts p95 wait by 50% vs gang-binpack on philly (better).",
     ]
-    with pytest.raises(InputError, match=r"'workload.load' is not a key that differs.*scheduler.name"):
+    assert collection.baseline == (("scheduler.name", "gang-binpack"),)
+    with pytest.raises(InputError, match=r"'workload.load' is not a key that differs.*: scheduler\)"):
         choose_baseline(collect([tmp_path]), [("workload.load", "1.0")])
     with pytest.raises(InputError, match=r"no configuration has scheduler.name=kai.*fifo, gang-binpack, sjf"):
         build_report([tmp_path], tmp_path / "out", [("scheduler.name", "kai")])

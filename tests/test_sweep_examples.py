@@ -35,6 +35,8 @@ OWN_PAIRS: dict[str, tuple[tuple[str, str], str]] = {
     "fgd-openb": (("fgd", "fgd-random"), "unallocated_gpu_pct_at_100"),
     "fgd-openb-variants": (("fgd", "fgd-random"), "unallocated_gpu_pct_at_100"),
     "fgd-openb-timed": (("fgd", "fgd-random"), "wait_mean"),
+    # the same policies on Philly's whole-GPU gangs: FGD against BestFit, which leaves fewer GPUs stranded
+    "fgd-philly-timed": (("fgd", "fgd-bestfit"), "wait_mean"),
     # GPU-sharing systems: HAMi's vGPU slots and memory against plain shares under kube's queue
     "sharing-openb": (("kube-default", "hami-binpack"), "wait_mean"),
     # MIG layouts under one scheduler: whole GPUs against 7 small instances per GPU
@@ -95,6 +97,7 @@ def test_every_declared_sweep_is_checked() -> None:
         "fgd-openb",
         "fgd-openb-timed",
         "fgd-openb-variants",
+        "fgd-philly-timed",
         "load",
         "mig-openb",
         "mig-openb-dynamic",

@@ -594,19 +594,25 @@ def choose_baseline(collection: Collection, chosen: Sequence[tuple[str, str]]) -
     Raises
     ------
     gpureplay.errors.InputError
-        When a key does not vary across the configurations (a label key), or
+        When a key does not vary across the configurations (a label key, as
+    ``scheduler.name`` or as the labels write it, ``scheduler``), or
         when no configuration has all the given values (the message lists the
         values each key takes).
     """
     configs = collection.configs
-    for key, _ in chosen:
-        if key not in collection.label_keys:
-            varying = ", ".join(collection.label_keys) or "none"
+    # A key as the labels write it (``scheduler`` for ``scheduler.name``) names the same key.
+    by_label = {short_key(k): k for k in collection.label_keys} | {k: k for k in collection.label_keys}
+    resolved: list[tuple[str, str]] = []
+    for key, value in chosen:
+        if key not in by_label:
+            varying = ", ".join(short_key(k) for k in collection.label_keys) or "none"
             raise InputError.single(
                 f"{key!r} is not a key that differs between these runs' configurations "
                 f"(those that do: {varying})",
                 "report --baseline",
             )
+        resolved.append((by_label[key], value))
+    chosen = resolved
     match = configs.filter(*[pl.col(k).fill_null("null") == v for k, v in chosen]) if chosen else configs
     if match.is_empty():
         values = "; ".join(
