@@ -30,7 +30,7 @@ from typing import Any
 
 import polars as pl
 import pytest
-from hypothesis import HealthCheck, given, reject, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.reference.simulator import ATTEMPT_SCHEMA, JOB_RESULT_SCHEMA, TIMELINE_SCHEMA, Replay
 from tests.reference.simulator import draw as reference_draw
@@ -57,6 +57,7 @@ from tests.reference.strategies import (
     windows,
 )
 
+from gpureplay.errors import InputError
 from gpureplay.schedulers.policy import GangMode, GpuSharing, MigStrategy, Policy, Preemption, Requeue
 
 try:
@@ -194,8 +195,10 @@ def assert_agree(
     *,
     chunk_seconds: float | None = None,
     **kwargs: Any,
-) -> Replay:
-    """Replay with both simulators (``kwargs``: seed, sample_interval, horizon, window, max_samples)."""
+) -> Replay | None:
+    """Replay with both simulators (``kwargs``: seed, sample_interval, horizon, window, max_samples).
+
+    Returns the reference's replay, or ``None`` for a preemption livelock (both stopped it)."""
     simulate = engine().simulate
     kwargs.setdefault("seed", 0)
     kwargs.setdefault("sample_interval", 10.0)
@@ -205,10 +208,11 @@ def assert_agree(
     except RuntimeError as exc:
         if "preemption livelock" not in str(exc):
             raise
-        # A case on which the spec's preemption evicts without end (the reference's guard stops it
-        # after 100 evictions per job) has no result to compare; found on a generated gang-binpack-
-        # preempt case, HEAD's reference livelocks on it too (a model question, not an engine one).
-        reject()
+        # A case on which the spec's preemption evicts without end (both stop it after 100 evictions
+        # per job; tests/test_preemption_runs.py holds one): the engine must stop it too, not hang.
+        with pytest.raises(InputError, match="preemption livelock"):
+            simulate(jobs, nodes, policy, debug=True, chunk_seconds=chunk_seconds, **kwargs)
+        return None
     except Exception as exc:
         raise AssertionError(
             f"reference raised {exc!r}\n{describe_case(jobs, nodes, policy, shown)}"
@@ -450,9 +454,53 @@ def test_timeline_lost_gpu_seconds_accrue_while_spent() -> None:
     # Job 1 is evicted at 7 (nothing lost: checkpoint 0), holds until 9, restarts at 14 and spends
     # 1 s of overhead; cut at 14.5 it has lost 4 x (2 + 0.5) = 10 GPU-seconds, as its job row says.
     result = assert_agree(jobs, nodes, policy, sample_interval=0.5, horizon=14.5)
+    assert result is not None
     assert result.jobs["lost_gpu_seconds"].to_list() == [10.0, 0.0]
     assert result.timeline.filter(pl.col("time") == 8.0)["lost_gpu_seconds"].to_list() == [4.0]
     assert result.timeline["lost_gpu_seconds"].to_list()[-1] == 10.0
+
+
+def test_a_preemption_livelock_stops_both_simulators() -> None:
+    """A generated case (shrunk to 8 jobs) on which the spec's preemption evicts without end.
+
+    At t=100 job 551 (8 whole GPUs, priority 5) is nominated to the V100 and 7 GPUs of the A10, evicts
+    860 (two 300-milli pods on A10 GPUs 6-7); while 860 terminates, 4397 (four 100-milli pods, priority
+    -5) passes the nominated-room check, which compares milli-GPU only, and takes A10 GPUs 0-3 whole-GPU
+    pods needed; 551 evicts 4397, 860 comes back on GPUs 4-5, and so on every 30 s. Both simulators stop
+    it after 100 evictions per job instead of running forever (the model gap is in the note).
+    """
+    jobs = jobs_frame(
+        [
+            {"job_id": 399, "submit_time": 0.0, "duration": 100.0, "num_pods": 2, "gpu_milli": 3000,
+             "gpu_mem_mib": 16384, "priority": -5, "preemptible": False},
+            {"job_id": 272, "submit_time": 1.0, "duration": 100.0, "num_pods": 8, "gpu_milli": 300,
+             "gpu_mem_mib": 4096, "cpu_milli": 2000, "priority": -5},
+            {"job_id": 3225, "submit_time": 2.0, "duration": 0.0, "num_pods": 3, "gpu_milli": 500,
+             "cpu_milli": 8000, "mem_mib": 1024, "priority": 5, "preemptible": False},
+            {"job_id": 4805, "submit_time": 9.5, "duration": 19.0, "num_pods": 2, "gpu_milli": 300,
+             "gpu_mem_mib": 4096, "mem_mib": 8192, "preemptible": False},
+            {"job_id": 0, "submit_time": 12.0, "duration": 38.0, "num_pods": 1, "gpu_milli": 1000,
+             "gpu_mem_mib": 4096, "cpu_milli": 8000},
+            {"job_id": 4397, "submit_time": 12.0, "duration": 100.0, "num_pods": 4, "gpu_milli": 100,
+             "gpu_mem_mib": 20000, "mem_mib": 65536, "priority": -5},
+            {"job_id": 860, "submit_time": 20.5, "duration": 100.0, "num_pods": 2, "gpu_milli": 300,
+             "gpu_mem_mib": 16384, "mem_mib": 65536, "priority": -5},
+            {"job_id": 551, "submit_time": 21.5, "duration": 100.0, "num_pods": 8, "gpu_milli": 1000,
+             "cpu_milli": 2000, "mem_mib": 65536, "priority": 5},
+        ]
+    )  # fmt: skip
+    nodes = nodes_frame(
+        [
+            {"gpu_model": "V100", "num_gpus": 1, "gpu_mem_mib": 16384, "cpu_milli": 16000},
+            {"gpu_model": "A10", "num_gpus": 8, "gpu_mem_mib": 24576, "cpu_milli": 64000},
+        ]
+    )
+    policy = PRESETS["gang-binpack-preempt"]
+    with pytest.raises(RuntimeError, match="preemption livelock"):
+        reference_simulate(jobs, nodes, policy, seed=1, sample_interval=4.0)
+    stopped = r"scheduler.preemption.*preemption livelock: 801 evictions for 8 jobs"
+    with pytest.raises(InputError, match=stopped):
+        engine().simulate(jobs, nodes, policy, debug=True, seed=1, sample_interval=4.0)
 
 
 def test_preemption_without_the_priority_order_is_refused() -> None:

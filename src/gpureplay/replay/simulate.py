@@ -28,6 +28,7 @@ from gpureplay.engine.fitindex import index_layout
 from gpureplay.engine.loop import advance
 from gpureplay.engine.resources import rejection_codes
 from gpureplay.engine.scoring import build_index
+from gpureplay.errors import InputError
 from gpureplay.interrupts import PendingSignal, deferred
 from gpureplay.replay.compile import Compiled, compile_replay, policy_params
 from gpureplay.replay.progress import Progress
@@ -497,6 +498,7 @@ def _run(
                 continue
             if status != L.ADV_PAUSED:
                 break
+            _check_livelock(c, state)
             if adaptive:
                 took = time.perf_counter() - tick
                 if took > MAX_CHUNK_WALL_SECONDS:
@@ -509,6 +511,39 @@ def _run(
         if progress is not None:
             progress(_progress(state.run, total, last_submit, started, True))
     return state
+
+
+#: Evictions per job beyond which a replay is taken for a preemption livelock (the reference's bound).
+LIVELOCK_EVICTIONS_PER_JOB = 100
+
+
+def _check_livelock(compiled: Compiled, state: State) -> None:
+    """Stop a replay whose preemptions evict without end (checked between chunks).
+
+    Raises
+    ------
+    InputError
+        On ``scheduler.preemption``, when the evictions so far exceed
+        :data:`LIVELOCK_EVICTIONS_PER_JOB` per job: the same jobs evict one
+        another over and over (e.g. a low-priority job re-takes room its
+        evictor was waiting for), and the replay would never end.
+    """
+    evictions = int(state.run.counters[L.K_PREEMPTIONS])
+    num_jobs = int(compiled.jobs.ints.shape[1])
+    if evictions <= LIVELOCK_EVICTIONS_PER_JOB * num_jobs:
+        return
+    times = state.js.dyn[L.D_PREEMPTIONS]
+    worst = np.argsort(-times, kind="stable")[:3]
+    ids = compiled.jobs.ints[L.J_ID]
+    most = ", ".join(f"job {int(ids[j])} {int(times[j]):,} times" for j in worst if times[j] > 0)
+    now = float(state.run.clock[L.X_NOW])
+    message = (
+        f"preemption livelock: {evictions:,} evictions for {num_jobs:,} jobs by t={now:,.0f} s "
+        f"(most evicted: {most}); the same jobs evict one another without end, so the replay stops "
+        "(docs/engine-semantics.md, 'Nominated nodes'). Change the preemption settings or the jobs' "
+        "priorities."
+    )
+    raise InputError.config(message, "scheduler.preemption")
 
 
 def _progress(run: Run, total: int, last_submit: float, started: float, finished: bool) -> Progress:
