@@ -244,3 +244,14 @@ def test_converted_csv_keeps_model_lists_readable(tmp_path: Path) -> None:
     back = gpureplay("trace", "inspect", str(out))
     assert back.returncode == 0, back.stderr
     assert "gpu_models             List(String)" in back.stdout
+
+
+def test_report_baseline_must_be_key_equals_value_and_name_a_configuration(tmp_path: Path) -> None:
+    # In-process (no subprocess start): a malformed --baseline stops before any run is read; a well-formed
+    # one naming no run folder reaches the report's own input error. Both exit 2 with one message.
+    runner = CliRunner()
+    bad = runner.invoke(main, ["report", str(tmp_path), "--baseline", "scheduler"])
+    assert bad.exit_code == 2 and "--baseline 'scheduler': expected KEY=VALUE" in bad.output
+    assert bad.exception is None or isinstance(bad.exception, SystemExit)
+    empty = runner.invoke(main, ["report", str(tmp_path), "-o", str(tmp_path / "out"), "--baseline", "a=b"])
+    assert empty.exit_code == 2 and "no complete run" in empty.output
