@@ -501,6 +501,12 @@ def test_a_preemption_livelock_stops_both_simulators() -> None:
     stopped = r"scheduler.preemption.*preemption livelock: 801 evictions for 8 jobs"
     with pytest.raises(InputError, match=stopped):
         engine().simulate(jobs, nodes, policy, debug=True, seed=1, sample_interval=4.0)
+    # With no grace period the evictions all happen at one instant: the engine stops inside its chunk.
+    instant = replace(policy, graceful_termination=0.0)
+    with pytest.raises(RuntimeError, match="preemption livelock"):
+        reference_simulate(jobs, nodes, instant, seed=1, sample_interval=4.0)
+    with pytest.raises(InputError, match=r"preemption livelock: 801 evictions for 8 jobs by t=100 s"):
+        engine().simulate(jobs, nodes, instant, debug=True, seed=1, sample_interval=4.0)
 
 
 def test_preemption_without_the_priority_order_is_refused() -> None:

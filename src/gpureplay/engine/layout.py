@@ -309,6 +309,7 @@ ADV_PAUSED = 0  # every event time <= the stop time is processed; more remain
 ADV_DONE = 1  # the run has ended
 ADV_FAILED = 2  # a debug invariant check failed (error record set); the run stops
 ADV_GROW = 3  # a result buffer needs room before the next event time; grow it and call again
+ADV_LIVELOCK = 4  # the evictions passed P_MAX_EVICTIONS: preemptions evict without end; the run stops
 
 # --- params.codes: policy codes (values of the Policy enums) -----------------------------------------
 P_ORDER = 0
@@ -335,7 +336,8 @@ P_DEMAND = 20  # DEMAND_* rule: what a pod of a shared GPU would use alone
 P_MIG_DEMAND = 21  # MIG_DEMAND_* rule: which instances a job that names no profile may take
 P_MIG_PLACEMENT = 22  # MIG_HAMI / MIG_LOWEST_START / MIG_FGD_PLACEMENT: where a dynamic instance goes
 P_FAIL_MULTI = 23  # 1: a pod asking more than one replica fails admission (failRequestsGreaterThanOne)
-POLICY_FIELDS = 24
+P_MAX_EVICTIONS = 24  # evictions beyond which the replay returns ADV_LIVELOCK (set by the compile step)
+POLICY_FIELDS = 25
 
 SHARING_NONE = 0
 SHARING_TIME_SLICING = 1

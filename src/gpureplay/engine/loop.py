@@ -65,6 +65,7 @@ from gpureplay.engine.layout import (
     ADV_DONE,
     ADV_FAILED,
     ADV_GROW,
+    ADV_LIVELOCK,
     ADV_PAUSED,
     JF_SUBMIT,
     K_ATTEMPTS,
@@ -72,6 +73,7 @@ from gpureplay.engine.layout import (
     K_EVENTS,
     K_NRUN,
     K_NTERM,
+    K_PREEMPTIONS,
     L_ARRIVAL,
     L_CYCLE_OWED,
     L_FIRST_PASS,
@@ -83,6 +85,7 @@ from gpureplay.engine.layout import (
     L_STATUS,
     L_TICK_K,
     P_GANG,
+    P_MAX_EVICTIONS,
     P_MAX_SAMPLES,
     PF_HORIZON,
     PF_SESSION,
@@ -145,8 +148,10 @@ def advance(params: Params, jobs: Jobs, cs: Classes, cl: Cluster, st: State, t_s
     int
         ``ADV_PAUSED`` (``run.clock[X_NEXT_T]`` is the next event time, ``>
         t_stop``), ``ADV_DONE``, ``ADV_FAILED`` (``run.err`` holds ``[code,
-        entity]`` and ``run.clock[X_ERROR_T]`` the time of the failed check) or
-        ``ADV_GROW`` (a result buffer needs room; grow it and call again). Also
+        entity]`` and ``run.clock[X_ERROR_T]`` the time of the failed check),
+        ``ADV_GROW`` (a result buffer needs room; grow it and call again) or
+        ``ADV_LIVELOCK`` (the evictions passed ``P_MAX_EVICTIONS``: the run
+        stops, mid-instant when grace periods are 0). Also
         left in ``run.cursor[L_STATUS]``. At the end ``run.clock[X_INTEGRAL]``
         is the GPU-milli-second integral and ``run.clock[X_NOW]`` the end time.
 
@@ -282,6 +287,10 @@ def advance(params: Params, jobs: Jobs, cs: Classes, cl: Cluster, st: State, t_s
             if (periodic and t == tick_t) or (not periodic and changed):
                 changes = cycle(pods, params, jobs, cs, cl, ix, js, pend, tm, sc, run, easy, pre, t)
                 counters[K_CYCLES] += 1
+                if counters[K_PREEMPTIONS] > params.codes[P_MAX_EVICTIONS]:
+                    # Jobs evict one another without end (with no grace, all at one instant): stop here.
+                    status = ADV_LIVELOCK
+                    break
                 cycle_owed = False
                 if periodic:
                     idle = changes == 0

@@ -615,6 +615,10 @@ def _node_types(node_int: Int64Array, num_models: int, hist_width: int) -> tuple
     return empty_cluster(type_int, num_models, hist_width), np.ascontiguousarray(counts, dtype=np.int64)
 
 
+#: Evictions per job beyond which a replay is taken for a preemption livelock (the reference's bound).
+LIVELOCK_EVICTIONS_PER_JOB = 100
+
+
 def compile_replay(
     jobs: pl.DataFrame, nodes: pl.DataFrame, params: Params, tasks: TypicalPods | None = None
 ) -> Compiled:
@@ -901,6 +905,8 @@ def compile_replay(
     codes_by_shape = np.zeros(num_rclasses, dtype=np.int64)
     rejection_codes(types, shapes, shape_mask, shape_mig, type_count, codes_by_shape)
     reject = np.ascontiguousarray(codes_by_shape[ints[L.J_RCLASS]])
+    # A replay past this many evictions is a preemption livelock (gpureplay.replay.simulate stops it).
+    codes[L.P_MAX_EVICTIONS] = LIVELOCK_EVICTIONS_PER_JOB * num_jobs
     if codes[L.P_FAIL_MULTI] and codes[L.P_SHARING] in REPLICA_MODES:
         # The device plugin's Allocate refuses a request of more than one shared device: the pod fails
         # kubelet admission (UnexpectedAdmissionError) and is not retried, so the job never runs.
@@ -976,6 +982,7 @@ def _tasks(params: Params, tasks: TypicalPods | None, models: tuple[str, ...]) -
 
 
 __all__ = [
+    "LIVELOCK_EVICTIONS_PER_JOB",
     "PREEMPTION_POLICIES",
     "Compiled",
     "compile_nodes",

@@ -496,9 +496,10 @@ def _run(
             if status == L.ADV_GROW:
                 state = state._replace(run=_grow(state.run, max_samples))
                 continue
+            if status == L.ADV_LIVELOCK:
+                _check_livelock(c, state)
             if status != L.ADV_PAUSED:
                 break
-            _check_livelock(c, state)
             if adaptive:
                 took = time.perf_counter() - tick
                 if took > MAX_CHUNK_WALL_SECONDS:
@@ -513,12 +514,8 @@ def _run(
     return state
 
 
-#: Evictions per job beyond which a replay is taken for a preemption livelock (the reference's bound).
-LIVELOCK_EVICTIONS_PER_JOB = 100
-
-
 def _check_livelock(compiled: Compiled, state: State) -> None:
-    """Stop a replay whose preemptions evict without end (checked between chunks).
+    """Stop a replay whose preemptions evict without end (the engine returned ``ADV_LIVELOCK``).
 
     Raises
     ------
@@ -530,8 +527,6 @@ def _check_livelock(compiled: Compiled, state: State) -> None:
     """
     evictions = int(state.run.counters[L.K_PREEMPTIONS])
     num_jobs = int(compiled.jobs.ints.shape[1])
-    if evictions <= LIVELOCK_EVICTIONS_PER_JOB * num_jobs:
-        return
     times = state.js.dyn[L.D_PREEMPTIONS]
     worst = np.argsort(-times, kind="stable")[:3]
     ids = compiled.jobs.ints[L.J_ID]
