@@ -66,7 +66,7 @@ __all__ = [
     "mig_free",
     "mig_pick",
     "mig_size",
-    "ruled_growth",
+    "pick_instance",
     "slot_compute",
     "slot_gpu",
     "slot_start",
@@ -270,17 +270,40 @@ def fgd_instance(cl: Cluster, cs: Classes, n: int, shape: int) -> tuple[int, int
 
 
 @kernel
+def pick_instance(cl: Cluster, cs: Classes, n: int, shape: int) -> tuple[int, int]:
+    """The GPU and start an instance of ``shape`` gets on node ``n`` (which has a free placement).
+
+    Notes
+    -----
+    With ``MIG_FGD`` in the shape: :func:`fgd_instance`'s. Otherwise the
+    lowest-index GPU with a free placement (and the milli and device slot it
+    needs; first fit: the GPU-level rule of HAMi's binpack for a node's MIG
+    devices is not modelled), at :func:`mig_pick`'s start.
+    """
+    if shape & MIG_FGD:
+        return fgd_instance(cl, cs, n, shape)[1:]
+    book = mig_size(shape) * MIG_SLICE_MILLI
+    g0 = cl.node_int[N_GPU0, n]
+    for g in range(g0, g0 + cl.node_int[N_GPUS, n]):
+        if cl.gpu_free[G_MILLI, g] >= book and cl.gpu_free[G_SLOTS, g] >= 1:
+            start = mig_pick(cl.gpu_free[G_MIG, g], shape)
+            if start >= 0:
+                return g, start
+    return -1, -1
+
+
+@kernel
 def mig_fgd_score(cl: Cluster, cs: Classes, c: int, n: int) -> int:
     """The ``fgd`` node score of a pod of class ``c`` on node ``n`` (which fits it) under dynamic MIG.
 
     Notes
     -----
-    Minus the growth of the slice fragmentation the pod causes: its
-    instance's on a dynamic node (the least, :func:`fgd_instance`, under
-    ``mig_placement: fgd``; else the start rule's, :func:`ruled_growth`), ``-k F(0)`` for
-    ``k`` wholly free GPUs taken whole there (they leave the measure), 0 on a
-    whole-GPU node (no slices). FGD's node score (Weng et al., ATC'23 §4)
-    over slices.
+    Minus the growth of the slice fragmentation (:func:`gpu_fragmentation`)
+    the pod causes: its instance's on a dynamic node, placed as
+    :func:`pick_instance` places it (the least growth under ``mig_placement:
+    fgd``), ``-k F(0)`` for ``k`` wholly free GPUs taken whole there (they
+    leave the measure), 0 on a whole-GPU node (no slices). FGD's node score
+    (Weng et al., ATC'23 §4) over slices.
     """
     if cl.node_int[N_MIG_MASK, n] == 0:
         return 0
@@ -288,31 +311,10 @@ def mig_fgd_score(cl: Cluster, cs: Classes, c: int, n: int) -> int:
     kind = cs.ints[C_KIND, c]
     if kind == KIND_WHOLE:
         return -int(cs.ints[C_K, c]) * gpu_fragmentation(0, cs, model)
-    if kind == KIND_SHARE:
-        shape = cs.mig[c, model]
-        if shape >= 0:
-            if shape & MIG_FGD:
-                return -fgd_instance(cl, cs, n, shape)[0]
-            return -ruled_growth(cl, cs, n, shape)
-    return 0
-
-
-@kernel
-def ruled_growth(cl: Cluster, cs: Classes, n: int, shape: int) -> int:
-    """Growth of F (:func:`gpu_fragmentation`) from the placement the start rule gives ``shape`` on ``n``.
-
-    The GPU is the lowest-index one with a free placement (and the milli and
-    device slot it needs), the start :func:`mig_pick`'s, as
-    :func:`gpureplay.engine.resources.take_instance` places it.
-    """
-    model = cl.node_int[N_MODEL, n]
-    book = mig_size(shape) * MIG_SLICE_MILLI
-    g0 = cl.node_int[N_GPU0, n]
-    for g in range(g0, g0 + cl.node_int[N_GPUS, n]):
-        if cl.gpu_free[G_MILLI, g] >= book and cl.gpu_free[G_SLOTS, g] >= 1:
-            held = cl.gpu_free[G_MIG, g]
-            start = mig_pick(held, shape)
-            if start >= 0:
-                after = gpu_fragmentation(held | instance_bits(shape, start), cs, model)
-                return after - gpu_fragmentation(held, cs, model)
-    return 0
+    shape = cs.mig[c, model] if kind == KIND_SHARE else -1
+    if shape < 0:
+        return 0
+    g, start = pick_instance(cl, cs, n, shape)
+    held = cl.gpu_free[G_MIG, g]
+    after = gpu_fragmentation(held | instance_bits(shape, start), cs, model)
+    return gpu_fragmentation(held, cs, model) - after

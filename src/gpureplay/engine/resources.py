@@ -45,7 +45,6 @@ from gpureplay.engine.layout import (
     KIND_NONE,
     KIND_SHARE,
     KIND_WHOLE,
-    MIG_FGD,
     MIG_MEMORY_SLICES,
     MIG_NONE,
     MIG_SLICE_MILLI,
@@ -80,13 +79,12 @@ from gpureplay.engine.layout import (
     UInt64Array,
 )
 from gpureplay.engine.mig import (
-    fgd_instance,
     instance_bits,
     instance_slot,
     mig_compute,
     mig_free,
-    mig_pick,
     mig_size,
+    pick_instance,
     slot_gpu,
     slot_start,
 )
@@ -567,11 +565,7 @@ def take_instance(
 
     Notes
     -----
-    The GPU is the lowest-index one with a free placement (first fit: the
-    GPU-level rule of HAMi's binpack for a node's MIG devices is not
-    modelled); the start is :func:`gpureplay.engine.mig.mig_pick`'s. With
-    ``MIG_FGD`` in the shape, GPU and start are
-    :func:`gpureplay.engine.mig.fgd_instance`'s.
+    GPU and start are :func:`gpureplay.engine.mig.pick_instance`'s.
     ``recorded`` re-creates the recorded instance (EASY's projection,
     preemption's undo).
     """
@@ -581,19 +575,8 @@ def take_instance(
         v = slots[slot0]
         g = slot_gpu(v)
         start = slot_start(v)
-    elif shape & MIG_FGD:
-        g, start = fgd_instance(cl, cs, n, shape)[1:]
-        slots[slot0] = instance_slot(g, start, mig_compute(shape))
     else:
-        g = -1
-        start = -1
-        g0 = cl.node_int[N_GPU0, n]
-        for h in range(g0, g0 + cl.node_int[N_GPUS, n]):
-            if cl.gpu_free[G_MILLI, h] >= book and cl.gpu_free[G_SLOTS, h] >= 1:
-                start = mig_pick(cl.gpu_free[G_MIG, h], shape)
-                if start >= 0:
-                    g = h
-                    break
+        g, start = pick_instance(cl, cs, n, shape)
         slots[slot0] = instance_slot(g, start, mig_compute(shape))
     cl.gpu_free[G_MIG, g] |= instance_bits(shape, start)
     gmem = instance_memory(cl, n, size)
