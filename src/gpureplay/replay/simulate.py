@@ -17,6 +17,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NoReturn
 
 import numpy as np
 import polars as pl
@@ -497,7 +498,7 @@ def _run(
                 state = state._replace(run=_grow(state.run, max_samples))
                 continue
             if status == L.ADV_LIVELOCK:
-                _check_livelock(c, state)
+                _raise_livelock(c, state)
             if status != L.ADV_PAUSED:
                 break
             if adaptive:
@@ -514,16 +515,16 @@ def _run(
     return state
 
 
-def _check_livelock(compiled: Compiled, state: State) -> None:
+def _raise_livelock(compiled: Compiled, state: State) -> NoReturn:
     """Stop a replay whose preemptions evict without end (the engine returned ``ADV_LIVELOCK``).
 
     Raises
     ------
     InputError
-        On ``scheduler.preemption``, when the evictions so far exceed
-        :data:`LIVELOCK_EVICTIONS_PER_JOB` per job: the same jobs evict one
+        Always, on ``scheduler.preemption``: the evictions passed
+        :data:`gpureplay.replay.compile.LIVELOCK_EVICTIONS_PER_JOB` per job, the same jobs evicting one
         another over and over (e.g. a low-priority job re-takes room its
-        evictor was waiting for), and the replay would never end.
+        evictor was waiting for), so the replay would never end.
     """
     evictions = int(state.run.counters[L.K_PREEMPTIONS])
     num_jobs = int(compiled.jobs.ints.shape[1])
