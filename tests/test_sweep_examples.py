@@ -43,6 +43,8 @@ OWN_PAIRS: dict[str, tuple[tuple[str, str], str]] = {
     "mig-openb": (("all-disabled", "all-1g.10gb"), "wait_mean"),
     # dynamic MIG's node rule: LeastAllocated spread against FGD's score over slices
     "mig-openb-dynamic": (("worst_fit", "fgd"), "wait_mean"),
+    # mixed MIG layouts kept static against idle GPUs re-partitioned to what pending pods need
+    "mig-openb-repartition": (("mig-mixed", "mig-repartition"), "wait_mean"),
 }
 
 #: Sweeps that compare something else than schedulers: the key their pair is values of.
@@ -101,6 +103,7 @@ def test_every_declared_sweep_is_checked() -> None:
         "load",
         "mig-openb",
         "mig-openb-dynamic",
+        "mig-openb-repartition",
         "philly-example",
         "philly-preemption",
         "philly-schedulers",

@@ -85,17 +85,34 @@ class OpenbMigReplay(OpenbSharingReplay):
     ``all-enabled`` runs HAMi's dynamic MIG (preset ``mig-dynamic``): an instance made per pod on the slice
     masks, the one layout whose placement work grows with the pods on a GPU. ``all-enabled+fgd`` runs FGD
     over slices (preset ``mig-fgd``): every GPU's placements scored by the fragmentation they leave.
+    ``all-balanced+mixed`` and ``all-balanced+repartition`` are the sweep ``mig-openb-repartition``'s
+    points (half the nodes MIG under the mixed strategy, binpack): static layouts, and idle GPUs
+    re-partitioned after every scheduling cycle (preset ``mig-repartition``).
     """
 
     params: ClassVar[list[list[str]]] = [
-        ["all-disabled", "all-1g.10gb", "all-3g.40gb", "all-enabled", "all-enabled+fgd"]
+        [
+            "all-disabled",
+            "all-1g.10gb",
+            "all-3g.40gb",
+            "all-enabled",
+            "all-enabled+fgd",
+            "all-balanced+mixed",
+            "all-balanced+repartition",
+        ]
     ]
     param_names: ClassVar[list[str]] = ["layout"]
 
     def setup(self, name: str) -> None:
-        layout, _, fgd = name.partition("+")
-        dynamic = [f"scheduler=mig-{'fgd' if fgd else 'dynamic'}"] if layout == "all-enabled" else []
+        layout, _, variant = name.partition("+")
+        if variant in ("mixed", "repartition"):
+            half = ["cluster.mig_nodes=8", "scheduler.node_placement=best_fit"]
+            scheduler = [f"scheduler=mig-{variant}", *half]
+        elif layout == "all-enabled":
+            scheduler = [f"scheduler=mig-{'fgd' if variant else 'dynamic'}"]
+        else:
+            scheduler = []
         self.jobs, self.nodes, self.policy, self.sample_interval = inputs(
-            ["experiment=mig-openb", *dynamic, f"cluster.mig_layout={layout}"]
+            ["experiment=mig-openb", *scheduler, f"cluster.mig_layout={layout}"]
         )
         warm_up(self.policy)

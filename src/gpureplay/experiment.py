@@ -87,8 +87,9 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
         On any bad trace, node list or config value; nothing is written then.
     """
     from gpureplay.engine.config import cache_folder
-    from gpureplay.replay.mig import check_mig_inputs
+    from gpureplay.replay.mig import check_mig_inputs, dynamic_mig_nodes
     from gpureplay.replay.progress import announce_compilation, progress_for_terminal
+    from gpureplay.replay.repartition import repartition_plan
     from gpureplay.replay.simulate import (  # numba import deferred: `--help` stays fast
         kernels_cached,
         simulate,
@@ -122,7 +123,11 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
     window = measurement_window(jobs, cfg.measure.start, cfg.measure.end)
 
     # Bad MIG inputs fail before the kernels compile (a minute on a first run).
-    check_mig_inputs(jobs, cluster.nodes, str(getattr(policy.mig_strategy, "name", policy.mig_strategy)))
+    strategy = str(getattr(policy.mig_strategy, "name", policy.mig_strategy))
+    check_mig_inputs(jobs, cluster.nodes, strategy)
+    if strategy == "mixed" and str(getattr(policy.mig_reconfigure, "name", policy.mig_reconfigure)) == "idle":
+        mig = dynamic_mig_nodes(cluster.nodes, mixed=True, repartition=True)
+        repartition_plan(mig, policy.mig_reconfigure_layouts)
     # Kernels compile (first run) or load from numba's cache here, timed apart from the replay.
     if not kernels_cached():
         announce_compilation(str(cache_folder()))
@@ -165,6 +170,8 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
         devices=devices,
         mig_instances=int(replay.stats["mig_instances"]),
         mig_stranded_pct=None if math.isnan(stranded) else stranded,
+        mig_reconfigurations=int(replay.stats["mig_reconfigurations"]),
+        mig_reconfigure_gpu_h=float(replay.stats["mig_reconfigure_gpu_h"]),
     )
     summary = config_frame(cfg).hstack(metrics)
 

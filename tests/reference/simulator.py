@@ -40,7 +40,7 @@ from tests.reference.scoring import (
 )
 
 from gpureplay.mig.devices import single_strategy_devices, smallest_profile
-from gpureplay.mig.geometry import MigProfile, mig_geometry
+from gpureplay.mig.geometry import MigGeometry, MigProfile, mig_geometry
 from gpureplay.mig.parted import find_placement, standard_configs
 from gpureplay.replay.simulate import ATTEMPT_SCHEMA, JOB_RESULT_SCHEMA, TIMELINE_SCHEMA, Replay
 from gpureplay.schedulers.policy import (
@@ -49,6 +49,7 @@ from gpureplay.schedulers.policy import (
     GpuSharing,
     MigDemand,
     MigPlacement,
+    MigReconfigure,
     MigStrategy,
     NodeTies,
     Policy,
@@ -135,6 +136,13 @@ class Gpu:
     # [Dynamic MIG] the memory slices held on it (bit i: slice i): its instances', all of them when a
     # whole-GPU pod holds it.
     mig_mask: int = 0
+    # [MIG re-partitioning] each GPU of a re-partitioning node holds its own layout: the config's name
+    # (during a downtime: the config being applied), its instances' starts by profile (empty during a
+    # downtime: no instance) and when the downtime ends (None: not in downtime). ``starts`` None: the
+    # node's ``mig_starts`` apply.
+    layout: str | None = None
+    starts: dict[str, tuple[int, ...]] | None = None
+    down_until: float | None = None
 
 
 @dataclass
@@ -174,6 +182,9 @@ class Node:
     # [MIG FGD] "FGD over MIG slices": the wanted shapes of the node's product with their weights,
     # (allowed starts, memory slices, pods that ask it); set on dynamic nodes under mig_placement fgd.
     mig_weights: tuple[tuple[tuple[int, ...], int, int], ...] = ()
+    # [MIG re-partitioning] the candidate configs of the node's model, in order, each as its instances'
+    # starts by profile (empty: the node's GPUs keep the node's layout).
+    mig_candidates: dict[str, dict[str, tuple[int, ...]]] = field(default_factory=dict)
 
     def free_gpu_milli(self) -> int:
         return sum(g.free_milli for g in self.gpus)
@@ -182,7 +193,10 @@ class Node:
         return [i for i, g in enumerate(self.gpus) if g.free_milli == WHOLE_GPU]
 
     def copy(self) -> Node:
-        gpus = [Gpu(g.free_milli, g.free_mem, g.pods, g.mig_mask) for g in self.gpus]
+        gpus = [
+            Gpu(g.free_milli, g.free_mem, g.pods, g.mig_mask, g.layout, g.starts, g.down_until)
+            for g in self.gpus
+        ]
         return Node(
             self.index,
             self.model,
@@ -208,6 +222,7 @@ class Node:
             self.mig_placement,
             self.mig_starts,
             self.mig_weights,
+            self.mig_candidates,
         )
 
     def view(self) -> NodeView:
@@ -277,6 +292,8 @@ def empty_cluster(
     dynamic: bool = False,
     mig_placement: str = "hami",
     mixed: bool = False,
+    repartition: bool = False,
+    repartition_layouts: list[str] | None = None,
 ) -> Cluster:
     """The cluster with nothing allocated; node index = row of the nodes table.
 
@@ -298,8 +315,27 @@ def empty_cluster(
 
     [Slice-mask MIG] ``mixed``: a node whose ``mig_layout`` is a config with instances holds them at
     ``find_placement``'s starts, product ``<model>-MIG-<layout>``; null or all-disabled: whole GPUs.
+
+    [MIG re-partitioning] ``repartition`` (with ``mixed``): every GPU of a MIG node holds its own layout
+    (initially the node's), chosen among its model's candidate configs (:func:`candidate_configs`, from
+    ``repartition_layouts``); product ``<model>-MIG``.
     """
     cluster: Cluster = []
+    if mixed and repartition:
+        candidates = {}
+        for row in nodes:
+            layout = row.get("mig_layout")
+            if layout is not None and layout != "all-disabled":
+                model = mig_geometry(row["gpu_model"]).model
+                if model not in candidates:
+                    candidates[model] = candidate_configs(nodes, model, repartition_layouts)
+        check_repartition_layouts(repartition_layouts, candidates)
+        return [
+            repartition_node(index, row, candidates)
+            if row.get("mig_layout") not in (None, "all-disabled")
+            else dynamic_mig_node(index, row, mig_placement, mixed)
+            for index, row in enumerate(nodes)
+        ]
     if dynamic or mixed:
         return [dynamic_mig_node(index, row, mig_placement, mixed) for index, row in enumerate(nodes)]
     layouts = [
@@ -371,15 +407,11 @@ def dynamic_mig_node(index: int, row: dict[str, Any], mig_placement: str, mixed:
         geometry = mig_geometry(row["gpu_model"])
         if layout == MIG_ENABLED:
             raise ValueError(f"node {index}: {MIG_ENABLED} has no instance (refused under mixed)")
-        entries = standard_configs(geometry).configs[layout]
-        counts = {p: c for p, c in entries[0].mig_devices if c > 0}
-        placed = find_placement(geometry, counts)
-        assert placed is not None
         node.model = f"{geometry.model}-MIG-{layout}"
         node.base_model = geometry.model
         node.dynamic_mig = True
         node.mig_placement = "lowest_start"
-        node.mig_starts = {p: tuple(sorted(i.start for i in placed if i.profile == p)) for p in counts}
+        node.mig_starts = config_starts(geometry, layout)
         return node
     if layout != MIG_ENABLED:
         raise ValueError(
@@ -390,6 +422,106 @@ def dynamic_mig_node(index: int, row: dict[str, Any], mig_placement: str, mixed:
     node.base_model = geometry.model
     node.dynamic_mig = True
     node.mig_placement = mig_placement
+    return node
+
+
+def config_starts(geometry: MigGeometry, layout: str) -> dict[str, tuple[int, ...]]:
+    """[Slice-mask MIG] "Mixed strategy": a config's instances on one GPU, as their starts by profile.
+
+    ``find_placement``'s starts (widest profile first, lowest start that lets the rest fit); an
+    unknown config name raises KeyError.
+    """
+    entries = standard_configs(geometry).configs[layout]
+    counts = {p: c for p, c in entries[0].mig_devices if c > 0}
+    placed = find_placement(geometry, counts)
+    assert placed is not None
+    return {p: tuple(sorted(i.start for i in placed if i.profile == p)) for p in counts}
+
+
+# --------------------------------------------------------------------------------------------------
+# Re-partitioning idle GPUs  [MIG re-partitioning]
+# --------------------------------------------------------------------------------------------------
+
+#: [MIG re-partitioning] "Settings": the downtime when the policy gives none (mig_reconfigure_s null).
+DEFAULT_RECONFIGURE_S = 60.0
+
+
+def plain_config(geometry: MigGeometry, layout: str) -> bool:
+    """[MIG re-partitioning] A config with instances and no media-extension profile (a default candidate)."""
+    starts = config_starts(geometry, layout)
+    return bool(starts) and not any(geometry.profile(p).media_extensions for p in starts)
+
+
+def candidate_configs(
+    nodes: list[dict[str, Any]], model: str, listed: list[str] | None
+) -> dict[str, dict[str, tuple[int, ...]]]:
+    """[MIG re-partitioning] "Settings": the configs a GPU of ``model`` may be given, in order.
+
+    The ``listed`` names the model has (None: every standard config with instances and no
+    media-extension profile, in ``standard_configs``' order), then every node's initial layout of the
+    model that is not listed (node order). Each as its instances' starts by profile.
+    """
+    geometry = mig_geometry(model)
+    standard = standard_configs(geometry).configs
+    if listed is None:
+        names = [name for name in standard if plain_config(geometry, name)]
+    else:
+        names = [name for name in listed if name in standard]
+    for row in nodes:
+        layout = row.get("mig_layout")
+        if layout in (None, "all-disabled") or mig_geometry(row["gpu_model"]).model != model:
+            continue
+        if layout not in names:
+            names.append(layout)
+    return {name: config_starts(geometry, name) for name in names}
+
+
+def check_repartition_layouts(
+    listed: list[str] | None, candidates: dict[str, dict[str, dict[str, tuple[int, ...]]]]
+) -> None:
+    """[MIG re-partitioning] "Settings" config errors: a listed name no MIG model of the cluster has, a
+    config of media-extension profiles (ValueError naming the key); and (the spec does not say; the
+    engine refuses it) a config without instances (all-enabled, all-disabled), which could never serve."""
+    for name in listed or []:
+        models = [model for model, configs in candidates.items() if name in configs]
+        if not models:
+            raise ValueError(f"mig_reconfigure_layouts: {name!r} is no config of the cluster's MIG models")
+        for model in models:
+            if not candidates[model][name]:
+                raise ValueError(f"mig_reconfigure_layouts: {name!r} makes no MIG instance")
+            geometry = mig_geometry(model)
+            if any(geometry.profile(p).media_extensions for p in candidates[model][name]):
+                raise ValueError(f"mig_reconfigure_layouts: {name!r} has media-extension profiles")
+
+
+def repartition_node(
+    index: int, row: dict[str, Any], candidates: dict[str, dict[str, dict[str, tuple[int, ...]]]]
+) -> Node:
+    """[MIG re-partitioning] "Nodes": MIG node ``index`` whose GPUs each hold their own layout.
+
+    The product is ``<model>-MIG``; each GPU starts with the node's ``mig_layout``. The node's
+    ``mig_starts`` holds every profile of some candidate config (with the starts its instances may
+    have in any of them): a pod asking another profile is not allowed here.
+    """
+    layout = row["mig_layout"]
+    if layout == MIG_ENABLED:
+        raise ValueError(f"node {index}: {MIG_ENABLED} has no instance (refused under mixed)")
+    geometry = mig_geometry(row["gpu_model"])
+    configs = candidates[geometry.model]
+    gpu_mem = float(row["gpu_mem_mib"])
+    cpu, mem = _capacity(row["cpu_milli"]), _capacity(row["mem_mib"])
+    gpus = [Gpu(WHOLE_GPU, gpu_mem, layout=layout, starts=configs[layout]) for _ in range(row["num_gpus"])]
+    node = Node(index, f"{geometry.model}-MIG", gpu_mem, cpu, mem, cpu, mem, gpus)
+    node.base_model = geometry.model
+    node.full_gpu_mem = gpu_mem
+    node.dynamic_mig = True
+    node.mig_placement = "lowest_start"  # the mixed rule: the lowest free instance
+    union: dict[str, set[int]] = {}
+    for starts in configs.values():
+        for profile, at in starts.items():
+            union.setdefault(profile, set()).update(at)
+    node.mig_starts = {profile: tuple(sorted(at)) for profile, at in union.items()}
+    node.mig_candidates = configs
     return node
 
 
@@ -458,15 +590,21 @@ def slice_bits(profile: MigProfile, start: int) -> int:
     return ((1 << profile.memory_slices) - 1) << start
 
 
-def allowed_starts(node: Node, profile: MigProfile) -> tuple[int, ...]:
+def allowed_starts(node: Node, profile: MigProfile, gpu: Gpu | None = None) -> tuple[int, ...]:
     """[Slice-mask MIG] The starts an instance of ``profile`` may take on ``node``: the profile's, or under
-    mixed its instances' in the layout."""
+    mixed its instances' in the layout.
+
+    [MIG re-partitioning] On ``gpu`` of a re-partitioning node: its instances' in the GPU's own layout
+    (none during a downtime).
+    """
+    if gpu is not None and gpu.starts is not None:
+        return gpu.starts.get(profile.name, ())
     return profile.starts if node.mig_starts is None else node.mig_starts[profile.name]
 
 
 def free_starts(node: Node, gpu: Gpu, profile: MigProfile) -> list[int]:
     """The allowed starts of ``profile`` on ``gpu`` none of whose slices is held, lowest first."""
-    return [s for s in allowed_starts(node, profile) if gpu.mig_mask & slice_bits(profile, s) == 0]
+    return [s for s in allowed_starts(node, profile, gpu) if gpu.mig_mask & slice_bits(profile, s) == 0]
 
 
 def free_instances(node: Node, profile: MigProfile) -> int:
@@ -510,8 +648,10 @@ def booked_milli(node: Node, pod: Pod) -> int:
     return pod.milli
 
 
-#: [Dynamic MIG] "Results": a placement a pod would take on a dynamic GPU, (allowed starts, memory slices).
-Wanted = tuple[tuple[int, ...], int]
+#: [Dynamic MIG] "Results": a placement a pod would take on a dynamic GPU, (profile, allowed starts, memory
+#: slices); the profile is "" for a whole GPU. [MIG re-partitioning] the profile finds the starts in a
+#: GPU's own layout.
+Wanted = tuple[str, tuple[int, ...], int]
 
 
 def wanted_placements(empty: Cluster, pods: list[Pod]) -> dict[int, list[Wanted]]:
@@ -529,11 +669,11 @@ def wanted_placements(empty: Cluster, pods: list[Pod]) -> dict[int, list[Wanted]
             if pod.milli == 0 or not model_allowed(node, pod):
                 continue
             if pod.milli >= WHOLE_GPU:
-                shapes.add(((0,), MIG_MEMORY_SLICES))
+                shapes.add(("", (0,), MIG_MEMORY_SLICES))
                 continue
             profile = instance_profile(node, pod)
             assert profile is not None  # the node allows the pod
-            shapes.add((allowed_starts(node, profile), profile.memory_slices))
+            shapes.add((profile.name, allowed_starts(node, profile), profile.memory_slices))
         wanted[node.index] = sorted(shapes)
     return wanted
 
@@ -543,14 +683,21 @@ def stranded_slices(cluster: Cluster, wanted: dict[int, list[Wanted]]) -> int:
 
     A free slice is usable when some allowed placement of some wanted shape covers it and overlaps no
     held slice. A GPU taken whole holds every slice: nothing of it is stranded.
+    [MIG re-partitioning] "Results": the allowed placements on a GPU are its own layout's instances; a GPU
+    in downtime has 8 stranded slices (free, no instance).
     """
     total = 0
     for node in cluster:
         if not node.dynamic_mig:
             continue
         for gpu in node.gpus:
+            if gpu.down_until is not None:
+                total += MIG_MEMORY_SLICES
+                continue
             usable = 0
-            for starts, size in wanted[node.index]:
+            for name, starts, size in wanted[node.index]:
+                if gpu.starts is not None:
+                    starts = gpu.starts.get(name, ())
                 for start in starts:
                     span = ((1 << size) - 1) << start
                     if gpu.mig_mask & span == 0:
@@ -1182,6 +1329,17 @@ def check_gpu_sharing(policy: Policy) -> None:
 def check_mig(policy: Policy) -> None:
     """[MIG instances] [Dynamic MIG] The settings the spec refuses (config errors): ValueError naming it."""
     dynamic = policy.mig_strategy is MigStrategy.dynamic
+    # [MIG re-partitioning] "Settings": idle needs mixed; its settings need idle; a finite downtime >= 0.
+    idle = policy.mig_reconfigure is MigReconfigure.idle
+    if idle and policy.mig_strategy is not MigStrategy.mixed:
+        raise ValueError("mig_reconfigure: idle needs mig_strategy: mixed")
+    if not idle and policy.mig_reconfigure_s is not None:
+        raise ValueError("mig_reconfigure_s needs mig_reconfigure: idle")
+    if not idle and policy.mig_reconfigure_layouts is not None:
+        raise ValueError("mig_reconfigure_layouts needs mig_reconfigure: idle")
+    downtime = policy.mig_reconfigure_s
+    if downtime is not None and not (math.isfinite(downtime) and downtime >= 0.0):
+        raise ValueError("mig_reconfigure_s must be a finite number of seconds >= 0")
     if not dynamic:
         # [Dynamic MIG] its settings are refused without it.
         if policy.mig_placement is not MigPlacement.hami:
@@ -1286,8 +1444,15 @@ class _Replay:
             policy.mig_placement.name,
             policy.mig_strategy is MigStrategy.mixed,
         )
-        self.empty = empty_cluster(nodes, *sharing)
-        self.cluster = empty_cluster(nodes, *sharing)
+        # [MIG re-partitioning] idle: each MIG GPU holds its own layout, among its model's candidates.
+        self.repartitioning = policy.mig_reconfigure is MigReconfigure.idle
+        layouts = policy.mig_reconfigure_layouts
+        self.empty = empty_cluster(nodes, *sharing, self.repartitioning, layouts)
+        self.cluster = empty_cluster(nodes, *sharing, self.repartitioning, layouts)
+        downtime = policy.mig_reconfigure_s
+        self.reconfigure_s = DEFAULT_RECONFIGURE_S if downtime is None else float(downtime)
+        # [MIG re-partitioning] "Results": every re-partitioning started, as (downtime start, end).
+        self.reconfigurations: list[tuple[float, float]] = []
         self.cluster_models = frozenset(n.model for n in self.empty if n.model is not None)
         self.policy = policy
         self.node_scorer = SCORERS[policy.node_placement]
@@ -1488,7 +1653,7 @@ class _Replay:
 
     def admit(self, job: Job) -> None:
         """[Rejection at arrival] rejected, or appended to the pending jobs."""
-        reason = rejection_reason(self.empty, job.pod, job.num_pods)
+        reason = rejection_reason(self.rejection_cluster(job.pod), job.pod, job.num_pods)
         # [GPU sharing by replicas] "Requests of more than one replica": a pod of k > 1 replicas fails kubelet
         # admission when failRequestsGreaterThanOne is on (default: on under MPS, off under time-slicing).
         refuse = self.policy.fail_requests_greater_than_one
@@ -1708,6 +1873,9 @@ class _Replay:
         for job in list(self.nominees):
             if job.waiting == 0:
                 self.end_nomination(job)
+        if self.repartitioning:
+            # [MIG re-partitioning] "The controller, run right after every scheduling cycle at t".
+            self.repartition()
         if self.debug:
             self.check_capacity()
 
@@ -1802,6 +1970,101 @@ class _Replay:
             job.placements.append(placement)
             if len(job.placements) == job.num_pods:
                 self.start(job)
+
+    # -- re-partitioning idle GPUs  [MIG re-partitioning] -----------------------------------------
+
+    def repartition(self) -> None:
+        """[MIG re-partitioning] "The controller": for each MIG model (code order: names sorted), its GPUs."""
+        for model in sorted({str(n.base_model) for n in self.cluster if n.mig_candidates}):
+            self.repartition_model([n for n in self.cluster if n.mig_candidates and n.base_model == model])
+
+    def repartition_model(self, nodes: list[Node]) -> None:
+        """[MIG re-partitioning] "The controller" on the re-partitioning ``nodes`` of one model, at now.
+
+        R[P] = the unplaced pods of pending jobs that may use the model and get P there; S[P] = the free
+        instances of P on its GPUs outside downtime plus the instances of P in the configs being applied.
+        While some R[P] > S[P], the GPUs in order: one holding no slice and not in downtime, of config C,
+        goes to the candidate L of greatest served(L) (ties the earlier) when served(L) > served(C), with
+        S' = S minus C's instances; it is then down until now + mig_reconfigure_s and S = S' + L's.
+        """
+        first = nodes[0]
+        configs = first.mig_candidates  # one model: the same candidates on every node
+        geometry = mig_geometry(str(first.base_model))
+        asked: dict[str, int] = {}  # R
+        for job in self.with_state("pending"):
+            pod = job.pod
+            if not 0 < pod.milli < WHOLE_GPU or not model_allowed(first, pod):
+                continue
+            profile = instance_profile(first, pod)
+            assert profile is not None  # the model allows the pod
+            asked[profile.name] = asked.get(profile.name, 0) + job.num_pods - len(job.placements)
+        supply = {p: 0 for p in asked}  # S
+        for node in nodes:
+            for gpu in node.gpus:
+                for p in supply:
+                    if gpu.down_until is not None:
+                        supply[p] += len(configs[str(gpu.layout)].get(p, ()))
+                    else:
+                        supply[p] += len(free_starts(node, gpu, geometry.profile(p)))
+        for node in nodes:
+            for gpu in node.gpus:
+                if not any(asked[p] > supply[p] for p in asked):
+                    return
+                if gpu.mig_mask != 0 or gpu.down_until is not None:
+                    continue  # a pod uses one of its instances, or it is being re-partitioned
+                current = str(gpu.layout)
+                rest = {p: supply[p] - len(configs[current].get(p, ())) for p in asked}  # S'
+                best, best_served = current, -1
+                for name in configs:  # candidate order: a tie keeps the earlier
+                    count = served(configs[name], asked, rest)
+                    if count > best_served:
+                        best, best_served = name, count
+                if best_served <= served(configs[current], asked, rest):
+                    continue  # no strict improvement: nothing changes, S stays
+                gpu.layout = best
+                gpu.starts = {}  # no instance during the downtime: nothing fits the GPU
+                gpu.down_until = self.now + self.reconfigure_s
+                self.reconfigurations.append((self.now, gpu.down_until))
+                supply = {p: rest[p] + len(configs[best].get(p, ())) for p in asked}
+
+    def end_downtimes(self) -> bool:
+        """[MIG re-partitioning] "Event" (step 1b): every GPU whose downtime ends now gets its new config's
+        instances, in GPU order. True when one did (a change: a cycle follows)."""
+        changed = False
+        for node in self.cluster:
+            for gpu in node.gpus:
+                if gpu.down_until is not None and gpu.down_until == self.now:
+                    gpu.starts = node.mig_candidates[str(gpu.layout)]
+                    gpu.down_until = None
+                    changed = True
+        return changed
+
+    def downtime_ends(self) -> list[float]:
+        """[MIG re-partitioning] When each GPU now in downtime gets its instances (event times)."""
+        return [g.down_until for n in self.cluster for g in n.gpus if g.down_until is not None]
+
+    def rejection_cluster(self, pod: Pod) -> Cluster:
+        """[Rejection at arrival] The EMPTY cluster a job is checked on.
+
+        [MIG re-partitioning] (the spec does not say which layouts the empty cluster has): a GPU may be
+        given any candidate config, so each re-partitioning GPU holds the candidate with the most
+        instances of the profile the pod gets there (ties the earlier candidate).
+        """
+        if not self.repartitioning or not 0 < pod.milli < WHOLE_GPU:
+            return self.empty
+        empty = clone(self.empty)
+        for node in empty:
+            if not node.mig_candidates or not model_allowed(node, pod):
+                continue
+            profile = instance_profile(node, pod)
+            assert profile is not None
+            best, most = "", -1
+            for name, starts in node.mig_candidates.items():
+                if len(starts.get(profile.name, ())) > most:
+                    best, most = name, len(starts.get(profile.name, ()))
+            for gpu in node.gpus:
+                gpu.layout, gpu.starts = best, node.mig_candidates[best]
+        return empty
 
     # -- priority preemption  [Priority preemption] -----------------------------------------------
 
@@ -1961,6 +2224,8 @@ class _Replay:
                 assert 0 <= g.pods <= node.split, node
                 if node.dynamic_mig:  # [Dynamic MIG] a GPU's free milli is its free slices' (exact)
                     assert g.free_milli == WHOLE_GPU - SLICE_MILLI * bin(g.mig_mask).count("1"), node
+                if g.down_until is not None:  # [MIG re-partitioning] no pod on a GPU in downtime
+                    assert g.mig_mask == 0 and g.pods == 0 and g.down_until >= self.now, node
 
     # -- event loop  [Time and events] -------------------------------------------------------------
 
@@ -1981,18 +2246,23 @@ class _Replay:
         end = math.inf if horizon is None else horizon
 
         def due(t: float) -> bool:
-            return any(j.finish == t for j in self.with_state("running")) or any(
-                tm[0] == t for tm in self.timers
+            return (
+                any(j.finish == t for j in self.with_state("running"))
+                or any(tm[0] == t for tm in self.timers)
+                or t in self.downtime_ends()  # [MIG re-partitioning] mig_reconfigure_s = 0
             )
 
         while True:
             idle = not self.with_state("running") and not self.with_state("terminating")
+            # [MIG re-partitioning] "The run does not end while a GPU is in downtime."
+            idle = idle and not self.downtime_ends()
             if processed and idle and next_arrival == len(arrivals) and not (periodic and cycle_owed):
                 break
             while True:
                 candidates = [sample_k * interval]
                 candidates += [j.finish for j in self.with_state("running")]
                 candidates += [tm[0] for tm in self.timers]
+                candidates += self.downtime_ends()  # [MIG re-partitioning] step 1b
                 if next_arrival < len(arrivals):
                     candidates.append(arrivals[next_arrival].submit)
                 if periodic:
@@ -2022,6 +2292,9 @@ class _Replay:
                     if job.finish == t:
                         self.complete(job)
                         changed = True
+                # 1b. [MIG re-partitioning] downtimes ending at t, in GPU order (a change)
+                if self.end_downtimes():
+                    changed = True
                 # 2. timers due at t, in (kind, order set) order
                 for timer in sorted(tm for tm in self.timers if tm[0] == t):
                     self.timers.remove(timer)
@@ -2048,6 +2321,11 @@ class _Replay:
             if periodic and t == tick * session:
                 tick += 1
         return rows, integral, window_integral, interval
+
+
+def served(config: dict[str, tuple[int, ...]], asked: dict[str, int], rest: dict[str, int]) -> int:
+    """[MIG re-partitioning] served(L) = sum over P of min(instances of P in L, max(0, R[P] - S'[P]))."""
+    return sum(min(len(config.get(p, ())), max(0, asked[p] - rest[p])) for p in asked)
 
 
 def _final_state(job: Job) -> str:
@@ -2218,11 +2496,16 @@ def simulate(
     if debug:
         accounted = sum(r["gpu_seconds"] for r in attempt_rows) * 1000.0
         assert math.isclose(integral, accounted, rel_tol=1e-9, abs_tol=1e-6), (integral, accounted)
+    # [MIG re-partitioning] "Results": GPU-seconds in downtime, each one's up to the end of the run.
+    downtime = sum(min(until, end) - since for since, until in replay.reconfigurations)
     stats = {
         "end_time": end,
         "cycles": float(replay.cycles),
         "preemption_searches": float(replay.searches),
         "preemptions": float(replay.evictions),
+        # [MIG re-partitioning] "Results": re-partitionings started, and GPU-hours in downtime.
+        "mig_reconfigurations": float(len(replay.reconfigurations)),
+        "mig_reconfigure_gpu_h": downtime / 3600.0,
     }
     return Replay(
         jobs=pl.DataFrame(job_rows, schema=JOB_RESULT_SCHEMA),

@@ -34,6 +34,7 @@ from gpureplay.schedulers.policy import (
     GpuSharing,
     MigDemand,
     MigPlacement,
+    MigReconfigure,
     MigStrategy,
     NodeTies,
     Policy,
@@ -597,7 +598,8 @@ def dynamic_mig_policies(draw: st.DrawFn, *, mixed: bool = False) -> Policy:
     Gang (the ``fifo`` preset's set: backfill none or skip) or pod by pod (``mig-single``'s), never
     preemption or EASY (refused with dynamic MIG); a replica-compatible node scorer, first_fit GPUs;
     random start rule (hami, lowest_start or [MIG FGD] fgd), creation time and ``sharing_demand``
-    (``mixed``: the mixed strategy, whose instances exist: no start rule or creation time). [MIG FGD]
+    (``mixed``: the mixed strategy, whose instances exist: no start rule or creation time; [MIG
+    re-partitioning] half the time idle GPUs are re-partitioned, with a random downtime). [MIG FGD]
     Under dynamic MIG the node scorer is sometimes ``fgd`` (FGD over slices scoring nodes, with any start
     rule; mostly with the fgd one).
     """
@@ -610,6 +612,7 @@ def dynamic_mig_policies(draw: st.DrawFn, *, mixed: bool = False) -> Policy:
     placement = MigPlacement.hami if mixed else draw(st.sampled_from(list(MigPlacement)))
     if not mixed and draw(st.sampled_from([False, False, placement.name == "fgd", True])):
         node = "fgd"
+    repartition = mixed and draw(st.booleans())
     return replace(
         base,
         name="random+mixed-mig" if mixed else "random+dynamic-mig",
@@ -621,6 +624,8 @@ def dynamic_mig_policies(draw: st.DrawFn, *, mixed: bool = False) -> Policy:
         mig_placement=placement,
         mig_create_s=0.0 if mixed else draw(st.sampled_from([0.0, 0.0, 0.5, 3.0])),
         sharing_demand=draw(st.sampled_from(list(SharingDemand))),
+        mig_reconfigure=MigReconfigure.idle if repartition else MigReconfigure.none,
+        mig_reconfigure_s=draw(st.sampled_from([0.0, 0.5, 3.0, 60.0])) if repartition else None,
     )
 
 

@@ -92,7 +92,9 @@ class Classes(NamedTuple):
     """Job classes: ``C_*`` rows, allowed-model masks, class-sorted static job order, dynamic-MIG shapes
     per model (``mig[class, model]``, ``MIG_NONE`` without dynamic MIG), the shapes the workload asks
     of each model (``mig_wanted[model, i]``, -1 after the last) and how many pods ask each
-    (``mig_weight[model, i]``: FGD's popularity over slices); FGD's task classes."""
+    (``mig_weight[model, i]``: FGD's popularity over slices); the layouts a MIG GPU of each model may be
+    re-partitioned to, in order (``mig_layouts[model, i]``, words as ``G_LAYOUT``, -1 after the last; all -1
+    unless ``mig_reconfigure: idle``); FGD's task classes."""
 
     ints: Int64Array
     mask: UInt64Array
@@ -100,6 +102,7 @@ class Classes(NamedTuple):
     mig: Int64Array
     mig_wanted: Int64Array
     mig_weight: Int64Array
+    mig_layouts: Int64Array
     tasks: Tasks
 
 
@@ -127,6 +130,9 @@ class Cluster(NamedTuple):
         victims still terminate (:mod:`gpureplay.engine.nomination`); the
         count is ``nominees[0, 0]``, entries are columns ``1..count``. One
         array shared by the current state and the EASY projection.
+    gpu_ready
+        Per GPU: when its MIG re-partitioning downtime ends (``inf``: not
+        in downtime; :mod:`gpureplay.engine.repartition`).
     """
 
     node_int: Int64Array
@@ -137,6 +143,7 @@ class Cluster(NamedTuple):
     totals: Int64Array
     pod_kinds: Int64Array
     nominees: Int64Array
+    gpu_ready: Float64Array
 
 
 class FitIndex(NamedTuple):
@@ -236,6 +243,13 @@ class Scratch(NamedTuple):
         the milli-GPU they hold, so a preemption search that cannot succeed
         (no possible victim, or not enough GPU even with every one of them
         gone) is dismissed at once.
+    unplaced
+        Per class: the pods of its pending jobs not placed yet (what the MIG
+        re-partitioning controller counts as asked).
+    mig_count
+        ``[row, wanted shape]``: the MIG re-partitioning controller's counts
+        of instances asked, supplied, and supplied by the other GPUs
+        (:mod:`gpureplay.engine.repartition`).
     """
 
     node_mark: Int64Array
@@ -243,6 +257,8 @@ class Scratch(NamedTuple):
     touch_mark: Int64Array
     prio_jobs: Int64Array
     prio_milli: Int64Array
+    unplaced: Int64Array
+    mig_count: Int64Array
 
 
 class PodScratch(NamedTuple):
@@ -365,6 +381,8 @@ def empty_cluster(node_int: Int64Array, num_models: int, hist_width: int, max_no
     gpu_free[L.G_MILLI] = L.WHOLE
     gpu_free[L.G_MEM] = np.repeat(node_int[L.N_GPU_MEM], gpus)
     gpu_free[L.G_SLOTS] = np.repeat(node_int[L.N_SLOTS], gpus)
+    gpu_free[L.G_LAYOUT] = -1
+    gpu_free[L.G_NEXT] = -1
     models = max(num_models, 1)
     model_hist = np.zeros((models, hist_width), dtype=np.int64)
     model_milli = np.zeros(models, dtype=np.int64)
@@ -375,7 +393,10 @@ def empty_cluster(node_int: Int64Array, num_models: int, hist_width: int, max_no
     totals[L.TOT_FREE_WHOLE] = num_gpus
     pod_kinds = np.zeros((hist_width, num_nodes), dtype=np.int64)
     nominees = np.zeros((L.NOM_FIELDS, max_nominees + 1), dtype=np.int64)
-    return Cluster(node_int, node_free, gpu_free, model_hist, model_milli, totals, pod_kinds, nominees)
+    gpu_ready = np.full(num_gpus, np.inf)
+    return Cluster(
+        node_int, node_free, gpu_free, model_hist, model_milli, totals, pod_kinds, nominees, gpu_ready
+    )
 
 
 class State(NamedTuple):
@@ -480,6 +501,8 @@ def initial_state(
         touch_mark=np.zeros(max(num_nodes, 1), dtype=np.int64),
         prio_jobs=np.zeros(int(jobs.ints[L.J_PRIO_RANK].max(initial=0)) + 1, dtype=np.int64),
         prio_milli=np.zeros(int(jobs.ints[L.J_PRIO_RANK].max(initial=0)) + 1, dtype=np.int64),
+        unplaced=np.zeros(max(num_classes, 1), dtype=np.int64),
+        mig_count=np.zeros((3, classes.mig_wanted.shape[1]), dtype=np.int64),
     )
     pods = None
     if codes[L.P_GANG] == L.POD_BY_POD:
@@ -499,6 +522,7 @@ def initial_state(
             np.zeros_like(cluster.totals),
             np.zeros_like(cluster.pod_kinds),
             cluster.nominees,
+            cluster.gpu_ready,
         )
         easy = EasyScratch(
             proj=proj,
@@ -529,6 +553,7 @@ def initial_state(
     counters[L.K_RESV_HEAD] = -1
     clock = np.zeros(L.CLOCK_FIELDS)
     clock[L.X_SAMPLE_INTERVAL] = params.flt[L.PF_SAMPLE]
+    clock[L.X_MIG_READY] = np.inf
     cursor = np.zeros(L.CURSOR_FIELDS, dtype=np.int64)
     cursor[L.L_STATUS] = L.ADV_PAUSED
     attempts = 2 * num_jobs + 16

@@ -73,6 +73,7 @@ from gpureplay.engine.layout import (
     J_K,
     J_MILLI,
     J_POD0,
+    J_PODS,
     J_PREEMPTIBLE,
     J_PRIO_RANK,
     J_SLOT0,
@@ -211,6 +212,8 @@ def place_pod(
     js.pod_time[pod] = t
     link_pod(js, pod, n)
     js.dyn[D_PLACED, j] = p + 1
+    if js.dyn[D_STATUS, j] == S_QUEUED:
+        sc.unplaced[c] -= 1
     if m > 0:
         refresh_index(params, cl, ix, n)
     touch_node(params, sc, run, n)
@@ -247,6 +250,12 @@ def place_pods(
     return True
 
 
+@inline_kernel
+def count_unplaced(jobs: Jobs, js: JobState, sc: Scratch, j: int, sign: int) -> None:
+    """Add (``sign`` 1) or remove (-1) pending job ``j``'s unplaced pods from its class's count."""
+    sc.unplaced[jobs.ints[J_CLASS, j]] += sign * (jobs.ints[J_PODS, j] - js.dyn[D_PLACED, j])
+
+
 @kernel
 def forget_victim(jobs: Jobs, js: JobState, sc: Scratch, j: int) -> None:
     """Job ``j`` (preemptible, holding pods) stops being a possible victim: released or evicted."""
@@ -275,6 +284,8 @@ def release_job_pods(
     c = jobs.ints[J_CLASS, j]
     k = jobs.ints[J_K, j]
     pod0 = jobs.ints[J_POD0, j]
+    if js.dyn[D_STATUS, j] == S_QUEUED:
+        sc.unplaced[c] += js.dyn[D_PLACED, j]
     for p in range(js.dyn[D_PLACED, j]):
         pod = pod0 + p
         n = js.pod_node[pod]
@@ -379,6 +390,7 @@ def start_job(
     (:func:`gpureplay.engine.sharing.sharers_changed`).
     """
     dequeue(jobs, cs, js, pend, run, j)
+    count_unplaced(jobs, js, sc, j, -1)
     js.dyn[D_STATUS, j] = S_RUNNING
     js.time[T_PENDING, j] += t - js.time[T_PEND_SINCE, j]
     overhead = 0.0
@@ -471,7 +483,9 @@ def complete_job(
 
 
 @kernel
-def admit_job(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, run: Run, j: int, t: float) -> None:
+def admit_job(
+    jobs: Jobs, cs: Classes, js: JobState, pend: Pending, sc: Scratch, run: Run, j: int, t: float
+) -> None:
     """Job ``j`` is submitted at ``t``: rejected if it cannot run on the empty cluster, else queued.
 
     Notes
@@ -485,6 +499,7 @@ def admit_job(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, run: Run, j:
     js.dyn[D_STATUS, j] = S_QUEUED
     js.time[T_PEND_SINCE, j] = t
     enqueue(jobs, cs, js, pend, run, j)
+    count_unplaced(jobs, js, sc, j, 1)
 
 
 @kernel
@@ -536,6 +551,7 @@ def evict_job(
     else:
         # A partly placed job leaves the queue: its pending time stops here.
         dequeue(jobs, cs, js, pend, run, v)
+        count_unplaced(jobs, js, sc, v, -1)
         js.time[T_PENDING, v] += t - js.time[T_PEND_SINCE, v]
     grace = params.flt[PF_GRACE]
     record_attempt(jobs, cs, cl, js, run, v, END_PREEMPTED, t, t + grace, progress, lost, overhead)
@@ -600,6 +616,7 @@ def terminate_job(
     else:
         js.dyn[D_OVER, v] = 0
     enqueue(jobs, cs, js, pend, run, v)
+    count_unplaced(jobs, js, sc, v, 1)
 
 
 @kernel

@@ -209,7 +209,12 @@ G_MILLI = 0
 G_MEM = 1
 G_SLOTS = 2  # pods the GPU may still take (N_SLOTS minus the pods on it)
 G_MIG = 3  # dynamic MIG: the GPU's memory slices held by instances (bit i: slice i); 0 elsewhere
-GPU_FREE_FIELDS = 4
+# mig_reconfigure: idle (gpureplay.engine.repartition): the GPU's own layout as a word of 8 bytes, byte s the
+# instance starting at slice s (memory slices | compute slices << 4; 0: none starts there); 0 while the GPU
+# is down for re-partitioning; -1 elsewhere (a shape's own allowed starts apply)
+G_LAYOUT = 4
+G_NEXT = 5  # the layout a GPU in downtime gets when it ends (-1: not in downtime)
+GPU_FREE_FIELDS = 6
 
 # --- classes.mig[c, model]: the MIG instance a pod of class c is given on a GPU of that model ----------
 # A value >= 0 is an instance shape (gpureplay.engine.mig): bits 0-7 the allowed start slots, 8-11 the
@@ -276,7 +281,8 @@ K_REQUEUE_SEQ = 19  # requeues so far
 K_NTOUCHED = 20  # nodes in the touched list (debug checks)
 K_PREEMPT_TRIES = 21  # preemption searches run
 K_SHARE_CHANGES = 22  # starts / stops on GPUs shared by replicas (the stamp of D_RATE_MARK)
-N_COUNTERS = 23
+K_MIG_RECONFIG = 23  # MIG re-partitionings started (mig_reconfigure: idle)
+N_COUNTERS = 24
 
 # --- run.clock: float64 scalars of the event loop, kept between chunks ----------------------------------
 X_INTEGRAL = 0  # allocated milli-GPU x seconds up to X_NOW
@@ -288,7 +294,8 @@ X_NEXT_T = 5  # paused: the next event time, beyond the chunk's stop time
 X_WINDOW_INTEGRAL = 6  # allocated milli-GPU x seconds inside the measurement window
 X_SAMPLE_INTERVAL = 7  # current sample interval (widened when the timeline would exceed its bound)
 X_LOST = 8  # lost GPU-seconds so far
-CLOCK_FIELDS = 9
+X_MIG_READY = 9  # the earliest end of a MIG re-partitioning downtime (inf: none under way)
+CLOCK_FIELDS = 10
 
 # --- run.cursor: int64 scalars of the event loop, kept between chunks -----------------------------------
 L_ARRIVAL = 0  # jobs admitted so far = position of the next one in arrival order
@@ -337,7 +344,8 @@ P_MIG_DEMAND = 21  # MIG_DEMAND_* rule: which instances a job that names no prof
 P_MIG_PLACEMENT = 22  # MIG_HAMI / MIG_LOWEST_START / MIG_FGD_PLACEMENT: where a dynamic instance goes
 P_FAIL_MULTI = 23  # 1: a pod asking more than one replica fails admission (failRequestsGreaterThanOne)
 P_MAX_EVICTIONS = 24  # evictions beyond which the replay returns ADV_LIVELOCK (set by the compile step)
-POLICY_FIELDS = 25
+P_MIG_RECONFIG = 25  # 1: idle MIG GPUs are re-partitioned (mig_reconfigure: idle)
+POLICY_FIELDS = 26
 
 SHARING_NONE = 0
 SHARING_TIME_SLICING = 1
@@ -370,7 +378,8 @@ PF_WINDOW1 = 5
 PF_SWITCH = 6  # time-slicing: share of a GPU's time lost to context switches among 2+ active pods
 PF_MPS_CAP = 7  # MPS: each client's SM share, floor(100 / replicas) / 100
 PF_MIG_CREATE = 8  # dynamic MIG: seconds to create a pod's instance before its job can run
-PARAM_FLOAT_FIELDS = 9
+PF_MIG_RECONFIG = 9  # mig_reconfigure: idle: seconds a re-partitioned GPU serves no pod
+PARAM_FLOAT_FIELDS = 10
 
 GANG = 0
 POD_BY_POD = 1

@@ -15,6 +15,8 @@ time ``t`` once, in increasing order, and at ``t`` does, in this order:
 
 1. **completions**: every running job with ``finish_time == t`` finishes, in
    ``(finish_time, job_id)`` order, releasing its resources;
+   then every MIG GPU whose re-partitioning downtime ends at ``t`` gets its
+   new config's instances (:mod:`gpureplay.engine.repartition`);
 2. **timers** due at ``t``, in ``(kind, sequence)`` order: an evicted job's
    grace period ends (it releases and re-enters its queue);
 3. **arrivals**: every job with ``submit_time == t`` is admitted, in
@@ -22,7 +24,8 @@ time ``t`` once, in increasing order, and at ``t`` does, in this order:
    cluster, queued otherwise;
 4. **scheduling cycle**: event-driven mode (``session_interval == 0``) runs one
    cycle iff step 1, 2 or 3 did anything (a rejected arrival counts);
-   periodic mode runs one iff ``t`` is a tick, whatever changed;
+   periodic mode runs one iff ``t`` is a tick, whatever changed; with
+   ``mig_reconfigure: idle`` the re-partitioning controller follows it;
 5. **sample**: if ``t`` is the next sample time, one timeline row.
 
 If step 4 started jobs that finish at ``t`` (duration 0) or evicted jobs
@@ -87,6 +90,7 @@ from gpureplay.engine.layout import (
     P_GANG,
     P_MAX_EVICTIONS,
     P_MAX_SAMPLES,
+    P_MIG_RECONFIG,
     PF_HORIZON,
     PF_SESSION,
     PF_WINDOW0,
@@ -95,6 +99,7 @@ from gpureplay.engine.layout import (
     TOT_ALLOC,
     X_ERROR_T,
     X_INTEGRAL,
+    X_MIG_READY,
     X_NEXT_SAMPLE,
     X_NEXT_T,
     X_NOW,
@@ -102,6 +107,7 @@ from gpureplay.engine.layout import (
     X_TICK_T,
     X_WINDOW_INTEGRAL,
 )
+from gpureplay.engine.repartition import finish_repartitions, repartition_idle
 from gpureplay.engine.timeline import record_sample, widen
 from gpureplay.engine.timers import next_completion, next_timer, pop_completion, pop_timer
 
@@ -176,6 +182,7 @@ def advance(params: Params, jobs: Jobs, cs: Classes, cl: Cluster, st: State, t_s
     w0 = params.flt[PF_WINDOW0]
     w1 = params.flt[PF_WINDOW1]
     max_samples = params.codes[P_MAX_SAMPLES]
+    repartitioning = params.codes[P_MIG_RECONFIG] != 0
     clock = run.clock
     cursor = run.cursor
     counters = run.counters
@@ -205,13 +212,14 @@ def advance(params: Params, jobs: Jobs, cs: Classes, cl: Cluster, st: State, t_s
                 and counters[K_NRUN] == 0
                 and counters[K_NTERM] == 0
                 and math.isinf(timer_t)
+                and math.isinf(clock[X_MIG_READY])
                 and next_arrival == num_jobs
                 and not (periodic and cycle_owed)
             ):
                 status = ADV_DONE
                 break
             next_sample = clock[X_NEXT_SAMPLE]
-            t = min(next_sample, completion_t, timer_t)
+            t = min(next_sample, completion_t, timer_t, clock[X_MIG_READY])
             if next_arrival < num_jobs:
                 t = min(t, jobs.flts[JF_SUBMIT, jobs.arrival[next_arrival]])
             if periodic and not idle:
@@ -271,6 +279,9 @@ def advance(params: Params, jobs: Jobs, cs: Classes, cl: Cluster, st: State, t_s
                 j = pop_completion(tm, run)
                 complete_job(params, jobs, cs, cl, ix, js, tm, sc, run, j, t)
                 changed = True
+            if clock[X_MIG_READY] == t:
+                finish_repartitions(cl, run, t)
+                changed = True
             while next_timer(js, tm, run) == t:
                 kind, target = pop_timer(tm, run)
                 if kind == TM_TERMINATED:
@@ -278,7 +289,7 @@ def advance(params: Params, jobs: Jobs, cs: Classes, cl: Cluster, st: State, t_s
                 changed = True
             if first_pass:
                 while next_arrival < num_jobs and jobs.flts[JF_SUBMIT, jobs.arrival[next_arrival]] == t:
-                    admit_job(jobs, cs, js, pend, run, jobs.arrival[next_arrival], t)
+                    admit_job(jobs, cs, js, pend, sc, run, jobs.arrival[next_arrival], t)
                     next_arrival += 1
                     changed = True
             if changed:
@@ -292,6 +303,8 @@ def advance(params: Params, jobs: Jobs, cs: Classes, cl: Cluster, st: State, t_s
                     status = ADV_LIVELOCK
                     break
                 cycle_owed = False
+                if repartitioning:
+                    changes += repartition_idle(params, cs, cl, pend, run, sc, t)
                 if periodic:
                     idle = changes == 0
                 if not check_touched(dbg, params, jobs, cs, cl, ix, js, pend, sc, run):
@@ -302,7 +315,9 @@ def advance(params: Params, jobs: Jobs, cs: Classes, cl: Cluster, st: State, t_s
                 record_sample(jobs, cs, cl, js, pend, tm, run, mode, t)
                 clock[X_NEXT_SAMPLE] = run.cursor[L_SAMPLE_K] * clock[X_SAMPLE_INTERVAL]
             first_pass = False
-            if not (next_completion(js, tm, run) == t or next_timer(js, tm, run) == t):
+            if not (
+                next_completion(js, tm, run) == t or next_timer(js, tm, run) == t or clock[X_MIG_READY] == t
+            ):
                 break
         if status != ADV_PAUSED:
             break

@@ -39,6 +39,7 @@ from gpureplay.engine.config import inline_kernel, kernel
 from gpureplay.engine.layout import (
     C_K,
     C_KIND,
+    G_LAYOUT,
     G_MIG,
     G_MILLI,
     G_SLOTS,
@@ -59,8 +60,10 @@ from gpureplay.engine.layout import (
 __all__ = [
     "fgd_instance",
     "gpu_fragmentation",
+    "gpu_shape",
     "instance_bits",
     "instance_slot",
+    "layout_starts",
     "mig_compute",
     "mig_fgd_score",
     "mig_free",
@@ -154,6 +157,40 @@ def slot_compute(v: int) -> int:
 
 
 @inline_kernel
+def layout_starts(word: int, shape: int) -> int:
+    """The starts of a GPU's layout word (``G_LAYOUT``) where an instance of ``shape``'s profile begins.
+
+    Notes
+    -----
+    Byte ``s`` of the word is the instance beginning at slice ``s``:
+    memory slices | compute slices << 4 (0: none), which tells a profile from
+    one of the same memory and fewer compute slices (3g.20gb from 4g.20gb).
+    """
+    code = mig_size(shape) | mig_compute(shape) << 4
+    starts = 0
+    for s in range(MIG_MEMORY_SLICES):
+        if (word >> (8 * s)) & 0xFF == code:
+            starts |= 1 << s
+    return starts
+
+
+@inline_kernel
+def gpu_shape(cl: Cluster, g: int, shape: int) -> int:
+    """``shape`` with its allowed starts cut to the instances GPU ``g``'s own layout holds.
+
+    Notes
+    -----
+    Under ``mig_reconfigure: idle`` each GPU holds the instances of its own
+    mig-parted config (:mod:`gpureplay.engine.repartition`); elsewhere the
+    word is -1 and the shape's starts apply unchanged.
+    """
+    word = cl.gpu_free[G_LAYOUT, g]
+    if word < 0:
+        return shape
+    return (shape & ~0xFF) | (shape & layout_starts(word, shape))
+
+
+@inline_kernel
 def usable_bits(held: int, shape: int) -> int:
     """The free slices an instance of ``shape`` could take on a GPU whose held slices are ``held``."""
     bits = 0
@@ -194,7 +231,7 @@ def stranded_slices(cl: Cluster, cs: Classes) -> int:
                 shape = cs.mig_wanted[model, w]
                 if shape < 0:
                     break
-                usable |= usable_bits(held, shape)
+                usable |= usable_bits(held, gpu_shape(cl, g, shape))
             free = full & ~held & ~usable
             while free:
                 total += free & 1
@@ -286,7 +323,7 @@ def pick_instance(cl: Cluster, cs: Classes, n: int, shape: int) -> tuple[int, in
     g0 = cl.node_int[N_GPU0, n]
     for g in range(g0, g0 + cl.node_int[N_GPUS, n]):
         if cl.gpu_free[G_MILLI, g] >= book and cl.gpu_free[G_SLOTS, g] >= 1:
-            start = mig_pick(cl.gpu_free[G_MIG, g], shape)
+            start = mig_pick(cl.gpu_free[G_MIG, g], gpu_shape(cl, g, shape))
             if start >= 0:
                 return g, start
     return -1, -1

@@ -79,6 +79,7 @@ from gpureplay.engine.layout import (
     UInt64Array,
 )
 from gpureplay.engine.mig import (
+    gpu_shape,
     instance_bits,
     instance_slot,
     mig_compute,
@@ -209,7 +210,9 @@ def capacity_on(
         total = 0
         for g in range(g0, g0 + cl.node_int[N_GPUS, n]):
             if cl.gpu_free[G_MILLI, g] >= book and cl.gpu_free[G_SLOTS, g] >= 1:
-                total += min(mig_free(cl.gpu_free[G_MIG, g], shape), cl.gpu_free[G_SLOTS, g])
+                total += min(
+                    mig_free(cl.gpu_free[G_MIG, g], gpu_shape(cl, g, shape)), cl.gpu_free[G_SLOTS, g]
+                )
                 if total >= cap:
                     return cap
         return total

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,12 +37,14 @@ from gpureplay.replay.mig import (
     split_mig_devices,
     wanted_shapes,
 )
+from gpureplay.replay.repartition import repartition_plan
 from gpureplay.schedulers.policy import (
     Backfill,
     GangMode,
     GpuSharing,
     MigDemand,
     MigPlacement,
+    MigReconfigure,
     MigStrategy,
     NodeTies,
     Policy,
@@ -194,10 +197,12 @@ def policy_params(
     mig = MigStrategy[str(getattr(policy.mig_strategy, "name", policy.mig_strategy))]
     mig_demand = MigDemand[str(getattr(policy.mig_demand, "name", policy.mig_demand))]
     mig_placement = MigPlacement[str(getattr(policy.mig_placement, "name", policy.mig_placement))]
+    reconfigure = MigReconfigure[str(getattr(policy.mig_reconfigure, "name", policy.mig_reconfigure))]
     easy = backfill is Backfill.easy
     problems += _sharing_problems(policy, sharing, allocation, demand, share_mem, mig, easy)
     problems += _mig_problems(policy, sharing, share_mem, mig, mig_demand, easy)
     problems += _dynamic_mig_problems(policy, mig, mig_demand, mig_placement, preemption)
+    problems += _repartition_problems(policy, mig, reconfigure)
     if problems:
         raise InputError([Problem(message, "config", column=key) for key, message in problems])
     codes = np.zeros(L.POLICY_FIELDS, dtype=np.int64)
@@ -245,6 +250,9 @@ def policy_params(
     # The MPS control daemon's set_default_active_thread_percentage: 100 / replicas, integer division.
     flt[L.PF_MPS_CAP] = (100 // policy.replicas) / 100.0 if sharing is GpuSharing.mps else 1.0
     flt[L.PF_MIG_CREATE] = float(policy.mig_create_s)
+    codes[L.P_MIG_RECONFIG] = int(reconfigure is MigReconfigure.idle)
+    downtime = policy.mig_reconfigure_s
+    flt[L.PF_MIG_RECONFIG] = DEFAULT_RECONFIGURE_S if downtime is None else float(downtime)
     return Params(codes, flt)
 
 
@@ -425,6 +433,44 @@ def _mig_problems(
                 f"{mig.name} use one of {allowed}{also}",
             )
         )
+    return problems
+
+
+#: Seconds a re-partitioned MIG GPU serves no pod when ``mig_reconfigure_s`` is not set: within the 30-90 s
+#: scheduler-semantics.md §1.5 gives for mig-manager (a secondary source's estimate).
+DEFAULT_RECONFIGURE_S = 60.0
+
+
+def _repartition_problems(
+    policy: Policy, mig: MigStrategy, reconfigure: MigReconfigure
+) -> list[tuple[str, str]]:
+    """What is wrong with the MIG re-partitioning settings (docs/engine-semantics.md, "Re-partitioning
+    idle GPUs")."""
+    problems: list[tuple[str, str]] = []
+    downtime = policy.mig_reconfigure_s
+    if reconfigure is MigReconfigure.none:
+        for key, value in (
+            ("mig_reconfigure_s", downtime),
+            ("mig_reconfigure_layouts", policy.mig_reconfigure_layouts),
+        ):
+            if value is not None:
+                problems.append(
+                    (f"scheduler.{key}", f"applies to mig_reconfigure: idle only (found {value})")
+                )
+        return problems
+    if mig is not MigStrategy.mixed:
+        message = (
+            "re-partitions the configs of MIG GPUs, which only mig_strategy: mixed keeps (the instances of a "
+            f"node's mig-parted config per GPU); found mig_strategy: {mig.name}"
+        )
+        problems.append(("scheduler.mig_reconfigure", message))
+    if downtime is not None and not (math.isfinite(float(downtime)) and float(downtime) >= 0.0):
+        problems.append(
+            ("scheduler.mig_reconfigure_s", f"must be a finite number of seconds >= 0 (found {downtime})")
+        )
+    layouts = policy.mig_reconfigure_layouts
+    if layouts is not None and len(layouts) == 0:
+        problems.append(("scheduler.mig_reconfigure_layouts", "an empty list leaves no config to give a GPU"))
     return problems
 
 
@@ -620,7 +666,11 @@ LIVELOCK_EVICTIONS_PER_JOB = 100
 
 
 def compile_replay(
-    jobs: pl.DataFrame, nodes: pl.DataFrame, params: Params, tasks: TypicalPods | None = None
+    jobs: pl.DataFrame,
+    nodes: pl.DataFrame,
+    params: Params,
+    tasks: TypicalPods | None = None,
+    mig_layouts: Sequence[str] | None = None,
 ) -> Compiled:
     """Turn validated canonical tables and the policy's codes into the engine's static bundles.
 
@@ -639,6 +689,9 @@ def compile_replay(
     tasks
         FGD's task classes (the workload's typical pods); required by the
         ``fgd`` node scorer, ignored otherwise.
+    mig_layouts
+        ``scheduler.mig_reconfigure_layouts`` (read under ``mig_reconfigure:
+        idle`` only; :func:`gpureplay.replay.repartition.repartition_plan`).
 
     Notes
     -----
@@ -653,7 +706,11 @@ def compile_replay(
     mig = mig_nodes(nodes) if codes[L.P_SHARING] == L.SHARING_MIG else None
     mixed = codes[L.P_SHARING] == L.SHARING_MIG_MIXED
     sliced = codes[L.P_SHARING] == L.SHARING_MIG_DYNAMIC or mixed
-    dyn = dynamic_mig_nodes(nodes, mixed=mixed) if sliced else None
+    repartition = codes[L.P_MIG_RECONFIG] != 0
+    dyn = dynamic_mig_nodes(nodes, mixed=mixed, repartition=repartition) if sliced else None
+    plan = repartition_plan(dyn, mig_layouts) if dyn is not None and repartition else None
+    if plan is not None:
+        dyn = plan.dyn
     if mig is None and dyn is None:
         refuse_mig(jobs, nodes)
     table = mig.nodes if mig is not None else dyn.nodes if dyn is not None else nodes
@@ -680,6 +737,9 @@ def compile_replay(
     # Every unplaced pod of a preemptor may be nominated to a node while its victims terminate.
     nominees = int(jobs["num_pods"].sum()) if codes[L.P_PREEMPT] != L.PREEMPT_NONE else 0
     cluster = empty_cluster(node_int, len(models), hist_width, nominees)
+    if plan is not None:
+        # Each GPU starts with its node's config (MIG nodes have no replicas: GPUs are devices).
+        cluster.gpu_free[L.G_LAYOUT] = np.repeat(plan.node_words, physical_gpus)
     bits = {name: 1 << i for i, name in enumerate(models)}
     cluster_bits = sum(bits.values())
     trace_m = pl.col("gpu_milli").cast(pl.Int64)
@@ -903,6 +963,9 @@ def compile_replay(
     shape_mig[rclass] = job_mig
     types, type_count = _node_types(node_int, len(models), hist_width)
     codes_by_shape = np.zeros(num_rclasses, dtype=np.int64)
+    if plan is not None:
+        # GPUs are re-partitioned to what pods need: a job is judged against the config that suits it best.
+        shape_mig = plan.rejection_shapes(shape_mig, models)
     rejection_codes(types, shapes, shape_mask, shape_mig, type_count, codes_by_shape)
     reject = np.ascontiguousarray(codes_by_shape[ints[L.J_RCLASS]])
     # A replay past this many evictions is a preemption livelock (gpureplay.replay.simulate stops it).
@@ -932,6 +995,9 @@ def compile_replay(
             class_mig,
             mig_wanted,
             mig_weight,
+            plan.layouts_array(models)
+            if plan is not None
+            else np.full((max(len(models), 1), 1), -1, np.int64),
             _tasks(params, tasks, models),
         ),
         cluster=cluster,

@@ -337,6 +337,13 @@ class DynamicMigNodes:
     instances
         Mixed strategy: product -> profile -> the start slots of that profile's
         instances in the node's layout (bit per start); empty under dynamic.
+        With re-partitioning, the starts of the profile in any candidate config
+        (:func:`gpureplay.replay.repartition.repartition_plan`).
+    layouts
+        Mixed strategy: per node (table order), its config (None: whole GPUs).
+    repartition
+        ``mig_reconfigure: idle``: mixed nodes are labelled ``<model>-MIG``
+        (each GPU's config changes during the replay).
     """
 
     nodes: pl.DataFrame
@@ -346,6 +353,8 @@ class DynamicMigNodes:
     gpu_memory: dict[str, int]
     instances: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
     mixed: bool = False
+    layouts: tuple[str | None, ...] = ()
+    repartition: bool = False
 
 
 def dynamic_product(model: str) -> str:
@@ -358,14 +367,19 @@ def mixed_product(model: str, layout: str) -> str:
     return f"{model}-MIG-{layout}"
 
 
-def dynamic_mig_nodes(nodes: pl.DataFrame, *, mixed: bool = False) -> DynamicMigNodes:
+def dynamic_mig_nodes(
+    nodes: pl.DataFrame, *, mixed: bool = False, repartition: bool = False
+) -> DynamicMigNodes:
     """Read every node's ``mig_layout`` under the ``dynamic`` (or ``mixed``) strategy.
 
     Dynamic: ``all-enabled`` makes a dynamic node. Mixed: a config with
     instances makes a node whose GPUs each hold the config's instances at the
     start slots :func:`~gpureplay.mig.parted.find_placement` gives (the
     device plugin's ``mixed`` strategy: one ``nvidia.com/mig-<profile>``
-    resource per profile). Null or ``all-disabled`` keeps whole GPUs.
+    resource per profile). Null or ``all-disabled`` keeps whole GPUs. With
+    ``repartition`` a mixed node's product is ``<model>-MIG`` (its GPUs'
+    configs change) and its instances are left to
+    :func:`gpureplay.replay.repartition.repartition_plan`.
 
     Raises
     ------
@@ -380,12 +394,14 @@ def dynamic_mig_nodes(nodes: pl.DataFrame, *, mixed: bool = False) -> DynamicMig
     geometry: dict[str, MigGeometry] = {}
     memory: dict[str, int] = {}
     instances: dict[str, dict[str, int]] = {}
+    node_layouts: list[str | None] = []
     layouts = nodes["mig_layout"] if "mig_layout" in nodes.columns else pl.Series([None] * nodes.height)
     for row, name, model, gpu_mem, layout in zip(
         _rows(nodes), nodes["node_name"], nodes["gpu_model"], nodes["gpu_mem_mib"], layouts, strict=True
     ):
         products.append(model)
         flags.append(False)
+        node_layouts.append(None)
         if layout is None or layout == MIG_DISABLED:
             continue
         try:
@@ -397,7 +413,8 @@ def dynamic_mig_nodes(nodes: pl.DataFrame, *, mixed: bool = False) -> DynamicMig
         if mixed and layout in configs and layout != MIG_ENABLED:
             counts = {p: c for p, c in configs[layout][0].mig_devices if c > 0}
             placed = find_placement(g, counts) or ()
-            product = mixed_product(g.model, str(layout))
+            product = dynamic_product(g.model) if repartition else mixed_product(g.model, str(layout))
+            node_layouts[-1] = str(layout)
             starts: dict[str, int] = {}
             for instance in placed:
                 starts[instance.profile] = starts.get(instance.profile, 0) | 1 << instance.start
@@ -405,7 +422,8 @@ def dynamic_mig_nodes(nodes: pl.DataFrame, *, mixed: bool = False) -> DynamicMig
             flags[-1] = True
             geometry[product] = g
             memory[product] = int(gpu_mem)
-            instances[product] = starts
+            if not repartition:
+                instances[product] = starts
             continue
         if mixed and layout == MIG_ENABLED:
             message = (
@@ -439,7 +457,17 @@ def dynamic_mig_nodes(nodes: pl.DataFrame, *, mixed: bool = False) -> DynamicMig
         base[product] = g.model
     relabelled = nodes.with_columns(pl.Series("gpu_model", products, dtype=pl.String()))
     flags_array = np.array(flags, dtype=bool)
-    return DynamicMigNodes(relabelled, base, flags_array, geometry, memory, instances, mixed=mixed)
+    return DynamicMigNodes(
+        relabelled,
+        base,
+        flags_array,
+        geometry,
+        memory,
+        instances,
+        mixed=mixed,
+        layouts=tuple(node_layouts),
+        repartition=repartition,
+    )
 
 
 def shape_code(profile: MigProfile, *, hami: bool, starts: int | None = None) -> int:

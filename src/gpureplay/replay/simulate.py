@@ -12,6 +12,7 @@ in :mod:`gpureplay.engine.loop`; the semantics in ``docs/engine-semantics.md``.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import time
@@ -177,7 +178,10 @@ class Replay:
         instances), ``mig_instances`` and ``mig_stranded_pct`` (NaN without
         MIG; docs/engine-semantics.md, "MIG instances"; under dynamic MIG the
         mean over the timeline of ``mig_stranded_slices`` as a share of the
-        dynamic GPUs' memory slices).
+        dynamic GPUs' memory slices), ``mig_reconfigurations`` and
+        ``mig_reconfigure_gpu_h`` (re-partitionings started, and GPU-hours in
+        their downtime up to the end; docs/engine-semantics.md,
+        "Re-partitioning idle GPUs").
     """
 
     jobs: pl.DataFrame
@@ -302,7 +306,7 @@ def simulate(
     slices = getattr(policy.mig_strategy, "name", policy.mig_strategy) == "dynamic"
     if tasks is None and not slices and "fgd" in (policy.node_placement, policy.gpu_placement):
         tasks = typical_pods(jobs)
-    compiled = compile_replay(jobs, nodes, params, tasks)
+    compiled = compile_replay(jobs, nodes, params, tasks, policy.mig_reconfigure_layouts)
     state = _initial(compiled, min(TIMELINE_START_CAPACITY, max_samples))
     started = time.perf_counter()
     adaptive = chunk_seconds is None
@@ -353,8 +357,20 @@ def simulate(
             "devices": float(compiled.devices),
             "mig_instances": float(compiled.mig.instances),
             "mig_stranded_pct": _stranded_pct(compiled, run, samples),
+            "mig_reconfigurations": float(run.counters[L.K_MIG_RECONFIG]),
+            "mig_reconfigure_gpu_h": _downtime_gpu_h(compiled, state, end_time),
         },
     )
+
+
+def _downtime_gpu_h(compiled: Compiled, state: State, end_time: float) -> float:
+    """GPU-hours MIG GPUs spent in re-partitioning downtime up to the end of the run."""
+    started = float(state.run.counters[L.K_MIG_RECONFIG])
+    ready = compiled.cluster.gpu_ready
+    # A horizon may stop the run inside a downtime: only its part up to the end counts.
+    unfinished = ready[np.isfinite(ready)]
+    seconds = started * float(compiled.params.flt[L.PF_MIG_RECONFIG]) - float((unfinished - end_time).sum())
+    return seconds / 3600.0
 
 
 def _stranded_pct(compiled: Compiled, run: Run, samples: int) -> float:
@@ -380,6 +396,8 @@ def warm_up(policy: Policy, *, debug: bool = False) -> None:
     milliseconds when numba's cache is warm.
     """
     jobs, nodes = warm_up_tables()
+    # The candidate MIG configs are data, not kernel types, and the warm-up node has no MIG to check them on.
+    policy = dataclasses.replace(policy, mig_reconfigure_layouts=None)
     simulate(jobs, nodes, policy, sample_interval=1.0, window=(0.0, 1.0), debug=debug)
 
 

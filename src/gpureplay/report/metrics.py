@@ -168,6 +168,14 @@ SHARING_METRICS: tuple[Metric, ...] = (
         "lower",
         min_change=0.1,
     ),
+    Metric("mig_reconfigurations", "MIG re-partitionings", "MIG re-partitionings", None, count=True),
+    Metric(
+        "mig_reconfigure_gpu_h",
+        "re-partitioning downtime (GPU-h)",
+        "GPU-hours idle GPUs spent being re-partitioned",
+        "lower",
+        min_change=0.01,
+    ),
 )
 
 #: Censoring counts: summarised across seeds like the metrics, shown beside them.
@@ -232,13 +240,25 @@ def runs_evicted(runs: pl.DataFrame) -> bool:
     return "preemptions" in runs.columns and bool((runs.get_column("preemptions").fill_null(0) > 0).any())
 
 
-#: The MIG columns of :data:`SHARING_METRICS`, shown only when some run had MIG instances.
-MIG_METRIC_COLUMNS: tuple[str, ...] = ("mig_instances", "mig_stranded_pct")
+#: The MIG columns of :data:`SHARING_METRICS`, shown only when some run had MIG GPUs.
+MIG_METRIC_COLUMNS: tuple[str, ...] = (
+    "mig_instances",
+    "mig_stranded_pct",
+    "mig_reconfigurations",
+    "mig_reconfigure_gpu_h",
+)
 
 
 def runs_with_mig(runs: pl.DataFrame) -> bool:
-    """True when some run in ``runs`` had MIG instances."""
-    return "mig_instances" in runs.columns and bool((runs.get_column("mig_instances").fill_null(0) > 0).any())
+    """True when some run in ``runs`` had MIG GPUs: static instances, or slice-mask MIG (instances made per
+    pod, or layouts re-partitioned), whose ``mig_instances`` is 0 but ``mig_stranded_pct`` is set."""
+    static = "mig_instances" in runs.columns and bool(
+        (runs.get_column("mig_instances").fill_null(0) > 0).any()
+    )
+    sliced = "mig_stranded_pct" in runs.columns and bool(
+        runs.get_column("mig_stranded_pct").is_not_null().any()
+    )
+    return static or sliced
 
 
 def runs_shared(runs: pl.DataFrame) -> bool:

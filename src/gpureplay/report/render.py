@@ -421,7 +421,11 @@ _SHARING_NOTE = (
     "allocation counts devices. What sharing costs is run time: a job's sharing slowdown = (work + time "
     "added) / work, over the jobs that ran (1 = never slowed); run time added = the sum over jobs of the "
     "time their runs were stretched; MIG slices stranded = the MIG GPUs' compute slices no job can ever "
-    "use (whole run, mean over seeds; docs/engine-semantics.md, GPU sharing by replicas, MIG instances)."
+    "use (static layouts), or the timeline's mean share of MIG memory slices no instance the workload asks "
+    "could take (instances made per pod, mixed layouts; a GPU being re-partitioned counts whole); "
+    "re-partitionings = idle MIG GPUs given a new config, each serving no pod for the downtime (whole run, "
+    "mean over seeds; docs/engine-semantics.md, GPU sharing by replicas, MIG instances, Slice-mask MIG, "
+    "Re-partitioning idle GPUs)."
 )
 
 _PRIORITY_NOTE = (

@@ -100,7 +100,10 @@ can ever use: slices outside every instance, and instances no job may take
 Under dynamic MIG (instances made per pod) ``mig_instances`` is 0 and
 ``mig_stranded_pct`` the mean share of the dynamic GPUs' memory slices the
 timeline's ``mig_stranded_slices`` counts (docs/engine-semantics.md,
-"Slice-mask MIG").
+"Slice-mask MIG"). With ``mig_reconfigure: idle``, ``mig_reconfigurations``
+counts the idle GPUs given a new config and ``mig_reconfigure_gpu_h`` the
+GPU-hours they served no pod meanwhile (docs/engine-semantics.md,
+"Re-partitioning idle GPUs"); both 0 otherwise.
 """
 
 from __future__ import annotations
@@ -324,6 +327,8 @@ def summary_metrics(
     devices: int | None = None,
     mig_instances: int = 0,
     mig_stranded_pct: float | None = None,
+    mig_reconfigurations: int = 0,
+    mig_reconfigure_gpu_h: float = 0.0,
 ) -> pl.DataFrame:
     """The one-row table of headline metrics (``SUMMARY_METRICS_SCHEMA``; definitions: module docstring).
 
@@ -355,6 +360,8 @@ def summary_metrics(
         ``total_gpus * replicas_per_gpu`` (MIG instances: ``Replay.stats["devices"]``).
     mig_instances, mig_stranded_pct
         ``Replay.stats``' static MIG figures (module docstring, "MIG").
+    mig_reconfigurations, mig_reconfigure_gpu_h
+        ``Replay.stats``' MIG re-partitioning figures (module docstring, "MIG").
     """
     if devices is None:
         devices = total_gpus * replicas_per_gpu
@@ -396,6 +403,8 @@ def summary_metrics(
         **_sharing_figures(admitted),
         "mig_instances": mig_instances,
         "mig_stranded_pct": mig_stranded_pct,
+        "mig_reconfigurations": mig_reconfigurations,
+        "mig_reconfigure_gpu_h": mig_reconfigure_gpu_h,
     }
     return pl.DataFrame([row], schema=SUMMARY_METRICS_SCHEMA)
 

@@ -161,4 +161,8 @@ SUMMARY_METRICS_SCHEMA: dict[str, pl.DataType] = {
     # them as devices) and the share of the MIG GPUs' compute slices no job can ever use (null: no MIG).
     "mig_instances": pl.Int64(),
     "mig_stranded_pct": pl.Float64(),
+    # MIG re-partitioning (mig_reconfigure: idle): re-partitionings started, and GPU-hours the GPUs spent
+    # in their downtime (0 without it).
+    "mig_reconfigurations": pl.Int64(),
+    "mig_reconfigure_gpu_h": pl.Float64(),
 }

@@ -196,6 +196,22 @@ class MigPlacement(Enum):
     fgd = 2
 
 
+class MigReconfigure(Enum):
+    """Whether MIG GPUs are re-partitioned while the replay runs (docs/engine-semantics.md, "Re-partitioning
+    idle GPUs").
+
+    ``none``: static layouts. ``idle``: under ``mig_strategy: mixed`` a GPU
+    none of whose instances is in use may be given another mig-parted config
+    when pending pods ask profiles the free instances cannot serve (the
+    config serving most of them, nos' ``UpdateGeometryFor``), after a
+    downtime of ``mig_reconfigure_s`` (mig-parted clears and re-makes every
+    instance of the GPU; scheduler-semantics.md §1.4, §1.5).
+    """
+
+    none = 0
+    idle = 1
+
+
 class MigDemand(Enum):
     """Which MIG instances a job may take when its trace names no ``mig_profile``.
 
@@ -291,6 +307,15 @@ class Policy:
         the moment its job can run, spent creating its MIG instance (GPU and
         compute instance); paid by every attempt that has a pod on a dynamic
         MIG node, like a restart overhead (0: instant).
+    mig_reconfigure
+        See :class:`MigReconfigure`.
+    mig_reconfigure_s
+        ``mig_reconfigure: idle`` only: seconds a re-partitioned GPU serves no
+        pod (``None``: 60, within the 30-90 s of scheduler-semantics.md §1.5).
+    mig_reconfigure_layouts
+        ``mig_reconfigure: idle`` only: the mig-parted configs a GPU may be
+        given, in order of preference on ties (``None``: every standard config
+        of the model with instances and no media-extension profile).
     """
 
     name: str = "fifo"
@@ -319,6 +344,9 @@ class Policy:
     mig_demand: MigDemand = MigDemand.any
     mig_placement: MigPlacement = MigPlacement.hami
     mig_create_s: float = 0.0
+    mig_reconfigure: MigReconfigure = MigReconfigure.none
+    mig_reconfigure_s: float | None = None
+    mig_reconfigure_layouts: list[str] | None = None
 
     def devices_per_gpu(self) -> int:
         """``nvidia.com/gpu`` devices per GPU: ``replicas`` when shared by replicas, else 1."""
