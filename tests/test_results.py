@@ -62,9 +62,17 @@ def outcome() -> pl.DataFrame:
             # Job 1 ran 100 s for 50 s of work: time-sliced at 1/2 all along.
             "sharing_delay": [50.0, 0.0, 0.0, 0.0],
             "sharing_slowdown": [2.0, 1.0, 1.0, None],
+            # Job 2's pods spanned two NVLink domains of one rack; no spreading cost was set.
+            "nvlink_domains_spanned": [1, 2, 1, 1],
+            "racks_spanned": [1, 1, 1, 1],
+            "spines_spanned": [1, 1, 1, 1],
+            "spread_delay": [0.0, 0.0, 0.0, 0.0],
         },
         schema_overrides={
             "nodes_spanned": pl.Int32,
+            "nvlink_domains_spanned": pl.Int32,
+            "racks_spanned": pl.Int32,
+            "spines_spanned": pl.Int32,
             "preemptions": pl.Int32,
             "attempts": pl.Int32,
             "reject_reason": pl.String,

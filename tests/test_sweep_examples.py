@@ -107,6 +107,7 @@ def test_every_declared_sweep_is_checked() -> None:
         "philly-example",
         "philly-preemption",
         "philly-schedulers",
+        "philly-spread",
         "schedulers",
         "schedulers-traces",
         "seeds",

@@ -8,6 +8,7 @@ if no per-event cost grows with the queue (DESIGN.md, "Engine").
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import ClassVar
 
@@ -74,6 +75,38 @@ class PhillyPreemptReplay:
         return float(simulate(self.jobs, self.nodes, self.policy, seed=SEED).stats["preemptions"])
 
     track_preemptions.unit = "evictions"  # type: ignore[attr-defined]
+
+
+class PhillySpreadReplay:
+    """Full Philly under gang-binpack with and without what spreading costs (domains counted per start)."""
+
+    params: ClassVar[list[list[str]]] = [["blind", "spread-cost"]]
+    param_names: ClassVar[list[str]] = ["topology"]
+    timeout = 900
+    number = 1
+    repeat = (1, 5, 120.0)
+    warmup_time = 0.0
+
+    def setup(self, topology: str) -> None:
+        self.jobs = philly_jobs()
+        self.nodes = philly_cluster()
+        policy = PRESETS["gang-binpack"]
+        if topology == "spread-cost":
+            policy = dataclasses.replace(policy, spread_rate_nvlink=0.8, spread_rate_rack=0.9)
+        self.policy = policy
+        warm_engine()
+
+    def time_replay(self, topology: str) -> None:
+        simulate(self.jobs, self.nodes, self.policy, seed=SEED)
+
+    def track_spread_gpu_hours(self, topology: str) -> float:
+        jobs = simulate(self.jobs, self.nodes, self.policy, seed=SEED).jobs.join(
+            self.jobs.select("job_id", "num_pods", "gpu_milli"), on="job_id"
+        )
+        gpus = jobs["num_pods"].cast(float) * jobs["gpu_milli"] / 1000.0
+        return float((gpus * jobs["spread_delay"]).sum()) / 3600.0
+
+    track_spread_gpu_hours.unit = "GPU-hours"  # type: ignore[attr-defined]
 
 
 class SyntheticReplay:

@@ -1175,7 +1175,13 @@ class Job:
     since: float = math.nan
     done: float = 0.0
     work_done: float = 0.0  # [Results] progress made by the attempts that ended (lost work included)
-    delay: float = 0.0  # [Results] integral of (1 - rate) over the progress time up to ``since``
+    delay: float = 0.0  # [Results] integral of (1 - rate / spread) over the progress time up to ``since``
+    # [Spreading cost] the running attempt's f (1: one domain at every level, or no cost), fixed at its
+    # start and folded into ``rate`` (never with GPU sharing or MIG: refused); the d_L of the last attempt
+    # that ran (nvlink domains, racks, spines); spread_delay of the attempts that ended.
+    spread: float = 1.0
+    domains_spanned: tuple[int, int, int] = (0, 0, 0)
+    spread_delay: float = 0.0
 
     @property
     def gpus(self) -> float:
@@ -1199,8 +1205,17 @@ class Job:
         return self.done + max(0.0, t - self.since) * self.rate
 
     def delay_at(self, t: float) -> float:
-        """[Results] sharing_delay up to ``t`` (the running attempt's stretch included)."""
-        return self.delay + max(0.0, t - self.since) * (1.0 - self.rate)
+        """[Results] sharing_delay up to ``t`` (the running attempt's stretch included).
+
+        [Spreading cost] the stretch of spreading is not sharing's: the rate is divided by the attempt's f
+        (f / f == 1 exactly; under sharing f == 1, so the rate is sharing's alone).
+        """
+        return self.delay + max(0.0, t - self.since) * (1.0 - self.rate / self.spread)
+
+    def spread_delay_at(self, t: float) -> float:
+        """[Spreading cost] "Results": spread_delay up to ``t``: the attempts that ended, plus the running
+        attempt's progress time by ``t`` x (1 - f)."""
+        return self.spread_delay + max(0.0, t - self.progress0) * (1.0 - self.spread)
 
     def set_rate(self, t: float, rate: float) -> None:
         """[GPU sharing by replicas] The job takes ``rate`` at ``t``: the work done is kept, the finish moves.
@@ -1402,6 +1417,49 @@ def gpu_rates(policy: Policy, demands: list[float]) -> list[float]:
 
 
 # --------------------------------------------------------------------------------------------------
+# What spreading costs  [Spreading cost]
+# --------------------------------------------------------------------------------------------------
+
+#: [Spreading cost] "Levels": the nodes table's columns, in the order of the results' *_spanned columns
+#: and of the policy's factors.
+SPREAD_LEVELS: tuple[tuple[str, str], ...] = (
+    ("nvlink_domain", "spread_rate_nvlink"),
+    ("rack", "spread_rate_rack"),
+    ("spine", "spread_rate_spine"),
+)
+
+
+def check_spread(policy: Policy) -> None:
+    """[Spreading cost] "Refused": a factor outside (0, 1]; a factor below 1 with GPU sharing or MIG."""
+    for _, key in SPREAD_LEVELS:
+        factor = getattr(policy, key)
+        if not 0.0 < factor <= 1.0:  # NaN fails too
+            raise ValueError(f"{key} must be in (0, 1]")
+        if factor < 1.0 and policy.gpu_sharing is not GpuSharing.none:
+            raise ValueError(f"{key} below 1 takes gpu_sharing: none (sharing sets the rates)")
+        if factor < 1.0 and policy.mig_strategy is not MigStrategy.none:
+            raise ValueError(f"{key} below 1 takes mig_strategy: none (MIG sets the rates)")
+
+
+def domains_spanned(placements: list[PodPlacement], topology: list[tuple[int, ...]]) -> tuple[int, int, int]:
+    """[Spreading cost] "Rate": d_L, the distinct domains at each level of the pods' nodes (every pod's
+    node, as ``nodes_spanned`` counts them; ids compared as given, level by level)."""
+    nodes = {p.node for p in placements}
+    d = [len({topology[n][level] for n in nodes}) for level in range(len(SPREAD_LEVELS))]
+    return d[0], d[1], d[2]
+
+
+def spread_rate(policy: Policy, spanned: tuple[int, int, int]) -> float:
+    """[Spreading cost] "Rate": f = product over the levels with d_L > 1 of ``spread_rate_L`` (in level
+    order nvlink, rack, spine; 1 when none is spanned)."""
+    f = 1.0
+    for d, (_, key) in zip(spanned, SPREAD_LEVELS, strict=True):
+        if d > 1:
+            f *= getattr(policy, key)
+    return f
+
+
+# --------------------------------------------------------------------------------------------------
 # The replay
 # --------------------------------------------------------------------------------------------------
 
@@ -1432,7 +1490,10 @@ class _Replay:
             )
         check_gpu_sharing(policy)
         check_mig(policy)
+        check_spread(policy)
         self.jobs = jobs
+        # [Spreading cost] "Levels": each node's (nvlink_domain, rack, spine), by node index.
+        self.topology = [tuple(int(row[col]) for col, _ in SPREAD_LEVELS) for row in nodes]
         sharing = (
             policy.device_split_count,
             policy.shared_gpu_memory.name,
@@ -1688,8 +1749,12 @@ class _Replay:
         job.overhead_end = t + overhead
         job.progress0 = job.overhead_end + (self.policy.mig_create_s if on_dynamic else 0.0)
         job.nodes_spanned = job.nodes_held()
+        # [Spreading cost] "Rate": d_L of the pods' nodes now; f for the whole attempt (rates() gives it).
+        job.domains_spanned = domains_spanned(job.placements, self.topology)
+        job.spread = spread_rate(self.policy, job.domains_spanned)
         # [GPU sharing by replicas] it takes its own rate (1 without sharing): finish = t' + work left / rate
         # with t' the end of its restart overhead; the jobs it now shares GPUs with take theirs.
+        # [Spreading cost] the rate is f: finish = start + overhead + work left / f.
         job.since, job.done, job.rate = job.progress0, 0.0, 1.0
         job.set_rate(t, self.rates()[job.row])
         self.rerate()
@@ -1723,6 +1788,7 @@ class _Replay:
         self.charge(job, job.gpus * overhead)
         # [GPU sharing by replicas] Results: the attempt's stretch and work; its sharers speed up.
         job.delay = job.delay_at(self.now)
+        job.spread_delay = job.spread_delay_at(self.now)  # [Spreading cost] progress time x (1 - f)
         job.work_done += job.work_left
         self.release_all(job)
         job.state = "finished"
@@ -1739,8 +1805,10 @@ class _Replay:
         ran = victim.state == "running"
         if ran:
             # [GPU sharing by replicas] progress follows the rate history (t - progress0 at rate 1).
+            # [Spreading cost] work done = f x progress time (the rate is f), stretched by (1 - f) x it.
             progress = victim.progress_at(t)
             victim.delay = victim.delay_at(t)
+            victim.spread_delay = victim.spread_delay_at(t)
             victim.work_done += progress
             overhead = victim.overhead_spent(t)
             interval = victim.checkpoint
@@ -1805,9 +1873,10 @@ class _Replay:
 
         A process = one pod on one physical GPU it has replicas on, weight w = those replicas,
         demand D = w x d. Without sharing (or without GPU pods) a job runs at 1.
+        [Spreading cost] ... or at its attempt's f (which is 1 whenever sharing or MIG is on: refused).
         """
         running = self.with_state("running")
-        rate = {job.row: 1.0 for job in running}
+        rate = {job.row: job.spread for job in running}
         if self.policy.mig_strategy in (MigStrategy.dynamic, MigStrategy.mixed):
             # [Dynamic MIG] "Throughput": as MIG instances, c the compute slices of the pod's instance.
             for job in running:
@@ -1849,7 +1918,8 @@ class _Replay:
         Recomputing every job is the spec's "every active job with a process on that GPU": a job
         on no changed GPU keeps its rate, and "a rate that does not change leaves the job alone".
         A job due to finish at this very time is left alone too (it completes now; the new rate
-        would only move its finish by float noise).
+        would only move its finish by float noise). [Spreading cost] a job's f never changes while
+        it runs, so it is never re-rated.
         """
         rates = self.rates()
         for job in self.with_state("running"):
@@ -2404,24 +2474,34 @@ def uncharged(job: Job, t: float) -> float:
     return 0.0
 
 
-def _job_row(job: Job, end: float) -> dict[str, Any]:
-    """[Time and events] Final states and the per-job measures."""
+def _job_row(job: Job, end: float, topology: list[tuple[int, ...]]) -> dict[str, Any]:
+    """[Time and events] Final states and the per-job measures.
+
+    ``topology``: each node's (nvlink_domain, rack, spine) ([Spreading cost]: a deadlocked job's are
+    those of the nodes it holds).
+    """
     state = _final_state(job)
     deadlocked = state == "deadlocked"
     if deadlocked:
         spanned = job.nodes_held()
+        # [Spreading cost] "Results": as nodes_spanned, the domains of the nodes it holds.
+        levels = domains_spanned(job.placements, topology)
     elif job.first_start is not None:
         spanned = job.nodes_spanned  # when its last attempt started running
+        levels = job.domains_spanned  # [Spreading cost] d_L when its last attempt started
     else:
         spanned = 0
+        levels = (0, 0, 0)
     pending: float | None = None
     if state != "rejected":
         pending = job.pending_total + (end - job.pending_since if job.state == "pending" else 0.0)
     lost = job.lost + uncharged(job, end)
     # [GPU sharing by replicas] Results: over all attempts, a running one up to the end of the run.
     delay, work = job.delay, job.work_done
+    spread = job.spread_delay  # [Spreading cost] "Results": over all attempts, a running one up to the end
     if job.state == "running":
         delay, work = job.delay_at(end), work + job.progress_at(end)
+        spread = job.spread_delay_at(end)
     slowdown = (work + delay) / work if work > 0 else None
     return {
         "job_id": job.job_id,
@@ -2430,6 +2510,10 @@ def _job_row(job: Job, end: float) -> dict[str, Any]:
         "state": state,
         "reject_reason": job.reject_reason,
         "nodes_spanned": spanned,
+        # [Spreading cost] "Results": d_L when its last attempt started, as nodes_spanned.
+        "nvlink_domains_spanned": levels[0],
+        "racks_spanned": levels[1],
+        "spines_spanned": levels[2],
         "held_milli": sum(p.held_milli for p in job.placements) if deadlocked else 0,
         "preemptions": job.preemptions,
         "attempts": job.attempts_begun,
@@ -2437,6 +2521,7 @@ def _job_row(job: Job, end: float) -> dict[str, Any]:
         "lost_gpu_seconds": lost,
         "sharing_delay": delay,
         "sharing_slowdown": slowdown,
+        "spread_delay": spread,  # [Spreading cost] "Results": progress time x (1 - f), all attempts
     }
 
 
@@ -2485,7 +2570,7 @@ def simulate(
     attempt_rows = [row for job in job_list for row in _attempt_rows(job, end)]
     # Only the columns the engine's schema has (the sharing columns land there with the engine change).
     job_rows = [
-        {key: value for key, value in _job_row(job, end).items() if key in JOB_RESULT_SCHEMA}
+        {key: value for key, value in _job_row(job, end, replay.topology).items() if key in JOB_RESULT_SCHEMA}
         for job in job_list
     ]
     attempts = (

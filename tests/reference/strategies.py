@@ -103,7 +103,8 @@ def nodes_frame(rows: Sequence[Mapping[str, Any]], source: str = "test-nodes") -
     """A validated canonical nodes table from dicts with ``gpu_model`` and ``num_gpus``.
 
     ``gpu_mem_mib`` defaults to the catalog's memory of the model, ``cpu_milli`` and
-    ``mem_mib`` to ``UNKNOWN_CAPACITY``; ``node_id`` is the row index.
+    ``mem_mib`` to ``UNKNOWN_CAPACITY``; ``node_id`` is the row index; ``nvlink_domain`` defaults to
+    the row index (one domain per server), ``rack`` and ``spine`` to 0.
     """
     full = []
     for i, row in enumerate(rows):
@@ -118,9 +119,9 @@ def nodes_frame(rows: Sequence[Mapping[str, Any]], source: str = "test-nodes") -
                 "cpu_milli": row.get("cpu_milli", UNKNOWN_CAPACITY),
                 "mem_mib": row.get("mem_mib", UNKNOWN_CAPACITY),
                 "numa_of_gpu": None,
-                "nvlink_domain": i,
-                "rack": 0,
-                "spine": 0,
+                "nvlink_domain": row.get("nvlink_domain", i),
+                "rack": row.get("rack", 0),
+                "spine": row.get("spine", 0),
                 "mig_layout": row.get("mig_layout"),
             }
         )
@@ -426,7 +427,24 @@ def policies(draw: st.DrawFn) -> Policy:
         gpu = draw(st.sampled_from(later_gpu))
         if paper_ok:
             policy = replace(policy, gpu_placement=gpu)
+    # [Spreading cost] a third of the time spreading costs something (drawn last: earlier fields keep
+    # their draws); the shared-device policies built on this one set the factors back to 1 (refused there).
+    if draw(st.integers(0, 2)) == 0:
+        policy = replace(
+            policy,
+            spread_rate_nvlink=draw(st.sampled_from([0.5, 0.8, 1.0])),
+            spread_rate_rack=draw(st.sampled_from([0.9, 1.0])),
+            spread_rate_spine=draw(st.sampled_from([0.75, 1.0])),
+        )
     return policy
+
+
+#: What spreading costs nothing: the factors a policy on shared devices (replicas, MIG) must keep.
+NO_SPREAD_COST: dict[str, float] = {
+    "spread_rate_nvlink": 1.0,
+    "spread_rate_rack": 1.0,
+    "spread_rate_spine": 1.0,
+}
 
 
 #: Node scorers that take replica devices (the others model other GPU-sharing systems).
@@ -441,7 +459,7 @@ def _device_base(draw: st.DrawFn) -> tuple[Policy, str]:
     priorities a plain gang replay) and pod by pod without; EASY drawn as skip; a node scorer of
     another sharing system swapped for one of :data:`REPLICA_SCORERS`.
     """
-    base = draw(policies())
+    base = replace(draw(policies()), **NO_SPREAD_COST)
     if base.backfill is Backfill.easy:
         base = replace(base, backfill=Backfill.skip, backfill_depth=0)
     if base.gang is GangMode.gang:
@@ -603,7 +621,7 @@ def dynamic_mig_policies(draw: st.DrawFn, *, mixed: bool = False) -> Policy:
     Under dynamic MIG the node scorer is sometimes ``fgd`` (FGD over slices scoring nodes, with any start
     rule; mostly with the fgd one).
     """
-    base = draw(policies())
+    base = replace(draw(policies()), **NO_SPREAD_COST)
     if base.backfill is Backfill.easy:
         base = replace(base, backfill=Backfill.skip, backfill_depth=0)
     node = base.node_placement

@@ -243,6 +243,9 @@ class Scratch(NamedTuple):
         the milli-GPU they hold, so a preemption search that cannot succeed
         (no possible victim, or not enough GPU even with every one of them
         gone) is dismissed at once.
+    domain_mark
+        ``[level, domain]``: the start (``K_STARTS`` stamp) that last counted
+        an NVLink domain, rack or spine (:mod:`gpureplay.engine.spread`).
     unplaced
         Per class: the pods of its pending jobs not placed yet (what the MIG
         re-partitioning controller counts as asked).
@@ -257,6 +260,7 @@ class Scratch(NamedTuple):
     touch_mark: Int64Array
     prio_jobs: Int64Array
     prio_milli: Int64Array
+    domain_mark: Int64Array
     unplaced: Int64Array
     mig_count: Int64Array
 
@@ -501,6 +505,9 @@ def initial_state(
         touch_mark=np.zeros(max(num_nodes, 1), dtype=np.int64),
         prio_jobs=np.zeros(int(jobs.ints[L.J_PRIO_RANK].max(initial=0)) + 1, dtype=np.int64),
         prio_milli=np.zeros(int(jobs.ints[L.J_PRIO_RANK].max(initial=0)) + 1, dtype=np.int64),
+        domain_mark=np.full(
+            (3, int(cluster.node_int[L.N_NVLINK : L.N_SPINE + 1].max(initial=0)) + 1), -1, dtype=np.int64
+        ),
         unplaced=np.zeros(max(num_classes, 1), dtype=np.int64),
         mig_count=np.zeros((3, classes.mig_wanted.shape[1]), dtype=np.int64),
     )

@@ -126,6 +126,7 @@ from gpureplay.engine.pending import dequeue, enqueue
 from gpureplay.engine.resources import class_mig, held_milli, release_pod, take_pod
 from gpureplay.engine.scoring import choose_gpu, choose_node, refresh_index
 from gpureplay.engine.sharing import settle, sharers_changed
+from gpureplay.engine.spread import spread_rate
 from gpureplay.engine.timers import push_completion, push_timer
 
 
@@ -399,15 +400,17 @@ def start_job(
     else:
         overhead = jobs.flts[JF_OVERHEAD, j]
     overhead += instance_creation(params, jobs, js, cl, j)
+    run.counters[K_STARTS] += 1
+    # Spread over several NVLink domains, racks or spines, it runs slower for this whole attempt.
+    rate = spread_rate(params, jobs, js, cl, sc, run, j)
     js.time[T_START, j] = t
     js.time[T_PROGRESS0, j] = t + overhead
-    js.time[T_RATE, j] = 1.0
+    js.time[T_RATE, j] = rate
     js.time[T_RATE_T, j] = t + overhead
     js.time[T_DONE, j] = 0.0
-    finish = t + overhead + js.time[T_LEFT, j]
+    finish = t + overhead + js.time[T_LEFT, j] / rate
     js.time[T_FINISH, j] = finish
     run.counters[K_NRUN] += 1
-    run.counters[K_STARTS] += 1
     run.counters[K_PVERSION] += 1
     push_completion(jobs, js, tm, run, j, finish)
     spanned = 0

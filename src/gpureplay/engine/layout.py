@@ -91,7 +91,10 @@ D_WAITING = 6  # victims this job evicted that still hold resources (it does not
 D_NOMINATOR = 7  # terminating: the job it was evicted for (-1: none)
 D_OVER = 8  # 1: pending in its class's overflow list (requeued with a new key), 0: in the static set
 D_RATE_MARK = 9  # the K_SHARE_CHANGES stamp of the last change that re-rated it (once per change)
-JOB_DYN_FIELDS = 10
+D_NVLINKS = 10  # distinct NVLink domains when the current attempt started (gpureplay.engine.spread)
+D_RACKS = 11  # distinct racks then
+D_SPINES = 12  # distinct spines then
+JOB_DYN_FIELDS = 13
 
 # --- js.time: per-job dynamic floats -----------------------------------------------------------------
 T_FIRST_START = 0  # start of the first attempt that ran (nan: never ran)
@@ -190,7 +193,10 @@ N_REPLICA_ALLOC = 9  # REPLICA_* rule of the node's device plugin
 N_MIG_COMPUTE = 10  # compute slices of each MIG instance (device) of the node; 0: whole GPUs
 N_MIG_SLICES = 11  # compute slices of the node's GPU model (7 on A100 / H100); 0: whole GPUs
 N_MIG_MASK = 12  # 1: MIG instances on the slice mask (dynamic or mixed strategy, gpureplay.engine.mig)
-NODE_INT_FIELDS = 13
+N_NVLINK = 13  # the node's NVLink domain, numbered 0.. in order of first appearance (what spreading costs)
+N_RACK = 14  # its rack, numbered the same way
+N_SPINE = 15  # its spine
+NODE_INT_FIELDS = 16
 
 # GPU memory of a shared pod whose trace gives none (``gpu_mem_mib`` null).
 SHARE_MEM_NONE = 0  # none: only its milli is booked
@@ -379,7 +385,10 @@ PF_SWITCH = 6  # time-slicing: share of a GPU's time lost to context switches am
 PF_MPS_CAP = 7  # MPS: each client's SM share, floor(100 / replicas) / 100
 PF_MIG_CREATE = 8  # dynamic MIG: seconds to create a pod's instance before its job can run
 PF_MIG_RECONFIG = 9  # mig_reconfigure: idle: seconds a re-partitioned GPU serves no pod
-PARAM_FLOAT_FIELDS = 10
+PF_SPREAD_NVLINK = 10  # rate of a job spanning more than one NVLink domain (1: no cost)
+PF_SPREAD_RACK = 11  # rate factor for more than one rack
+PF_SPREAD_SPINE = 12  # rate factor for more than one spine
+PARAM_FLOAT_FIELDS = 13
 
 GANG = 0
 POD_BY_POD = 1

@@ -203,6 +203,7 @@ def policy_params(
     problems += _mig_problems(policy, sharing, share_mem, mig, mig_demand, easy)
     problems += _dynamic_mig_problems(policy, mig, mig_demand, mig_placement, preemption)
     problems += _repartition_problems(policy, mig, reconfigure)
+    problems += _spread_problems(policy, sharing, mig)
     if problems:
         raise InputError([Problem(message, "config", column=key) for key, message in problems])
     codes = np.zeros(L.POLICY_FIELDS, dtype=np.int64)
@@ -253,6 +254,9 @@ def policy_params(
     codes[L.P_MIG_RECONFIG] = int(reconfigure is MigReconfigure.idle)
     downtime = policy.mig_reconfigure_s
     flt[L.PF_MIG_RECONFIG] = DEFAULT_RECONFIGURE_S if downtime is None else float(downtime)
+    flt[L.PF_SPREAD_NVLINK] = float(policy.spread_rate_nvlink)
+    flt[L.PF_SPREAD_RACK] = float(policy.spread_rate_rack)
+    flt[L.PF_SPREAD_SPINE] = float(policy.spread_rate_spine)
     return Params(codes, flt)
 
 
@@ -441,6 +445,31 @@ def _mig_problems(
 DEFAULT_RECONFIGURE_S = 60.0
 
 
+#: The policy keys of what spreading costs, by topology level.
+SPREAD_KEYS: tuple[str, ...] = ("spread_rate_nvlink", "spread_rate_rack", "spread_rate_spine")
+
+
+def _spread_problems(policy: Policy, sharing: GpuSharing, mig: MigStrategy) -> list[tuple[str, str]]:
+    """What is wrong with the spreading-cost factors (docs/engine-semantics.md, "What spreading costs")."""
+    problems: list[tuple[str, str]] = []
+    for key in SPREAD_KEYS:
+        value = float(getattr(policy, key))
+        if not (math.isfinite(value) and 0.0 < value <= 1.0):
+            problems.append((f"scheduler.{key}", f"must be a rate factor in (0, 1] (found {value})"))
+        elif value < 1.0 and (sharing is not GpuSharing.none or mig is not MigStrategy.none):
+            what = (
+                f"gpu_sharing: {sharing.name}"
+                if sharing is not GpuSharing.none
+                else f"mig_strategy: {mig.name}"
+            )
+            message = (
+                f"a spreading cost ({value}) does not combine with {what}, whose rates are the sharing "
+                "model's: use 1.0"
+            )
+            problems.append((f"scheduler.{key}", message))
+    return problems
+
+
 def _repartition_problems(
     policy: Policy, mig: MigStrategy, reconfigure: MigReconfigure
 ) -> list[tuple[str, str]]:
@@ -612,6 +641,10 @@ def compile_nodes(nodes: pl.DataFrame) -> tuple[Int64Array, tuple[str, ...], int
     node_int[L.N_MIG_COMPUTE] = 0
     node_int[L.N_MIG_SLICES] = 0
     node_int[L.N_MIG_MASK] = 0
+    # Topology levels as dense ids (what spreading costs counts distinct domains with a mark per id).
+    for row, column in ((L.N_NVLINK, "nvlink_domain"), (L.N_RACK, "rack"), (L.N_SPINE, "spine")):
+        values = nodes[column].to_numpy() if column in nodes.columns else np.zeros(df.height, dtype=np.int64)
+        node_int[row] = np.unique(values, return_inverse=True)[1] if df.height else values
     hist_width = int(node_int[L.N_GPUS].max(initial=0)) + 1
     return node_int, models, hist_width
 

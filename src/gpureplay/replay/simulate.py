@@ -81,6 +81,10 @@ JOB_RESULT_SCHEMA: dict[str, pl.DataType] = {
     "lost_gpu_seconds": pl.Float64(),
     "sharing_delay": pl.Float64(),
     "sharing_slowdown": pl.Float64(),
+    "nvlink_domains_spanned": pl.Int32(),
+    "racks_spanned": pl.Int32(),
+    "spines_spanned": pl.Int32(),
+    "spread_delay": pl.Float64(),
 }
 
 #: One row per run attempt (``attempts.parquet``).
@@ -505,6 +509,7 @@ def _run(
     chunk = chunk_seconds
     t_stop = -math.inf
     status = L.ADV_PAUSED
+    reported = -1
     try:
         while True:
             if status == L.ADV_PAUSED:
@@ -525,7 +530,11 @@ def _run(
                     chunk = max(chunk / 2.0, chunk_seconds / MAX_CHUNK_SPLITS)
                 elif took < MAX_CHUNK_WALL_SECONDS / 10.0 and chunk < chunk_seconds:
                     chunk = min(chunk * 2.0, chunk_seconds)
-            if progress is not None:
+            # A chunk may end having processed no event time (a widened sample grid can drop the one it
+            # stopped for): nothing new to report then.
+            events = int(state.run.counters[L.K_EVENTS])
+            if progress is not None and events > reported:
+                reported = events
                 progress(_progress(state.run, total, last_submit, started, False))
     finally:
         if progress is not None:
@@ -716,6 +725,9 @@ def _job_results(compiled: Compiled, js: JobState, end_time: float) -> pl.DataFr
     terminating = status == L.S_TERMINATING
     ran = ~np.isnan(js.time[L.T_FIRST_START])
     spanned = np.where(ran, js.dyn[L.D_SPANNED], 0)  # when its last attempt that ran started
+    levels = (L.N_NVLINK, L.N_RACK, L.N_SPINE)
+    domains = [np.where(ran, js.dyn[L.D_NVLINKS + i], 0) for i in range(len(levels))]
+    node_int = compiled.cluster.node_int
     held = np.zeros(status.shape[0], dtype=np.int64)
     if deadlocked.any():
         idx = np.flatnonzero(deadlocked)
@@ -723,6 +735,8 @@ def _job_results(compiled: Compiled, js: JobState, end_time: float) -> pl.DataFr
             pod0 = ints[L.J_POD0, j]
             nodes = js.pod_node[pod0 : pod0 + placed[j]]
             spanned[j] = np.unique(nodes).shape[0]
+            for i, row in enumerate(levels):
+                domains[i][j] = np.unique(node_int[row, nodes]).shape[0]
             held[j] = sum(_held_milli(compiled, int(j), int(n)) for n in nodes)
     state = np.full(status.shape[0], "unfinished", dtype=object)
     state[status == L.S_FINISHED] = "finished"
@@ -749,6 +763,11 @@ def _job_results(compiled: Compiled, js: JobState, end_time: float) -> pl.DataFr
     rate = np.where(running, js.time[L.T_RATE], 1.0)
     delay = js.time[L.T_SHARE_DELAY] + elapsed * (1.0 - rate)
     work = js.time[L.T_WORK_DONE] + np.where(running, js.time[L.T_DONE], 0.0) + elapsed * rate
+    # Spreading costs are refused with GPU sharing, so when they are on every stretch is theirs.
+    spread_on = bool((compiled.params.flt[L.PF_SPREAD_NVLINK : L.PF_SPREAD_SPINE + 1] < 1.0).any())
+    spread_delay = delay if spread_on else np.zeros_like(delay)
+    if spread_on:
+        delay = np.zeros_like(delay)
     with np.errstate(divide="ignore", invalid="ignore"):
         slowdown = np.where(work > 0.0, (work + delay) / work, np.nan)
     return pl.DataFrame(
@@ -766,6 +785,10 @@ def _job_results(compiled: Compiled, js: JobState, end_time: float) -> pl.DataFr
             "lost_gpu_seconds": lost,
             "sharing_delay": delay,
             "sharing_slowdown": slowdown,
+            "nvlink_domains_spanned": domains[0],
+            "racks_spanned": domains[1],
+            "spines_spanned": domains[2],
+            "spread_delay": spread_delay,
         },
         schema=JOB_RESULT_SCHEMA,
         nan_to_null=True,

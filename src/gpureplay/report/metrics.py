@@ -178,6 +178,23 @@ SHARING_METRICS: tuple[Metric, ...] = (
     ),
 )
 
+#: Where multi-node jobs ran and what spreading cost them (docs/engine-semantics.md, "What spreading costs").
+TOPOLOGY_METRICS: tuple[Metric, ...] = (
+    Metric("multi_node_jobs", "multi-node jobs", "multi-node jobs", None, count=True),
+    Metric(
+        "one_nvlink_pct",
+        "in one NVLink domain (%)",
+        "multi-node jobs in one NVLink domain",
+        "higher",
+        min_change=0.1,
+    ),
+    Metric("one_rack_pct", "in one rack (%)", "multi-node jobs in one rack", "higher", min_change=0.1),
+    Metric("one_spine_pct", "in one spine (%)", "multi-node jobs in one spine", "higher", min_change=0.1),
+    Metric(
+        "spread_gpu_hours", "GPU-h lost to spreading", "GPU-hours lost to spreading", "lower", min_change=0.1
+    ),
+)
+
 #: Censoring counts: summarised across seeds like the metrics, shown beside them.
 CENSORED_METRICS: tuple[Metric, ...] = tuple(
     Metric(f"{prefix}{what}_censored", f"censored {what}s", f"censored {what}s", None, count=True)
@@ -196,6 +213,7 @@ ALL_METRICS: tuple[Metric, ...] = tuple(
             *CENSORED_METRICS,
             *PREEMPTION_METRICS,
             *SHARING_METRICS,
+            *TOPOLOGY_METRICS,
         )
     }.values()
 )
@@ -204,7 +222,7 @@ METRICS_BY_COLUMN: dict[str, Metric] = {m.column: m for m in ALL_METRICS}
 
 
 def compared_metrics(
-    scope: Scope, preemption: bool = True, sharing: bool = False, mig: bool = False
+    scope: Scope, preemption: bool = True, sharing: bool = False, mig: bool = False, topology: bool = False
 ) -> tuple[Metric, ...]:
     """The metrics sentences and the change table compare: delays over ``scope``, outcomes, extras.
 
@@ -219,6 +237,8 @@ def compared_metrics(
         Include what GPU sharing by replicas cost (:func:`runs_shared`).
     mig
         With ``sharing``, include the MIG figures too (:func:`runs_with_mig`).
+    topology
+        Include where multi-node jobs ran and what spreading cost (:func:`runs_multi_node`).
 
     Examples
     --------
@@ -231,8 +251,15 @@ def compared_metrics(
     """
     delays = WINDOW_METRICS if scope == "window" else RUN_METRICS
     shared = tuple(m for m in SHARING_METRICS if mig or m.column not in MIG_METRIC_COLUMNS) if sharing else ()
-    extra = (*(PREEMPTION_METRICS if preemption else ()), *shared)
+    extra = (*(PREEMPTION_METRICS if preemption else ()), *shared, *(TOPOLOGY_METRICS if topology else ()))
     return tuple(m for m in (*delays, *OUTCOME_METRICS, *extra) if m.better is not None)
+
+
+def runs_multi_node(runs: pl.DataFrame) -> bool:
+    """True when a run in ``runs`` placed a job on more than one node (the topology table shows)."""
+    return "multi_node_jobs" in runs.columns and bool(
+        (runs.get_column("multi_node_jobs").fill_null(0) > 0).any()
+    )
 
 
 def runs_evicted(runs: pl.DataFrame) -> bool:
@@ -278,12 +305,14 @@ __all__ = [
     "PREEMPTION_METRICS",
     "RUN_METRICS",
     "SHARING_METRICS",
+    "TOPOLOGY_METRICS",
     "WINDOW_METRICS",
     "WINDOW_PREFIX",
     "Metric",
     "Scope",
     "compared_metrics",
     "runs_evicted",
+    "runs_multi_node",
     "runs_shared",
     "runs_with_mig",
 ]

@@ -24,11 +24,13 @@ from gpureplay.report.metrics import (
     PREEMPTION_METRICS,
     RUN_METRICS,
     SHARING_METRICS,
+    TOPOLOGY_METRICS,
     WINDOW_METRICS,
     Metric,
     Scope,
     compared_metrics,
     runs_evicted,
+    runs_multi_node,
     runs_shared,
     runs_with_mig,
 )
@@ -271,6 +273,16 @@ def sharing_table(data: ReportData) -> Table:
     return _metrics_table(data, shown)
 
 
+def has_topology(data: ReportData) -> bool:
+    """True when some run placed a job on more than one node (the topology table is shown then)."""
+    return runs_multi_node(data.collection.runs)
+
+
+def topology_table(data: ReportData) -> Table:
+    """Where multi-node jobs ran (one NVLink domain, rack, spine) and the GPU-hours spreading cost."""
+    return _metrics_table(data, TOPOLOGY_METRICS)
+
+
 def _metrics_table(data: ReportData, metrics: tuple[Metric, ...]) -> Table:
     """One row per configuration: seeds and ``metrics`` (whole run, mean over seeds)."""
     cells = _cells(data)
@@ -350,7 +362,11 @@ def _number(value: float | None) -> str:
 def change_table(data: ReportData) -> Table:
     """Change of each configuration's means from its baseline's, coloured better/worse in HTML."""
     metrics = compared_metrics(
-        data.scope, has_preemption(data), has_sharing(data), runs_with_mig(data.collection.runs)
+        data.scope,
+        has_preemption(data),
+        has_sharing(data),
+        runs_with_mig(data.collection.runs),
+        has_topology(data),
     )
     found = {
         (c, m): (rel, change, better)
@@ -428,6 +444,13 @@ _SHARING_NOTE = (
     "Re-partitioning idle GPUs)."
 )
 
+_TOPOLOGY_NOTE = (
+    "Jobs whose pods ran on more than one node (when their last attempt started), the share of them whose "
+    "pods stayed within one NVLink domain, rack or spine, and the GPU-hours spreading added to runs: a job "
+    "spanning several domains of a level runs at that level's scheduler.spread_rate factor (1: no cost) for "
+    "the attempt (whole run, mean over seeds; docs/engine-semantics.md, What spreading costs)."
+)
+
 _PRIORITY_NOTE = (
     "By priority class: who waits and who pays. Waits count every admitted job (censored at the run's end "
     "when it never started); job counts and lost GPU-hours per seed."
@@ -502,6 +525,9 @@ def render_markdown(data: ReportData) -> str:
     if has_sharing(data):
         out += ["", "## GPU sharing: replicas and MIG instances", "", _SHARING_NOTE, ""]
         out += _md_table(sharing_table(data))
+    if has_topology(data):
+        out += ["", "## Topology: where multi-node jobs ran", "", _TOPOLOGY_NOTE, ""]
+        out += _md_table(topology_table(data))
     change = change_table(data)
     if change.rows:
         out += [
@@ -632,6 +658,12 @@ def render_html(data: ReportData) -> str:
             f'<p class="note">{_e(_SHARING_NOTE)}</p>',
             _html_table(sharing_table(data)),
         ]
+    if has_topology(data):
+        parts += [
+            "<h2>Topology: where multi-node jobs ran</h2>",
+            f'<p class="note">{_e(_TOPOLOGY_NOTE)}</p>',
+            _html_table(topology_table(data)),
+        ]
     change = change_table(data)
     if change.rows:
         parts += [
@@ -688,6 +720,7 @@ __all__ = [
     "format_change",
     "has_preemption",
     "has_sharing",
+    "has_topology",
     "has_window",
     "headline_table",
     "outcome_table",
@@ -697,4 +730,5 @@ __all__ = [
     "render_markdown",
     "sharing_table",
     "significant_decimals",
+    "topology_table",
 ]

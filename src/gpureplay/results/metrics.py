@@ -104,6 +104,16 @@ timeline's ``mig_stranded_slices`` counts (docs/engine-semantics.md,
 counts the idle GPUs given a new config and ``mig_reconfigure_gpu_h`` the
 GPU-hours they served no pod meanwhile (docs/engine-semantics.md,
 "Re-partitioning idle GPUs"); both 0 otherwise.
+
+Topology
+--------
+``multi_node_jobs`` counts the admitted jobs whose pods spanned more than one
+node (when their last attempt started); ``one_nvlink_pct``, ``one_rack_pct``
+and ``one_spine_pct`` the share of them whose pods stayed within one NVLink
+domain, rack or spine (null when there are none); ``spread_gpu_hours`` the
+GPU-hours spreading added to runs: the sum over jobs of GPUs x
+``spread_delay`` (docs/engine-semantics.md, "What spreading costs"; 0 unless a
+``scheduler.spread_rate_*`` factor is below 1).
 """
 
 from __future__ import annotations
@@ -401,6 +411,7 @@ def summary_metrics(
         **_preemption_figures(admitted, attempts, gpu_milli_seconds, span),
         "replicas_per_gpu": replicas_per_gpu,
         **_sharing_figures(admitted),
+        **_spread_figures(admitted),
         "mig_instances": mig_instances,
         "mig_stranded_pct": mig_stranded_pct,
         "mig_reconfigurations": mig_reconfigurations,
@@ -442,6 +453,22 @@ def _sharing_figures(admitted: pl.DataFrame) -> dict[str, Any]:
         "sharing_slowdown_mean": worked.mean(),
         "sharing_slowdown_p95": worked.quantile(0.95, "linear"),
         "sharing_delay_hours": float(admitted["sharing_delay"].sum()) / 3600.0,
+    }
+
+
+def _spread_figures(admitted: pl.DataFrame) -> dict[str, Any]:
+    """Where multi-node jobs ran and what spreading cost them (module docstring, "Topology")."""
+    multi = admitted.filter(pl.col("nodes_spanned") > 1)
+
+    def within(column: str) -> float | None:
+        return 100.0 * float((multi[column] == 1).mean()) if multi.height else None  # type: ignore[arg-type]
+
+    return {
+        "multi_node_jobs": multi.height,
+        "one_nvlink_pct": within("nvlink_domains_spanned"),
+        "one_rack_pct": within("racks_spanned"),
+        "one_spine_pct": within("spines_spanned"),
+        "spread_gpu_hours": float((admitted["gpus"] * admitted["spread_delay"]).sum()) / 3600.0,
     }
 
 

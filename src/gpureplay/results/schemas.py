@@ -40,6 +40,12 @@ JOBS_RESULT_SCHEMA: dict[str, pl.DataType] = {
     "sharing_delay": pl.Float64(),  # seconds its runs were stretched by time-slicing / MPS sharing
     "sharing_slowdown": pl.Float64(),  # (work + sharing_delay) / work; 1: never slowed; null: no work done
     "nodes_spanned": pl.Int32(),
+    # what spreading costs: NVLink domains, racks and spines its pods spanned (as nodes_spanned), and the
+    # seconds its runs were stretched by spreading (docs/engine-semantics.md, "What spreading costs")
+    "nvlink_domains_spanned": pl.Int32(),
+    "racks_spanned": pl.Int32(),
+    "spines_spanned": pl.Int32(),
+    "spread_delay": pl.Float64(),
     "held_milli": pl.Int64(),
     "state": pl.Enum(JOB_STATES),
     "reject_reason": pl.String(),
@@ -165,4 +171,11 @@ SUMMARY_METRICS_SCHEMA: dict[str, pl.DataType] = {
     # in their downtime (0 without it).
     "mig_reconfigurations": pl.Int64(),
     "mig_reconfigure_gpu_h": pl.Float64(),
+    # What spreading costs: jobs that ran on more than one node, the share of them within one NVLink domain,
+    # rack and spine (null: none), and the GPU-hours spreading added to their runs.
+    "multi_node_jobs": pl.Int64(),
+    "one_nvlink_pct": pl.Float64(),
+    "one_rack_pct": pl.Float64(),
+    "one_spine_pct": pl.Float64(),
+    "spread_gpu_hours": pl.Float64(),
 }

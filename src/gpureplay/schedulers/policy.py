@@ -316,6 +316,13 @@ class Policy:
         ``mig_reconfigure: idle`` only: the mig-parted configs a GPU may be
         given, in order of preference on ties (``None``: every standard config
         of the model with instances and no media-extension profile).
+    spread_rate_nvlink, spread_rate_rack, spread_rate_spine
+        What spreading costs (docs/engine-semantics.md, "What spreading
+        costs"): a job whose pods span more than one NVLink domain, rack or
+        spine when an attempt starts runs at the product of those levels'
+        factors, each in (0, 1] (1: no cost, the default). Blox
+        (``jobs/model.py``, ``placement_penalty`` 0.6-0.9 by model, median
+        0.8) slows a job not consolidated on one server.
     """
 
     name: str = "fifo"
@@ -347,6 +354,9 @@ class Policy:
     mig_reconfigure: MigReconfigure = MigReconfigure.none
     mig_reconfigure_s: float | None = None
     mig_reconfigure_layouts: list[str] | None = None
+    spread_rate_nvlink: float = 1.0
+    spread_rate_rack: float = 1.0
+    spread_rate_spine: float = 1.0
 
     def devices_per_gpu(self) -> int:
         """``nvidia.com/gpu`` devices per GPU: ``replicas`` when shared by replicas, else 1."""
