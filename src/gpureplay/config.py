@@ -170,6 +170,11 @@ class ClusterConf:
 
     name: str = MISSING
     kind: str = MISSING
+    #: A topology file (spine / rack / NVLink domain per node, or Crux's topo.csv) replacing the
+    #: builder's numbering (gpureplay.cluster.topology); null: the builder's.
+    topology: str | None = None
+    #: How the file's rows find nodes: by node_name, or in node order.
+    topology_match: str = "name"
 
 
 @dataclass

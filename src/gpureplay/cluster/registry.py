@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -82,4 +83,24 @@ def build_cluster(cfg: Mapping[str, Any]) -> ClusterNodes:
             "config",
             key="cluster.kind",
         )
-    return builder(cfg)
+    cluster = builder(cfg)
+    if cfg.get("topology") is not None:
+        cluster = _with_topology(cluster, str(cfg["topology"]), str(cfg.get("topology_match", "name")))
+    return cluster
+
+
+def _with_topology(cluster: ClusterNodes, path: str, match: str) -> ClusterNodes:
+    """The cluster with its spines, racks and NVLink domains from a topology file (``cluster.topology``)."""
+    from gpureplay.cluster.topology import apply_topology, read_topology
+    from gpureplay.paths import resolve_data_path
+
+    try:
+        found = resolve_data_path(path)
+    except FileNotFoundError as err:
+        raise InputError.single(str(err), "config", key="cluster.topology") from err
+    nodes = apply_topology(cluster.nodes, read_topology(found), match, str(found))
+    changes = cluster.changes.copy()
+    changes[f"spine / rack / NVLink domain from {found.name}"] += nodes.height
+    return dataclasses.replace(
+        cluster, nodes=nodes, source=f"{cluster.source}; topology {found}", changes=changes
+    )
