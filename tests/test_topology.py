@@ -19,6 +19,24 @@ def write(tmp_path: Path, text: str, name: str = "topology.csv") -> Path:
     return path
 
 
+def homogeneous(**overrides: object) -> dict[str, object]:
+    """A homogeneous cluster config (the ``cluster`` group's fields), with ``overrides``."""
+    config: dict[str, object] = {
+        "name": "h",
+        "kind": "homogeneous",
+        "nodes": 4,
+        "gpus_per_node": 8,
+        "gpu_model": "A100-80GB",
+        "cpu_milli": None,
+        "mem_mib": None,
+        "numa_per_node": 2,
+        "nvlink_domain_size": None,
+        "rack_size": 32,
+        "racks_per_spine": 8,
+    }
+    return config | overrides
+
+
 def four_nodes() -> pl.DataFrame:
     return nodes_frame([{"gpu_model": "V100", "num_gpus": 8}] * 4)
 
@@ -54,21 +72,7 @@ def test_crux_format_spine_is_the_psw_and_a_rack_the_psw_asw_pair(tmp_path: Path
 
 def test_the_bundled_crux_topology_builds_its_cluster() -> None:
     cluster = build_cluster(
-        {
-            "name": "crux",
-            "kind": "homogeneous",
-            "nodes": 847,
-            "gpus_per_node": 8,
-            "gpu_model": "A100-80GB",
-            "cpu_milli": None,
-            "mem_mib": None,
-            "numa_per_node": 2,
-            "nvlink_domain_size": None,
-            "rack_size": 32,
-            "racks_per_spine": 8,
-            "topology": "crux_topology/topo.csv.gz",
-            "topology_match": "order",
-        }
+        homogeneous(nodes=847, topology="crux_topology/topo.csv.gz", topology_match="order")
     )
     nodes = cluster.nodes
     # The published file: 3 aggregation switches (179 / 306 / 362 hosts), 119 (PSW, ASW) racks of 2-8 hosts.
@@ -115,19 +119,4 @@ def test_nodes_must_match_the_cluster(tmp_path: Path) -> None:
 
 def test_a_missing_file_is_a_config_error() -> None:
     with pytest.raises(InputError, match=r"cluster\.topology"):
-        build_cluster(
-            {
-                "name": "h",
-                "kind": "homogeneous",
-                "nodes": 2,
-                "gpus_per_node": 8,
-                "gpu_model": "A100-80GB",
-                "cpu_milli": None,
-                "mem_mib": None,
-                "numa_per_node": 2,
-                "nvlink_domain_size": None,
-                "rack_size": 32,
-                "racks_per_spine": 8,
-                "topology": "no/such/topology.csv",
-            }
-        )
+        build_cluster(homogeneous(nodes=2, topology="no/such/topology.csv"))
