@@ -33,6 +33,7 @@ from gpureplay.report.metrics import (
     Scope,
     compared_metrics,
     runs_evicted,
+    runs_multi_node,
     runs_shared,
     runs_with_mig,
 )
@@ -343,7 +344,11 @@ def effects(collection: Collection, stats: pl.DataFrame, scope: Scope | None = N
     """
     runs = collection.runs
     metrics = compared_metrics(
-        scope or delay_scope(collection), runs_evicted(runs), runs_shared(runs), runs_with_mig(runs)
+        scope or delay_scope(collection),
+        runs_evicted(runs),
+        runs_shared(runs),
+        runs_with_mig(runs),
+        runs_multi_node(runs),
     )
     lower = {m.column: m.better == "lower" for m in metrics}
     floor = {m.column: m.min_change for m in metrics}
