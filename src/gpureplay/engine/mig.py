@@ -58,6 +58,7 @@ from gpureplay.engine.layout import (
 )
 
 __all__ = [
+    "cut_shape",
     "fgd_instance",
     "gpu_fragmentation",
     "gpu_shape",
@@ -175,6 +176,14 @@ def layout_starts(word: int, shape: int) -> int:
 
 
 @inline_kernel
+def cut_shape(shape: int, word: int) -> int:
+    """``shape`` with its allowed starts cut to the instances of layout ``word`` (-1: unchanged)."""
+    if word < 0:
+        return shape
+    return (shape & ~0xFF) | (shape & layout_starts(word, shape))
+
+
+@inline_kernel
 def gpu_shape(cl: Cluster, g: int, shape: int) -> int:
     """``shape`` with its allowed starts cut to the instances GPU ``g``'s own layout holds.
 
@@ -184,10 +193,7 @@ def gpu_shape(cl: Cluster, g: int, shape: int) -> int:
     mig-parted config (:mod:`gpureplay.engine.repartition`); elsewhere the
     word is -1 and the shape's starts apply unchanged.
     """
-    word = cl.gpu_free[G_LAYOUT, g]
-    if word < 0:
-        return shape
-    return (shape & ~0xFF) | (shape & layout_starts(word, shape))
+    return cut_shape(shape, cl.gpu_free[G_LAYOUT, g])
 
 
 @inline_kernel

@@ -37,7 +37,7 @@ from gpureplay.engine.layout import (
     PF_MIG_RECONFIG,
     X_MIG_READY,
 )
-from gpureplay.engine.mig import bit_count, layout_starts, mig_free
+from gpureplay.engine.mig import bit_count, cut_shape, layout_starts, mig_free
 
 __all__ = ["finish_repartitions", "layout_count", "repartition_idle"]
 
@@ -141,8 +141,8 @@ def repartition_idle(
                 for w in range(width):
                     shape = cs.mig_wanted[model, w]
                     if shape >= 0:
-                        cut = (shape & ~0xFF) | (shape & layout_starts(word, shape))
-                        sc.mig_count[_SUPPLY, w] += mig_free(cl.gpu_free[G_MIG, g], cut)
+                        free = mig_free(cl.gpu_free[G_MIG, g], cut_shape(shape, word))
+                        sc.mig_count[_SUPPLY, w] += free
         if not _short(sc, width):
             continue
         for n in range(cl.node_int.shape[1]):
