@@ -393,9 +393,12 @@ def test_the_reference_refuses_them_too() -> None:
 
 def test_summary_figures_count_multi_node_jobs_and_spread_gpu_hours() -> None:
     """The summary's topology figures (src/gpureplay/results/metrics.py, "Topology"), by hand: three jobs
-    over two nodes or more, one of them within one rack and one spine; 2 GPUs x 25 s + 4 GPUs x 9 s."""
+    over two nodes or more, one of them within one rack and one spine; 2 GPUs x 25 s + 4 GPUs x 9 s. The
+    multi-pod jobs (2, 2 and 4 pods) waited 30, 60 and 90 s (censored waits): mean 60 s."""
     admitted = pl.DataFrame(
         {
+            "num_pods": [1, 2, 2, 4],
+            "wait_c": [1000.0, 30.0, 60.0, 90.0],
             "nodes_spanned": [1, 2, 2, 4],
             "nvlink_domains_spanned": [1, 2, 2, 4],
             "racks_spanned": [1, 1, 2, 2],
@@ -410,5 +413,7 @@ def test_summary_figures_count_multi_node_jobs_and_spread_gpu_hours() -> None:
     assert figures["one_rack_pct"] == pytest.approx(100.0 / 3)
     assert figures["one_spine_pct"] == pytest.approx(200.0 / 3)
     assert figures["spread_gpu_hours"] == pytest.approx((2 * 25.0 + 4 * 9.0) / 3600.0)
+    assert figures["multi_pod_wait_mean"] == pytest.approx(60.0)
     none = _spread_figures(admitted.filter(pl.col("nodes_spanned") == 1))
     assert none["multi_node_jobs"] == 0 and none["one_rack_pct"] is None
+    assert none["multi_pod_wait_mean"] is None

@@ -45,6 +45,8 @@ OWN_PAIRS: dict[str, tuple[tuple[str, str], str]] = {
     "mig-openb-dynamic": (("worst_fit", "fgd"), "wait_mean"),
     # mixed MIG layouts kept static against idle GPUs re-partitioned to what pending pods need
     "mig-openb-repartition": (("mig-mixed", "mig-repartition"), "wait_mean"),
+    # topology-aware placement keeps the big jobs in one spine, the binpack baseline does not
+    "philly-tas": (("topology-blind", "kueue-tas"), "one_spine_pct"),
 }
 
 #: Sweeps that compare something else than schedulers: the key their pair is values of.
@@ -108,6 +110,7 @@ def test_every_declared_sweep_is_checked() -> None:
         "philly-preemption",
         "philly-schedulers",
         "philly-spread",
+        "philly-tas",
         "schedulers",
         "schedulers-traces",
         "seeds",

@@ -6,10 +6,13 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from hydra import compose, initialize_config_module
+from omegaconf import OmegaConf
 from tests.reference.strategies import nodes_frame
 
 from gpureplay.cluster.registry import build_cluster
 from gpureplay.cluster.topology import apply_topology, read_topology
+from gpureplay.config import register_configs
 from gpureplay.errors import InputError
 
 
@@ -120,3 +123,25 @@ def test_nodes_must_match_the_cluster(tmp_path: Path) -> None:
 def test_a_missing_file_is_a_config_error() -> None:
     with pytest.raises(InputError, match=r"cluster\.topology"):
         build_cluster(homogeneous(nodes=2, topology="no/such/topology.csv"))
+
+
+@pytest.mark.parametrize(
+    ("preset", "nodes", "racks", "spines", "nvlink_domains"),
+    [
+        # 32 DGX H100 of 8 GPUs, 4 per rack, 8 racks per spine: one spine, 8 racks, one NVLink domain each.
+        ("dgx-h100-superpod", 32, 8, 1, 32),
+        # 20 DGX A100, 4 per rack: 5 racks.
+        ("dgx-a100-superpod", 20, 5, 1, 20),
+    ],
+)
+def test_superpod_presets_have_their_declared_shape(
+    preset: str, nodes: int, racks: int, spines: int, nvlink_domains: int
+) -> None:
+    register_configs()
+    with initialize_config_module(config_module="gpureplay.conf", version_base="1.3"):
+        cfg = compose("config", overrides=[f"cluster={preset}"])
+    table = build_cluster(OmegaConf.to_container(cfg.cluster, resolve=True)).nodes  # type: ignore[arg-type]
+    assert table.height == nodes
+    assert (table["rack"].n_unique(), table["spine"].n_unique()) == (racks, spines)
+    assert table["nvlink_domain"].n_unique() == nvlink_domains
+    assert (table["num_gpus"] == 8).all()

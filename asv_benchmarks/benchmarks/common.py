@@ -107,3 +107,19 @@ def philly_jobs_with_priorities() -> pl.DataFrame:
     mix = [PriorityClass("high", 1000, 0.2, preemptible=False), PriorityClass("low", 0, 0.8)]
     jobs = assign_priority_classes(scale_load(philly_jobs(), 6.0), mix, SEED)
     return assign_checkpointing(jobs, Checkpointing(1800.0))
+
+
+def philly_jobs_with_topology_requests() -> pl.DataFrame:
+    """Full Philly at 6x with the ``load-6x-block16`` workload's request (jobs of 16+ GPUs: one spine)."""
+    from gpureplay.workload.topology_requests import TopologyRequest, assign_topology_requests
+    from gpureplay.workload.transforms import scale_load
+
+    rules = [TopologyRequest(16, "required", "spine")]
+    return assign_topology_requests(scale_load(philly_jobs(), 6.0), rules)
+
+
+def superpod_cluster() -> pl.DataFrame:
+    """312 DGX H100 servers as the ``philly-tas`` sweep: 4 per rack, 8 racks per spine."""
+    return homogeneous_nodes(
+        312, 8, "H100-80GB", cpu_milli=112_000, mem_mib=2_097_152, rack_size=4, racks_per_spine=8
+    ).nodes

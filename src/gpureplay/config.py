@@ -251,6 +251,27 @@ class CheckpointConf:
 
 
 @dataclass
+class TopologyRequestConf:
+    """One topology-request rule (:class:`gpureplay.workload.topology_requests.TopologyRequest`).
+
+    Parameters
+    ----------
+    min_gpus
+        Jobs of at least this many GPUs take the rule (the largest ``min_gpus``
+        at or below a job's size wins).
+    mode
+        ``required``, ``preferred`` or ``unconstrained`` (Kueue's PodSet
+        topology annotations).
+    level
+        ``spine``, ``rack``, ``nvlink_domain`` or ``node``.
+    """
+
+    min_gpus: float = MISSING
+    mode: str = MISSING
+    level: str = "node"
+
+
+@dataclass
 class WorkloadConf:
     """Transforms applied to the canonical jobs before the replay, in this order.
 
@@ -274,6 +295,10 @@ class WorkloadConf:
         Checkpoint interval and restart overhead of every job.
     checkpoint_by_queue
         The same per queue (``queue`` column), overriding ``checkpoint``.
+    topology_requests
+        Topology requests by job size, for a topology-aware scheduler
+        (``scheduler.topology_aware``); a trace's own ``topology_mode`` /
+        ``topology_level`` win. Empty: none.
     """
 
     name: str = "none"
@@ -286,6 +311,7 @@ class WorkloadConf:
     priority_override: bool = False
     checkpoint: CheckpointConf = field(default_factory=CheckpointConf)
     checkpoint_by_queue: dict[str, CheckpointConf] = field(default_factory=dict)
+    topology_requests: list[TopologyRequestConf] = field(default_factory=list)
 
 
 # --- measurement window ------------------------------------------------------------------------

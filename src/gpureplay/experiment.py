@@ -43,6 +43,7 @@ from gpureplay.workload.priorities import (
     assign_checkpointing,
     assign_priority_classes,
 )
+from gpureplay.workload.topology_requests import TopologyRequest, assign_topology_requests
 from gpureplay.workload.transforms import apply_workload
 from gpureplay.workload.tune import tune_pods
 from gpureplay.workload.typical_pods import typical_pods
@@ -111,6 +112,8 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
         log.info("  adapter: %s rows: %s", f"{count:,}", reason)
     jobs = apply_workload(trace.jobs, **_workload_args(resolved["workload"]), seed=seed)
     jobs = _priorities_and_checkpoints(jobs, resolved["workload"], seed)
+    rules = [TopologyRequest(**r) for r in resolved["workload"]["topology_requests"]]
+    jobs = assign_topology_requests(jobs, rules)
     cluster = build_cluster(resolved["cluster"])
     total_gpus = int(cluster.nodes["num_gpus"].sum())
     log.info(
@@ -118,6 +121,7 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
     )
 
     policy = _policy(cfg)
+    _note_topology_requests(jobs, policy)
     if cfg.mode.name == "packing":
         return _run_packing(cfg, out_dir, trace, jobs, cluster.nodes, cluster.sha256 or "", run_started)
     window = measurement_window(jobs, cfg.measure.start, cfg.measure.end)
@@ -288,6 +292,21 @@ def _write_results(
 def load_summary(out_dir: Path) -> dict[str, Any]:
     """The headline row of a complete run folder's ``summary.parquet``."""
     return pl.read_parquet(Path(out_dir) / "summary.parquet").row(0, named=True)
+
+
+def _note_topology_requests(jobs: pl.DataFrame, policy: Policy) -> None:
+    """Say how many jobs ask a topology, and that a topology-blind scheduler does not read it."""
+    asking = jobs.filter(pl.col("topology_mode").is_not_null()).height
+    if not asking:
+        return
+    aware = str(getattr(policy.topology_aware, "name", policy.topology_aware))
+    if aware == "none":
+        log.info(
+            "topology requests: %s jobs ask one; topology_aware: none places them topology-blind",
+            f"{asking:,}",
+        )
+    else:
+        log.info("topology requests: %s jobs ask one (topology_aware: %s)", f"{asking:,}", aware)
 
 
 def _check_run_keys(cfg: DictConfig) -> None:

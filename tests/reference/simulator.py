@@ -20,7 +20,7 @@ the differential tests (tens of nodes, a few hundred jobs).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +58,8 @@ from gpureplay.schedulers.policy import (
     ReplicaAllocation,
     Requeue,
     SharingDemand,
+    TasProfile,
+    TopologyAware,
 )
 from gpureplay.traces.schema import UNKNOWN_CAPACITY
 
@@ -1182,6 +1184,9 @@ class Job:
     spread: float = 1.0
     domains_spanned: tuple[int, int, int] = (0, 0, 0)
     spread_delay: float = 0.0
+    # [Topology-aware scheduling] "Requests": its request (None unless topology_aware is on; a job
+    # without one then holds the implied unconstrained request).
+    topology: TasRequest | None = None
 
     @property
     def gpus(self) -> float:
@@ -1264,6 +1269,10 @@ def _jobs_from_table(jobs: pl.DataFrame, policy: Policy | None = None) -> list[J
         if preemption not in ("PreemptLowerPriority", "Never"):
             raise ValueError(f"unknown preemption_policy {preemption!r} (job {r['job_id']})")
         checkpoint = float(r["checkpoint_interval"]) if "checkpoint_interval" in columns else 0.0
+        topology = None
+        if policy is not None and policy.topology_aware is not TopologyAware.none:
+            # [Topology-aware scheduling] "Requests": from the jobs table's topology_mode / topology_level.
+            topology = topology_request(r.get("topology_mode"), r.get("topology_level"), int(r["job_id"]))
         out.append(
             Job(
                 row=row,
@@ -1280,8 +1289,11 @@ def _jobs_from_table(jobs: pl.DataFrame, policy: Policy | None = None) -> list[J
                 key2=float(r["submit_time"]),
                 work_left=float(r["duration"]),
                 demand=demand,
+                topology=topology,
             )
         )
+    if policy is not None and policy.topology_aware is TopologyAware.volcano:
+        check_volcano_requests(jobs)
     return out
 
 
@@ -1460,6 +1472,474 @@ def spread_rate(policy: Policy, spanned: tuple[int, int, int]) -> float:
 
 
 # --------------------------------------------------------------------------------------------------
+# Topology-aware scheduling  [Topology-aware scheduling]
+# --------------------------------------------------------------------------------------------------
+
+#: [Topology-aware scheduling] "Tree": "Levels outermost first: spine, rack, nvlink_domain, node" (the
+#: names a jobs table's ``topology_level`` takes; a level's number is its position here).
+TAS_LEVELS: tuple[str, ...] = ("spine", "rack", "nvlink_domain", "node")
+TAS_NODE_LEVEL = len(TAS_LEVELS) - 1
+#: [Topology-aware scheduling] "Requests": the modes a jobs table's ``topology_mode`` takes.
+TAS_MODES: tuple[str, ...] = ("required", "preferred", "unconstrained")
+
+#: A domain: its path from the top (Kueue's domain ID), e.g. ``(spine, rack)`` for a rack; a node's is
+#: ``(spine, rack, nvlink_domain, node index)``. Tuples of ints compare as the spec's "id order".
+Domain = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class TasRequest:
+    """[Topology-aware scheduling] "Requests": ``required`` L, ``preferred`` L or ``unconstrained``.
+
+    ``level`` is a position in :data:`TAS_LEVELS`; "Unconstrained requests are searched at the node
+    level", so an unconstrained request holds the node level whatever the table names.
+    """
+
+    mode: str
+    level: int
+
+
+def check_topology_aware(policy: Policy) -> None:
+    """[Topology-aware scheduling] "Gang mode only; refused (config errors naming
+    ``scheduler.topology_aware``) with ``gang: pod_by_pod``, ``backfill: easy`` and
+    ``preemption: priority``". [KAI topology] "Same ... refusals as Kueue's; ``tas_profile`` is Kueue's
+    (refused unless ``mixed``) and ``node_placement: random`` is refused". [Volcano HyperNode] "Same ...
+    refusals ...; ``tas_profile`` refused unless ``mixed``", "``node_placement: random`` is refused"."""
+    system = policy.topology_aware
+    if system is TopologyAware.none:
+        return
+    if system not in (TopologyAware.kueue, TopologyAware.kai, TopologyAware.volcano):
+        # A system not written here must not silently run as another.
+        raise ValueError(f"topology_aware: {system.name} is not in the reference")
+    name = system.name
+    if policy.gang is GangMode.pod_by_pod:
+        raise ValueError(f"topology_aware: {name} assigns whole gangs: it takes gang: gang, not pod_by_pod")
+    if policy.backfill is Backfill.easy:
+        raise ValueError(f"topology_aware: {name} is not modelled with backfill: easy")
+    if policy.preemption is not Preemption.none:
+        raise ValueError(f"topology_aware: {name} is not modelled with preemption: priority")
+    if system is not TopologyAware.kueue and policy.node_placement == "random":
+        raise ValueError(f"node_placement: random is refused under topology_aware: {name} (nodes are ranked)")
+    if system is not TopologyAware.kueue and policy.tas_profile is not TasProfile.mixed:
+        raise ValueError(f"tas_profile is Kueue's: {policy.tas_profile.name} is refused under {name}")
+
+
+def topology_request(mode: str | None, level: str | None, job_id: int) -> TasRequest:
+    """[Topology-aware scheduling] "Requests": the job's request from its ``topology_mode`` /
+    ``topology_level``: "``required`` L, ``preferred`` L, ``unconstrained``, or none". "No request = Kueue's
+    implied request for a ClusterQueue of TAS flavors: unconstrained. Unconstrained requests are searched at
+    the node level."
+
+    A required or preferred mode names its level L; a level without a mode, or a value outside
+    :data:`TAS_MODES` / :data:`TAS_LEVELS`, is an error (the workload's rules for a trace's own columns).
+    """
+    if mode is not None and mode not in TAS_MODES:
+        raise ValueError(f"job {job_id}: unknown topology_mode {mode!r}")
+    if level is not None and level not in TAS_LEVELS:
+        raise ValueError(f"job {job_id}: unknown topology_level {level!r}")
+    if mode is None:
+        if level is not None:
+            raise ValueError(f"job {job_id}: a topology_level needs a topology_mode")
+        return TasRequest("unconstrained", TAS_NODE_LEVEL)  # the implied request
+    if mode == "unconstrained":
+        return TasRequest(mode, TAS_NODE_LEVEL)
+    if level is None:
+        raise ValueError(f"job {job_id}: a {mode} request needs a topology_level")
+    return TasRequest(mode, TAS_LEVELS.index(level))
+
+
+@dataclass(frozen=True)
+class DomainTree:
+    """[Topology-aware scheduling] "Tree": each node's path (spine, rack, nvlink_domain, node index).
+
+    "A domain is its path from the top (Kueue's domain ID), so a rack id under two spines is two
+    racks. Domains are numbered in path order (spine, rack, nvlink_domain, node index, compared as
+    numbers)": a domain of level L is a node's path cut after L, and id order is tuple order.
+    """
+
+    paths: tuple[Domain, ...]  # by node index
+
+    def domains(self, level: int) -> list[Domain]:
+        """The domains of ``level``, in id order."""
+        return sorted({path[: level + 1] for path in self.paths})
+
+    def children(self, domain: Domain) -> list[Domain]:
+        """The domains one level below ``domain`` (the paths that go through it), in id order."""
+        depth = len(domain)
+        return sorted({path[: depth + 1] for path in self.paths if path[:depth] == domain})
+
+    def states(self, counts: Sequence[float]) -> dict[Domain, float]:
+        """Spec, "Counts (phase 1)": state(node) = ``counts[node]``; state(domain) = the sum over its
+        children (every node's count added to each domain on its path)."""
+        state: dict[Domain, float] = {}
+        for path, count in zip(self.paths, counts, strict=True):
+            for level in range(len(TAS_LEVELS)):
+                state[path[: level + 1]] = state.get(path[: level + 1], 0) + count
+        return state
+
+
+def domain_tree(nodes: list[dict[str, Any]]) -> DomainTree:
+    """[Topology-aware scheduling] "Tree": the nodes table's spine, rack and nvlink_domain, then the node."""
+    return DomainTree(
+        tuple(
+            (int(row["spine"]), int(row["rack"]), int(row["nvlink_domain"]), index)
+            for index, row in enumerate(nodes)
+        )
+    )
+
+
+def pods_fitting(node: Node, pod: Pod) -> float:
+    """How many identical ``pod`` fit ``node`` now: packed greedily (first fit) on a copy of the node, as
+    [Rejection at arrival] counts them; the node is untouched.
+
+    [Resources] "UNKNOWN_CAPACITY never constrains": a GPU-less pod that asks no CPU (memory) or sits on a
+    node of unknown CPU (memory) fits without bound: ``math.inf``.
+    """
+    if not pod_fits(node, pod):
+        return 0
+    cpu_free = pod.cpu == 0 or math.isinf(node.free_cpu)
+    if pod.milli == 0 and cpu_free and (pod.mem == 0 or math.isinf(node.free_mem)):
+        return math.inf
+    alone = [node.copy()]
+    alone[0].index = 0
+    count = 0
+    first = SCORERS["first_fit"]
+    while pod_fits(alone[0], pod):
+        place_on(alone, 0, pod, first, lambda: 0, 0.0)
+        count += 1
+    return count
+
+
+#: [Topology-aware scheduling] "Counts (phase 1)": "at most 2^40 (a pod asking nothing a node has a limit on
+#: fits it without end; Kueue's own count is bounded by the ``pods`` resource, the kubelet's maxPods)".
+TAS_COUNT_CAP = 2**40
+
+
+def tas_count(node: Node, pod: Pod) -> int:
+    """[Topology-aware scheduling] "Counts (phase 1)": state(node) = "pods of the job that fit the node now
+    (the gang rule's per-node capacity, NOT capped at the job's pods: Kueue's ``CountIn``), at most 2^40"."""
+    return int(min(pods_fitting(node, pod), TAS_COUNT_CAP))
+
+
+def sort_domains(domains: list[Domain], state: dict[Domain, float], least: bool) -> list[Domain]:
+    """[Topology-aware scheduling] "Sorting": "sorted(list) = the list's domains with state > 0, by state
+    descending, ties by id ascending; under LeastFreeCapacity, by state ascending, ties by id"."""
+    held = [d for d in domains if state[d] > 0]
+    if least:
+        return sorted(held, key=lambda d: (state[d], d))
+    return sorted(held, key=lambda d: (-state[d], d))
+
+
+def best_fit_index(listed: list[Domain], state: dict[Domain, float], start: int, n: int) -> int:
+    """[Topology-aware scheduling] "BestFit index bf(list, from, n)": in ``listed[start:]`` (sorted
+    descending, ``listed[start]`` holding ``n``), "the first of the smallest states that still hold n"."""
+    holding = [i for i in range(start, len(listed)) if state[listed[i]] >= n]
+    assert holding and holding[0] == start, "bf is asked only where list[from] holds n"
+    tightest = min(state[listed[i]] for i in holding)
+    return next(i for i in holding if state[listed[i]] == tightest)
+
+
+@dataclass(frozen=True)
+class TasSearch:
+    """[Topology-aware scheduling] "Profile": how one request is searched.
+
+    ``best_fit``: sorted descending with the BestFit swap; ``least``: sorted ascending
+    (LeastFreeCapacity, never with the swap); neither: descending without the swap
+    (MostFreeCapacity).
+    """
+
+    best_fit: bool
+    least: bool
+
+
+def tas_search(profile: TasProfile, request: TasRequest) -> TasSearch:
+    """[Topology-aware scheduling] "Profile": ``mixed`` (default): BestFit for required and preferred,
+    LeastFreeCapacity for unconstrained; ``best_fit``: BestFit for all; ``least_free_capacity``:
+    LeastFreeCapacity for all (no BestFit swap); ``most_free_capacity``: descending, no swap."""
+    if profile is TasProfile.mixed:
+        if request.mode == "unconstrained":
+            return TasSearch(best_fit=False, least=True)
+        return TasSearch(best_fit=True, least=False)
+    if profile is TasProfile.best_fit:
+        return TasSearch(best_fit=True, least=False)
+    if profile is TasProfile.least_free_capacity:
+        return TasSearch(best_fit=False, least=True)
+    return TasSearch(best_fit=False, least=False)
+
+
+def find_level(
+    tree: DomainTree, state: dict[Domain, float], request: TasRequest, pods: int, search: TasSearch
+) -> tuple[int, list[Domain]] | None:
+    """[Topology-aware scheduling] "Level search (phase 2a)": the level the assignment is made at and its
+    domains, in pick order (None: no fit now)."""
+    level = request.level
+    while True:
+        # "S = sorted(domains of L). None: no fit."
+        listed = sort_domains(tree.domains(level), state, search.least)
+        if not listed:
+            return None
+        # "Under LeastFreeCapacity, the first domain of S (the least free) whose state >= pods, if any, is
+        # chosen: the assignment is made at L on it."
+        if search.least:
+            holding = [d for d in listed if state[d] >= pods]
+            if holding:
+                return level, [holding[0]]
+        # "Else top = S[0]; with BestFit and state(S[0]) >= pods, top = S[bf(S, 0, pods)]."
+        top = listed[0]
+        if search.best_fit and state[listed[0]] >= pods:
+            top = listed[best_fit_index(listed, state, 0, pods)]
+        # "If state(top) >= pods: the assignment is made at L on [top]."
+        if state[top] >= pods:
+            return level, [top]
+        # "Else: required -> no fit (the job waits); preferred and L is not the top level -> search
+        # level L-1"
+        if request.mode == "required":
+            return None
+        if request.mode == "preferred" and level > 0:
+            level -= 1
+            continue
+        # "otherwise (top level, or unconstrained) take S greedily: i = 0, remaining = pods; while
+        # remaining > 0 and i < |S|: pick S[i], or with BestFit and state(S[i]) >= remaining pick
+        # S[bf(S, i, remaining)]; remaining -= state(S[i]); i++."
+        picked: list[Domain] = []
+        remaining, i = pods, 0
+        while remaining > 0 and i < len(listed):
+            pick = listed[i]
+            if search.best_fit and state[listed[i]] >= remaining:
+                pick = listed[best_fit_index(listed, state, i, remaining)]
+            picked.append(pick)
+            remaining -= int(state[listed[i]])  # counts are whole numbers (at most 2^40)
+            i += 1
+        # "remaining > 0 -> no fit; else the assignment is made at L on the picked domains, in pick order."
+        if remaining > 0:
+            return None
+        return level, picked
+
+
+def counts_to_minimum(
+    listed: list[Domain], state: dict[Domain, float], pods: int, search: TasSearch
+) -> list[tuple[Domain, int]]:
+    """[Topology-aware scheduling] "Counts to minimum": "walking a list in order with remaining = pods:
+    with BestFit and state(d) >= remaining, d = list[bf(list, i, remaining)]; if state(d) >= remaining, d
+    is assigned ``remaining`` and the walk stops; else d is assigned state(d), remaining -= state(d). The
+    assigned domains are kept, in walk order." Returns the kept domains with their counts."""
+    kept: list[tuple[Domain, int]] = []
+    remaining = pods
+    for i, d in enumerate(listed):
+        if search.best_fit and state[d] >= remaining:
+            d = listed[best_fit_index(listed, state, i, remaining)]
+        if state[d] >= remaining:
+            kept.append((d, remaining))
+            return kept
+        kept.append((d, int(state[d])))  # finite: less than remaining
+        remaining -= int(state[d])
+    raise AssertionError("the listed domains hold the job's pods by construction")
+
+
+def kueue_assignment(
+    tree: DomainTree, counts: Sequence[float], request: TasRequest, pods: int, profile: TasProfile
+) -> dict[int, int] | None:
+    """[Topology-aware scheduling] The job's assignment: node index -> pods, or None (no fit now).
+
+    ``counts``: "Counts (phase 1)", the pods of the job each node holds now, "NOT capped at the job's
+    pods: Kueue's ``CountIn``", at most 2^40 (:func:`tas_count`).
+    """
+    search = tas_search(profile, request)
+    state = tree.states(counts)
+    found = find_level(tree, state, request, pods, search)
+    if found is None:
+        return None
+    level, chosen = found
+    # "Descent (phase 2b). The chosen domains get counts to minimum; then level by level down to the
+    # nodes: the children of the kept domains (their phase-1 states) are sorted and get counts to
+    # minimum. The kept nodes and their counts are the assignment."
+    kept = counts_to_minimum(chosen, state, pods, search)
+    while level < TAS_NODE_LEVEL:
+        children = [child for domain, _ in kept for child in tree.children(domain)]
+        kept = counts_to_minimum(sort_domains(children, state, search.least), state, pods, search)
+        level += 1
+    return {domain[-1]: count for domain, count in kept}
+
+
+def level_holds(tree: DomainTree, counts: Sequence[float], level: int, pods: int) -> bool:
+    """Does one domain of ``level`` hold ``pods``, each node holding ``counts[node]``?"""
+    state = tree.states(counts)
+    return any(state[d] >= pods for d in tree.domains(level))
+
+
+# --------------------------------------------------------------------------------------------------
+# KAI Scheduler's topology plugin  [KAI topology]
+# --------------------------------------------------------------------------------------------------
+
+#: [KAI topology] "Share": "(1000 when free <= 0)" (KAI's ``requiredResourceNotInDomainRatio``).
+KAI_NO_ROOM_SHARE = 1000.0
+
+
+def pod_asks(pod: Pod) -> tuple[int, int, int]:
+    """[KAI topology] "Share": what one pod asks of each resource: "GPU milli per pod = 1000 k or
+    gpu_milli; cpu_milli; mem_mib" (``pod.milli`` is 1000 k for a pod of k whole GPUs)."""
+    return (pod.milli, pod.cpu, pod.mem)
+
+
+def free_resources(node: Node, pod: Pod) -> tuple[float, float, float]:
+    """[KAI topology] "Share": a node's "free GPU = 1000 x its wholly free GPUs for a whole-GPU job (the free
+    milli of its GPUs for a fractional one), free CPU milli, free memory" (``inf`` when unknown:
+    [Resources] "UNKNOWN_CAPACITY never constrains")."""
+    whole = pod.milli >= WHOLE_GPU
+    gpu = WHOLE_GPU * len(node.wholly_free()) if whole else node.free_gpu_milli()
+    return (float(gpu), node.free_cpu, node.free_mem)
+
+
+def domain_nodes(tree: DomainTree, domain: Domain) -> list[int]:
+    """The node indices under ``domain``, in id (path) order."""
+    return sorted(
+        (n for n, path in enumerate(tree.paths) if path[: len(domain)] == domain), key=tree.paths.__getitem__
+    )
+
+
+def kai_share(free: tuple[float, float, float], pod: Pod, pods: int) -> float:
+    """[KAI topology] "Share": "max over the resources the pod asks ... of pods x ask / free (1000 when free
+    <= 0)" (0 when the pod asks nothing). "A node whose CPU or memory capacity the source does not give is
+    unbounded there: a domain holding one has no share of that resource (it is left out of the max)": its
+    free sum is ``inf`` and pods x ask / inf = 0, which leaves the max (>= 0) as it is."""
+    share = 0.0
+    for ask, room in zip(pod_asks(pod), free, strict=True):
+        if ask <= 0:
+            continue
+        share = max(share, KAI_NO_ROOM_SHARE if room <= 0 else pods * ask / room)
+    return share
+
+
+def kai_sorted_tree(tree: DomainTree, share: dict[Domain, float], depth: int) -> list[list[Domain]]:
+    """[KAI topology] "Sorted tree (down to L)": level by level from the spines down to ``depth``: "the
+    spines sorted by share descending, ties by id; each next level's list = for each domain of the level
+    above, in that list's order, its children sorted the same way (parent by parent, not one sort of the
+    whole level)"."""
+
+    def by_share(domains: list[Domain]) -> list[Domain]:
+        return sorted(domains, key=lambda d: (-share[d], d))
+
+    levels = [by_share(tree.domains(0))]
+    for _ in range(depth):
+        levels.append([child for parent in levels[-1] for child in by_share(tree.children(parent))])
+    return levels
+
+
+def kai_node_set(
+    tree: DomainTree, levels: list[list[Domain]], state: dict[Domain, float], request: TasRequest, pods: int
+) -> list[int] | None:
+    """[KAI topology] "Node set": the nodes (id order) of the first candidate that fits, or None (the job
+    waits).
+
+    "Levels from L up (L, L-1, ..., spine; then the whole cluster for a preferred request); inside a level
+    the sorted-tree order; the first domain that fits is the node set." "Fit. ... a domain fits when the sum
+    over its nodes is >= the job's pods ...; the whole cluster fits when the sum over all nodes does."
+    "Requests. ``required`` L: candidate levels L only. ``preferred`` L: L, then every level above it, then
+    the whole cluster."
+    """
+    candidate_levels = [request.level] if request.mode == "required" else range(request.level, -1, -1)
+    for level in candidate_levels:
+        for domain in levels[level]:
+            if state[domain] >= pods:
+                return domain_nodes(tree, domain)
+    if request.mode == "preferred" and sum(state[d] for d in tree.domains(0)) >= pods:
+        return domain_nodes(tree, ())
+    return None
+
+
+def kai_topology_scores(levels: list[list[Domain]], level: int) -> dict[Domain, int]:
+    """[KAI topology] "Pods": "Topology score (preferred requests only): floor(10 (i + 1) / n) for a node
+    whose level-L domain is i-th (from 0) of the n level-L domains in the sorted-tree order: more free
+    first"."""
+    listed = levels[level]
+    return {domain: 10 * (i + 1) // len(listed) for i, domain in enumerate(listed)}
+
+
+# --------------------------------------------------------------------------------------------------
+# Volcano's network-topology-aware scheduling, hard mode  [Volcano HyperNode]
+# --------------------------------------------------------------------------------------------------
+
+#: [Volcano HyperNode] "HyperNodes. The domains above the node: tier 1 = nvlink_domain, tier 2 = rack,
+#: tier 3 = spine": a tree level by its tier.
+VOLCANO_TIER_LEVELS: dict[int, int] = {
+    1: TAS_LEVELS.index("nvlink_domain"),
+    2: TAS_LEVELS.index("rack"),
+    3: TAS_LEVELS.index("spine"),
+}
+
+
+def check_volcano_requests(jobs: pl.DataFrame) -> None:
+    """[Volcano HyperNode] "Requests. ... Refused (input errors naming the jobs column and row): ``preferred``
+    (soft mode is not modelled) and ``required`` at level ``node`` (no HyperNode tier there)"."""
+    rows = list(jobs.iter_rows(named=True))
+    for row, r in enumerate(rows, start=1):
+        if r.get("topology_mode") == "preferred":
+            raise ValueError(f"jobs row {row} (job {r['job_id']}): topology_mode 'preferred' under volcano")
+    for row, r in enumerate(rows, start=1):
+        if r.get("topology_mode") == "required" and r.get("topology_level") == "node":
+            raise ValueError(f"jobs row {row} (job {r['job_id']}): topology_level 'node' under volcano")
+
+
+def node_allocatable(node: Node) -> tuple[float, float, float]:
+    """[Volcano HyperNode] "Choice": a node's allocatable GPU milli (1000 per GPU), CPU and memory (``inf``
+    when unknown)."""
+    return (float(WHOLE_GPU * len(node.gpus)), node.cpu, node.mem)
+
+
+def volcano_binpack(nodes: list[Node], pod: Pod, pods: int) -> float:
+    """[Volcano HyperNode] "Choice": the HyperNode's binpack score for the whole gang.
+
+    "over the resources the gang asks (GPU milli: pods x (1000 k or gpu_milli); CPU milli; memory), s_r =
+    (used_r + asked_r) / allocatable_r with used = allocatable - free (free GPU as in KAI's share: 1000 per
+    wholly free GPU for a whole-GPU job), score = mean of s_r (weight 1 each ...); 0 when some used_r +
+    asked_r > allocatable_r". "A CPU or memory allocatable the source does not give (on some node of the
+    HyperNode) is unbounded: s_r = 0, weight kept" (the sum is ``inf``).
+    """
+    total, weights = 0.0, 0
+    for r, ask in enumerate(pod_asks(pod)):
+        asked = pods * ask
+        if asked <= 0:
+            continue
+        allocatable = sum(node_allocatable(n)[r] for n in nodes)
+        weights += 1
+        if math.isinf(allocatable):
+            continue  # s_r = asked / inf = 0
+        used = allocatable - sum(free_resources(n, pod)[r] for n in nodes)
+        if used + asked > allocatable:
+            return 0.0
+        total += (used + asked) / allocatable
+    return total / weights if weights else 0.0
+
+
+def volcano_hypernode(
+    tree: DomainTree, cluster: Cluster, state: dict[Domain, float], request: TasRequest, pod: Pod, pods: int
+) -> list[int] | None:
+    """[Volcano HyperNode] "Search" and "Choice": the chosen HyperNode's nodes (id order), or None (the job
+    waits).
+
+    "For tier 1, 2, ... up to tier(L): the candidates are the HyperNodes of that tier whose nodes take the
+    whole gang (sum over its nodes of the pods each takes now, as Kueue's counts ...). The first tier with a
+    candidate decides; none up to tier(L): the job waits (no partial placement, no higher tier)." "Among the
+    tier's candidates, the highest binpack score ... Ties: the lowest id".
+    """
+    for tier in sorted(VOLCANO_TIER_LEVELS):
+        level = VOLCANO_TIER_LEVELS[tier]
+        if level < request.level:
+            break  # above tier(L)
+        best: tuple[float, list[int]] | None = None
+        for domain in tree.domains(level):  # id order: a later domain must score strictly higher
+            if state[domain] < pods:
+                continue
+            nodes = domain_nodes(tree, domain)
+            score = volcano_binpack([cluster[n] for n in nodes], pod, pods)
+            if best is None or score > best[0]:
+                best = (score, nodes)
+        if best is not None:
+            return best[1]
+    return None
+
+
+# --------------------------------------------------------------------------------------------------
 # The replay
 # --------------------------------------------------------------------------------------------------
 
@@ -1491,9 +1971,13 @@ class _Replay:
         check_gpu_sharing(policy)
         check_mig(policy)
         check_spread(policy)
+        check_topology_aware(policy)
         self.jobs = jobs
         # [Spreading cost] "Levels": each node's (nvlink_domain, rack, spine), by node index.
         self.topology = [tuple(int(row[col]) for col, _ in SPREAD_LEVELS) for row in nodes]
+        # [Topology-aware scheduling] "Tree": each node's (spine, rack, nvlink_domain, node index) path.
+        self.tas = policy.topology_aware is not TopologyAware.none
+        self.tree = domain_tree(nodes)
         sharing = (
             policy.device_split_count,
             policy.shared_gpu_memory.name,
@@ -1684,6 +2168,12 @@ class _Replay:
 
     def try_gang(self, job: Job) -> bool:
         """[Gang mode] Place all pods of ``job`` or none (on a copy, committed on success)."""
+        if self.tas:
+            return self.try_topology_gang(job)
+        return self.try_scored_gang(job)
+
+    def try_scored_gang(self, job: Job) -> bool:
+        """[Gang mode] Topology-blind: each pod in turn on the node the node scorer picks (on a copy)."""
         trial = clone(self.cluster)
         placements: list[PodPlacement] = []
         attempt = job.attempt_number()
@@ -1695,6 +2185,134 @@ class _Replay:
         self.cluster[:] = trial
         self.begin_attempt(job)
         job.placements = placements
+        return True
+
+    def tas_counts(self, cluster: Cluster, job: Job) -> list[int]:
+        """[Topology-aware scheduling] "Counts (phase 1)": state(node) = pods of the job that fit the node
+        now (the gang rule's per-node capacity, NOT capped at the job's pods; at most 2^40), by node index.
+        [KAI topology] and [Volcano HyperNode] count the same way."""
+        return [tas_count(node, job.pod) for node in cluster]
+
+    def try_topology_gang(self, job: Job) -> bool:
+        """[Topology-aware scheduling] Place the job on its TAS assignment, or leave it pending.
+
+        "Placement. The job's pods go to the assigned nodes in id order, each node getting its count (pod
+        i to the i-th slot of that sequence), GPUs chosen by the GPU scorer as for any pod. No fit: the job
+        stays pending." "Not topology-aware: node_placement (the node scorer) is not used for gangs".
+        """
+        assert job.topology is not None
+        system = self.policy.topology_aware
+        if system is TopologyAware.kai:
+            return self.try_kai_gang(job)
+        if system is TopologyAware.volcano:
+            return self.try_volcano_gang(job)
+        counts = self.tas_counts(self.cluster, job)
+        assigned = kueue_assignment(self.tree, counts, job.topology, job.num_pods, self.policy.tas_profile)
+        if assigned is None:
+            return False
+        trial = clone(self.cluster)
+        placements: list[PodPlacement] = []
+        attempt = job.attempt_number()
+        # id order of the nodes = order of their paths
+        for node in sorted(assigned, key=lambda n: self.tree.paths[n]):
+            for _ in range(assigned[node]):
+                placements.append(self.place(trial, node, job, len(placements), attempt))
+        self.cluster[:] = trial
+        self.begin_attempt(job)
+        job.placements = placements
+        return True
+
+    def choose_in(
+        self,
+        trial: Cluster,
+        nodes: list[int],
+        job: Job,
+        pod_index: int,
+        attempt: int,
+        top: Callable[[int], int],
+    ) -> int:
+        """[KAI topology] / [Volcano HyperNode] "Pods": the node of ``nodes`` (id order) for one pod: among
+        those that take one more pod, the highest ``top`` (KAI's topology score; 0 for Volcano), then the
+        node scorer's choice, "ties to the first in id (path) order" (whatever ``node_ties`` says)."""
+        fitting = [n for n in nodes if pod_fits(trial[n], job.pod)]
+        assert fitting, "the node set holds every pod of the job"
+        best = max(top(n) for n in fitting)
+        fitting = [n for n in fitting if top(n) == best]
+        rank = {n: i for i, n in enumerate(nodes)}
+
+        def first_in_id_order(tied: Sequence[Candidate]) -> int:
+            return min(tied, key=lambda c: rank[c.index]).index
+
+        subset = [trial[n] for n in fitting]
+        if self.mig_fgd_nodes:
+            node = choose_node_mig_fgd(subset, job.pod, first_in_id_order)
+        else:
+            node_draw = self.drawer(job, pod_index, attempt, DECISION_NODE)
+            node = choose_node(subset, job.pod, self.node_scorer, node_draw, first_in_id_order, self.tasks)
+        assert node is not None
+        return node
+
+    def place_in(self, job: Job, nodes: list[int], top: Callable[[int], int]) -> None:
+        """Place every pod of ``job`` on ``nodes`` (which hold them all), one at a time by
+        :meth:`choose_in`, and start its attempt."""
+        trial = clone(self.cluster)
+        placements: list[PodPlacement] = []
+        attempt = job.attempt_number()
+        for pod_index in range(job.num_pods):
+            node = self.choose_in(trial, nodes, job, pod_index, attempt, top)
+            placements.append(self.place(trial, node, job, pod_index, attempt))
+        self.cluster[:] = trial
+        self.begin_attempt(job)
+        job.placements = placements
+
+    def try_kai_gang(self, job: Job) -> bool:
+        """[KAI topology] Place the job in its node set, or leave it pending.
+
+        "No request, or ``unconstrained``: the pods are placed by the node scorer as in topology-blind gang
+        mode."
+        """
+        request = job.topology
+        assert request is not None
+        if request.mode not in ("required", "preferred"):
+            return self.try_scored_gang(job)
+        pods = job.num_pods
+        state = self.tree.states(self.tas_counts(self.cluster, job))
+        # "Share. For a domain: free GPU ..., free CPU milli, free memory, summed over its nodes".
+        free = [free_resources(node, job.pod) for node in self.cluster]
+        share: dict[Domain, float] = {}
+        for level in range(request.level + 1):
+            for domain in self.tree.domains(level):
+                under = domain_nodes(self.tree, domain)
+                gpu, cpu, mem = (sum(free[n][r] for n in under) for r in range(3))
+                share[domain] = kai_share((gpu, cpu, mem), job.pod, pods)
+        levels = kai_sorted_tree(self.tree, share, request.level)
+        nodes = kai_node_set(self.tree, levels, state, request, pods)
+        if nodes is None:
+            return False
+        if request.mode == "preferred":
+            scores = kai_topology_scores(levels, request.level)
+            level = request.level
+            self.place_in(job, nodes, lambda n: scores[self.tree.paths[n][: level + 1]])
+        else:
+            self.place_in(job, nodes, lambda n: 0)
+        return True
+
+    def try_volcano_gang(self, job: Job) -> bool:
+        """[Volcano HyperNode] Place the job in the chosen HyperNode, or leave it pending.
+
+        "No request, or ``unconstrained``: placed by the node scorer as topology-blind." "Pods. Each pod in
+        turn goes to the HyperNode's node that takes one more pod with the best node scorer's score, ties to
+        the first in id (path) order."
+        """
+        request = job.topology
+        assert request is not None
+        if request.mode != "required":
+            return self.try_scored_gang(job)
+        state = self.tree.states(self.tas_counts(self.cluster, job))
+        nodes = volcano_hypernode(self.tree, self.cluster, state, request, job.pod, job.num_pods)
+        if nodes is None:
+            return False
+        self.place_in(job, nodes, lambda n: 0)
         return True
 
     def begin_attempt(self, job: Job) -> None:
@@ -1723,6 +2341,12 @@ class _Replay:
         sharing = self.policy.gpu_sharing is not GpuSharing.none
         if reason is None and sharing and refuse and job.pod.milli // WHOLE_GPU > 1:
             reason = "shared_request_too_large"
+        # [Topology-aware scheduling] "Rejection at arrival (topology_too_large, after the other reasons): a
+        # required job none of whose level's domains holds it on the empty cluster."
+        if reason is None and job.topology is not None and job.topology.mode == "required":
+            empty = self.rejection_cluster(job.pod)
+            if not level_holds(self.tree, self.tas_counts(empty, job), job.topology.level, job.num_pods):
+                reason = "topology_too_large"
         if reason is not None:
             job.state = "rejected"
             job.reject_reason = reason

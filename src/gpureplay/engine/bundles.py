@@ -303,6 +303,92 @@ class EasyScratch(NamedTuple):
     kept_shadow: Float64Array
 
 
+class Topology(NamedTuple):
+    """The cluster's topology tree for topology-aware gang placement, and its work space (None unless
+    ``topology_aware`` is on; :mod:`gpureplay.engine.tas`).
+
+    Attributes
+    ----------
+    dom
+        ``[level, node]``: the node's domain at each ``LEVEL_*`` (spine, rack,
+        NVLink domain, node). A domain is named by its path from the top (Kueue's
+        domain ID), and ids run in path order, so the children of a domain are
+        consecutive ids one level down.
+    child0
+        ``[level, d]``: the first child (at ``level + 1``) of domain ``d``;
+        ``child0[level, sizes[level]]`` is ``sizes[level + 1]``.
+    leaf_node
+        The node of each leaf (``LEVEL_NODE`` domain).
+    sizes
+        Domains per level.
+    state
+        ``[level, d]``: pods of the job being placed that fit in ``d``, then the
+        pods assigned to it.
+    cur, nxt, key
+        Domain lists and sort keys of the search.
+    free, ratio
+        KAI: ``[resource, level, d]`` free GPU milli (whole GPUs: 1000 per
+        wholly free GPU), CPU milli and memory of each domain, and the job's
+        requests over them (``[level, d]``, the dominant share).
+    order, rank
+        KAI: ``[level, i]`` the domains of each level in its sorted tree's
+        order (parent-major), and each domain's place in its level's order.
+    """
+
+    dom: Int64Array
+    child0: Int64Array
+    leaf_node: Int64Array
+    sizes: Int64Array
+    state: Int64Array
+    cur: Int64Array
+    nxt: Int64Array
+    key: Int64Array
+    free: Int64Array
+    ratio: Float64Array
+    order: Int64Array
+    rank: Int64Array
+
+
+def topology_tree(node_int: Int64Array) -> Topology:
+    """The :class:`Topology` of a node table (its ``N_SPINE``, ``N_RACK``, ``N_NVLINK`` rows)."""
+    num_nodes = node_int.shape[1]
+    paths = np.stack(
+        [node_int[L.N_SPINE], node_int[L.N_RACK], node_int[L.N_NVLINK], np.arange(num_nodes, dtype=np.int64)]
+    )
+    order = np.lexsort(paths[::-1])
+    ordered = paths[:, order]
+    dom = np.zeros((L.TAS_LEVELS, num_nodes), dtype=np.int64)
+    count = np.zeros(L.TAS_LEVELS, dtype=np.int64)
+    for level in range(L.TAS_LEVELS):
+        # A new domain wherever the path down to this level differs from the previous node's.
+        new = np.ones(num_nodes, dtype=bool)
+        new[1:] = (ordered[: level + 1, 1:] != ordered[: level + 1, :-1]).any(axis=0)
+        ids = np.cumsum(new) - 1
+        dom[level, order] = ids
+        count[level] = int(ids[-1]) + 1 if num_nodes else 0
+    widest = max(int(count.max(initial=0)), 1)
+    child0 = np.zeros((L.TAS_LEVELS - 1, widest + 1), dtype=np.int64)
+    for level in range(L.TAS_LEVELS - 1):
+        parents, children = dom[level, order], dom[level + 1, order]
+        first = np.full(count[level] + 1, count[level + 1], dtype=np.int64)
+        np.minimum.at(first, parents, children)
+        child0[level, : count[level] + 1] = first
+    return Topology(
+        dom=dom,
+        child0=child0,
+        leaf_node=np.ascontiguousarray(order.astype(np.int64)),
+        sizes=count,
+        state=np.zeros((L.TAS_LEVELS, widest), dtype=np.int64),
+        cur=np.zeros(widest, dtype=np.int64),
+        nxt=np.zeros(widest, dtype=np.int64),
+        key=np.zeros(widest, dtype=np.int64),
+        free=np.zeros((3, L.TAS_LEVELS, widest), dtype=np.int64),
+        ratio=np.zeros((L.TAS_LEVELS, widest)),
+        order=np.zeros((L.TAS_LEVELS, widest), dtype=np.int64),
+        rank=np.zeros((L.TAS_LEVELS, widest), dtype=np.int64),
+    )
+
+
 class PreemptScratch(NamedTuple):
     """Preemption's work space (None unless preemption is on).
 
@@ -416,6 +502,7 @@ class State(NamedTuple):
     easy: EasyScratch | None
     pre: PreemptScratch | None
     dbg: DebugScratch
+    tas: Topology | None
 
 
 def initial_state(
@@ -574,4 +661,5 @@ def initial_state(
         att_i=np.zeros((L.ATTEMPT_INT_FIELDS, attempts), dtype=np.int64),
         att_f=np.zeros((L.ATTEMPT_FLOAT_FIELDS, attempts)),
     )
-    return State(ix, js, pend, timers, scratch, run, pods, easy, pre, dbg)
+    tas = topology_tree(cluster.node_int) if codes[L.P_TAS] != L.TAS_NONE else None
+    return State(ix, js, pend, timers, scratch, run, pods, easy, pre, dbg, tas)

@@ -29,6 +29,7 @@ from gpureplay.engine.bundles import (
     Run,
     Scratch,
     Timers,
+    Topology,
 )
 from gpureplay.engine.config import inline_kernel, kernel, when_given
 from gpureplay.engine.gang import backfill_past_shadow, keep_reservation, reserve, try_gang
@@ -188,6 +189,7 @@ def gang_cycle(
     run: Run,
     easy: EasyScratch | None,
     pre: PreemptScratch | None,
+    tas: Topology | None,
     t: float,
 ) -> int:
     """One gang-mode scheduling cycle at ``t``; returns the number of jobs started plus victims evicted.
@@ -236,7 +238,7 @@ def gang_cycle(
             if (
                 not known_failed
                 and admissible(jobs, js, j)
-                and try_gang(params, jobs, cs, cl, ix, js, pend, sc, run, j, t)
+                and try_gang(tas, params, jobs, cs, cl, ix, js, pend, sc, run, j, t)
             ):
                 start(pre, params, jobs, cs, cl, js, pend, tm, sc, run, j, t)
                 changes += 1
@@ -249,7 +251,7 @@ def gang_cycle(
             if (
                 not known_failed
                 and admissible(jobs, js, j)
-                and try_gang(params, jobs, cs, cl, ix, js, pend, sc, run, j, t)
+                and try_gang(tas, params, jobs, cs, cl, ix, js, pend, sc, run, j, t)
             ):
                 start(pre, params, jobs, cs, cl, js, pend, tm, sc, run, j, t)
                 changes += 1
@@ -272,7 +274,9 @@ def gang_cycle(
                 if depth == 0:
                     continue
             elif t + run_time(jobs, js, j) <= shadow:
-                if admissible(jobs, js, j) and try_gang(params, jobs, cs, cl, ix, js, pend, sc, run, j, t):
+                if admissible(jobs, js, j) and try_gang(
+                    tas, params, jobs, cs, cl, ix, js, pend, sc, run, j, t
+                ):
                     keep = keep and t + run_time(jobs, js, j) < shadow
                     start(pre, params, jobs, cs, cl, js, pend, tm, sc, run, j, t)
                     changes += 1
@@ -280,7 +284,7 @@ def gang_cycle(
             elif (
                 not (not randomised and pend.cls[CD_RESV, c] == run.counters[K_STAMP])
                 and admissible(jobs, js, j)
-                and try_gang(params, jobs, cs, cl, ix, js, pend, sc, run, j, t)
+                and try_gang(tas, params, jobs, cs, cl, ix, js, pend, sc, run, j, t)
             ):
                 # J ends after S: hold its exact placement on the projection and ask whether H still fits.
                 fits, hold_total = backfill_past_shadow(
@@ -319,6 +323,7 @@ def pod_cycle(
     run: Run,
     easy: None,
     pre: PreemptScratch | None,
+    tas: None,
     t: float,
 ) -> int:
     """One pod-by-pod cycle at ``t``; returns the number of pods placed plus victims evicted.

@@ -21,12 +21,15 @@ from gpureplay.engine.bundles import (
     Run,
     Scratch,
     Timers,
+    Topology,
 )
 from gpureplay.engine.config import kernel, when_given
 from gpureplay.engine.heaps import event_pop
-from gpureplay.engine.jobs import place_pods, undo_placement
+from gpureplay.engine.jobs import place_pod, place_pods, undo_placement
+from gpureplay.engine.kai_tas import kai_place
 from gpureplay.engine.layout import (
     C_PODS,
+    C_TAS_MODE,
     CD_FAIL,
     D_GEN,
     D_PLACED,
@@ -43,13 +46,94 @@ from gpureplay.engine.layout import (
     K_STARTS,
     K_TRIED,
     K_VERSION,
+    LEVEL_NODE,
+    P_SHARING,
+    P_TAS,
+    P_TAS_PROFILE,
     S_RUNNING,
+    SHARING_NONE,
+    TAS_KAI,
+    TAS_VOLCANO,
+    TM_PREFERRED,
+    TM_REQUIRED,
 )
 from gpureplay.engine.resources import class_capacity, copy_cluster, node_capacity, release_pod, take_pod
+from gpureplay.engine.tas import kueue_assign
+from gpureplay.engine.volcano_tas import volcano_place
+
+
+@kernel
+def _capacity_gang(
+    tas: None,
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    ix: FitIndex,
+    js: JobState,
+    sc: Scratch,
+    run: Run,
+    j: int,
+    t: float,
+) -> bool:
+    """Topology-blind: place job ``j``'s pods with the node scorer if the cluster holds them all."""
+    c = jobs.ints[J_CLASS, j]
+    pods = cs.ints[C_PODS, c]
+    if class_capacity(cl, cs, c, pods) >= pods:
+        place_pods(params, jobs, cs, cl, ix, js, sc, run, j, pods, t)
+        return True
+    return False
+
+
+@kernel
+def _topology_gang(
+    tas: Topology,
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    ix: FitIndex,
+    js: JobState,
+    sc: Scratch,
+    run: Run,
+    j: int,
+    t: float,
+) -> bool:
+    """Topology-aware: place job ``j``'s pods by Kueue's, KAI's or Volcano's rules, if the job fits."""
+    c = jobs.ints[J_CLASS, j]
+    pods = cs.ints[C_PODS, c]
+    if class_capacity(cl, cs, c, pods) < pods:
+        return False
+    if params.codes[P_TAS] == TAS_KAI:
+        if cs.ints[C_TAS_MODE, c] in (TM_REQUIRED, TM_PREFERRED):
+            return kai_place(tas, params, jobs, cs, cl, ix, js, sc, run, j, t)
+        # No request: KAI places the pods as any others.
+        place_pods(params, jobs, cs, cl, ix, js, sc, run, j, pods, t)
+        return True
+    if params.codes[P_TAS] == TAS_VOLCANO:
+        if cs.ints[C_TAS_MODE, c] == TM_REQUIRED:
+            return volcano_place(tas, params, jobs, cs, cl, ix, js, sc, run, j, t)
+        place_pods(params, jobs, cs, cl, ix, js, sc, run, j, pods, t)
+        return True
+    size = kueue_assign(tas, cl, cs, c, params.codes[P_TAS_PROFILE], params.codes[P_SHARING] == SHARING_NONE)
+    if size == 0:
+        return False
+    for i in range(size):
+        d = tas.cur[i]
+        n = tas.leaf_node[d]
+        for _ in range(tas.state[LEVEL_NODE, d]):
+            place_pod(params, jobs, cs, cl, ix, js, sc, run, j, n, t)
+    return True
+
+
+#: Place a whole gang now if it fits: on its topology assignment under ``topology_aware``, else with the
+#: node scorer.
+place_gang = when_given(_topology_gang, none_body=_capacity_gang)
 
 
 @kernel
 def try_gang(
+    tas: Topology | None,
     params: Params,
     jobs: Jobs,
     cs: Classes,
@@ -73,13 +157,10 @@ def try_gang(
     is released (draws are keyed, not consumed, so nothing is lost by not
     trying).
     """
-    c = jobs.ints[J_CLASS, j]
-    pods = cs.ints[C_PODS, c]
     run.counters[K_TRIED] += 1
-    if class_capacity(cl, cs, c, pods) >= pods:
-        place_pods(params, jobs, cs, cl, ix, js, sc, run, j, pods, t)
+    if place_gang(tas, params, jobs, cs, cl, ix, js, sc, run, j, t):
         return True
-    pend.cls[CD_FAIL, c] = run.counters[K_VERSION]
+    pend.cls[CD_FAIL, jobs.ints[J_CLASS, j]] = run.counters[K_VERSION]
     return False
 
 

@@ -131,6 +131,7 @@ R_NO_MODEL = 1
 R_POD_TOO_LARGE = 2
 R_GANG_TOO_LARGE = 3
 R_SHARED_TOO_LARGE = 4  # failRequestsGreaterThanOne: a pod asks more than one replica (kubelet admission)
+R_TOPOLOGY_TOO_LARGE = 5  # a required topology level none of whose domains holds the job, even empty
 
 # Attempt end reasons (attempts.parquet).
 END_FINISHED = 0
@@ -151,7 +152,20 @@ C_TENANT = 9
 C_PRIO = 10
 C_CAN_PREEMPT = 11
 C_KIND = 12
-CLASS_INT_FIELDS = 13
+C_TAS_MODE = 13  # TM_* topology request of the class's jobs (topology-aware scheduling)
+C_TAS_LEVEL = 14  # LEVEL_* the request names
+CLASS_INT_FIELDS = 15
+
+# Topology requests (Kueue's PodSet topology annotations) and the levels they name, outermost first.
+TM_NONE = 0  # no request: Kueue's implied unconstrained request; the node scorer elsewhere
+TM_REQUIRED = 1
+TM_PREFERRED = 2
+TM_UNCONSTRAINED = 3
+LEVEL_SPINE = 0
+LEVEL_RACK = 1
+LEVEL_NVLINK = 2
+LEVEL_NODE = 3
+TAS_LEVELS = 4
 
 # --- classes.task_int: FGD's task classes (the workload's typical pods) ------------------------------
 TK_CPU = 0  # milli-CPU per pod
@@ -351,7 +365,20 @@ P_MIG_PLACEMENT = 22  # MIG_HAMI / MIG_LOWEST_START / MIG_FGD_PLACEMENT: where a
 P_FAIL_MULTI = 23  # 1: a pod asking more than one replica fails admission (failRequestsGreaterThanOne)
 P_MAX_EVICTIONS = 24  # evictions beyond which the replay returns ADV_LIVELOCK (set by the compile step)
 P_MIG_RECONFIG = 25  # 1: idle MIG GPUs are re-partitioned (mig_reconfigure: idle)
-POLICY_FIELDS = 26
+P_TAS = 26  # TAS_* topology-aware gang placement
+P_TAS_PROFILE = 27  # PROFILE_* Kueue TAS profile
+POLICY_FIELDS = 28
+
+TAS_NONE = 0
+TAS_KUEUE = 1
+TAS_KAI = 2
+TAS_VOLCANO = 3
+PROFILE_MIXED = (
+    0  # Kueue's default since v0.15 (TASProfileMixed): BestFit, LeastFreeCapacity when unconstrained
+)
+PROFILE_BEST_FIT = 1
+PROFILE_LEAST_FREE = 2  # TASProfileLeastFreeCapacity
+PROFILE_MOST_FREE = 3  # TASProfileMostFreeCapacity
 
 SHARING_NONE = 0
 SHARING_TIME_SLICING = 1

@@ -170,7 +170,7 @@ def advance(params: Params, jobs: Jobs, cs: Classes, cl: Cluster, st: State, t_s
     because allocation only changes at events.
     """
     ix, js, pend, tm, sc, run = st.ix, st.js, st.pend, st.tm, st.sc, st.run
-    pods, easy, pre, dbg = st.pods, st.easy, st.pre, st.dbg
+    pods, easy, pre, dbg, tas = st.pods, st.easy, st.pre, st.dbg, st.tas
     status = run.cursor[L_STATUS]
     if status != ADV_PAUSED and status != ADV_GROW:
         return int(status)
@@ -296,7 +296,7 @@ def advance(params: Params, jobs: Jobs, cs: Classes, cl: Cluster, st: State, t_s
                 cycle_owed = True
                 idle = False
             if (periodic and t == tick_t) or (not periodic and changed):
-                changes = cycle(pods, params, jobs, cs, cl, ix, js, pend, tm, sc, run, easy, pre, t)
+                changes = cycle(pods, params, jobs, cs, cl, ix, js, pend, tm, sc, run, easy, pre, tas, t)
                 counters[K_CYCLES] += 1
                 if counters[K_PREEMPTIONS] > params.codes[P_MAX_EVICTIONS]:
                     # Jobs evict one another without end (with no grace, all at one instant): stop here.

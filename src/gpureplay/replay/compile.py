@@ -21,10 +21,11 @@ import numpy.typing as npt
 import polars as pl
 
 from gpureplay.engine import layout as L
-from gpureplay.engine.bundles import Classes, Cluster, Jobs, Params, Tasks, empty_cluster
+from gpureplay.engine.bundles import Classes, Cluster, Jobs, Params, Tasks, empty_cluster, topology_tree
 from gpureplay.engine.layout import Int64Array
 from gpureplay.engine.resources import rejection_codes
 from gpureplay.engine.scoring import GPU_SCORERS, SCORERS, scorer_code, uses_tasks
+from gpureplay.engine.tas import level_capacity
 from gpureplay.errors import InputError, Problem
 from gpureplay.replay.mig import (
     MigFigures,
@@ -54,8 +55,11 @@ from gpureplay.schedulers.policy import (
     Requeue,
     SharedGpuMemory,
     SharingDemand,
+    TasProfile,
+    TopologyAware,
 )
 from gpureplay.traces.schema import PREEMPTION_POLICIES, UNKNOWN_CAPACITY, lucid_overhead
+from gpureplay.workload.topology_requests import check_trace_requests
 from gpureplay.workload.typical_pods import TypicalPods
 
 
@@ -204,6 +208,21 @@ def policy_params(
     problems += _dynamic_mig_problems(policy, mig, mig_demand, mig_placement, preemption)
     problems += _repartition_problems(policy, mig, reconfigure)
     problems += _spread_problems(policy, sharing, mig)
+    topology = TopologyAware[str(getattr(policy.topology_aware, "name", policy.topology_aware))]
+    profile = TasProfile[str(getattr(policy.tas_profile, "name", policy.tas_profile))]
+    problems += _topology_problems(topology, gang, backfill, preemption)
+    if topology in (TopologyAware.kai, TopologyAware.volcano) and policy.node_placement == "random":
+        # Inside a domain nodes are ranked by score (KAI's and Volcano's plugins), ties in domain order.
+        problems.append(
+            ("scheduler.node_placement", f"topology_aware: {topology.name} ranks nodes by score: not random")
+        )
+    if topology is not TopologyAware.kueue and profile is not TasProfile.mixed:
+        problems.append(
+            (
+                "scheduler.tas_profile",
+                f"is read by topology_aware: kueue only (found {topology.name}): leave it mixed",
+            )
+        )
     if problems:
         raise InputError([Problem(message, "config", column=key) for key, message in problems])
     codes = np.zeros(L.POLICY_FIELDS, dtype=np.int64)
@@ -257,7 +276,52 @@ def policy_params(
     flt[L.PF_SPREAD_NVLINK] = float(policy.spread_rate_nvlink)
     flt[L.PF_SPREAD_RACK] = float(policy.spread_rate_rack)
     flt[L.PF_SPREAD_SPINE] = float(policy.spread_rate_spine)
+    codes[L.P_TAS] = {
+        TopologyAware.none: L.TAS_NONE,
+        TopologyAware.kueue: L.TAS_KUEUE,
+        TopologyAware.kai: L.TAS_KAI,
+        TopologyAware.volcano: L.TAS_VOLCANO,
+    }[topology]
+    codes[L.P_TAS_PROFILE] = {
+        TasProfile.mixed: L.PROFILE_MIXED,
+        TasProfile.best_fit: L.PROFILE_BEST_FIT,
+        TasProfile.least_free_capacity: L.PROFILE_LEAST_FREE,
+        TasProfile.most_free_capacity: L.PROFILE_MOST_FREE,
+    }[profile]
     return Params(codes, flt)
+
+
+def _topology_problems(
+    topology: TopologyAware, gang: GangMode, backfill: Backfill, preemption: Preemption
+) -> list[tuple[str, str]]:
+    """Topology-aware placement assigns whole gangs at admission; what it is not modelled with."""
+    if topology is TopologyAware.none:
+        return []
+    problems = []
+    if gang is not GangMode.gang:
+        problems.append(
+            (
+                "scheduler.topology_aware",
+                f"{topology.name} assigns a whole job's pods at admission: it needs gang: gang "
+                f"(found {gang.name})",
+            )
+        )
+    if backfill is Backfill.easy:
+        problems.append(
+            (
+                "scheduler.topology_aware",
+                "EASY backfill's reservation is not topology-aware here: use backfill: skip or none",
+            )
+        )
+    if preemption is not Preemption.none:
+        problems.append(
+            (
+                "scheduler.topology_aware",
+                "preemption with topology-aware placement is not modelled yet (kube's victim search "
+                "ignores domains): use preemption: none",
+            )
+        )
+    return problems
 
 
 #: Most MPS clients one GPU serves (Volta and later; the MIG user guide's comparison of MIG, MPS
@@ -649,6 +713,81 @@ def compile_nodes(nodes: pl.DataFrame) -> tuple[Int64Array, tuple[str, ...], int
     return node_int, models, hist_width
 
 
+#: Topology request modes and levels by name (the jobs' ``topology_mode`` / ``topology_level``).
+TAS_MODES: dict[str, int] = {
+    "required": L.TM_REQUIRED,
+    "preferred": L.TM_PREFERRED,
+    "unconstrained": L.TM_UNCONSTRAINED,
+}
+TAS_LEVELS: dict[str, int] = {
+    "spine": L.LEVEL_SPINE,
+    "rack": L.LEVEL_RACK,
+    "nvlink_domain": L.LEVEL_NVLINK,
+    "node": L.LEVEL_NODE,
+}
+
+
+def _topology_columns(jobs: pl.DataFrame, system: int) -> list[pl.Expr]:
+    """``tas_mode`` / ``tas_level`` codes of each job's topology request (``TM_NONE`` when off or none).
+
+    Raises
+    ------
+    InputError
+        On a mode or level that is not known, or (Volcano) a request its hard mode cannot express, naming
+        the column.
+    """
+    if system == L.TAS_NONE or "topology_mode" not in jobs.columns:
+        return [
+            pl.lit(L.TM_NONE, pl.Int64).alias("tas_mode"),
+            pl.lit(L.LEVEL_NODE, pl.Int64).alias("tas_level"),
+        ]
+    check_trace_requests(jobs, "jobs")
+    if system == L.TAS_VOLCANO:
+        _volcano_requests(jobs)
+    mode = pl.col("topology_mode").replace_strict(TAS_MODES, default=L.TM_NONE, return_dtype=pl.Int64)
+    level = pl.col("topology_level").replace_strict(TAS_LEVELS, default=L.LEVEL_NODE, return_dtype=pl.Int64)
+    unconstrained = mode.is_in([L.TM_NONE, L.TM_UNCONSTRAINED])
+    # Unconstrained requests and jobs without one are searched at the node level whatever they name.
+    return [
+        mode.alias("tas_mode"),
+        pl.when(unconstrained).then(L.LEVEL_NODE).otherwise(level).alias("tas_level"),
+    ]
+
+
+def _volcano_requests(jobs: pl.DataFrame) -> None:
+    """Requests Volcano's hard mode can express: ``required`` at a level with HyperNodes (not the node)."""
+    for column, value, why in (
+        ("topology_mode", "preferred", "Volcano's soft mode is not modelled: use required (hard mode)"),
+        (
+            "topology_level",
+            "node",
+            "Volcano's HyperNode tiers start above the node (nvlink_domain, rack, spine)",
+        ),
+    ):
+        numbered = jobs if "source_row" in jobs.columns else jobs.with_row_index("source_row", offset=1)
+        asking = numbered.filter(pl.col("topology_mode").is_in(["required", "preferred"]))
+        bad = asking.filter(pl.col(column) == value)
+        if bad.height:
+            raise InputError.single(
+                f"{value!r} under topology_aware: volcano: {why} ({bad.height:,} jobs; requests come from "
+                "the trace's columns or workload.topology_requests)",
+                "jobs",
+                row=int(bad["source_row"][0]),
+                column=column,
+            )
+
+
+def _reject_topology(reject: Int64Array, job_class: Int64Array, cluster: Cluster, classes: Classes) -> None:
+    """Reject (in place) the jobs whose required level has no domain that holds them, even empty."""
+    tree = topology_tree(cluster.node_int)
+    cls = classes.ints
+    too_large = np.zeros(cls.shape[1], dtype=bool)
+    for c in np.flatnonzero(cls[L.C_TAS_MODE] == L.TM_REQUIRED):
+        level = int(cls[L.C_TAS_LEVEL, c])
+        too_large[c] = level_capacity(tree, cluster, classes, int(c), level) < cls[L.C_PODS, c]
+    reject[(reject == L.R_NONE) & too_large[job_class]] = L.R_TOPOLOGY_TOO_LARGE
+
+
 def replicate_devices(node_int: Int64Array, replicas: int, allocation: int, *, mps: bool) -> int:
     """Advertise every GPU of ``node_int`` as ``replicas`` devices, in place; the new histogram width.
 
@@ -861,6 +1000,7 @@ def compile_replay(
             else pl.lit(1.0, pl.Float64)
         ).alias("demand"),
         pl.lit(pl.Series(np.asarray(mig_key, dtype=np.int64).reshape(-1)), pl.Int64).alias("mig_key"),
+        *_topology_columns(jobs, int(codes[L.P_TAS])),
     )
     bad_ckpt = df.filter(
         ~(pl.col("checkpoint") >= 0) | ~(pl.col("overhead") >= 0) | pl.col("overhead").is_infinite()
@@ -879,6 +1019,8 @@ def compile_replay(
         shape.append("num_pods")
     if preempting:
         shape += ["priority", "can_preempt"]
+    if codes[L.P_TAS] != L.TAS_NONE:
+        shape += ["tas_mode", "tas_level"]
     (qclass, num_classes), (rclass, num_rclasses) = _dense_classes(
         df, shape, ["gpu_milli", "gpu_mem", "cpu_milli", "mem_mib", "mask", "mig_key", "num_pods"]
     )
@@ -959,6 +1101,8 @@ def compile_replay(
     ):
         cls[row] = _per_class(qclass, num_classes, ints[field])
     cls[L.C_PODS] = 1 if pod_mode else _per_class(qclass, num_classes, ints[L.J_PODS])
+    cls[L.C_TAS_MODE] = _per_class(qclass, num_classes, df["tas_mode"].to_numpy())
+    cls[L.C_TAS_LEVEL] = _per_class(qclass, num_classes, df["tas_level"].to_numpy())
     cls[L.C_START] = _exclusive_cumsum(per_class)
     cls[L.C_END] = cls[L.C_START] + per_class
     # Under the global order tenants do not rank jobs: every class is tenant 0 (jobs keep theirs).
@@ -1001,6 +1145,16 @@ def compile_replay(
         shape_mig = plan.rejection_shapes(shape_mig, models)
     rejection_codes(types, shapes, shape_mask, shape_mig, type_count, codes_by_shape)
     reject = np.ascontiguousarray(codes_by_shape[ints[L.J_RCLASS]])
+    classes = Classes(
+        cls,
+        np.ascontiguousarray(class_mask),
+        layout,
+        class_mig,
+        mig_wanted,
+        mig_weight,
+        plan.layouts_array(models) if plan is not None else np.full((max(len(models), 1), 1), -1, np.int64),
+        _tasks(params, tasks, models),
+    )
     # A replay past this many evictions is a preemption livelock (gpureplay.replay.simulate stops it).
     codes[L.P_MAX_EVICTIONS] = LIVELOCK_EVICTIONS_PER_JOB * num_jobs
     if codes[L.P_FAIL_MULTI] and codes[L.P_SHARING] in REPLICA_MODES:
@@ -1008,6 +1162,8 @@ def compile_replay(
         # kubelet admission (UnexpectedAdmissionError) and is not retried, so the job never runs.
         # A pod the scheduler can never place fails scheduling first and keeps that reason.
         reject[(reject == L.R_NONE) & (ints[L.J_K] > 1)] = L.R_SHARED_TOO_LARGE
+    if codes[L.P_TAS] != L.TAS_NONE:
+        _reject_topology(reject, ints[L.J_CLASS], cluster, classes)
     pod_job = np.repeat(np.arange(num_jobs, dtype=np.int64), ints[L.J_PODS])
     return Compiled(
         params=params,
@@ -1021,18 +1177,7 @@ def compile_replay(
             # A copy: polars may hand out a read-only view, a type of its own to numba (one more variant).
             np.array(df["demand"].to_numpy(), dtype=np.float64, order="C"),
         ),
-        classes=Classes(
-            cls,
-            np.ascontiguousarray(class_mask),
-            layout,
-            class_mig,
-            mig_wanted,
-            mig_weight,
-            plan.layouts_array(models)
-            if plan is not None
-            else np.full((max(len(models), 1), 1), -1, np.int64),
-            _tasks(params, tasks, models),
-        ),
+        classes=classes,
         cluster=cluster,
         models=models,
         tenants=tenants,

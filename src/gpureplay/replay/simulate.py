@@ -124,6 +124,7 @@ _REJECT_REASONS = {
     L.R_POD_TOO_LARGE: "pod_too_large",
     L.R_GANG_TOO_LARGE: "gang_too_large",
     L.R_SHARED_TOO_LARGE: "shared_request_too_large",
+    L.R_TOPOLOGY_TOO_LARGE: "topology_too_large",
 }
 
 _VIOLATIONS = {
@@ -412,7 +413,7 @@ def warm_up_tables() -> tuple[pl.DataFrame, pl.DataFrame]:
             "job_id": [1], "job_name": [None], "submit_time": [0.0], "duration": [1.0], "num_pods": [1],
             "gpu_milli": [1000], "gpu_mem_mib": [None], "gpu_models": [None], "mig_profile": [None],
             "cpu_milli": [0], "mem_mib": [0], "queue": ["default"], "user": [None], "priority": [0],
-            "preemptible": [True],
+            "preemptible": [True], "topology_mode": [None], "topology_level": [None],
         },
         schema=JOBS_SCHEMA,
     )  # fmt: skip

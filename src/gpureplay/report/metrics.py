@@ -193,6 +193,14 @@ TOPOLOGY_METRICS: tuple[Metric, ...] = (
     Metric(
         "spread_gpu_hours", "GPU-h lost to spreading", "GPU-hours lost to spreading", "lower", min_change=0.1
     ),
+    Metric(
+        "multi_pod_wait_mean",
+        "multi-pod jobs' mean wait (h)",
+        "mean wait of multi-pod jobs",
+        "lower",
+        3600.0,
+        min_change=60.0,
+    ),
 )
 
 #: Censoring counts: summarised across seeds like the metrics, shown beside them.

@@ -448,7 +448,9 @@ _TOPOLOGY_NOTE = (
     "Jobs whose pods ran on more than one node (when their last attempt started), the share of them whose "
     "pods stayed within one NVLink domain, rack or spine, and the GPU-hours spreading added to runs: a job "
     "spanning several domains of a level runs at that level's scheduler.spread_rate factor (1: no cost) for "
-    "the attempt (whole run, mean over seeds; docs/engine-semantics.md, What spreading costs)."
+    "the attempt, and the mean wait of the jobs of more than one pod, the ones a topology-aware scheduler "
+    "keeps together (whole run, censored, mean over seeds; docs/engine-semantics.md, What spreading costs, "
+    "Topology-aware scheduling)."
 )
 
 _PRIORITY_NOTE = (

@@ -113,7 +113,10 @@ and ``one_spine_pct`` the share of them whose pods stayed within one NVLink
 domain, rack or spine (null when there are none); ``spread_gpu_hours`` the
 GPU-hours spreading added to runs: the sum over jobs of GPUs x
 ``spread_delay`` (docs/engine-semantics.md, "What spreading costs"; 0 unless a
-``scheduler.spread_rate_*`` factor is below 1).
+``scheduler.spread_rate_*`` factor is below 1); ``multi_pod_wait_mean`` the
+mean censored wait of the admitted jobs of more than one pod (null when there
+are none; by pods asked, not by placement, so every configuration counts the
+same jobs): what a topology-aware scheduler's tighter placement costs them.
 """
 
 from __future__ import annotations
@@ -243,6 +246,9 @@ def job_results(jobs: pl.DataFrame, outcome: pl.DataFrame) -> pl.DataFrame:
         jobs = jobs.with_columns(pl.lit(None, pl.String).alias("job_name"))
     if "priority_class" not in jobs.columns:  # no PriorityClass mix was applied
         jobs = jobs.with_columns(pl.lit(None, pl.String).alias("priority_class"))
+    for column in ("topology_mode", "topology_level"):  # a table built before topology requests existed
+        if column not in jobs.columns:
+            jobs = jobs.with_columns(pl.lit(None, pl.String).alias(column))
     df = jobs.select(
         "job_id",
         "job_name",
@@ -255,6 +261,8 @@ def job_results(jobs: pl.DataFrame, outcome: pl.DataFrame) -> pl.DataFrame:
         "gpu_milli",
         "submit_time",
         "duration",
+        "topology_mode",
+        "topology_level",
     ).join(outcome, on="job_id", how="left", validate="1:1")
     finished = pl.col("state") == "finished"
     return conform(
@@ -469,6 +477,7 @@ def _spread_figures(admitted: pl.DataFrame) -> dict[str, Any]:
         "one_rack_pct": within("racks_spanned"),
         "one_spine_pct": within("spines_spanned"),
         "spread_gpu_hours": float((admitted["gpus"] * admitted["spread_delay"]).sum()) / 3600.0,
+        "multi_pod_wait_mean": admitted.filter(pl.col("num_pods") > 1)["wait_c"].mean(),
     }
 
 

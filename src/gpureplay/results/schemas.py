@@ -46,6 +46,9 @@ JOBS_RESULT_SCHEMA: dict[str, pl.DataType] = {
     "racks_spanned": pl.Int32(),
     "spines_spanned": pl.Int32(),
     "spread_delay": pl.Float64(),
+    # the job's topology request (trace or workload.topology_requests; null: none), read by topology_aware
+    "topology_mode": pl.String(),
+    "topology_level": pl.String(),
     "held_milli": pl.Int64(),
     "state": pl.Enum(JOB_STATES),
     "reject_reason": pl.String(),
@@ -178,4 +181,6 @@ SUMMARY_METRICS_SCHEMA: dict[str, pl.DataType] = {
     "one_rack_pct": pl.Float64(),
     "one_spine_pct": pl.Float64(),
     "spread_gpu_hours": pl.Float64(),
+    # Mean (censored) wait of the jobs of more than one pod: what keeping them together costs them.
+    "multi_pod_wait_mean": pl.Float64(),
 }

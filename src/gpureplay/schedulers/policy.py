@@ -229,6 +229,48 @@ class MigDemand(Enum):
     fits = 2
 
 
+class TopologyAware(Enum):
+    """Topology-aware gang placement (docs/engine-semantics.md, "Topology-aware scheduling").
+
+    ``none``: topology-blind, the node scorer places each pod (jobs' topology
+    requests are not read). ``kueue``: Kueue's Topology Aware Scheduling
+    (KEP-2724): every gang gets a topology assignment at admission, its
+    ``required`` / ``preferred`` / ``unconstrained`` request honoured by
+    Kueue's own search (a job with no request gets Kueue's implied
+    unconstrained one); scheduler-semantics.md §5.2. ``kai``: KAI Scheduler's
+    topology plugin: a ``required`` or ``preferred`` level, domains bin-packed
+    by the job's share of their free resources, nodes inside ordered by their
+    preferred-level domain, more free first; jobs without a request (or
+    ``unconstrained``) are placed by the node scorer; §5.3. ``volcano``:
+    Volcano's network-topology-aware scheduling in hard mode: a ``required``
+    level is ``highestTierAllowed`` (tiers: NVLink domain 1, rack 2, spine
+    3), HyperNodes tried tier by tier, the best binpack score first; jobs
+    without a request are placed by the node scorer; §5.4.
+    """
+
+    none = 0
+    kueue = 1
+    kai = 2
+    volcano = 3
+
+
+class TasProfile(Enum):
+    """How Kueue's TAS sorts domains (its ``TASProfile*`` feature gates; scheduler-semantics.md §5.2).
+
+    ``mixed`` (Kueue's default since v0.15): BestFit for required and
+    preferred requests, LeastFreeCapacity for unconstrained ones.
+    ``best_fit``: most free capacity first, the domain that completes the
+    count swapped for the tightest that holds the rest (free 3, 3, 2, 1 and 7
+    pods take 3, 3, 1). ``least_free_capacity``: least free first (1, 2, 3, ...).
+    ``most_free_capacity``: most free first, no swap.
+    """
+
+    mixed = 0
+    best_fit = 1
+    least_free_capacity = 2
+    most_free_capacity = 3
+
+
 @dataclass
 class Policy:
     """A scheduler configuration (the ``scheduler`` config group).
@@ -323,6 +365,11 @@ class Policy:
         factors, each in (0, 1] (1: no cost, the default). Blox
         (``jobs/model.py``, ``placement_penalty`` 0.6-0.9 by model, median
         0.8) slows a job not consolidated on one server.
+    topology_aware
+        See :class:`TopologyAware`. Needs ``gang: gang``; not modelled with
+        EASY backfill or preemption.
+    tas_profile
+        See :class:`TasProfile` (``topology_aware: kueue`` only).
     """
 
     name: str = "fifo"
@@ -357,6 +404,8 @@ class Policy:
     spread_rate_nvlink: float = 1.0
     spread_rate_rack: float = 1.0
     spread_rate_spine: float = 1.0
+    topology_aware: TopologyAware = TopologyAware.none
+    tas_profile: TasProfile = TasProfile.mixed
 
     def devices_per_gpu(self) -> int:
         """``nvidia.com/gpu`` devices per GPU: ``replicas`` when shared by replicas, else 1."""

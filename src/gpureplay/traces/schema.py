@@ -45,6 +45,8 @@ JOBS_SCHEMA: dict[str, pl.DataType] = {
     "user": pl.String(),
     "priority": pl.Int32(),
     "preemptible": pl.Boolean(),
+    "topology_mode": pl.String(),
+    "topology_level": pl.String(),
 }
 
 #: Columns a generic trace must carry; the rest default as in :data:`JOB_DEFAULTS`.
@@ -65,11 +67,13 @@ JOB_DEFAULTS: dict[str, object] = {
     "user": None,
     "priority": 0,
     "preemptible": True,
+    "topology_mode": None,
+    "topology_level": None,
 }
 
 #: Columns that may hold nulls; every other canonical column must be filled.
 NULLABLE_JOB_COLUMNS: frozenset[str] = frozenset(
-    {"job_name", "gpu_mem_mib", "gpu_models", "mig_profile", "user"}
+    {"job_name", "gpu_mem_mib", "gpu_models", "mig_profile", "user", "topology_mode", "topology_level"}
 )
 
 #: Restart overhead of Lucid's simulator (``simulation/policy/policy.py``): checkpoint

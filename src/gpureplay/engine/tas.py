@@ -1,0 +1,374 @@
+"""Topology-aware gang placement: Kueue's Topology Aware Scheduling (TAS) assignment.
+
+Kueue (KEP-2724, ``pkg/cache/tas_flavor_snapshot.go``) places a whole PodSet
+at admission on a tree of topology domains (here spine, rack, NVLink domain,
+node: the nodes table's levels, outermost first):
+
+1. every node's capacity in pods of the job is counted and summed up the
+   tree (``fillInCounts``);
+2. a ``required`` request takes one domain of its level that holds every pod
+   or none at all; ``preferred`` tries its level, then each level above, and
+   at the top spreads over several domains; ``unconstrained`` (and a job
+   with no request: Kueue's implied request) spreads over nodes
+   (``findLevelWithFitDomains``);
+3. the chosen domains' children are sorted and taken greedily level by level
+   down to the nodes (``updateCountsToMinimum``).
+
+Domains are sorted by capacity, most first (ties: path order), or least
+first under ``LeastFreeCapacity``. BestFit (the default for required and
+preferred requests) then swaps the domain that completes the count for the
+tightest one that still holds the rest: free 3, 3, 2, 1 and 7 pods take 3, 3
+and 1. The rules in full: docs/engine-semantics.md, "Topology-aware
+scheduling"; the plain-Python twin is the ``[Topology-aware scheduling]`` code
+of ``tests/reference/simulator.py``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpureplay.engine.bundles import (
+    Classes,
+    Cluster,
+    FitIndex,
+    Jobs,
+    JobState,
+    Params,
+    Run,
+    Scratch,
+    Topology,
+)
+from gpureplay.engine.config import entry_kernel, kernel
+from gpureplay.engine.jobs import place_pod
+from gpureplay.engine.layout import (
+    C_EXACT,
+    C_K,
+    C_PODS,
+    C_TAS_LEVEL,
+    C_TAS_MODE,
+    F_WHOLE,
+    J_CLASS,
+    LEVEL_NODE,
+    N_MODEL,
+    PROFILE_LEAST_FREE,
+    PROFILE_MIXED,
+    PROFILE_MOST_FREE,
+    TM_NONE,
+    TM_REQUIRED,
+    TM_UNCONSTRAINED,
+    Int64Array,
+)
+from gpureplay.engine.resources import node_capacity
+from gpureplay.engine.scoring import node_score
+
+#: Most pods one node is counted as holding: a pod asking nothing fits any node without end, and sums of
+#: ``BIG`` would overflow (Kueue counts the ``pods`` resource too, at most the kubelet's maxPods).
+COUNT_CAP = 1 << 40
+
+__all__ = ["fill_counts", "kueue_assign", "leaf_range", "level_capacity", "place_in_leaves"]
+
+
+@kernel
+def fill_counts(tas: Topology, cl: Cluster, cs: Classes, c: int, top: int) -> None:
+    """Pods of class ``c`` each node holds now (Kueue's ``CountIn``: not capped at the job's pods), summed up
+    the tree into ``tas.state`` from the leaves up to level ``top``."""
+    st = tas.state
+    for d in range(tas.sizes[LEVEL_NODE]):
+        st[LEVEL_NODE, d] = node_capacity(cl, cs, c, tas.leaf_node[d], COUNT_CAP)
+    for level in range(LEVEL_NODE - 1, top - 1, -1):
+        for d in range(tas.sizes[level]):
+            total = 0
+            for child in range(tas.child0[level, d], tas.child0[level, d + 1]):
+                total += st[level + 1, child]
+            st[level, d] = total
+
+
+@kernel
+def _sift_down(a: Int64Array, root: int, end: int) -> None:
+    while True:
+        child = 2 * root + 1
+        if child >= end:
+            return
+        if child + 1 < end and a[child + 1] > a[child]:
+            child += 1
+        if a[root] >= a[child]:
+            return
+        a[root], a[child] = a[child], a[root]
+        root = child
+
+
+@kernel
+def sort_prefix(a: Int64Array, n: int) -> None:
+    """Sort ``a[:n]`` ascending in place (heapsort: no allocation; numba's sort cannot take a view here)."""
+    for root in range(n // 2 - 1, -1, -1):
+        _sift_down(a, root, n)
+    for end in range(n - 1, 0, -1):
+        a[0], a[end] = a[end], a[0]
+        _sift_down(a, 0, end)
+
+
+@kernel
+def sort_domains(tas: Topology, level: int, ids: Int64Array, size: int, ascending: bool) -> int:
+    """Sort ``ids[:size]`` (domains of ``level``) by state, most first (least when ``ascending``), ties by id.
+
+    Domains with room for no pod are dropped (they can take no pod); returns how many remain.
+    """
+    scale = tas.sizes[level] + 1
+    kept = 0
+    for i in range(size):
+        d = ids[i]
+        s = tas.state[level, d]
+        if s > 0:
+            tas.key[kept] = (s if ascending else -s) * scale + d
+            kept += 1
+    sort_prefix(tas.key, kept)
+    for i in range(kept):
+        ids[i] = tas.key[i] % scale
+    return kept
+
+
+@kernel
+def best_fit_index(tas: Topology, level: int, ids: Int64Array, start: int, size: int, count: int) -> int:
+    """Kueue's ``findBestFitDomainIdx`` over ``ids[start:size]`` (sorted, most first): the first domain with
+    the least state that still holds ``count``; ``start`` when none does better."""
+    best = start
+    for i in range(start, size):
+        s = tas.state[level, ids[i]]
+        if s >= count and s != tas.state[level, ids[best]]:
+            best = i
+    return best
+
+
+@kernel
+def find_level(
+    tas: Topology,
+    level: int,
+    count: int,
+    required: bool,
+    unconstrained: bool,
+    best_fit: bool,
+    ascending: bool,
+) -> tuple[int, int]:
+    """Kueue's ``findLevelWithFitDomains``: the level the assignment is made at and its domains (``tas.cur``).
+
+    Returns
+    -------
+    (int, int)
+        The level and how many domains were chosen; ``(-1, 0)`` when the
+        request cannot be met now.
+    """
+    ids = tas.nxt
+    st = tas.state
+    while True:
+        for d in range(tas.sizes[level]):
+            ids[d] = d
+        size = sort_domains(tas, level, ids, tas.sizes[level], ascending)
+        if size == 0:
+            return -1, 0
+        if ascending:
+            # LeastFreeCapacity: the first (least free) domain that holds every pod, if one does.
+            for i in range(size):
+                if st[level, ids[i]] >= count:
+                    tas.cur[0] = ids[i]
+                    return level, 1
+        top = 0
+        if best_fit and st[level, ids[0]] >= count:
+            top = best_fit_index(tas, level, ids, 0, size, count)
+        if st[level, ids[top]] >= count:
+            tas.cur[0] = ids[top]
+            return level, 1
+        if required:
+            return -1, 0
+        if level > 0 and not unconstrained:
+            level -= 1
+            continue
+        # At the top (or unconstrained): several domains, the most free first.
+        remaining = count
+        chosen = 0
+        idx = 0
+        while remaining > 0 and idx < size:
+            pick = idx
+            if best_fit and st[level, ids[idx]] >= remaining:
+                pick = best_fit_index(tas, level, ids, idx, size, remaining)
+            tas.cur[chosen] = ids[pick]
+            chosen += 1
+            remaining -= st[level, ids[idx]]
+            idx += 1
+        if remaining > 0:
+            return -1, 0
+        return level, chosen
+
+
+@kernel
+def update_counts(tas: Topology, level: int, ids: Int64Array, size: int, count: int, best_fit: bool) -> int:
+    """Kueue's ``updateCountsToMinimum``: take ``ids[:size]`` in order until ``count`` pods are assigned;
+    the last one's state becomes the pods it gets. Returns how many domains are kept."""
+    st = tas.state
+    remaining = count
+    for i in range(size):
+        d = ids[i]
+        if best_fit and st[level, d] >= remaining:
+            d = ids[best_fit_index(tas, level, ids, i, size, remaining)]
+        if st[level, d] >= remaining:
+            st[level, d] = remaining
+            ids[i] = d
+            return i + 1
+        remaining -= st[level, d]
+    return 0
+
+
+@kernel
+def one_exact_pod(tas: Topology, cl: Cluster, cs: Classes, c: int, most: bool) -> int:
+    """One unconstrained pod of whole GPUs: what the search gives, without counting every node.
+
+    Notes
+    -----
+    With one pod every profile takes the node of least capacity (the
+    LeastFreeCapacity order, and BestFit's swap) or, under MostFreeCapacity,
+    of most, ties by id; a node's capacity is its wholly free GPUs // k. The
+    per-model histogram of wholly free GPUs gives that capacity, and the
+    first leaf in id order that has it is the node.
+    """
+    k = cs.ints[C_K, c]
+    mask = cs.mask[c]
+    width = cl.model_hist.shape[1]
+    target = -1
+    for model in range(cl.model_hist.shape[0]):
+        if ((mask >> np.uint64(model)) & np.uint64(1)) == np.uint64(0):
+            continue
+        for i in range(k, width):
+            w = width - 1 - (i - k) if most else i
+            if cl.model_hist[model, w] > 0:
+                q = w // k
+                if target < 0 or (q > target if most else q < target):
+                    target = q
+                break
+    if target < 0:
+        return 0
+    for d in range(tas.sizes[LEVEL_NODE]):
+        n = tas.leaf_node[d]
+        model = cl.node_int[N_MODEL, n]
+        if (
+            model >= 0
+            and ((mask >> np.uint64(model)) & np.uint64(1)) != np.uint64(0)
+            and cl.node_free[F_WHOLE, n] // k == target
+        ):
+            tas.cur[0] = d
+            tas.state[LEVEL_NODE, d] = 1
+            return 1
+    return 0
+
+
+@kernel
+def kueue_assign(tas: Topology, cl: Cluster, cs: Classes, c: int, profile: int, exact: bool) -> int:
+    """Kueue's TAS assignment for one job of class ``c`` on the current state; returns the nodes it uses.
+
+    Returns
+    -------
+    int
+        ``k`` > 0: leaves ``tas.cur[:k]`` (in path order) with ``tas.state[LEVEL_NODE, d]`` pods each;
+        0: the request cannot be met now.
+
+    Notes
+    -----
+    ``profile`` is Kueue's TAS profile (``PROFILE_*``): the default
+    ``TASProfileMixed`` uses BestFit for required and preferred requests and
+    LeastFreeCapacity (ascending, no best-fit swap) for unconstrained ones;
+    ``TASProfileLeastFreeCapacity`` uses it for all, ``TASProfileMostFreeCapacity``
+    sorts most free first without the swap. ``exact``: a node's capacity for
+    a class marked ``C_EXACT`` is its wholly free GPUs // k (no GPU sharing or
+    MIG), which lets a one-pod unconstrained job skip the search.
+    """
+    pods = cs.ints[C_PODS, c]
+    mode = cs.ints[C_TAS_MODE, c]
+    unconstrained = mode in (TM_UNCONSTRAINED, TM_NONE)
+    if unconstrained and pods == 1 and cs.ints[C_EXACT, c] == 1 and exact:
+        return one_exact_pod(tas, cl, cs, c, profile == PROFILE_MOST_FREE)
+    level = LEVEL_NODE if unconstrained else cs.ints[C_TAS_LEVEL, c]
+    least = profile == PROFILE_LEAST_FREE or (unconstrained and profile == PROFILE_MIXED)
+    best_fit = not (least or profile == PROFILE_MOST_FREE)
+    # Unconstrained requests never look above the nodes; the others may go up to the top.
+    fill_counts(tas, cl, cs, c, LEVEL_NODE if unconstrained else 0)
+    fit_level, size = find_level(tas, level, pods, mode == TM_REQUIRED, unconstrained, best_fit, least)
+    if size == 0:
+        return 0
+    size = update_counts(tas, fit_level, tas.cur, size, pods, best_fit)
+    for lvl in range(fit_level, LEVEL_NODE):
+        k = 0
+        for i in range(size):
+            d = tas.cur[i]
+            for child in range(tas.child0[lvl, d], tas.child0[lvl, d + 1]):
+                tas.nxt[k] = child
+                k += 1
+        k = sort_domains(tas, lvl + 1, tas.nxt, k, least)
+        size = update_counts(tas, lvl + 1, tas.nxt, k, pods, best_fit)
+        for i in range(size):
+            tas.cur[i] = tas.nxt[i]
+    sort_prefix(tas.cur, size)
+    return size
+
+
+@entry_kernel
+def level_capacity(tas: Topology, cl: Cluster, cs: Classes, c: int, level: int) -> int:
+    """The most pods of class ``c`` one domain of ``level`` holds now (on the empty cluster: ever)."""
+    fill_counts(tas, cl, cs, c, 0)
+    best = 0
+    for d in range(tas.sizes[level]):
+        best = max(best, tas.state[level, d])
+    return best
+
+
+@kernel
+def leaf_range(tas: Topology, level: int, d: int) -> tuple[int, int]:
+    """The leaves under domain ``d`` of ``level`` (consecutive ids); the whole cluster for level -1."""
+    if level < 0:
+        return 0, tas.sizes[LEVEL_NODE]
+    first = d
+    end = d + 1
+    for lvl in range(level, LEVEL_NODE):
+        first = tas.child0[lvl, first]
+        end = tas.child0[lvl, end]
+    return first, end
+
+
+@kernel
+def place_in_leaves(
+    tas: Topology,
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    ix: FitIndex,
+    js: JobState,
+    sc: Scratch,
+    run: Run,
+    j: int,
+    t: float,
+    first: int,
+    end: int,
+    level: int,
+    ranked: bool,
+) -> None:
+    """Place every pod of job ``j`` on leaves ``[first, end)`` (which hold them all), one at a time.
+
+    Each pod goes to the leaf that takes one more pod with the highest (rank score, node scorer's score),
+    ties to the first leaf. The rank score (``ranked`` only) is KAI's ``calculateNodeScores``:
+    ``10 (i + 1) // n`` for a node whose ``level`` domain is ``tas.rank[level]`` = i of n.
+    """
+    count = tas.sizes[level]
+    c = jobs.ints[J_CLASS, j]
+    for _ in range(cs.ints[C_PODS, c]):
+        best = -1
+        best_rank = 0
+        best_score = 0.0
+        for leaf in range(first, end):
+            n = tas.leaf_node[leaf]
+            if node_capacity(cl, cs, c, n, 1) < 1:
+                continue
+            rank = (10 * (tas.rank[level, tas.dom[level, n]] + 1)) // count if ranked else 0
+            score = node_score(params, cl, cs, c, n)
+            if best < 0 or rank > best_rank or (rank == best_rank and score > best_score):
+                best = n
+                best_rank = rank
+                best_score = score
+        place_pod(params, jobs, cs, cl, ix, js, sc, run, j, best, t)
