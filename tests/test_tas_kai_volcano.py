@@ -236,12 +236,35 @@ FALLBACK = [node(2, 0, 0), node(1, 1, 1), node(1, 1, 2)]
 def test_kai_preferred_falls_back_to_the_whole_cluster(
     mode: str, level: str, state: str, reason: str | None, expected: tuple[int, ...]
 ) -> None:
-    if mode == "preferred" and globals()["simulate"] is reference.simulate:
-        # Known open disagreement (issue 10 note): the reference's whole-cluster fallback does not rank the
-        # nodes by their preferred-level domain as the spec says; the engine does (the hand figures above).
-        pytest.xfail("reference: KAI's whole-cluster fallback ignores the rank score (open, issue 10)")
     out = replay([job(1, 0.0, 10.0, 3, mode, level)], FALLBACK, KAI)[1]
     assert (out["state"], out["reject_reason"], spans(out)) == (state, reason, expected)
+
+
+#: Spine 0: rack 0 = node 0 (1 T4), rack 1 = node 1 (1 GPU); spine 1: rack 2 = node 2 (2 GPUs).
+FALLBACK_T4 = [node(1, 0, 0, model="T4"), node(1, 0, 1), node(2, 1, 2)]
+
+
+@on_both
+@pytest.mark.parametrize(
+    ("level", "t4_start"),
+    [
+        # 3 pods: spines hold 2 and 2 < 3 -> the whole cluster (4). Spines 3000/2000 = 1.5 each -> spine 0,
+        # spine 1; racks rack 0, rack 1 (3.0 each), then rack 2 (1.5): scores floor(10 (i + 1) / 3) = 3, 6,
+        # 10 -> node 2 twice, then node 1 (6) before the T4 (3): 2 nodes, the T4 free. (kai_binpack alone
+        # would take node 0, the T4, and node 1 first: 3 nodes.)
+        ("rack", 0.0),
+        ("nvlink_domain", 0.0),
+        ("node", 0.0),
+        # Preferred spine: spine 0 scores floor(10 / 2) = 5, spine 1 10 -> node 2 twice, then nodes 0 and 1
+        # tie at 5 and kai_binpack ties (1 GPU each): path order, node 0, the T4.
+        ("spine", 100.0),
+    ],
+)
+def test_kai_whole_cluster_fallback_ranks_nodes_by_their_domain(level: str, t4_start: float) -> None:
+    jobs = [job(1, 0.0, 100.0, 3, "preferred", level), job(2, 0.0, 10.0, 1, gpu_models=["T4"])]
+    out = replay(jobs, FALLBACK_T4, KAI)
+    assert (out[1]["start_time"], spans(out[1])) == (0.0, (2, 2, 2, 2))
+    assert out[2]["start_time"] == t4_start
 
 
 #: One spine: rack 0 = node 0 (2 GPUs), rack 1 = node 1 (1 T4), rack 2 = node 2 (1 GPU).
@@ -656,11 +679,6 @@ _CASES = {
     policy=tas_policies(KAI),
     sample_interval=sample_intervals,
     seed=seeds,
-)
-@pytest.mark.xfail(
-    strict=False,
-    reason="open (issue 10 note): engine and reference KAI disagree on some generated cases, the reference's "
-    "whole-cluster fallback among them",
 )
 def test_generated_kai_replays_agree(
     data: st.DataObject, kind: str, known: bool, policy: Policy, sample_interval: float, seed: int
