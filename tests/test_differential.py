@@ -40,6 +40,7 @@ from tests.reference.strategies import (
     PREEMPT_VARIANTS,
     PRESETS,
     SHARING_PRESETS,
+    as_taken_by,
     big_cases,
     cases,
     dynamic_mig_cases,
@@ -275,7 +276,8 @@ def test_presets_agree(
     name: str, case: tuple[pl.DataFrame, pl.DataFrame], sample_interval: float, seed: int
 ) -> None:
     jobs, nodes = case
-    assert_agree(jobs, nodes, ALL_POLICIES[name], seed=seed, sample_interval=sample_interval)
+    policy = ALL_POLICIES[name]
+    assert_agree(as_taken_by(jobs, policy), nodes, policy, seed=seed, sample_interval=sample_interval)
 
 
 @pytest.mark.parametrize("name", sorted(PAPER_PRESETS))
@@ -389,7 +391,7 @@ def test_big_cases_agree(
 ) -> None:
     jobs, nodes = case
     for policy in (ALL_POLICIES[name], *policy_list):
-        assert_agree(jobs, nodes, policy, seed=seed, sample_interval=25.0, max_samples=8)
+        assert_agree(as_taken_by(jobs, policy), nodes, policy, seed=seed, sample_interval=25.0, max_samples=8)
 
 
 # More than 64 nodes of one model (the engine's per-model fit tree and node scans at that width).
@@ -415,8 +417,9 @@ def test_corner_cases_agree(name: str) -> None:
     job_rows, node_rows = CORNER_CASES[name]
     jobs, nodes = jobs_frame(job_rows), nodes_frame(node_rows)
     for policy in CORNER_POLICIES:
+        taken = as_taken_by(jobs, policy)
         for horizon in (None, 11.0, 100.0):
-            assert_agree(jobs, nodes, policy, seed=3, sample_interval=10.0, horizon=horizon)
+            assert_agree(taken, nodes, policy, seed=3, sample_interval=10.0, horizon=horizon)
 
 
 def test_engine_draw_matches_the_reference_hash() -> None:

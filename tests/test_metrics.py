@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.reference.strategies import PRESETS, cases, jobs_frame, nodes_frame, windows
+from tests.reference.strategies import PRESETS, as_taken_by, cases, jobs_frame, nodes_frame, windows
 
 from gpureplay.errors import InputError
 from gpureplay.replay.simulate import simulate
@@ -107,11 +107,13 @@ def test_rates_lie_in_0_1_and_censored_counts_add_up(
 ) -> None:
     jobs, nodes = case
     declared = MeasurementWindow(*window) if window else None
+    jobs = as_taken_by(jobs, PRESETS[preset])
     row = summarise(jobs, nodes, preset, window=declared, horizon=horizon, sample_interval=sample_interval)
     for rate in ("gpu_allocation_rate", "window_gpu_allocation_rate"):
         if row[rate] is not None:
             assert 0.0 <= row[rate] <= 1.0 + 1e-12, (rate, row[rate])
-    admitted = row["jobs"] - row["rejected"] - row["never_arrived"]
+    # Jobs failed by kubelet admission never ran, and like rejected ones are not admitted.
+    admitted = row["jobs"] - row["rejected"] - row["failed"] - row["never_arrived"]
     assert row["wait_censored"] == row["never_started"] <= admitted
     assert row["jct_censored"] == row["deadlocked"] + row["unfinished"] - row["never_arrived"]
     if admitted:

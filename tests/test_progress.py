@@ -38,6 +38,7 @@ from tests.reference.strategies import (
     MECHANISM_PRESETS as PRESETS,
 )
 from tests.reference.strategies import (
+    as_taken_by,
     cases,
     jobs_frame,
     nodes_frame,
@@ -183,7 +184,7 @@ def test_chunks_change_nothing_under_the_presets(
     jobs, nodes = case
     for policy in PRESETS.values():
         assert_chunks_change_nothing(
-            jobs, nodes, policy, chunking, seed=seed, sample_interval=sample_interval
+            as_taken_by(jobs, policy), nodes, policy, chunking, seed=seed, sample_interval=sample_interval
         )
 
 
@@ -237,8 +238,8 @@ def test_chunks_change_nothing_with_a_horizon_a_window_and_a_timeline_bound(
     jobs, nodes = case
     for policy in (PRESETS[preset], *policy_list):
         assert_chunks_change_nothing(
-            jobs, nodes, policy, chunking, seed=seed, sample_interval=sample_interval, horizon=horizon,
-            window=window, max_samples=max_samples,
+            as_taken_by(jobs, policy), nodes, policy, chunking, seed=seed, sample_interval=sample_interval,
+            horizon=horizon, window=window, max_samples=max_samples,
         )  # fmt: skip
 
 

@@ -57,6 +57,7 @@ def outcome() -> pl.DataFrame:
             "held_milli": [0, 0, 0, 4000],
             "preemptions": [0, 0, 0, 0],
             "attempts": [1, 1, 1, 0],
+            "admission_failures": [0, 0, 0, 0],
             "pending_time": [0.0, 90.0, 0.0, 130.0],  # job 4: pending to the end of the run
             "lost_gpu_seconds": [0.0, 0.0, 0.0, 0.0],
             # Job 1 ran 100 s for 50 s of work: time-sliced at 1/2 all along.
@@ -75,6 +76,7 @@ def outcome() -> pl.DataFrame:
             "spines_spanned": pl.Int32,
             "preemptions": pl.Int32,
             "attempts": pl.Int32,
+            "admission_failures": pl.Int32,
             "reject_reason": pl.String,
             "pending_time": pl.Float64,
         },

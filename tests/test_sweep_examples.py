@@ -47,6 +47,8 @@ OWN_PAIRS: dict[str, tuple[tuple[str, str], str]] = {
     "mig-openb-repartition": (("mig-mixed", "mig-repartition"), "wait_mean"),
     # topology-aware placement keeps the big jobs in one spine, the binpack baseline does not
     "philly-tas": (("topology-blind", "kueue-tas"), "one_spine_pct"),
+    # the kubelets' single-numa-node policy fails the pods no NUMA node holds; the blind baseline has none
+    "philly-numa": (("topology-blind", "kubelet-single-numa"), "failed"),
 }
 
 #: Sweeps that compare something else than schedulers: the key their pair is values of.
@@ -107,6 +109,7 @@ def test_every_declared_sweep_is_checked() -> None:
         "mig-openb-dynamic",
         "mig-openb-repartition",
         "philly-example",
+        "philly-numa",
         "philly-preemption",
         "philly-schedulers",
         "philly-spread",

@@ -13,6 +13,7 @@ import time
 from typing import ClassVar
 
 from gpureplay.replay.simulate import simulate
+from gpureplay.workload.transforms import scale_load
 
 from .common import (
     PHILLY_PREEMPT_PRESETS,
@@ -142,6 +143,40 @@ class PhillyTopologyReplay:
         return 100.0 * float((multi["spines_spanned"] == 1).mean() or 0.0)
 
     track_one_spine_pct.unit = "%"  # type: ignore[attr-defined]
+
+
+class PhillyNumaReplay:
+    """Full Philly at 6x on 312 DGX H100 servers (two NUMA nodes of 4 GPUs each): the kubelet Topology
+    Manager's restricted and single-numa-node policies behind a NUMA-blind scheduler, and single-numa-node
+    behind a NUMA-aware one (NodeResourceTopologyMatch), against the blind baseline (sweep ``philly-numa``).
+
+    Kubelet admission re-picks each placed pod's GPUs by NUMA hint; a rejection undoes the gang and backs it
+    off. The NUMA-aware scheduler scans every node per pod (no fit trees).
+    """
+
+    params: ClassVar[list[list[str]]] = [
+        ["topology-blind", "kubelet-restricted", "kubelet-single-numa", "numa-aware"]
+    ]
+    param_names: ClassVar[list[str]] = ["preset"]
+    timeout = 900
+    number = 1
+    repeat = (1, 5, 120.0)
+    warmup_time = 0.0
+
+    def setup(self, preset: str) -> None:
+        self.jobs = scale_load(philly_jobs(), 6.0)
+        self.nodes = superpod_cluster()
+        self.policy = PRESETS[preset]
+        warm_engine()
+
+    def time_replay(self, preset: str) -> None:
+        simulate(self.jobs, self.nodes, self.policy, seed=SEED)
+
+    def track_admission_failures(self, preset: str) -> int:
+        jobs = simulate(self.jobs, self.nodes, self.policy, seed=SEED).jobs
+        return int(jobs["admission_failures"].sum())
+
+    track_admission_failures.unit = "rejections"  # type: ignore[attr-defined]
 
 
 class SyntheticReplay:

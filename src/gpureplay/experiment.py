@@ -196,9 +196,15 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
     }
     _write_results(out_dir, tables, metadata, compile_seconds, replay_seconds, run_started)
     row = summary.row(0, named=True)
+    # Kubelet admission failures only happen under a Topology Manager policy: named when they did.
+    admission = (
+        f", {row['failed']:,} failed ({row['admission_failures']:,} kubelet admission failures)"
+        if row["admission_failures"]
+        else ""
+    )
     log.info(
         "replayed %s jobs in %.2f s (kernels ready in %.2f s): %s finished, %s rejected, %s deadlocked, "
-        "%s unfinished -> %s",
+        "%s unfinished%s -> %s",
         f"{row['jobs']:,}",
         replay_seconds,
         compile_seconds,
@@ -206,6 +212,7 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
         f"{row['rejected']:,}",
         f"{row['deadlocked']:,}",
         f"{row['unfinished']:,}",
+        admission,
         out_dir,
     )
     return RunOutcome(out_dir, row)

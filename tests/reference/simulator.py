@@ -19,6 +19,7 @@ the differential tests (tens of nodes, a few hundred jobs).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -187,6 +188,11 @@ class Node:
     # [MIG re-partitioning] the candidate configs of the node's model, in order, each as its instances'
     # starts by profile (empty: the node's GPUs keep the node's layout).
     mig_candidates: dict[str, dict[str, tuple[int, ...]]] = field(default_factory=dict)
+    # [Kubelet Topology Manager] "NUMA layout" (set only under a topology_manager policy): each GPU's NUMA
+    # node, each NUMA node's whole CPUs (inf when the CPU capacity is unknown) and its free exclusive CPUs.
+    numa_of_gpu: tuple[int, ...] = ()
+    numa_cpus: tuple[float, ...] = (math.inf,)
+    numa_free: list[float] = field(default_factory=lambda: [math.inf])
 
     def free_gpu_milli(self) -> int:
         return sum(g.free_milli for g in self.gpus)
@@ -225,6 +231,9 @@ class Node:
             self.mig_starts,
             self.mig_weights,
             self.mig_candidates,
+            self.numa_of_gpu,
+            self.numa_cpus,
+            list(self.numa_free),
         )
 
     def view(self) -> NodeView:
@@ -276,6 +285,9 @@ class PodPlacement:
     # whole-GPU pod on a dynamic node; 0 elsewhere) and its instance's compute slices (0: no instance).
     slices: int = 0
     compute: int = 0
+    # [Kubelet Topology Manager] "Exclusive CPUs": the exclusive CPUs it took on each NUMA node of its node
+    # (empty: none; ``cpu`` is taken from the node's CPU either way).
+    numa_cpu: tuple[float, ...] = ()
 
     @property
     def held_milli(self) -> int:
@@ -884,6 +896,8 @@ def take(node: Node, placement: PodPlacement) -> None:
         # [Dynamic MIG] an instance is valid only if none of its slices is held.
         assert node.gpus[g].mig_mask & placement.slices == 0, "overlapping MIG instances"
         node.gpus[g].mig_mask |= placement.slices
+    for u, cpus in enumerate(placement.numa_cpu):
+        node.numa_free[u] -= cpus  # [Kubelet Topology Manager] exclusive CPUs
 
 
 def release(node: Node, placement: PodPlacement) -> None:
@@ -899,6 +913,8 @@ def release(node: Node, placement: PodPlacement) -> None:
         node.gpus[g].free_mem += placement.gpu_mem
         node.gpus[g].pods -= 1
         node.gpus[g].mig_mask &= ~placement.slices  # [Dynamic MIG] the instance is destroyed
+    for u, cpus in enumerate(placement.numa_cpu):
+        node.numa_free[u] += cpus  # [Kubelet Topology Manager] exclusive CPUs
 
 
 def place_on(
@@ -1146,7 +1162,9 @@ class Job:
     checkpoint: float
     overhead: float
     pod: Pod
-    state: str = "future"  # future, pending, running, terminating, finished, rejected
+    # future, pending, running, terminating, finished, rejected; [Kubelet Topology Manager] backoff (out of
+    # the queue after an admission failure), failed
+    state: str = "future"
     reject_reason: str | None = None
     key2: float = 0.0  # queue timestamp: submit time, or the requeue time under requeue: back
     placements: list[PodPlacement] = field(default_factory=list)  # the current attempt's pods
@@ -1187,6 +1205,8 @@ class Job:
     # [Topology-aware scheduling] "Requests": its request (None unless topology_aware is on; a job
     # without one then holds the implied unconstrained request).
     topology: TasRequest | None = None
+    # [Kubelet Topology Manager] "Results": kubelet rejections of its placements (TopologyAffinityError).
+    admission_failures: int = 0
 
     @property
     def gpus(self) -> float:
@@ -1940,6 +1960,319 @@ def volcano_hypernode(
 
 
 # --------------------------------------------------------------------------------------------------
+# Kubelet Topology Manager  [Kubelet Topology Manager]
+# --------------------------------------------------------------------------------------------------
+
+#: "NUMA layout": "U > 8 is refused under a policy other than none (the kubelet's
+#: ``max-allowable-numa-nodes``, 8)".
+MAX_NUMA_NODES = 8
+#: "When": "the Job controller's back-off min(10 x 2^(f-1), 600) s (``MaxJobPodFailureBackOff``, 10 min in
+#: current Kubernetes; 6 min before)".
+BACKOFF_FIRST_S, BACKOFF_MAX_S = 10.0, 600.0
+#: "When": "``backoff_limit`` (default 6, the Job's ``spec.backoffLimit``, ...; 0 to 10,000 here)".
+DEFAULT_BACKOFF_LIMIT, MAX_BACKOFF_LIMIT = 6, 10_000
+TM_POLICIES: tuple[str, ...] = ("none", "best_effort", "restricted", "single_numa_node")
+
+#: A topology hint: (NUMA mask, preferred), bit u of the mask = NUMA node u; mask None = "any NUMA" (the
+#: kubelet's nil affinity: all NUMA nodes).
+Hint = tuple[int | None, bool]
+
+
+def _name(value: Any) -> str:
+    """A policy field given as an enum member or as its name."""
+    return str(getattr(value, "name", value))
+
+
+def topology_manager_name(policy: Policy) -> str:
+    """``policy.topology_manager`` by name: none, best_effort, restricted or single_numa_node."""
+    name = _name(policy.topology_manager)
+    if name not in TM_POLICIES:
+        raise ValueError(f"topology_manager: {name} is not in the reference")
+    return name
+
+
+def cpu_manager_static(policy: Policy) -> bool:
+    """``policy.cpu_manager`` is ``static`` (else ``none``)."""
+    name = _name(policy.cpu_manager)
+    if name not in ("none", "static"):
+        raise ValueError(f"cpu_manager: {name} is not in the reference")
+    return name == "static"
+
+
+def check_topology_manager(policy: Policy) -> None:
+    """ "Refused (config errors): a policy other than none with ``gang: pod_by_pod``, EASY backfill,
+    preemption, GPU sharing (``gpu_sharing``, ``mig_strategy``) ...; ``numa_aware_scheduler`` without
+    ``single_numa_node`` (the filter acts only there), or with ``topology_aware``; ``node_placement: random``
+    or ``node_ties`` other than lowest_index with ``numa_aware_scheduler``; ``cpu_manager: static`` or a
+    ``backoff_limit`` other than 6 with ``topology_manager: none``." Each error names its key
+    (``scheduler.<key>``); the jobs' fractional GPUs are :meth:`_Replay.check_whole_gpus`'."""
+    manager = topology_manager_name(policy)
+    static = cpu_manager_static(policy)
+    aware = bool(policy.numa_aware_scheduler)
+    if not 0 <= policy.backoff_limit <= MAX_BACKOFF_LIMIT:
+        raise ValueError(f"scheduler.backoff_limit must be between 0 and 10,000: {policy.backoff_limit}")
+    if aware and manager != "single_numa_node":
+        raise ValueError(
+            f"scheduler.numa_aware_scheduler: the filter acts only under topology_manager: single_numa_node, "
+            f"not {manager}"
+        )
+    if manager == "none":
+        if static:
+            raise ValueError("scheduler.cpu_manager: static is read only under a topology_manager policy")
+        if policy.backoff_limit != DEFAULT_BACKOFF_LIMIT:
+            raise ValueError("scheduler.backoff_limit is read only under a topology_manager policy")
+        return
+    if policy.gang is GangMode.pod_by_pod:
+        raise ValueError(f"scheduler.topology_manager: {manager} is modelled with gang: gang, not pod_by_pod")
+    if policy.backfill is Backfill.easy:
+        raise ValueError(f"scheduler.topology_manager: {manager} is not modelled with backfill: easy")
+    if policy.preemption is not Preemption.none:
+        raise ValueError(f"scheduler.topology_manager: {manager} is not modelled with preemption: priority")
+    if policy.gpu_sharing is not GpuSharing.none or policy.mig_strategy is not MigStrategy.none:
+        raise ValueError(f"scheduler.topology_manager: {manager} is not modelled with GPU sharing or MIG")
+    if aware:
+        if policy.topology_aware is not TopologyAware.none:
+            raise ValueError("scheduler.numa_aware_scheduler is not modelled with topology_aware")
+        if policy.node_placement == "random":
+            raise ValueError("scheduler.node_placement: random is refused with numa_aware_scheduler")
+        if NodeTies[_name(policy.node_ties)] is not NodeTies.lowest_index:
+            raise ValueError("scheduler.node_ties: only lowest_index with numa_aware_scheduler")
+
+
+def bits(mask: int) -> int:
+    """The number of NUMA nodes in ``mask``."""
+    return bin(mask).count("1")
+
+
+def set_numa_layout(node: Node, row: dict[str, Any]) -> None:
+    """ "NUMA layout. A node's NUMA nodes are u = 0..U-1 with U = 1 + the largest ``numa_of_gpu`` (1 for a
+    GPU-less node or a null list) ... GPU g sits on ``numa_of_gpu[g]``. Its whole CPUs C = cpu_milli // 1000
+    are split evenly, NUMA u holding C // U plus one for u < C % U (an unknown CPU capacity never
+    constrains)." A null list puts every GPU on NUMA node 0 (the only one)."""
+    listed = row.get("numa_of_gpu")
+    node.numa_of_gpu = tuple(int(u) for u in listed) if listed is not None else (0,) * len(node.gpus)
+    assert len(node.numa_of_gpu) == len(node.gpus)
+    count = 1 + max(node.numa_of_gpu) if node.numa_of_gpu else 1
+    if count > MAX_NUMA_NODES:
+        raise ValueError(
+            f"cluster.numa_per_node: node {node.index} has {count} NUMA nodes; the Topology Manager takes at "
+            f"most {MAX_NUMA_NODES}"
+        )
+    if row["cpu_milli"] == UNKNOWN_CAPACITY:
+        node.numa_cpus = (math.inf,) * count
+    else:
+        cpus = int(row["cpu_milli"]) // 1000
+        node.numa_cpus = tuple(float(cpus // count + (1 if u < cpus % count else 0)) for u in range(count))
+    node.numa_free = list(node.numa_cpus)
+
+
+def exclusive_cpus(pod: Pod, static: bool) -> int:
+    """ "Exclusive CPUs (``cpu_manager: static``...): a pod whose cpu_milli is a positive multiple of 1000 is
+    taken as Guaranteed QoS with x = cpu_milli / 1000 exclusive CPUs ...; any other pod runs on the shared
+    pool (node-level CPU only, no hint)." 0: no exclusive CPU."""
+    if static and pod.cpu > 0 and pod.cpu % 1000 == 0:
+        return pod.cpu // 1000
+    return 0
+
+
+def kubelet_masks(count: int) -> list[int]:
+    """The non-empty masks of ``count`` NUMA nodes in "the kubelet's mask order (fewer NUMA nodes first, then
+    lexicographic by NUMA ids: {0}, {1}, {0,1}, {0,2}, {1,2}, ...)"."""
+
+    def ids(mask: int) -> tuple[int, ...]:
+        return tuple(u for u in range(count) if mask >> u & 1)
+
+    return sorted(range(1, 1 << count), key=lambda mask: (bits(mask), ids(mask)))
+
+
+def provider_hints(
+    count: int, request: float, free: Callable[[int], float], capacity: Callable[[int], float]
+) -> list[Hint]:
+    """ "Hints, per pod": one provider's hints for its ``request`` on a node of ``count`` NUMA nodes.
+
+    "For each non-empty mask M of the node's NUMA nodes, a provider with a request gives the hint (M,
+    preferred) when what is free in M holds the request, with preferred = (|M| == the fewest NUMA nodes
+    whose whole capacity, free or not, holds the request)" ... "A provider with a request and no hint gives
+    (none, not preferred)." ``free(M)`` / ``capacity(M)``: what is free in M / its whole capacity.
+    """
+    masks = kubelet_masks(count)
+    fewest = count  # the kubelet's minAffinitySize starts at the number of NUMA nodes
+    for mask in masks:
+        if capacity(mask) >= request:
+            fewest = min(fewest, bits(mask))
+    hints: list[Hint] = [(mask, bits(mask) == fewest) for mask in masks if free(mask) >= request]
+    return hints if hints else [(None, False)]
+
+
+def pod_hints(node: Node, pod: Pod, static: bool) -> list[list[Hint]]:
+    """ "Hints, per pod": the device provider's and the CPU provider's hints for one pod on ``node`` now.
+
+    "devices = its k whole GPUs (wholly free GPUs on M); CPUs = its x exclusive CPUs (free exclusive CPUs on
+    M). A pod asking no GPUs (no exclusive CPUs) gives no device (CPU) hint: 'any NUMA, preferred'."
+    """
+    count = len(node.numa_cpus)
+
+    def on(mask: int, u: int) -> bool:
+        return bool(mask >> u & 1)
+
+    k = pod.milli // WHOLE_GPU
+    devices: list[Hint] = [(None, True)]
+    if k > 0:
+        free = node.wholly_free()
+        devices = provider_hints(
+            count,
+            k,
+            lambda m: sum(1 for g in free if on(m, node.numa_of_gpu[g])),
+            lambda m: sum(1 for g in range(len(node.gpus)) if on(m, node.numa_of_gpu[g])),
+        )
+    x = exclusive_cpus(pod, static)
+    cpus: list[Hint] = [(None, True)]
+    if x > 0:
+        cpus = provider_hints(
+            count,
+            x,
+            lambda m: sum(node.numa_free[u] for u in range(count) if on(m, u)),
+            lambda m: sum(node.numa_cpus[u] for u in range(count) if on(m, u)),
+        )
+    return [devices, cpus]
+
+
+def single_numa_hints(hints: list[Hint]) -> list[Hint]:
+    """ "``single_numa_node`` first keeps only each provider's preferred hints of one NUMA node" (and, as the
+    kubelet's filterSingleNumaHints, a preferred "any NUMA": a provider without a request)."""
+    return [(mask, preferred) for mask, preferred in hints if preferred and (mask is None or bits(mask) == 1)]
+
+
+def narrower(a: int, b: int) -> bool:
+    """Is mask ``a`` narrower than ``b``: fewer NUMA nodes, or as many and a lower mask (bits as a number)."""
+    return (bits(a), a) < (bits(b), b)
+
+
+def candidate_wins(current: tuple[int, bool], candidate: tuple[int, bool], target: int) -> bool:
+    """ "Merge": "The best, updated candidate by candidate in that order: preferred over not; two preferred:
+    the candidate wins iff it has fewer NUMA nodes, or as many and a lower mask (bits as a number); two not
+    preferred, with B = [``target``] and c, k the current's and the candidate's counts: c > B: the narrower
+    wins (as for preferred); c == B: the candidate wins iff k == B and it is narrower; c < B: the candidate
+    wins iff k == B, or c < k < B, or k == c and it is narrower."
+    """
+    (mask, preferred), (new, new_preferred) = current, candidate
+    if preferred != new_preferred:
+        return new_preferred
+    if preferred:
+        return narrower(new, mask)
+    c, k = bits(mask), bits(new)
+    if c > target:
+        return narrower(new, mask)
+    if c == target:
+        return k == target and narrower(new, mask)
+    return k == target or c < k < target or (k == c and narrower(new, mask))
+
+
+def merge_hints(providers: list[list[Hint]], count: int) -> tuple[int, bool]:
+    """ "Merge (the kubelet's HintMerger, ``policy.go``): every combination of one hint per provider, devices'
+    hints outer, CPUs' inner, each provider's hints in the kubelet's mask order ...; its mask = the AND of
+    the masks (none = all NUMA nodes), an empty mask is dropped; it is preferred iff every hint is preferred
+    and all its masks other than none are equal ... The best, updated candidate by candidate in that order
+    (:func:`candidate_wins`) ... None left: (all NUMA nodes, not preferred)."
+
+    ``providers``: the devices' hints, then the CPUs', each in the kubelet's mask order. B = "the largest over
+    the providers with a request of their narrowest hint's NUMA count" (a provider whose hints are all "none"
+    has no narrowest hint).
+    """
+    everything = (1 << count) - 1
+    masks = [[m for m, _ in hints if m is not None] for hints in providers]
+    target = max((min(bits(m) for m in listed) for listed in masks if listed), default=0)
+    best: tuple[int, bool] | None = None
+    for combination in itertools.product(*providers):  # the first provider outer
+        mask, preferred = everything, True
+        named = {m for m, _ in combination if m is not None}
+        for hint_mask in named:
+            mask &= hint_mask
+        preferred = all(p for _, p in combination) and len(named) <= 1
+        if mask == 0:
+            continue
+        if best is None or candidate_wins(best, (mask, preferred), target):
+            best = (mask, preferred)
+    return best if best is not None else (everything, False)
+
+
+def kubelet_admit(node: Node, pod: Pod, manager: str, static: bool, time: float) -> PodPlacement | None:
+    """ "Admission": the kubelet of ``node`` admits one pod on its state now: the placement it takes (None:
+    rejected, TopologyAffinityError).
+
+    "``best_effort`` admits every pod; ``restricted`` and ``single_numa_node`` admit a pod iff its best hint
+    is preferred. An admitted whole-GPU pod takes its k wholly free GPUs first from the best mask's NUMA
+    nodes, lowest index first, then from the others, lowest index first ... Its exclusive CPUs come first from
+    the mask's NUMA nodes, then from the others, each group taken NUMA node by NUMA node, fewest free CPUs
+    first (ties lowest id), as far as each has free ones"."""
+    providers = pod_hints(node, pod, static)
+    if manager == "single_numa_node":
+        providers = [single_numa_hints(hints) for hints in providers]
+    count = len(node.numa_cpus)
+    mask, preferred = merge_hints(providers, count)
+    if manager in ("restricted", "single_numa_node") and not preferred:
+        return None
+
+    def outside(u: int) -> bool:
+        return not mask >> u & 1
+
+    k = pod.milli // WHOLE_GPU
+    # "first from the best mask's NUMA nodes, lowest index first, then from the others, lowest index first"
+    order = sorted(node.wholly_free(), key=lambda g: (outside(node.numa_of_gpu[g]), g))
+    assert len(order) >= k, "the scheduler placed a pod on a node without its GPUs"
+    gpus = tuple(order[:k])
+    x = exclusive_cpus(pod, static)
+    numa_cpu: tuple[float, ...] = ()
+    if x > 0:
+        # "first from the mask's NUMA nodes, then from the others, each group taken NUMA node by NUMA node,
+        # fewest free CPUs first (ties lowest id), as far as each has free ones"
+        took = [0.0] * count
+        left = float(x)
+        for u in sorted(range(count), key=lambda u: (outside(u), node.numa_free[u], u)):
+            took[u] = min(node.numa_free[u], left)
+            left -= took[u]
+        assert left == 0, "the scheduler placed a pod on a node without its CPUs"
+        numa_cpu = tuple(took)
+    milli, gpu_mem = (WHOLE_GPU, node.gpu_mem) if k > 0 else (0, 0.0)
+    placement = PodPlacement(node.index, gpus, milli, gpu_mem, pod.cpu, pod.mem, time, numa_cpu=numa_cpu)
+    take(node, placement)
+    return placement
+
+
+def numa_holds(node: Node, pod: Pod, static: bool) -> bool:
+    """ "NUMA-aware scheduling": "one NUMA node u holds it alone (wholly free GPUs on u >= k and, for an
+    exclusive pod, free exclusive CPUs on u >= x)"."""
+    k, x = pod.milli // WHOLE_GPU, exclusive_cpus(pod, static)
+    free = node.wholly_free()
+    for u in range(len(node.numa_cpus)):
+        gpus = sum(1 for g in free if node.numa_of_gpu[g] == u)
+        if gpus >= k and (x == 0 or node.numa_free[u] >= x):
+            return True
+    return False
+
+
+def numa_room(node: Node, pod: Pod, static: bool) -> float:
+    """ "NUMA-aware scheduling": pods like ``pod`` the node's NUMA nodes hold now, one NUMA node each: "sum
+    over u of min(GPUs on u // k, CPUs on u // x) (a term without a request is unbounded)"."""
+    k, x = pod.milli // WHOLE_GPU, exclusive_cpus(pod, static)
+    free = node.wholly_free()
+    total = 0.0
+    for u in range(len(node.numa_cpus)):
+        room = math.inf
+        if k > 0:
+            room = min(room, sum(1 for g in free if node.numa_of_gpu[g] == u) // k)
+        if x > 0 and not math.isinf(node.numa_free[u]):
+            room = min(room, node.numa_free[u] // x)
+        total += room
+    return total
+
+
+def backoff_seconds(failures: int) -> float:
+    """ "When": the Job controller's back-off after admission failure f: min(10 x 2^(f-1), 600) s."""
+    return min(BACKOFF_FIRST_S * 2 ** (failures - 1), BACKOFF_MAX_S)
+
+
+# --------------------------------------------------------------------------------------------------
 # The replay
 # --------------------------------------------------------------------------------------------------
 
@@ -1972,6 +2305,7 @@ class _Replay:
         check_mig(policy)
         check_spread(policy)
         check_topology_aware(policy)
+        check_topology_manager(policy)
         self.jobs = jobs
         # [Spreading cost] "Levels": each node's (nvlink_domain, rack, spine), by node index.
         self.topology = [tuple(int(row[col]) for col, _ in SPREAD_LEVELS) for row in nodes]
@@ -1999,6 +2333,16 @@ class _Replay:
         # [MIG re-partitioning] "Results": every re-partitioning started, as (downtime start, end).
         self.reconfigurations: list[tuple[float, float]] = []
         self.cluster_models = frozenset(n.model for n in self.empty if n.model is not None)
+        # [Kubelet Topology Manager] "``topology_manager: none`` (default) is everything above: no NUMA is
+        # read."
+        self.manager = topology_manager_name(policy)
+        self.cpu_static = cpu_manager_static(policy)
+        self.numa_aware = bool(policy.numa_aware_scheduler)
+        if self.manager != "none":
+            self.check_whole_gpus()
+            for cluster in (self.empty, self.cluster):
+                for node, row in zip(cluster, nodes, strict=True):
+                    set_numa_layout(node, row)
         self.policy = policy
         self.node_scorer = SCORERS[policy.node_placement]
         self.gpu_scorer = SCORERS[policy.gpu_placement]
@@ -2029,6 +2373,16 @@ class _Replay:
             for cluster in (self.empty, self.cluster):
                 for node in cluster:
                     node.mig_weights = weights.get(node.index, ())
+
+    def check_whole_gpus(self) -> None:
+        """[Kubelet Topology Manager] "Refused ...: a policy other than none ... with jobs asking a fraction
+        of a GPU (an input error naming the jobs column ``gpu_milli`` and a row)"."""
+        for job in sorted(self.jobs, key=lambda j: j.row):
+            if 0 < job.pod.trace_milli < WHOLE_GPU:
+                raise ValueError(
+                    f"jobs row {job.row + 1} (job {job.job_id}): gpu_milli {job.pod.trace_milli} is a "
+                    f"fraction of a GPU, refused under topology_manager: {self.manager}"
+                )
 
     # -- views ---------------------------------------------------------------------------------
 
@@ -2079,22 +2433,22 @@ class _Replay:
         return lambda: draw(self.seed, job.job_id, pod, attempt, decision)
 
     def choose(self, cluster: Cluster, job: Job, pod_index: int, attempt: int) -> int | None:
-        """[Resources] The node of one pod of ``job`` with the node scorer and the tie rule."""
+        """[Resources] The node of one pod of ``job`` with the node scorer and the tie rule.
+
+        [Kubelet Topology Manager] "NUMA-aware scheduling": "a node fits a pod only if one NUMA node u holds
+        it alone ... besides the usual fit".
+        """
         node_draw = self.drawer(job, pod_index, attempt, DECISION_NODE)
         tie = node_tie(self.policy.node_ties, self.seed, node_draw)
+
+        def room(node: Node) -> bool:
+            if self.numa_aware and not numa_holds(node, job.pod, self.cpu_static):
+                return False
+            return self.room_beside_nominees(node, job)
+
         if self.mig_fgd_nodes:
-            return choose_node_mig_fgd(
-                cluster, job.pod, tie, lambda node: self.room_beside_nominees(node, job)
-            )
-        return choose_node(
-            cluster,
-            job.pod,
-            self.node_scorer,
-            node_draw,
-            tie,
-            self.tasks,
-            lambda node: self.room_beside_nominees(node, job),
-        )
+            return choose_node_mig_fgd(cluster, job.pod, tie, room)
+        return choose_node(cluster, job.pod, self.node_scorer, node_draw, tie, self.tasks, room)
 
     # -- nominated nodes  [Nominated nodes] -----------------------------------------------------
 
@@ -2154,6 +2508,12 @@ class _Replay:
             self.version += 1
 
     def place(self, cluster: Cluster, node: int, job: Job, pod_index: int, attempt: int) -> PodPlacement:
+        if self.numa_aware:
+            # [Kubelet Topology Manager] "NUMA-aware scheduling": "Pods are placed and admitted one by one, so
+            # the kubelet never rejects": the kubelet takes the pod's GPUs (and exclusive CPUs) now.
+            placement = kubelet_admit(cluster[node], job.pod, self.manager, self.cpu_static, self.now)
+            assert placement is not None, "the NUMA filter passed a pod the kubelet rejects"
+            return placement
         gpu_draw = self.drawer(job, pod_index, attempt, DECISION_GPU)
         return place_on(cluster, node, job.pod, self.gpu_scorer, gpu_draw, self.now, self.tasks)
 
@@ -2328,6 +2688,59 @@ class _Replay:
         job.attempts_begun -= 1
         job.hold_start = math.nan
 
+    def kubelets_admit(self, job: Job) -> bool:
+        """[Kubelet Topology Manager] "When. Gang mode: the scheduler places all of a job's pods (the node
+        scorer, or the topology-aware placement) not knowing NUMA; then each node's kubelet admits the job's
+        pods on it in pod order, each on the state the earlier admitted ones left. If any pod is rejected
+        (TopologyAffinityError) the placement is undone whole (nothing starts; no attempt is counted) and
+        the job leaves the queue".
+
+        ``job`` was just placed (an attempt begun). True: every pod admitted, on the GPUs (and exclusive
+        CPUs) its kubelet took. False: undone, the job backs off or fails. A node's kubelet sees only its
+        node, so the nodes may go in any order: pod order over the whole job is pod order on each node.
+        """
+        if self.manager == "none" or self.numa_aware:
+            return True  # NUMA-aware: already admitted pod by pod (``place``)
+        scheduled = job.placements
+        for placement in scheduled:
+            release(self.cluster[placement.node], placement)
+        admitted: list[PodPlacement] = []
+        for placement in scheduled:
+            node = self.cluster[placement.node]
+            kept = kubelet_admit(node, job.pod, self.manager, self.cpu_static, self.now)
+            if kept is None:
+                for done in admitted:
+                    release(self.cluster[done.node], done)
+                job.placements = []
+                job.attempts_begun -= 1  # "no attempt is counted"
+                job.hold_start = math.nan
+                self.admission_failed(job)
+                return False
+            admitted.append(kept)
+        job.placements = admitted
+        return True
+
+    def admission_failed(self, job: Job) -> None:
+        """[Kubelet Topology Manager] "its admission failures f grow by one and it comes back after the Job
+        controller's back-off min(10 x 2^(f-1), 600) s ... Once f > ``backoff_limit`` ... the job ends
+        ``failed`` at that failure. A job backing off is not in the queue ... but its wait goes
+        on." (``pending_since`` is kept.)"""
+        job.admission_failures += 1
+        limit = self.policy.backoff_limit
+        if job.admission_failures > limit:
+            job.state = "failed"
+            return
+        job.state = "backoff"
+        self.timers.append((self.now + backoff_seconds(job.admission_failures), self.timer_seq, job))
+        self.timer_seq += 1
+
+    def end_backoff(self, job: Job) -> None:
+        """[Kubelet Topology Manager] The back-off ends: the job re-enters its queue, "key2 = that time under
+        ``requeue: back``" ([Queue order]: its original key under ``requeue: original``)."""
+        job.state = "pending"
+        job.key2 = self.now if self.policy.requeue is Requeue.back else job.submit
+        self.version += 1
+
     # -- a job's life ---------------------------------------------------------------------------
 
     def admit(self, job: Job) -> None:
@@ -2347,6 +2760,15 @@ class _Replay:
             empty = self.rejection_cluster(job.pod)
             if not level_holds(self.tree, self.tas_counts(empty, job), job.topology.level, job.num_pods):
                 reason = "topology_too_large"
+        # [Rejection at arrival] "6. ``numa_too_large`` (numa_aware_scheduler on): the empty cluster cannot
+        # hold the job's pods one NUMA node each" ([Kubelet Topology Manager] "NUMA-aware scheduling": "the
+        # sum over nodes of min(usual capacity, sum over u of min(GPUs on u // k, CPUs on u // x))", every
+        # node empty).
+        if reason is None and self.numa_aware:
+            empty = self.rejection_cluster(job.pod)
+            held = sum(min(pods_fitting(n, job.pod), numa_room(n, job.pod, self.cpu_static)) for n in empty)
+            if held < job.num_pods:
+                reason = "numa_too_large"
         if reason is not None:
             job.state = "rejected"
             job.reject_reason = reason
@@ -2579,7 +3001,10 @@ class _Replay:
             if not self.try_gang(job):
                 self.maybe_preempt(job, whole=True)
                 return
-            self.start(job)
+            # [Kubelet Topology Manager] a job the kubelets reject was placed: it leaves the queue and the
+            # cycle goes on.
+            if self.kubelets_admit(job):
+                self.start(job)
 
     def skip_cycle(self, order: list[Job], failed: int) -> None:
         """[Gang mode] backfill skip: start every job that fits; stop after ``backfill_depth`` failures."""
@@ -2588,7 +3013,9 @@ class _Replay:
             if depth > 0 and failed >= depth:
                 return
             if self.try_gang(job):
-                self.start(job)
+                # [Kubelet Topology Manager] a job the kubelets reject was placed (no failure to fit).
+                if self.kubelets_admit(job):
+                    self.start(job)
                 continue
             failed += 1
             self.maybe_preempt(job, whole=True)
@@ -2920,6 +3347,8 @@ class _Replay:
                     assert g.free_milli == WHOLE_GPU - SLICE_MILLI * bin(g.mig_mask).count("1"), node
                 if g.down_until is not None:  # [MIG re-partitioning] no pod on a GPU in downtime
                     assert g.mig_mask == 0 and g.pods == 0 and g.down_until >= self.now, node
+            # [Kubelet Topology Manager] exclusive CPUs within each NUMA node's
+            assert all(0 <= f <= c for f, c in zip(node.numa_free, node.numa_cpus, strict=True)), node
 
     # -- event loop  [Time and events] -------------------------------------------------------------
 
@@ -2948,6 +3377,8 @@ class _Replay:
 
         while True:
             idle = not self.with_state("running") and not self.with_state("terminating")
+            # [Kubelet Topology Manager] a job backing off comes back: the run goes on for it.
+            idle = idle and not self.with_state("backoff")
             # [MIG re-partitioning] "The run does not end while a GPU is in downtime."
             idle = idle and not self.downtime_ends()
             if processed and idle and next_arrival == len(arrivals) and not (periodic and cycle_owed):
@@ -2992,7 +3423,10 @@ class _Replay:
                 # 2. timers due at t, in (kind, order set) order
                 for timer in sorted(tm for tm in self.timers if tm[0] == t):
                     self.timers.remove(timer)
-                    self.terminate(timer[2])
+                    if timer[2].state == "backoff":
+                        self.end_backoff(timer[2])  # [Kubelet Topology Manager] its back-off ends
+                    else:
+                        self.terminate(timer[2])
                     changed = True
                 # 3. arrivals, in (submit_time, job_id) order
                 while first_pass and next_arrival < len(arrivals) and arrivals[next_arrival].submit == t:
@@ -3024,7 +3458,7 @@ def served(config: dict[str, tuple[int, ...]], asked: dict[str, int], rest: dict
 
 def _final_state(job: Job) -> str:
     """[Time and events] Final states."""
-    if job.state in ("finished", "rejected"):
+    if job.state in ("finished", "rejected", "failed"):  # failed: [Kubelet Topology Manager]
         return job.state
     if job.state == "pending" and job.placements:
         return "deadlocked"
@@ -3117,8 +3551,10 @@ def _job_row(job: Job, end: float, topology: list[tuple[int, ...]]) -> dict[str,
         spanned = 0
         levels = (0, 0, 0)
     pending: float | None = None
-    if state != "rejected":
-        pending = job.pending_total + (end - job.pending_since if job.state == "pending" else 0.0)
+    # [Kubelet Topology Manager] "Results": a failed job's wait is null; a backing-off one's goes on.
+    if state not in ("rejected", "failed"):
+        waiting = job.state in ("pending", "backoff")
+        pending = job.pending_total + (end - job.pending_since if waiting else 0.0)
     lost = job.lost + uncharged(job, end)
     # [GPU sharing by replicas] Results: over all attempts, a running one up to the end of the run.
     delay, work = job.delay, job.work_done
@@ -3146,6 +3582,7 @@ def _job_row(job: Job, end: float, topology: list[tuple[int, ...]]) -> dict[str,
         "sharing_delay": delay,
         "sharing_slowdown": slowdown,
         "spread_delay": spread,  # [Spreading cost] "Results": progress time x (1 - f), all attempts
+        "admission_failures": job.admission_failures,  # [Kubelet Topology Manager] "Results"
     }
 
 

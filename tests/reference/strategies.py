@@ -290,6 +290,17 @@ PRESETS: dict[str, Policy] = {name: preset(name) for name in preset_names()}
 #: The fractional GPU-sharing presets (HAMi, KAI, gpushare: placement and booking rules only, no change
 #: of mechanics; time-slicing and MPS change run times and are mechanism presets).
 SHARING_PRESETS: tuple[str, ...] = ("hami-binpack", "hami-spread", "kai-shared", "gpushare")
+
+
+def as_taken_by(jobs: pl.DataFrame, policy: Policy) -> pl.DataFrame:
+    """``jobs`` as ``policy`` can replay them: under a kubelet Topology Manager policy, which refuses a
+    fraction of a GPU, a fractional job asks the whole GPUs its fraction rounds up to."""
+    if str(getattr(policy.topology_manager, "name", policy.topology_manager)) == "none":
+        return jobs
+    whole = ((pl.col("gpu_milli") + 999) // 1000 * 1000).cast(jobs.schema["gpu_milli"])
+    return jobs.with_columns(gpu_milli=whole)
+
+
 #: The presets that differ in their mechanics (queue order, gang, backfill, preemption): the FGD
 #: paper's and the GPU-sharing systems' presets differ from these in placement scorers and sharing
 #: settings only, which chunk boundaries do not touch (tests/test_progress.py).

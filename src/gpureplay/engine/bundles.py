@@ -389,6 +389,98 @@ def topology_tree(node_int: Int64Array) -> Topology:
     )
 
 
+class Numa(NamedTuple):
+    """The nodes' NUMA layout and what the kubelet's Topology Manager works with (None unless
+    ``topology_manager`` is on; :mod:`gpureplay.engine.numa`).
+
+    Attributes
+    ----------
+    gpu_numa
+        The NUMA node of each GPU on its node (the nodes table's ``numa_of_gpu``).
+    node_numas
+        NUMA nodes per node (``U``; 1 + the largest ``numa_of_gpu``, 1 without GPUs).
+    numa_gpus, numa_cpus
+        ``[node, u]``: GPUs and whole CPUs on each NUMA node (CPUs split
+        evenly; ``UNBOUNDED`` when the node's CPU capacity is unknown).
+    pod_cpu
+        ``[pod, u]``: the exclusive CPUs each placed pod took on each NUMA
+        node of its node (the CPU manager's static policy).
+    mask_order
+        Every non-empty mask of ``MAX_NUMA`` NUMA nodes in the kubelet's
+        ``IterateBitMasks`` order: fewer NUMA nodes first, then lexicographic
+        by NUMA ids.
+    free_gpu, free_cpu, hint_mask, hint_pref, counts
+        Work space: a node's free GPUs and CPUs per NUMA node, two
+        providers' hints, and the providers' hint counts.
+    """
+
+    gpu_numa: Int64Array
+    node_numas: Int64Array
+    numa_gpus: Int64Array
+    numa_cpus: Int64Array
+    pod_cpu: Int64Array
+    mask_order: Int64Array
+    free_gpu: Int64Array
+    free_cpu: Int64Array
+    hint_mask: Int64Array
+    hint_pref: Int64Array
+    counts: Int64Array
+
+
+def numa_layout(
+    numa_of_gpu: list[list[int] | None], num_gpus: Int64Array, cpu: Int64Array, num_pods: int
+) -> Numa:
+    """The :class:`Numa` bundle of a nodes table (its ``numa_of_gpu`` lists, GPU counts and CPU capacities).
+
+    Parameters
+    ----------
+    numa_of_gpu
+        Per node, the NUMA node of each GPU (null: one NUMA node).
+    num_gpus, cpu
+        Per node, GPUs and CPU capacity (milli; ``BIG`` when unknown).
+    num_pods
+        Pods of the whole trace (rows of ``pod_cpu``).
+    """
+    num_nodes = len(num_gpus)
+    gpu_numa = np.zeros(max(int(num_gpus.sum()), 1), dtype=np.int64)
+    node_numas = np.ones(num_nodes, dtype=np.int64)
+    numa_gpus = np.zeros((num_nodes, L.MAX_NUMA), dtype=np.int64)
+    numa_cpus = np.zeros((num_nodes, L.MAX_NUMA), dtype=np.int64)
+    g = 0
+    for n in range(num_nodes):
+        sockets = numa_of_gpu[n] or [0] * int(num_gpus[n])
+        for u in sockets:
+            gpu_numa[g] = u
+            numa_gpus[n, u] += 1
+            g += 1
+        u_count = max(sockets, default=0) + 1
+        node_numas[n] = u_count
+        if cpu[n] >= L.BIG // 2:
+            numa_cpus[n, :u_count] = L.UNBOUNDED_CPUS
+        else:
+            whole = int(cpu[n]) // 1000
+            numa_cpus[n, :u_count] = whole // u_count
+            numa_cpus[n, : whole % u_count] += 1
+    # The kubelet's IterateBitMasks order: by size, then lexicographic by NUMA ids.
+    masks = sorted(
+        range(1, 1 << L.MAX_NUMA),
+        key=lambda m: (bin(m).count("1"), [u for u in range(L.MAX_NUMA) if m >> u & 1]),
+    )
+    return Numa(
+        gpu_numa=gpu_numa,
+        node_numas=node_numas,
+        numa_gpus=numa_gpus,
+        numa_cpus=numa_cpus,
+        pod_cpu=np.zeros((max(num_pods, 1), L.MAX_NUMA), dtype=np.int64),
+        mask_order=np.array(masks, dtype=np.int64),
+        free_gpu=np.zeros(L.MAX_NUMA, dtype=np.int64),
+        free_cpu=np.zeros(L.MAX_NUMA, dtype=np.int64),
+        hint_mask=np.zeros((2, 1 << L.MAX_NUMA), dtype=np.int64),
+        hint_pref=np.zeros((2, 1 << L.MAX_NUMA), dtype=np.int64),
+        counts=np.zeros(2, dtype=np.int64),
+    )
+
+
 class PreemptScratch(NamedTuple):
     """Preemption's work space (None unless preemption is on).
 
@@ -503,6 +595,7 @@ class State(NamedTuple):
     pre: PreemptScratch | None
     dbg: DebugScratch
     tas: Topology | None
+    numa: Numa | None
 
 
 def initial_state(
@@ -513,6 +606,7 @@ def initial_state(
     ix: FitIndex,
     num_tenants: int,
     timeline_capacity: int,
+    numa: Numa | None = None,
 ) -> State:
     """Everything a replay mutates, at time 0: nothing submitted, empty queues and heaps.
 
@@ -526,6 +620,8 @@ def initial_state(
         Number of queues.
     timeline_capacity
         Initial room for timeline rows (grown on demand up to the bound).
+    numa
+        The NUMA layout (:func:`numa_layout`), given when ``topology_manager`` is on.
 
     Notes
     -----
@@ -662,4 +758,4 @@ def initial_state(
         att_f=np.zeros((L.ATTEMPT_FLOAT_FIELDS, attempts)),
     )
     tas = topology_tree(cluster.node_int) if codes[L.P_TAS] != L.TAS_NONE else None
-    return State(ix, js, pend, timers, scratch, run, pods, easy, pre, dbg, tas)
+    return State(ix, js, pend, timers, scratch, run, pods, easy, pre, dbg, tas, numa)

@@ -22,6 +22,7 @@ from gpureplay.engine.bundles import (
     FitIndex,
     Jobs,
     JobState,
+    Numa,
     Params,
     Pending,
     PodScratch,
@@ -190,6 +191,7 @@ def gang_cycle(
     easy: EasyScratch | None,
     pre: PreemptScratch | None,
     tas: Topology | None,
+    numa: Numa | None,
     t: float,
 ) -> int:
     """One gang-mode scheduling cycle at ``t``; returns the number of jobs started plus victims evicted.
@@ -238,10 +240,12 @@ def gang_cycle(
             if (
                 not known_failed
                 and admissible(jobs, js, j)
-                and try_gang(tas, params, jobs, cs, cl, ix, js, pend, sc, run, j, t)
+                and try_gang(tas, numa, params, jobs, cs, cl, ix, js, pend, tm, sc, run, j, t)
             ):
                 start(pre, params, jobs, cs, cl, js, pend, tm, sc, run, j, t)
                 changes += 1
+            elif js.dyn[D_STATUS, j] != S_QUEUED:
+                changes += 1  # scheduled, then rejected by a kubelet: it left the queue (not a misfit)
             else:
                 failures += 1
                 changes += try_preempt(pre, params, jobs, cs, cl, ix, js, pend, tm, sc, run, j, t, True)
@@ -251,10 +255,12 @@ def gang_cycle(
             if (
                 not known_failed
                 and admissible(jobs, js, j)
-                and try_gang(tas, params, jobs, cs, cl, ix, js, pend, sc, run, j, t)
+                and try_gang(tas, numa, params, jobs, cs, cl, ix, js, pend, tm, sc, run, j, t)
             ):
                 start(pre, params, jobs, cs, cl, js, pend, tm, sc, run, j, t)
                 changes += 1
+            elif js.dyn[D_STATUS, j] != S_QUEUED:
+                changes += 1  # scheduled, then rejected by a kubelet: it blocks nothing
             elif backfill == BF_NONE:
                 changes += try_preempt(pre, params, jobs, cs, cl, ix, js, pend, tm, sc, run, j, t, True)
                 break
@@ -275,7 +281,7 @@ def gang_cycle(
                     continue
             elif t + run_time(jobs, js, j) <= shadow:
                 if admissible(jobs, js, j) and try_gang(
-                    tas, params, jobs, cs, cl, ix, js, pend, sc, run, j, t
+                    tas, numa, params, jobs, cs, cl, ix, js, pend, tm, sc, run, j, t
                 ):
                     keep = keep and t + run_time(jobs, js, j) < shadow
                     start(pre, params, jobs, cs, cl, js, pend, tm, sc, run, j, t)
@@ -284,7 +290,7 @@ def gang_cycle(
             elif (
                 not (not randomised and pend.cls[CD_RESV, c] == run.counters[K_STAMP])
                 and admissible(jobs, js, j)
-                and try_gang(tas, params, jobs, cs, cl, ix, js, pend, sc, run, j, t)
+                and try_gang(tas, numa, params, jobs, cs, cl, ix, js, pend, tm, sc, run, j, t)
             ):
                 # J ends after S: hold its exact placement on the projection and ask whether H still fits.
                 fits, hold_total = backfill_past_shadow(
@@ -324,6 +330,7 @@ def pod_cycle(
     easy: None,
     pre: PreemptScratch | None,
     tas: None,
+    numa: None,
     t: float,
 ) -> int:
     """One pod-by-pod cycle at ``t``; returns the number of pods placed plus victims evicted.

@@ -16,6 +16,7 @@ from gpureplay.engine.bundles import (
     FitIndex,
     Jobs,
     JobState,
+    Numa,
     Params,
     Pending,
     Run,
@@ -25,7 +26,7 @@ from gpureplay.engine.bundles import (
 )
 from gpureplay.engine.config import kernel, when_given
 from gpureplay.engine.heaps import event_pop
-from gpureplay.engine.jobs import place_pod, place_pods, undo_placement
+from gpureplay.engine.jobs import back_off, place_pods, undo_placement
 from gpureplay.engine.kai_tas import kai_place
 from gpureplay.engine.layout import (
     C_PODS,
@@ -46,19 +47,18 @@ from gpureplay.engine.layout import (
     K_STARTS,
     K_TRIED,
     K_VERSION,
-    LEVEL_NODE,
-    P_SHARING,
+    P_NUMA_AWARE,
     P_TAS,
-    P_TAS_PROFILE,
     S_RUNNING,
-    SHARING_NONE,
     TAS_KAI,
+    TAS_KUEUE,
     TAS_VOLCANO,
     TM_PREFERRED,
     TM_REQUIRED,
 )
+from gpureplay.engine.numa import admit_gang, numa_place
 from gpureplay.engine.resources import class_capacity, copy_cluster, node_capacity, release_pod, take_pod
-from gpureplay.engine.tas import kueue_assign
+from gpureplay.engine.tas import kueue_place
 from gpureplay.engine.volcano_tas import volcano_place
 
 
@@ -104,25 +104,16 @@ def _topology_gang(
     pods = cs.ints[C_PODS, c]
     if class_capacity(cl, cs, c, pods) < pods:
         return False
-    if params.codes[P_TAS] == TAS_KAI:
-        if cs.ints[C_TAS_MODE, c] in (TM_REQUIRED, TM_PREFERRED):
-            return kai_place(tas, params, jobs, cs, cl, ix, js, sc, run, j, t)
-        # No request: KAI places the pods as any others.
-        place_pods(params, jobs, cs, cl, ix, js, sc, run, j, pods, t)
-        return True
-    if params.codes[P_TAS] == TAS_VOLCANO:
-        if cs.ints[C_TAS_MODE, c] == TM_REQUIRED:
-            return volcano_place(tas, params, jobs, cs, cl, ix, js, sc, run, j, t)
-        place_pods(params, jobs, cs, cl, ix, js, sc, run, j, pods, t)
-        return True
-    size = kueue_assign(tas, cl, cs, c, params.codes[P_TAS_PROFILE], params.codes[P_SHARING] == SHARING_NONE)
-    if size == 0:
-        return False
-    for i in range(size):
-        d = tas.cur[i]
-        n = tas.leaf_node[d]
-        for _ in range(tas.state[LEVEL_NODE, d]):
-            place_pod(params, jobs, cs, cl, ix, js, sc, run, j, n, t)
+    system = params.codes[P_TAS]
+    mode = cs.ints[C_TAS_MODE, c]
+    if system == TAS_KUEUE:
+        return kueue_place(tas, params, jobs, cs, cl, ix, js, sc, run, j, t)
+    if system == TAS_KAI and mode in (TM_REQUIRED, TM_PREFERRED):
+        return kai_place(tas, params, jobs, cs, cl, ix, js, sc, run, j, t)
+    if system == TAS_VOLCANO and mode == TM_REQUIRED:
+        return volcano_place(tas, params, jobs, cs, cl, ix, js, sc, run, j, t)
+    # A request the system does not read (KAI, Volcano: none or unconstrained): placed as any pods.
+    place_pods(params, jobs, cs, cl, ix, js, sc, run, j, pods, t)
     return True
 
 
@@ -131,9 +122,26 @@ def _topology_gang(
 place_gang = when_given(_topology_gang, none_body=_capacity_gang)
 
 
+#: The kubelets admit a placed gang's pods (always, without a Topology Manager).
+kubelet_admits = when_given(admit_gang, True)
+
+
+@kernel
+def _numa_aware(numa: Numa, params: Params) -> bool:
+    return bool(params.codes[P_NUMA_AWARE] != 0)
+
+
+#: Whether the scheduler places pods by NUMA fit (NodeResourceTopologyMatch).
+numa_aware = when_given(_numa_aware, False)
+
+#: NUMA-aware placement of a whole gang (never called without a Topology Manager).
+place_numa = when_given(numa_place, False)
+
+
 @kernel
 def try_gang(
     tas: Topology | None,
+    numa: Numa | None,
     params: Params,
     jobs: Jobs,
     cs: Classes,
@@ -141,6 +149,7 @@ def try_gang(
     ix: FitIndex,
     js: JobState,
     pend: Pending,
+    tm: Timers,
     sc: Scratch,
     run: Run,
     j: int,
@@ -155,11 +164,21 @@ def try_gang(
     all-or-nothing admission. A class that does not fit is remembered for the
     current release version: identical jobs are not retried until something
     is released (draws are keyed, not consumed, so nothing is lost by not
-    trying).
+    trying). Under a Topology Manager the placed pods then pass kubelet
+    admission, or the placement is undone and the job backs off
+    (:func:`gpureplay.engine.jobs.back_off`); its class is not marked, since
+    it fits.
     """
     run.counters[K_TRIED] += 1
-    if place_gang(tas, params, jobs, cs, cl, ix, js, sc, run, j, t):
-        return True
+    if numa_aware(numa, params):
+        if place_numa(numa, params, jobs, cs, cl, ix, js, sc, run, j, t):
+            return True
+    elif place_gang(tas, params, jobs, cs, cl, ix, js, sc, run, j, t):
+        if kubelet_admits(numa, params, jobs, cs, cl, ix, js, j):
+            return True
+        undo_placement(params, jobs, cs, cl, ix, js, sc, run, j)
+        back_off(params, jobs, cs, js, pend, tm, sc, run, j, t)
+        return False
     pend.cls[CD_FAIL, jobs.ints[J_CLASS, j]] = run.counters[K_VERSION]
     return False
 

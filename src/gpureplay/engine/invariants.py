@@ -103,6 +103,7 @@ from gpureplay.engine.layout import (
     P_DEBUG,
     P_GANG,
     P_NODE,
+    S_FAILED,
     S_QUEUED,
     S_RUNNING,
     S_TERMINATING,
@@ -333,7 +334,7 @@ def _check_full(
         status = js.dyn[D_STATUS, j]
         placed = js.dyn[D_PLACED, j]
         pods = jobs.ints[J_PODS, j]
-        if status < 0 or status > S_TERMINATING or placed < 0 or placed > pods:
+        if status < 0 or status > S_FAILED or placed < 0 or placed > pods:
             return _fail(err, E_STATUS, j)
         if status == S_RUNNING:
             ok = placed == pods

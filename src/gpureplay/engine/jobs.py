@@ -57,6 +57,9 @@ from gpureplay.engine.layout import (
     AF_OVERHEAD,
     AF_PROGRESS,
     AF_START,
+    BACKOFF_BASE_S,
+    BACKOFF_MAX_S,
+    D_ADMIT_FAILS,
     D_ATTEMPTS,
     D_GEN,
     D_NOMINATOR,
@@ -90,6 +93,7 @@ from gpureplay.engine.layout import (
     K_VERSION,
     MIG_NONE,
     N_MIG_MASK,
+    P_BACKOFF_LIMIT,
     P_DEBUG,
     P_REQUEUE,
     P_SHARING,
@@ -97,6 +101,8 @@ from gpureplay.engine.layout import (
     PF_MIG_CREATE,
     R_NONE,
     REQUEUE_BACK,
+    S_BACKOFF,
+    S_FAILED,
     S_FINISHED,
     S_QUEUED,
     S_REJECTED,
@@ -119,6 +125,7 @@ from gpureplay.engine.layout import (
     T_RATE_T,
     T_START,
     T_WORK_DONE,
+    TM_BACKOFF,
     TM_TERMINATED,
     X_LOST,
 )
@@ -611,8 +618,31 @@ def terminate_job(
     if nominator >= 0:
         js.dyn[D_WAITING, nominator] -= 1
     js.dyn[D_NOMINATOR, v] = -1
-    js.dyn[D_STATUS, v] = S_QUEUED
     js.time[T_PEND_SINCE, v] = t
+    requeue(params, jobs, cs, js, pend, sc, run, v, t)
+
+
+@kernel
+def requeue(
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    js: JobState,
+    pend: Pending,
+    sc: Scratch,
+    run: Run,
+    v: int,
+    t: float,
+) -> None:
+    """Job ``v`` re-enters its queue at ``t``: behind those waiting (``requeue: back``) or at its old place.
+
+    Notes
+    -----
+    Kueue's ``requeuingStrategy.timestamp: Eviction`` and a Job controller's
+    new pod both enter with ``key2 = t``; ``requeue: original`` keeps the key
+    it was submitted with.
+    """
+    js.dyn[D_STATUS, v] = S_QUEUED
     if params.codes[P_REQUEUE] == REQUEUE_BACK:
         js.time[T_KEY2, v] = t
         js.dyn[D_OVER, v] = 1
@@ -620,6 +650,47 @@ def terminate_job(
         js.dyn[D_OVER, v] = 0
     enqueue(jobs, cs, js, pend, run, v)
     count_unplaced(jobs, js, sc, v, 1)
+
+
+@kernel
+def back_off(
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    js: JobState,
+    pend: Pending,
+    tm: Timers,
+    sc: Scratch,
+    run: Run,
+    j: int,
+    t: float,
+) -> None:
+    """Job ``j``'s pods failed kubelet admission at ``t`` (nothing placed): it leaves the queue, or fails.
+
+    Notes
+    -----
+    The pod ends Failed with TopologyAffinityError; the Job controller
+    creates its replacement after the pod-failure back-off, 10 s doubled per
+    failure up to 10 minutes (``pkg/controller/job``:
+    ``DefaultJobPodFailureBackOff``, ``MaxJobPodFailureBackOff``), and
+    marks the Job failed once its failed pods exceed ``spec.backoffLimit``
+    (``failed > backoffLimit``). The job's wait goes on meanwhile.
+    """
+    failures = js.dyn[D_ADMIT_FAILS, j] + 1
+    js.dyn[D_ADMIT_FAILS, j] = failures
+    dequeue(jobs, cs, js, pend, run, j)
+    count_unplaced(jobs, js, sc, j, -1)
+    limit = params.codes[P_BACKOFF_LIMIT]
+    if failures > limit:
+        js.dyn[D_STATUS, j] = S_FAILED
+        js.time[T_END, j] = t
+        js.time[T_PENDING, j] += t - js.time[T_PEND_SINCE, j]
+        return
+    js.dyn[D_STATUS, j] = S_BACKOFF
+    delay = BACKOFF_BASE_S
+    for _ in range(1, failures):
+        delay = min(2.0 * delay, BACKOFF_MAX_S)
+    push_timer(js, tm, run, TM_BACKOFF, t + delay, j)
 
 
 @kernel

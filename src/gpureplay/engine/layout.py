@@ -94,7 +94,8 @@ D_RATE_MARK = 9  # the K_SHARE_CHANGES stamp of the last change that re-rated it
 D_NVLINKS = 10  # distinct NVLink domains when the current attempt started (gpureplay.engine.spread)
 D_RACKS = 11  # distinct racks then
 D_SPINES = 12  # distinct spines then
-JOB_DYN_FIELDS = 13
+D_ADMIT_FAILS = 13  # kubelet admission failures (Topology Manager: TopologyAffinityError)
+JOB_DYN_FIELDS = 14
 
 # --- js.time: per-job dynamic floats -----------------------------------------------------------------
 T_FIRST_START = 0  # start of the first attempt that ran (nan: never ran)
@@ -124,6 +125,8 @@ S_RUNNING = 2
 S_FINISHED = 3
 S_REJECTED = 4
 S_TERMINATING = 5  # evicted: holds its resources until its termination grace period ends
+S_BACKOFF = 6  # its pods failed kubelet admission: out of the queue until the Job controller's back-off ends
+S_FAILED = 7  # more admission failures than its backoff_limit
 
 # Rejection reasons, checked in this order at arrival.
 R_NONE = 0
@@ -132,6 +135,7 @@ R_POD_TOO_LARGE = 2
 R_GANG_TOO_LARGE = 3
 R_SHARED_TOO_LARGE = 4  # failRequestsGreaterThanOne: a pod asks more than one replica (kubelet admission)
 R_TOPOLOGY_TOO_LARGE = 5  # a required topology level none of whose domains holds the job, even empty
+R_NUMA_TOO_LARGE = 6  # NUMA-aware scheduling: no NUMA node of an empty node holds one pod alone
 
 # Attempt end reasons (attempts.parquet).
 END_FINISHED = 0
@@ -367,7 +371,20 @@ P_MAX_EVICTIONS = 24  # evictions beyond which the replay returns ADV_LIVELOCK (
 P_MIG_RECONFIG = 25  # 1: idle MIG GPUs are re-partitioned (mig_reconfigure: idle)
 P_TAS = 26  # TAS_* topology-aware gang placement
 P_TAS_PROFILE = 27  # PROFILE_* Kueue TAS profile
-POLICY_FIELDS = 28
+P_TOPO_MGR = 28  # TOPO_MGR_* kubelet Topology Manager policy
+P_CPU_MGR = 29  # 1: CPU manager static policy (exclusive CPUs give NUMA hints)
+P_NUMA_AWARE = 30  # 1: the scheduler filters nodes by NUMA fit (NodeResourceTopologyMatch)
+P_BACKOFF_LIMIT = 31  # a job fails after more admission failures than this
+POLICY_FIELDS = 32
+
+TOPO_MGR_NONE = 0
+TOPO_MGR_BEST_EFFORT = 1
+TOPO_MGR_RESTRICTED = 2
+TOPO_MGR_SINGLE_NUMA = 3
+UNBOUNDED_CPUS = 1 << 40  # a NUMA node's CPUs when the node's CPU capacity is unknown (sums stay exact)
+MAX_NUMA = 8  # the kubelet's max-allowable-numa-nodes: masks of NUMA nodes fit one small integer
+BACKOFF_BASE_S = 10.0  # the Job controller's pod-failure back-off: 10 s, doubled per failure ...
+BACKOFF_MAX_S = 600.0  # ... capped at 10 minutes (pkg/controller/job: MaxJobPodFailureBackOff)
 
 TAS_NONE = 0
 TAS_KUEUE = 1
@@ -434,6 +451,7 @@ SELECT_GLOBAL = 0  # one queue order across tenants (kube-scheduler PrioritySort
 
 # --- timers (kind codes; ordered: at one time, lower kinds fire first) ----------------------------------
 TM_TERMINATED = 0  # an evicted job's termination grace period ends: it releases and is requeued
+TM_BACKOFF = 1  # a job's pod-failure back-off ends: it re-enters its queue
 
 # --- timeline rows (run.tl_flt: time and lost GPU-seconds; run.tl_rows: the counts) --------------------
 TLF_TIME = 0

@@ -63,7 +63,7 @@ from gpureplay.engine.bundles import Classes, Cluster, Jobs, Params, Run, State
 from gpureplay.engine.config import entry_kernel, inline_kernel, kernel
 from gpureplay.engine.cycles import cycle
 from gpureplay.engine.invariants import check_full, check_touched
-from gpureplay.engine.jobs import admit_job, complete_job, terminate_job
+from gpureplay.engine.jobs import admit_job, complete_job, requeue, terminate_job
 from gpureplay.engine.layout import (
     ADV_DONE,
     ADV_FAILED,
@@ -95,6 +95,7 @@ from gpureplay.engine.layout import (
     PF_SESSION,
     PF_WINDOW0,
     PF_WINDOW1,
+    TM_BACKOFF,
     TM_TERMINATED,
     TOT_ALLOC,
     X_ERROR_T,
@@ -170,7 +171,7 @@ def advance(params: Params, jobs: Jobs, cs: Classes, cl: Cluster, st: State, t_s
     because allocation only changes at events.
     """
     ix, js, pend, tm, sc, run = st.ix, st.js, st.pend, st.tm, st.sc, st.run
-    pods, easy, pre, dbg, tas = st.pods, st.easy, st.pre, st.dbg, st.tas
+    pods, easy, pre, dbg, tas, numa = st.pods, st.easy, st.pre, st.dbg, st.tas, st.numa
     status = run.cursor[L_STATUS]
     if status != ADV_PAUSED and status != ADV_GROW:
         return int(status)
@@ -286,6 +287,8 @@ def advance(params: Params, jobs: Jobs, cs: Classes, cl: Cluster, st: State, t_s
                 kind, target = pop_timer(tm, run)
                 if kind == TM_TERMINATED:
                     terminate_job(params, jobs, cs, cl, ix, js, pend, sc, run, target, t)
+                elif kind == TM_BACKOFF:
+                    requeue(params, jobs, cs, js, pend, sc, run, target, t)
                 changed = True
             if first_pass:
                 while next_arrival < num_jobs and jobs.flts[JF_SUBMIT, jobs.arrival[next_arrival]] == t:
@@ -296,7 +299,9 @@ def advance(params: Params, jobs: Jobs, cs: Classes, cl: Cluster, st: State, t_s
                 cycle_owed = True
                 idle = False
             if (periodic and t == tick_t) or (not periodic and changed):
-                changes = cycle(pods, params, jobs, cs, cl, ix, js, pend, tm, sc, run, easy, pre, tas, t)
+                changes = cycle(
+                    pods, params, jobs, cs, cl, ix, js, pend, tm, sc, run, easy, pre, tas, numa, t
+                )
                 counters[K_CYCLES] += 1
                 if counters[K_PREEMPTIONS] > params.codes[P_MAX_EVICTIONS]:
                     # Jobs evict one another without end (with no grace, all at one instant): stop here.

@@ -50,9 +50,12 @@ from gpureplay.engine.layout import (
     J_CLASS,
     LEVEL_NODE,
     N_MODEL,
+    P_SHARING,
+    P_TAS_PROFILE,
     PROFILE_LEAST_FREE,
     PROFILE_MIXED,
     PROFILE_MOST_FREE,
+    SHARING_NONE,
     TM_NONE,
     TM_REQUIRED,
     TM_UNCONSTRAINED,
@@ -372,3 +375,33 @@ def place_in_leaves(
                 best_rank = rank
                 best_score = score
         place_pod(params, jobs, cs, cl, ix, js, sc, run, j, best, t)
+
+
+@kernel
+def kueue_place(
+    tas: Topology,
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    ix: FitIndex,
+    js: JobState,
+    sc: Scratch,
+    run: Run,
+    j: int,
+    t: float,
+) -> bool:
+    """Place job ``j`` on Kueue's topology assignment (:func:`kueue_assign`); False when it has none now.
+
+    Notes
+    -----
+    Kueue's TopologyAssignment names the pods per node; the pods are placed
+    on them in path order.
+    """
+    c = jobs.ints[J_CLASS, j]
+    size = kueue_assign(tas, cl, cs, c, params.codes[P_TAS_PROFILE], params.codes[P_SHARING] == SHARING_NONE)
+    for i in range(size):
+        n = tas.leaf_node[tas.cur[i]]
+        for _ in range(tas.state[LEVEL_NODE, tas.cur[i]]):
+            place_pod(params, jobs, cs, cl, ix, js, sc, run, j, n, t)
+    return size > 0

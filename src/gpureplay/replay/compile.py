@@ -21,7 +21,17 @@ import numpy.typing as npt
 import polars as pl
 
 from gpureplay.engine import layout as L
-from gpureplay.engine.bundles import Classes, Cluster, Jobs, Params, Tasks, empty_cluster, topology_tree
+from gpureplay.engine.bundles import (
+    Classes,
+    Cluster,
+    Jobs,
+    Numa,
+    Params,
+    Tasks,
+    empty_cluster,
+    numa_layout,
+    topology_tree,
+)
 from gpureplay.engine.layout import Int64Array
 from gpureplay.engine.resources import rejection_codes
 from gpureplay.engine.scoring import GPU_SCORERS, SCORERS, scorer_code, uses_tasks
@@ -57,9 +67,10 @@ from gpureplay.schedulers.policy import (
     SharingDemand,
     TasProfile,
     TopologyAware,
+    TopologyManager,
 )
 from gpureplay.traces.schema import PREEMPTION_POLICIES, UNKNOWN_CAPACITY, lucid_overhead
-from gpureplay.workload.topology_requests import check_trace_requests
+from gpureplay.workload.topology_requests import TOPOLOGY_LEVELS, TOPOLOGY_MODES, check_trace_requests
 from gpureplay.workload.typical_pods import TypicalPods
 
 
@@ -83,6 +94,8 @@ class Compiled:
         ``nvidia.com/gpu`` devices of the cluster: GPUs, replicas or MIG instances.
     mig
         The static MIG figures (zero without MIG).
+    numa
+        The nodes' NUMA layout, under a ``topology_manager`` policy.
     """
 
     params: Params
@@ -94,6 +107,7 @@ class Compiled:
     hist_width: int
     devices: int = 0
     mig: MigFigures = dataclasses.field(default_factory=MigFigures)
+    numa: Numa | None = None
 
 
 def policy_params(
@@ -211,6 +225,26 @@ def policy_params(
     topology = TopologyAware[str(getattr(policy.topology_aware, "name", policy.topology_aware))]
     profile = TasProfile[str(getattr(policy.tas_profile, "name", policy.tas_profile))]
     problems += _topology_problems(topology, gang, backfill, preemption)
+    manager = TopologyManager[str(getattr(policy.topology_manager, "name", policy.topology_manager))]
+    cpu_static = str(getattr(policy.cpu_manager, "name", policy.cpu_manager)) == "static"
+    problems += _numa_problems(policy, manager, cpu_static, gang, backfill, preemption)
+    if manager is not TopologyManager.none and (
+        sharing is not GpuSharing.none or mig is not MigStrategy.none
+    ):
+        problems.append(
+            (
+                "scheduler.topology_manager",
+                "the kubelet's NUMA alignment of shared GPUs (replicas, MIG instances) is not modelled: "
+                "use gpu_sharing: none and mig_strategy: none",
+            )
+        )
+    if policy.numa_aware_scheduler and topology is not TopologyAware.none:
+        problems.append(
+            (
+                "scheduler.numa_aware_scheduler",
+                f"NUMA-aware node filtering inside topology_aware: {topology.name}'s domains is not modelled",
+            )
+        )
     if topology in (TopologyAware.kai, TopologyAware.volcano) and policy.node_placement == "random":
         # Inside a domain nodes are ranked by score (KAI's and Volcano's plugins), ties in domain order.
         problems.append(
@@ -282,6 +316,15 @@ def policy_params(
         TopologyAware.kai: L.TAS_KAI,
         TopologyAware.volcano: L.TAS_VOLCANO,
     }[topology]
+    codes[L.P_TOPO_MGR] = {
+        TopologyManager.none: L.TOPO_MGR_NONE,
+        TopologyManager.best_effort: L.TOPO_MGR_BEST_EFFORT,
+        TopologyManager.restricted: L.TOPO_MGR_RESTRICTED,
+        TopologyManager.single_numa_node: L.TOPO_MGR_SINGLE_NUMA,
+    }[manager]
+    codes[L.P_CPU_MGR] = int(cpu_static)
+    codes[L.P_NUMA_AWARE] = int(bool(policy.numa_aware_scheduler))
+    codes[L.P_BACKOFF_LIMIT] = policy.backoff_limit
     codes[L.P_TAS_PROFILE] = {
         TasProfile.mixed: L.PROFILE_MIXED,
         TasProfile.best_fit: L.PROFILE_BEST_FIT,
@@ -289,6 +332,92 @@ def policy_params(
         TasProfile.most_free_capacity: L.PROFILE_MOST_FREE,
     }[profile]
     return Params(codes, flt)
+
+
+#: Most kubelet admission failures a job may retry after (``scheduler.backoff_limit``): 10,000 retries
+#: 10 minutes apart are about 70 days of one job knocking on kubelets.
+MAX_BACKOFF_LIMIT = 10_000
+
+
+def _numa_problems(
+    policy: Policy,
+    manager: TopologyManager,
+    cpu_static: bool,
+    gang: GangMode,
+    backfill: Backfill,
+    preemption: Preemption,
+) -> list[tuple[str, str]]:
+    """The kubelet Topology Manager's settings: what they need and what they are not modelled with."""
+    problems = []
+    if not 0 <= policy.backoff_limit <= MAX_BACKOFF_LIMIT:
+        # A Job's backoffLimit has no "unlimited"; a bound keeps a job no kubelet ever admits from retrying
+        # (every 10 minutes) for ever.
+        problems.append(
+            (
+                "scheduler.backoff_limit",
+                f"must be between 0 and {MAX_BACKOFF_LIMIT:,} (found {policy.backoff_limit})",
+            )
+        )
+    if manager is TopologyManager.none:
+        if cpu_static:
+            problems.append(
+                (
+                    "scheduler.cpu_manager",
+                    "static gives NUMA hints only to a Topology Manager: set topology_manager",
+                )
+            )
+        if policy.numa_aware_scheduler:
+            problems.append(
+                (
+                    "scheduler.numa_aware_scheduler",
+                    "filters by NUMA fit under topology_manager: single_numa_node only",
+                )
+            )
+        if policy.backoff_limit != 6:
+            problems.append(
+                (
+                    "scheduler.backoff_limit",
+                    "counts kubelet admission failures, which only a topology_manager policy causes",
+                )
+            )
+        return problems
+    if gang is not GangMode.gang:
+        problems.append(
+            (
+                "scheduler.topology_manager",
+                f"kubelet admission failures are modelled for whole gangs: use gang: gang (not {gang.name})",
+            )
+        )
+    if backfill is Backfill.easy:
+        problems.append(
+            (
+                "scheduler.topology_manager",
+                "EASY backfill's reservation does not know kubelet admission: use backfill: skip or none",
+            )
+        )
+    if preemption is not Preemption.none:
+        problems.append(
+            (
+                "scheduler.topology_manager",
+                "preemption with kubelet NUMA admission is not modelled yet: use preemption: none",
+            )
+        )
+    if policy.numa_aware_scheduler:
+        if manager is not TopologyManager.single_numa_node:
+            problems.append(
+                (
+                    "scheduler.numa_aware_scheduler",
+                    "NodeResourceTopologyMatch filters only under topology_manager: single_numa_node "
+                    f"(found {manager.name})",
+                )
+            )
+        if policy.node_placement == "random":
+            problems.append(
+                ("scheduler.node_placement", "NUMA-aware placement ranks nodes by score: not random")
+            )
+        if str(getattr(policy.node_ties, "name", policy.node_ties)) != "lowest_index":
+            problems.append(("scheduler.node_ties", "NUMA-aware placement breaks ties by lowest index"))
+    return problems
 
 
 def _topology_problems(
@@ -713,18 +842,14 @@ def compile_nodes(nodes: pl.DataFrame) -> tuple[Int64Array, tuple[str, ...], int
     return node_int, models, hist_width
 
 
-#: Topology request modes and levels by name (the jobs' ``topology_mode`` / ``topology_level``).
-TAS_MODES: dict[str, int] = {
-    "required": L.TM_REQUIRED,
-    "preferred": L.TM_PREFERRED,
-    "unconstrained": L.TM_UNCONSTRAINED,
-}
-TAS_LEVELS: dict[str, int] = {
-    "spine": L.LEVEL_SPINE,
-    "rack": L.LEVEL_RACK,
-    "nvlink_domain": L.LEVEL_NVLINK,
-    "node": L.LEVEL_NODE,
-}
+#: Engine codes of the topology request modes and levels (the jobs' ``topology_mode`` / ``topology_level``),
+#: in the order the workload names them.
+REQUEST_MODE_CODES: dict[str, int] = dict(
+    zip(TOPOLOGY_MODES, (L.TM_REQUIRED, L.TM_PREFERRED, L.TM_UNCONSTRAINED), strict=True)
+)
+REQUEST_LEVEL_CODES: dict[str, int] = dict(
+    zip(TOPOLOGY_LEVELS, (L.LEVEL_SPINE, L.LEVEL_RACK, L.LEVEL_NVLINK, L.LEVEL_NODE), strict=True)
+)
 
 
 def _topology_columns(jobs: pl.DataFrame, system: int) -> list[pl.Expr]:
@@ -744,8 +869,12 @@ def _topology_columns(jobs: pl.DataFrame, system: int) -> list[pl.Expr]:
     check_trace_requests(jobs, "jobs")
     if system == L.TAS_VOLCANO:
         _volcano_requests(jobs)
-    mode = pl.col("topology_mode").replace_strict(TAS_MODES, default=L.TM_NONE, return_dtype=pl.Int64)
-    level = pl.col("topology_level").replace_strict(TAS_LEVELS, default=L.LEVEL_NODE, return_dtype=pl.Int64)
+    mode = pl.col("topology_mode").replace_strict(
+        REQUEST_MODE_CODES, default=L.TM_NONE, return_dtype=pl.Int64
+    )
+    level = pl.col("topology_level").replace_strict(
+        REQUEST_LEVEL_CODES, default=L.LEVEL_NODE, return_dtype=pl.Int64
+    )
     unconstrained = mode.is_in([L.TM_NONE, L.TM_UNCONSTRAINED])
     # Unconstrained requests and jobs without one are searched at the node level whatever they name.
     return [
@@ -786,6 +915,73 @@ def _reject_topology(reject: Int64Array, job_class: Int64Array, cluster: Cluster
         level = int(cls[L.C_TAS_LEVEL, c])
         too_large[c] = level_capacity(tree, cluster, classes, int(c), level) < cls[L.C_PODS, c]
     reject[(reject == L.R_NONE) & too_large[job_class]] = L.R_TOPOLOGY_TOO_LARGE
+
+
+def _numa_layout(jobs: pl.DataFrame, nodes: pl.DataFrame, node_int: Int64Array, num_pods: int) -> Numa:
+    """The NUMA layout the kubelets align on; refuses what the Topology Manager here does not model."""
+    numbered = jobs if "source_row" in jobs.columns else jobs.with_row_index("source_row", offset=1)
+    shared = numbered.filter(pl.col("gpu_milli") % 1000 != 0)
+    if shared.height:
+        raise InputError.single(
+            f"a fraction of a GPU under topology_manager: the device manager's NUMA hints are for whole "
+            f"devices, fractional sharing is not modelled with it ({shared.height:,} jobs)",
+            "jobs",
+            row=int(shared["source_row"][0]),
+            column="gpu_milli",
+        )
+    numa_of_gpu = nodes["numa_of_gpu"].to_list()
+    widest = max((max(v) + 1 for v in numa_of_gpu if v), default=1)
+    if widest > L.MAX_NUMA:
+        raise InputError.single(
+            f"a node has {widest} NUMA nodes: the kubelet's Topology Manager refuses more than "
+            f"{L.MAX_NUMA} (max-allowable-numa-nodes)",
+            "config",
+            column="cluster.numa_per_node",
+        )
+    return numa_layout(numa_of_gpu, node_int[L.N_GPUS], node_int[L.N_CPU], num_pods)
+
+
+def _reject_numa(
+    reject: Int64Array,
+    job_class: Int64Array,
+    node_int: Int64Array,
+    classes: Classes,
+    numa: Numa,
+    cpu_static: bool,
+) -> None:
+    """Reject (in place) the jobs whose pods, one NUMA node each, the empty cluster cannot hold."""
+    cls = classes.ints
+    too_large = np.zeros(cls.shape[1], dtype=bool)
+    for c in range(cls.shape[1]):
+        k = int(cls[L.C_K, c]) if cls[L.C_KIND, c] == L.KIND_WHOLE else 0
+        cpu = int(cls[L.C_CPU, c])
+        x = cpu // 1000 if cpu_static and cpu > 0 and cpu % 1000 == 0 else 0
+        if k == 0 and x == 0:
+            continue
+        allowed = np.ones(node_int.shape[1], dtype=bool)
+        if k > 0:
+            bits = classes.mask[c] >> np.maximum(node_int[L.N_MODEL], 0).astype(np.uint64)
+            allowed = (node_int[L.N_MODEL] >= 0) & ((bits & np.uint64(1)) == np.uint64(1))
+        room = np.full(node_int.shape[1], BIG_ROOM, dtype=np.int64)
+        if k > 0:
+            room = np.minimum(room, node_int[L.N_GPUS] // k)
+            room = np.where(node_int[L.N_GPU_MEM] >= cls[L.C_GMEM, c], room, 0)
+        for row, ask in ((L.N_CPU, cpu), (L.N_MEM, int(cls[L.C_MEM, c]))):
+            if ask > 0:
+                room = np.minimum(room, node_int[row] // ask)
+        per_numa = np.full(numa.numa_gpus.shape, BIG_ROOM, dtype=np.int64)
+        if k > 0:
+            per_numa = np.minimum(per_numa, numa.numa_gpus // k)
+        if x > 0:
+            per_numa = np.minimum(per_numa, numa.numa_cpus // x)
+        width = np.arange(L.MAX_NUMA)[None, :] < numa.node_numas[:, None]
+        room = np.minimum(room, np.where(width, per_numa, 0).sum(axis=1))
+        too_large[c] = int(np.where(allowed, room, 0).sum()) < cls[L.C_PODS, c]
+    reject[(reject == L.R_NONE) & too_large[job_class]] = L.R_NUMA_TOO_LARGE
+
+
+#: Room that never limits (pods a node could take of a resource the class does not ask).
+BIG_ROOM = 1 << 40
 
 
 def replicate_devices(node_int: Int64Array, replicas: int, allocation: int, *, mps: bool) -> int:
@@ -1164,6 +1360,11 @@ def compile_replay(
         reject[(reject == L.R_NONE) & (ints[L.J_K] > 1)] = L.R_SHARED_TOO_LARGE
     if codes[L.P_TAS] != L.TAS_NONE:
         _reject_topology(reject, ints[L.J_CLASS], cluster, classes)
+    numa = None
+    if codes[L.P_TOPO_MGR] != L.TOPO_MGR_NONE:
+        numa = _numa_layout(jobs, nodes, node_int, int(ints[L.J_PODS].sum()))
+        if codes[L.P_NUMA_AWARE]:
+            _reject_numa(reject, ints[L.J_CLASS], node_int, classes, numa, bool(codes[L.P_CPU_MGR]))
     pod_job = np.repeat(np.arange(num_jobs, dtype=np.int64), ints[L.J_PODS])
     return Compiled(
         params=params,
@@ -1183,6 +1384,7 @@ def compile_replay(
         tenants=tenants,
         hist_width=hist_width,
         devices=int(node_int[L.N_GPUS].sum()),
+        numa=numa,
         mig=MigFigures()
         if mig is None
         else mig_figures(

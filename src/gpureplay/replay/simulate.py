@@ -77,6 +77,7 @@ JOB_RESULT_SCHEMA: dict[str, pl.DataType] = {
     "held_milli": pl.Int64(),
     "preemptions": pl.Int32(),
     "attempts": pl.Int32(),
+    "admission_failures": pl.Int32(),
     "pending_time": pl.Float64(),
     "lost_gpu_seconds": pl.Float64(),
     "sharing_delay": pl.Float64(),
@@ -125,6 +126,7 @@ _REJECT_REASONS = {
     L.R_GANG_TOO_LARGE: "gang_too_large",
     L.R_SHARED_TOO_LARGE: "shared_request_too_large",
     L.R_TOPOLOGY_TOO_LARGE: "topology_too_large",
+    L.R_NUMA_TOO_LARGE: "numa_too_large",
 }
 
 _VIOLATIONS = {
@@ -440,6 +442,7 @@ def _initial(compiled: Compiled, timeline_capacity: int) -> State:
         ix,
         len(compiled.tenants),
         timeline_capacity,
+        compiled.numa,
     )
 
 
@@ -742,13 +745,15 @@ def _job_results(compiled: Compiled, js: JobState, end_time: float) -> pl.DataFr
     state = np.full(status.shape[0], "unfinished", dtype=object)
     state[status == L.S_FINISHED] = "finished"
     state[status == L.S_REJECTED] = "rejected"
+    state[status == L.S_FAILED] = "failed"
     state[deadlocked] = "deadlocked"
     rejected_now = np.where(status == L.S_REJECTED, compiled.jobs.reject, L.R_NONE)
     reason = pl.Series("reject_reason", rejected_now, dtype=pl.Int64).replace_strict(
         _REJECT_REASONS, default=None, return_dtype=pl.String
     )
     pending_since = js.time[L.T_PEND_SINCE]
-    waiting = (status == L.S_QUEUED) & ~np.isnan(pending_since)
+    # A job backing off after a kubelet rejection waits too.
+    waiting = ((status == L.S_QUEUED) | (status == L.S_BACKOFF)) & ~np.isnan(pending_since)
     pending = js.time[L.T_PENDING] + np.where(waiting, end_time - np.where(waiting, pending_since, 0.0), 0.0)
     gpus = placed * ints[L.J_MILLI] / 1000.0
     # Lost GPU-seconds charged so far, plus what the end of the run leaves uncharged: the restart
@@ -782,7 +787,8 @@ def _job_results(compiled: Compiled, js: JobState, end_time: float) -> pl.DataFr
             "held_milli": held,
             "preemptions": js.dyn[L.D_PREEMPTIONS],
             "attempts": js.dyn[L.D_ATTEMPTS],
-            "pending_time": np.where(status == L.S_REJECTED, np.nan, pending),
+            "admission_failures": js.dyn[L.D_ADMIT_FAILS],
+            "pending_time": np.where((status == L.S_REJECTED) | (status == L.S_FAILED), np.nan, pending),
             "lost_gpu_seconds": lost,
             "sharing_delay": delay,
             "sharing_slowdown": slowdown,

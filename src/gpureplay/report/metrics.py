@@ -203,6 +203,22 @@ TOPOLOGY_METRICS: tuple[Metric, ...] = (
     ),
 )
 
+#: NUMA alignment at kubelet admission (docs/engine-semantics.md, "Kubelet Topology Manager").
+NUMA_METRICS: tuple[Metric, ...] = (
+    Metric("admission_failures", "kubelet rejections", "rejections", "lower", count=True, min_change=1.0),
+    Metric(
+        "admission_failed_jobs",
+        "jobs rejected by a kubelet",
+        "jobs a kubelet rejected",
+        "lower",
+        count=True,
+        min_change=1.0,
+    ),
+    Metric("failed", "failed (backoffLimit)", "failed jobs", "lower", count=True, min_change=1.0),
+    # Shown beside them: a NUMA-aware scheduler rejects at arrival what the kubelets would fail.
+    *(m for m in OUTCOME_METRICS if m.column == "rejected"),
+)
+
 #: Censoring counts: summarised across seeds like the metrics, shown beside them.
 CENSORED_METRICS: tuple[Metric, ...] = tuple(
     Metric(f"{prefix}{what}_censored", f"censored {what}s", f"censored {what}s", None, count=True)
@@ -222,6 +238,7 @@ ALL_METRICS: tuple[Metric, ...] = tuple(
             *PREEMPTION_METRICS,
             *SHARING_METRICS,
             *TOPOLOGY_METRICS,
+            *NUMA_METRICS,
         )
     }.values()
 )
@@ -230,7 +247,12 @@ METRICS_BY_COLUMN: dict[str, Metric] = {m.column: m for m in ALL_METRICS}
 
 
 def compared_metrics(
-    scope: Scope, preemption: bool = True, sharing: bool = False, mig: bool = False, topology: bool = False
+    scope: Scope,
+    preemption: bool = True,
+    sharing: bool = False,
+    mig: bool = False,
+    topology: bool = False,
+    numa: bool = False,
 ) -> tuple[Metric, ...]:
     """The metrics sentences and the change table compare: delays over ``scope``, outcomes, extras.
 
@@ -247,6 +269,8 @@ def compared_metrics(
         With ``sharing``, include the MIG figures too (:func:`runs_with_mig`).
     topology
         Include where multi-node jobs ran and what spreading cost (:func:`runs_multi_node`).
+    numa
+        Include kubelet admission failures (:func:`runs_numa`).
 
     Examples
     --------
@@ -260,7 +284,16 @@ def compared_metrics(
     delays = WINDOW_METRICS if scope == "window" else RUN_METRICS
     shared = tuple(m for m in SHARING_METRICS if mig or m.column not in MIG_METRIC_COLUMNS) if sharing else ()
     extra = (*(PREEMPTION_METRICS if preemption else ()), *shared, *(TOPOLOGY_METRICS if topology else ()))
-    return tuple(m for m in (*delays, *OUTCOME_METRICS, *extra) if m.better is not None)
+    aligned = tuple(m for m in NUMA_METRICS if m not in OUTCOME_METRICS) if numa else ()
+    return tuple(m for m in (*delays, *OUTCOME_METRICS, *extra, *aligned) if m.better is not None)
+
+
+def runs_numa(runs: pl.DataFrame) -> bool:
+    """True when a run in ``runs`` ran a kubelet Topology Manager policy (the NUMA table shows)."""
+    key = "scheduler.topology_manager"
+    if key not in runs.columns:
+        return False
+    return bool((runs.get_column(key).cast(pl.String).fill_null("none") != "none").any())
 
 
 def runs_multi_node(runs: pl.DataFrame) -> bool:
@@ -309,6 +342,7 @@ __all__ = [
     "CENSORED_METRICS",
     "METRICS_BY_COLUMN",
     "MIG_METRIC_COLUMNS",
+    "NUMA_METRICS",
     "OUTCOME_METRICS",
     "PREEMPTION_METRICS",
     "RUN_METRICS",
@@ -321,6 +355,7 @@ __all__ = [
     "compared_metrics",
     "runs_evicted",
     "runs_multi_node",
+    "runs_numa",
     "runs_shared",
     "runs_with_mig",
 ]

@@ -20,6 +20,7 @@ from gpureplay.report.figures import FigureFile
 from gpureplay.report.folders import LeftOut, counts
 from gpureplay.report.metrics import (
     MIG_METRIC_COLUMNS,
+    NUMA_METRICS,
     OUTCOME_METRICS,
     PREEMPTION_METRICS,
     RUN_METRICS,
@@ -31,6 +32,7 @@ from gpureplay.report.metrics import (
     compared_metrics,
     runs_evicted,
     runs_multi_node,
+    runs_numa,
     runs_shared,
     runs_with_mig,
 )
@@ -278,6 +280,16 @@ def has_topology(data: ReportData) -> bool:
     return runs_multi_node(data.collection.runs)
 
 
+def has_numa(data: ReportData) -> bool:
+    """True when some run ran a kubelet Topology Manager policy (the NUMA table is shown then)."""
+    return runs_numa(data.collection.runs)
+
+
+def numa_table(data: ReportData) -> Table:
+    """Kubelet admission failures, the jobs they hit, failed past backoffLimit and rejected at arrival."""
+    return _metrics_table(data, NUMA_METRICS)
+
+
 def topology_table(data: ReportData) -> Table:
     """Where multi-node jobs ran (one NVLink domain, rack, spine) and the GPU-hours spreading cost."""
     return _metrics_table(data, TOPOLOGY_METRICS)
@@ -367,6 +379,7 @@ def change_table(data: ReportData) -> Table:
         has_sharing(data),
         runs_with_mig(data.collection.runs),
         has_topology(data),
+        has_numa(data),
     )
     found = {
         (c, m): (rel, change, better)
@@ -453,6 +466,17 @@ _TOPOLOGY_NOTE = (
     "Topology-aware scheduling)."
 )
 
+_NUMA_NOTE = (
+    "The kubelet Topology Manager admits a pod only if its policy accepts the NUMA alignment its GPUs (and "
+    "exclusive CPUs) can get on the node the scheduler chose; a rejection (TopologyAffinityError) sends the "
+    "job back to its Job controller, which retries after a back-off (10 s doubling, at most 10 min) and "
+    "fails the job past scheduler.backoff_limit. A NUMA-aware scheduler (NodeResourceTopologyMatch) filters "
+    "nodes instead and rejects at arrival the jobs no NUMA node can hold. Waits and JCTs leave failed and "
+    "rejected jobs out: a policy that fails the big jobs lightens the load for the rest, so read its "
+    "shorter waits beside the jobs it lost (whole run, mean over seeds; docs/engine-semantics.md, Kubelet "
+    "Topology Manager)."
+)
+
 _PRIORITY_NOTE = (
     "By priority class: who waits and who pays. Waits count every admitted job (censored at the run's end "
     "when it never started); job counts and lost GPU-hours per seed."
@@ -530,6 +554,9 @@ def render_markdown(data: ReportData) -> str:
     if has_topology(data):
         out += ["", "## Topology: where multi-node jobs ran", "", _TOPOLOGY_NOTE, ""]
         out += _md_table(topology_table(data))
+    if has_numa(data):
+        out += ["", "## NUMA alignment: kubelet admission", "", _NUMA_NOTE, ""]
+        out += _md_table(numa_table(data))
     change = change_table(data)
     if change.rows:
         out += [
@@ -666,6 +693,12 @@ def render_html(data: ReportData) -> str:
             f'<p class="note">{_e(_TOPOLOGY_NOTE)}</p>',
             _html_table(topology_table(data)),
         ]
+    if has_numa(data):
+        parts += [
+            "<h2>NUMA alignment: kubelet admission</h2>",
+            f'<p class="note">{_e(_NUMA_NOTE)}</p>',
+            _html_table(numa_table(data)),
+        ]
     change = change_table(data)
     if change.rows:
         parts += [
@@ -720,11 +753,13 @@ __all__ = [
     "change_table",
     "format_cell",
     "format_change",
+    "has_numa",
     "has_preemption",
     "has_sharing",
     "has_topology",
     "has_window",
     "headline_table",
+    "numa_table",
     "outcome_table",
     "preemption_table",
     "priority_table",

@@ -117,6 +117,16 @@ GPU-hours spreading added to runs: the sum over jobs of GPUs x
 mean censored wait of the admitted jobs of more than one pod (null when there
 are none; by pods asked, not by placement, so every configuration counts the
 same jobs): what a topology-aware scheduler's tighter placement costs them.
+
+Kubelet admission
+-----------------
+``failed`` counts the jobs whose pods failed kubelet admission
+(TopologyAffinityError) more often than their ``backoff_limit``; they never
+ran, and like rejected jobs they are left out of the wait, JCT and slowdown
+figures. ``admission_failures`` sums the kubelet rejections over all jobs and
+``admission_failed_jobs`` counts the jobs rejected at least once
+(docs/engine-semantics.md, "Kubelet Topology Manager"); all 0 without a
+``scheduler.topology_manager`` policy.
 """
 
 from __future__ import annotations
@@ -294,7 +304,7 @@ def _censored(jobs: pl.DataFrame, span: RunSpan) -> pl.DataFrame:
     finished = pl.col("state") == "finished"
     run = pl.when(finished).then(pl.col("run_time")).otherwise(pl.col("duration"))
     return (
-        jobs.filter((pl.col("state") != "rejected") & (pl.col("submit_time") <= span.end))
+        jobs.filter(~pl.col("state").is_in(["rejected", "failed"]) & (pl.col("submit_time") <= span.end))
         .with_columns(
             wait_c=pl.when(started).then(pl.col("wait_time")).otherwise(end - pl.col("submit_time")),
             jct_c=pl.when(finished).then(pl.col("jct")).otherwise(end - pl.col("submit_time")),
@@ -424,6 +434,9 @@ def summary_metrics(
         "mig_stranded_pct": mig_stranded_pct,
         "mig_reconfigurations": mig_reconfigurations,
         "mig_reconfigure_gpu_h": mig_reconfigure_gpu_h,
+        "failed": jobs.filter(pl.col("state") == "failed").height,
+        "admission_failures": int(jobs["admission_failures"].sum()),
+        "admission_failed_jobs": jobs.filter(pl.col("admission_failures") > 0).height,
     }
     return pl.DataFrame([row], schema=SUMMARY_METRICS_SCHEMA)
 

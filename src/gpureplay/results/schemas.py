@@ -10,8 +10,9 @@ from __future__ import annotations
 import polars as pl
 
 #: Final states of a job. ``deadlocked``: partly placed pod-by-pod at the end,
-#: holding GPUs; ``unfinished``: still pending or running when the replay stopped.
-JOB_STATES: tuple[str, ...] = ("finished", "rejected", "deadlocked", "unfinished")
+#: holding GPUs; ``unfinished``: still pending or running when the replay stopped;
+#: ``failed``: its pods failed kubelet admission more often than its ``backoff_limit``.
+JOB_STATES: tuple[str, ...] = ("finished", "rejected", "deadlocked", "unfinished", "failed")
 
 #: ``jobs.parquet``: one row per job of the (transformed) trace. Times are seconds
 #: from trace start; null where a job never started or never finished.
@@ -35,6 +36,7 @@ JOBS_RESULT_SCHEMA: dict[str, pl.DataType] = {
     "run_time": pl.Float64(),
     "preemptions": pl.Int32(),
     "attempts": pl.Int32(),
+    "admission_failures": pl.Int32(),  # kubelet rejections of its placements (Topology Manager)
     "pending_time": pl.Float64(),  # every interval spent pending: first wait and each requeue
     "lost_gpu_seconds": pl.Float64(),  # what evictions cost it: rolled-back work, restart overheads, grace
     "sharing_delay": pl.Float64(),  # seconds its runs were stretched by time-slicing / MPS sharing
@@ -183,4 +185,9 @@ SUMMARY_METRICS_SCHEMA: dict[str, pl.DataType] = {
     "spread_gpu_hours": pl.Float64(),
     # Mean (censored) wait of the jobs of more than one pod: what keeping them together costs them.
     "multi_pod_wait_mean": pl.Float64(),
+    # The kubelet Topology Manager: jobs that failed (more admission failures than backoff_limit), kubelet
+    # rejections (TopologyAffinityError) over all jobs, and the jobs rejected at least once.
+    "failed": pl.Int64(),
+    "admission_failures": pl.Int64(),
+    "admission_failed_jobs": pl.Int64(),
 }

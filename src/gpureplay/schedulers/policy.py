@@ -271,6 +271,46 @@ class TasProfile(Enum):
     most_free_capacity = 3
 
 
+class TopologyManager(Enum):
+    """The kubelet Topology Manager policy of every node (docs/engine-semantics.md: Kubelet Topology Manager).
+
+    ``none``: no NUMA alignment (the kubelet's default). ``best_effort``:
+    the kubelet aligns what it can and admits every pod. ``restricted``: it
+    rejects a pod whose best merged hint is not preferred (the fewest NUMA
+    nodes that could ever hold it are not free). ``single_numa_node``: it
+    rejects a pod unless its devices (and exclusive CPUs) fit on one NUMA
+    node. A rejected pod fails with TopologyAffinityError after the
+    scheduler placed it; scheduler-semantics.md §5.5.
+    """
+
+    none = 0
+    best_effort = 1
+    restricted = 2
+    single_numa_node = 3
+
+
+class TopologyManagerScope(Enum):
+    """``topologyManagerScope``: align each ``container`` (default) or the whole ``pod``.
+
+    A pod here is one container, so both scopes align the same request.
+    """
+
+    container = 0
+    pod = 1
+
+
+class CpuManager(Enum):
+    """The kubelet CPU manager policy: ``none`` (shared pool only) or ``static``.
+
+    ``static``: a Guaranteed pod with whole CPUs gets exclusive CPUs, placed
+    on NUMA nodes and giving the Topology Manager a CPU hint; a pod whose
+    ``cpu_milli`` is a positive multiple of 1000 is taken as such.
+    """
+
+    none = 0
+    static = 1
+
+
 @dataclass
 class Policy:
     """A scheduler configuration (the ``scheduler`` config group).
@@ -370,6 +410,20 @@ class Policy:
         EASY backfill or preemption.
     tas_profile
         See :class:`TasProfile` (``topology_aware: kueue`` only).
+    topology_manager
+        See :class:`TopologyManager`. Gang mode with whole-GPU jobs only; not
+        modelled with EASY backfill, preemption or GPU sharing.
+    topology_manager_scope
+        See :class:`TopologyManagerScope`.
+    cpu_manager
+        See :class:`CpuManager` (read under a ``topology_manager`` policy).
+    numa_aware_scheduler
+        The scheduler filters nodes by NUMA fit (scheduler-plugins'
+        NodeResourceTopologyMatch on up-to-date NodeResourceTopology
+        reports), so the kubelet never rejects; ``single_numa_node`` only.
+    backoff_limit
+        A job's ``spec.backoffLimit``: it fails once its pods failed kubelet
+        admission more than this many times (Kubernetes default 6; 0 to 10,000).
     """
 
     name: str = "fifo"
@@ -406,6 +460,11 @@ class Policy:
     spread_rate_spine: float = 1.0
     topology_aware: TopologyAware = TopologyAware.none
     tas_profile: TasProfile = TasProfile.mixed
+    topology_manager: TopologyManager = TopologyManager.none
+    topology_manager_scope: TopologyManagerScope = TopologyManagerScope.container
+    cpu_manager: CpuManager = CpuManager.none
+    numa_aware_scheduler: bool = False
+    backoff_limit: int = 6
 
     def devices_per_gpu(self) -> int:
         """``nvidia.com/gpu`` devices per GPU: ``replicas`` when shared by replicas, else 1."""
