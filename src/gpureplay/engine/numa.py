@@ -42,6 +42,7 @@ from gpureplay.engine.layout import (
     TOPO_MGR_BEST_EFFORT,
     TOPO_MGR_SINGLE_NUMA,
     WHOLE,
+    Int64Array,
 )
 from gpureplay.engine.resources import node_capacity, release_pod, take_pod
 from gpureplay.engine.scoring import FIRST_FIT, node_score, refresh_index
@@ -58,6 +59,16 @@ def popcount(mask: int) -> int:
         mask &= mask - 1
         count += 1
     return count
+
+
+@inline_kernel
+def mask_total(values: Int64Array, mask: int, width: int) -> int:
+    """The sum of ``values[u]`` over the NUMA nodes ``u < width`` in ``mask``."""
+    total = 0
+    for u in range(width):
+        if (mask >> u) & 1:
+            total += values[u]
+    return total
 
 
 @inline_kernel
@@ -132,27 +143,18 @@ def provider_hints(numa: Numa, i: int, n: int, ask: int, cpus: bool, single: boo
         numa.hint_pref[i, 0] = 1
         numa.counts[i] = 1
         return 0
-    top = 1 << numa.node_numas[n]
-    least = numa.node_numas[n] + 1
+    width = numa.node_numas[n]
+    top = 1 << width
+    whole = numa.numa_cpus[n] if cpus else numa.numa_gpus[n]
+    free = numa.free_cpu if cpus else numa.free_gpu
+    least = width + 1
     for mask in numa.mask_order:
-        if mask >= top:
-            continue
-        total = 0
-        for u in range(numa.node_numas[n]):
-            if (mask >> u) & 1:
-                total += numa.numa_cpus[n, u] if cpus else numa.numa_gpus[n, u]
-        if total >= ask:
+        if mask < top and mask_total(whole, mask, width) >= ask:
             least = min(least, popcount(mask))
     count = 0
-    narrowest = numa.node_numas[n] + 1
+    narrowest = width + 1
     for mask in numa.mask_order:
-        if mask >= top:
-            continue
-        free = 0
-        for u in range(numa.node_numas[n]):
-            if (mask >> u) & 1:
-                free += numa.free_cpu[u] if cpus else numa.free_gpu[u]
-        if free < ask:
+        if mask >= top or mask_total(free, mask, width) < ask:
             continue
         preferred = popcount(mask) == least
         if single and not (preferred and popcount(mask) == 1):
