@@ -44,7 +44,7 @@ from gpureplay.engine.layout import (
     WHOLE,
     Int64Array,
 )
-from gpureplay.engine.resources import node_capacity, release_pod, take_pod
+from gpureplay.engine.resources import class_capacity, node_capacity, release_pod, take_pod
 from gpureplay.engine.scoring import FIRST_FIT, node_score, refresh_index
 
 #: A hint with no mask ("any NUMA node": the provider has no request).
@@ -384,6 +384,10 @@ def numa_capacity(
     numa: Numa, params: Params, cs: Classes, cl: Cluster, js: JobState, c: int, limit: int
 ) -> int:
     """Pods of class ``c`` the cluster holds under NodeResourceTopologyMatch's single-NUMA filter, capped."""
+    # The usual capacity bounds it, and its histogram bound dismisses most jobs that cannot fit in O(models).
+    usual = class_capacity(cl, cs, c, limit)
+    if usual < limit:
+        return usual
     k = whole_gpus(cs, c)
     x = exclusive_cpus(params, cs, c)
     total = 0
