@@ -122,6 +122,7 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
 
     policy = _policy(cfg)
     _note_topology_requests(jobs, policy)
+    _note_topology_manager(policy)
     if cfg.mode.name == "packing":
         return _run_packing(cfg, out_dir, trace, jobs, cluster.nodes, cluster.sha256 or "", run_started)
     window = measurement_window(jobs, cfg.measure.start, cfg.measure.end)
@@ -314,6 +315,23 @@ def _note_topology_requests(jobs: pl.DataFrame, policy: Policy) -> None:
         )
     else:
         log.info("topology requests: %s jobs ask one (topology_aware: %s)", f"{asking:,}", aware)
+
+
+def _note_topology_manager(policy: Policy) -> None:
+    """Say what the kubelets align, and that both Topology Manager scopes align one container here."""
+    manager = str(getattr(policy.topology_manager, "name", policy.topology_manager))
+    if manager == "none":
+        return
+    scope = str(getattr(policy.topology_manager_scope, "name", policy.topology_manager_scope))
+    cpus = str(getattr(policy.cpu_manager, "name", policy.cpu_manager))
+    log.info(
+        "kubelet Topology Manager: %s, scope %s (a pod here is one container: both scopes align the same "
+        "request), cpu_manager %s%s",
+        manager,
+        scope,
+        cpus,
+        ", NUMA-aware scheduler" if policy.numa_aware_scheduler else "",
+    )
 
 
 def _check_run_keys(cfg: DictConfig) -> None:
