@@ -13,6 +13,13 @@ os.environ.setdefault("NUMBA_CACHE_DIR", str(Path(__file__).resolve().parents[1]
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(params=["engine", "reference"])
+def implementation(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scenario runs on both the numba engine and the plain-Python reference: the test module's
+    ``simulate`` is its ``IMPLEMENTATIONS[name]`` for the test (modules mark such tests ``on_both``)."""
+    monkeypatch.setattr(request.module, "simulate", request.module.IMPLEMENTATIONS[request.param])
+
+
 @pytest.fixture
 def tiny_jobs_csv(tmp_path: Path) -> Path:
     """A 4-job canonical CSV (the `trace=csv` contract)."""

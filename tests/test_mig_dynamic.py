@@ -46,10 +46,8 @@ IMPLEMENTATIONS = {"engine": engine_simulate, "reference": reference.simulate}
 simulate = reference.simulate
 
 
-@pytest.fixture(autouse=True, params=sorted(IMPLEMENTATIONS))
-def implementation(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every scenario runs on both: the numba engine and the plain-Python reference."""
-    monkeypatch.setitem(globals(), "simulate", IMPLEMENTATIONS[request.param])
+#: Every scenario runs on both: the numba engine and the plain-Python reference (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("implementation")
 
 
 def a100(layout: str | None = "all-enabled", num_gpus: int = 1) -> dict[str, Any]:

@@ -52,10 +52,8 @@ SHAPE_3G = ((0, 4), 4)
 SHAPE_4G = ((0,), 4)
 
 
-@pytest.fixture(autouse=True, params=sorted(IMPLEMENTATIONS))
-def implementation(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every scenario runs on both: the numba engine and the plain-Python reference."""
-    monkeypatch.setitem(globals(), "simulate", IMPLEMENTATIONS[request.param])
+#: Every scenario runs on both: the numba engine and the plain-Python reference (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("implementation")
 
 
 def reference_only() -> None:

@@ -42,10 +42,8 @@ simulate = reference.simulate
 HOUR = 3600.0
 
 
-@pytest.fixture(autouse=True, params=sorted(IMPLEMENTATIONS))
-def implementation(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every scenario runs on both: the numba engine and the plain-Python reference."""
-    monkeypatch.setitem(globals(), "simulate", IMPLEMENTATIONS[request.param])
+#: Every scenario runs on both: the numba engine and the plain-Python reference (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("implementation")
 
 
 def engine_only() -> None:

@@ -63,10 +63,8 @@ simulate = reference.simulate
 SPREAD_COLUMNS = ["nodes_spanned", "nvlink_domains_spanned", "racks_spanned", "spines_spanned"]
 
 
-@pytest.fixture(autouse=True, params=sorted(IMPLEMENTATIONS))
-def implementation(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every scenario runs on both: the numba engine and the plain-Python reference."""
-    monkeypatch.setitem(globals(), "simulate", IMPLEMENTATIONS[request.param])
+#: Every scenario runs on both: the numba engine and the plain-Python reference (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("implementation")
 
 
 def engine_only() -> None:

@@ -76,12 +76,6 @@ simulate = reference.simulate
 SPANS = ["nodes_spanned", "nvlink_domains_spanned", "racks_spanned", "spines_spanned"]
 
 
-@pytest.fixture(params=sorted(IMPLEMENTATIONS))
-def implementation(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A scenario runs on both: the numba engine and the plain-Python reference."""
-    monkeypatch.setitem(globals(), "simulate", IMPLEMENTATIONS[request.param])
-
-
 #: Runs a scenario on both implementations (the engine-only and reference-only tests go without it).
 on_both = pytest.mark.usefixtures("implementation")
 

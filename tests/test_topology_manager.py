@@ -61,12 +61,6 @@ IMPLEMENTATIONS = {"engine": engine_simulate, "reference": reference.simulate}
 simulate = reference.simulate
 
 
-@pytest.fixture(params=sorted(IMPLEMENTATIONS))
-def implementation(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A scenario runs on both: the numba engine and the plain-Python reference."""
-    monkeypatch.setitem(globals(), "simulate", IMPLEMENTATIONS[request.param])
-
-
 on_both = pytest.mark.usefixtures("implementation")
 
 #: FIFO gang scheduling, first fit, backfill skip, requeue back; the Topology Manager off.
