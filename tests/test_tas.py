@@ -112,6 +112,13 @@ def job(
     }
 
 
+def sliced(slices: tuple[str, int] | None) -> dict[str, Any]:
+    """A job row's slice columns for (slice level, slice size), or none."""
+    if slices is None:
+        return {}
+    return {"topology_slice_level": slices[0], "topology_slice_size": slices[1]}
+
+
 def replay(
     jobs: list[dict[str, Any]], nodes: list[dict[str, Any]], policy: Policy = TAS, **kw: Any
 ) -> dict[int, dict[str, Any]]:
@@ -687,6 +694,86 @@ def test_one_column_without_the_other_is_refused() -> None:
         assign_topology_requests(jobs, [])
 
 
+def _slices(jobs: pl.DataFrame) -> dict[int, tuple[str | None, int | None]]:
+    return {
+        r["job_id"]: (r["topology_slice_level"], r["topology_slice_size"]) for r in jobs.iter_rows(named=True)
+    }
+
+
+def test_rules_give_slices_and_a_traces_own_request_wins_whole() -> None:
+    # 16+ GPUs: required spine in slices of 2 pods per NVLink domain; 8+: slice-only, 4 pods per rack. Job 3
+    # gives its own request (preferred rack, no slices): all of it is kept, no rule's slices added. Job 4
+    # gives slices alone (slice-only): kept whole.
+    rules = [
+        TopologyRequest(16, "required", "spine", slice_level="nvlink_domain", slice_size=2),
+        TopologyRequest(8, "unconstrained", slice_level="rack", slice_size=4),
+    ]
+    jobs = jobs_frame(
+        [
+            job(1, 0.0, 1.0, 16),
+            job(2, 0.0, 1.0, 8),
+            job(3, 0.0, 1.0, 16, "preferred", "rack"),
+            job(4, 0.0, 1.0, 16, **sliced(("node", 8))),
+            job(5, 0.0, 1.0, 1),
+        ]
+    )
+    out = assign_topology_requests(jobs, rules)
+    assert _requests(out) == {
+        1: ("required", "spine"),
+        2: ("unconstrained", "node"),
+        3: ("preferred", "rack"),
+        4: (None, None),
+        5: (None, None),
+    }
+    assert _slices(out) == {
+        1: ("nvlink_domain", 2),
+        2: ("rack", 4),
+        3: (None, None),
+        4: ("node", 8),
+        5: (None, None),
+    }
+    assert out.schema["topology_slice_size"] == pl.Int32
+
+
+@pytest.mark.parametrize(
+    ("rule", "key"),
+    [
+        (TopologyRequest(4, "required", "rack", slice_level="node"), "slice_size"),
+        (TopologyRequest(4, "required", "rack", slice_size=2), "slice_level"),
+        (TopologyRequest(4, "required", "rack", slice_level="pod", slice_size=2), "slice_level"),
+        (TopologyRequest(4, "required", "rack", slice_level="node", slice_size=0), "slice_size"),
+        (TopologyRequest(4, "required", "rack", slice_level="spine", slice_size=2), "slice_level"),
+    ],
+    ids=["no-size", "no-level", "unknown-level", "size-0", "above"],
+)
+def test_bad_slice_rules_name_the_key(rule: TopologyRequest, key: str) -> None:
+    with pytest.raises(InputError, match=re.escape(f"workload.topology_requests[0].{key}")):
+        assign_topology_requests(jobs_frame([job(1, 0.0, 1.0, 1)]), [rule])
+
+
+@pytest.mark.parametrize(
+    ("request_", "column", "message"),
+    [
+        (("required", "rack", "spine", 2), "topology_slice_level", "above the request's level"),
+        (("required", "rack", "row", 2), "topology_slice_level", "unknown value 'row'"),
+        (("required", "rack", "node", 0), "topology_slice_size", "at least 1 pod"),
+        (("required", "rack", None, 2), "topology_slice_level", "needs a topology_slice_level"),
+        (("required", "rack", "node", None), "topology_slice_size", "needs a topology_slice_size"),
+    ],
+)
+def test_bad_trace_slices_name_the_column_and_row(
+    request_: tuple[str, str, str | None, int | None], column: str, message: str
+) -> None:
+    mode, level, slice_level, size = request_
+    rows = [
+        job(1, 0.0, 1.0, 2, "required", "rack"),
+        job(2, 0.0, 1.0, 2, mode, level, topology_slice_level=slice_level, topology_slice_size=size),
+    ]
+    with pytest.raises(InputError, match=re.escape(message)) as info:
+        engine_simulate(jobs_frame(rows), nodes_frame([node(2)]), TAS)
+    assert (info.value.problems[0].row, info.value.problems[0].column) == (2, column)
+
+
 # --------------------------------------------------------------------------------------------------
 # The engine's kernel, directly: exact per-node counts
 # --------------------------------------------------------------------------------------------------
@@ -701,12 +788,14 @@ def engine_assignment(
     mode: str | None,
     level: str | None,
     profile: TasProfile,
+    slices: tuple[str, int] | None = None,
 ) -> dict[int, int] | None:
-    """``kueue_assign`` for one job on the empty cluster: node index -> pods (None: no fit)."""
+    """``kueue_assign`` for one job on the empty cluster: node index -> pods (None: no fit); ``slices``:
+    (slice level, slice size)."""
     global _ASSIGN
     if _ASSIGN is None:
         _ASSIGN = python_callable(kueue_assign)
-    jobs = jobs_frame([job(1, 0.0, 10.0, pods, mode, level, milli=milli)])
+    jobs = jobs_frame([job(1, 0.0, 10.0, pods, mode, level, milli=milli, **sliced(slices))])
     policy = replace(TAS, tas_profile=profile)
     params = policy_params(
         policy, seed=0, sample_interval=10.0, horizon=None, window=(0.0, 1.0), max_samples=100, debug=False
@@ -728,13 +817,14 @@ def reference_assignment(
     mode: str | None,
     level: str | None,
     profile: TasProfile,
+    slices: tuple[str, int] | None = None,
 ) -> dict[int, int] | None:
     """The reference's :func:`kueue_assignment` for the same job on the empty cluster."""
     rows = list(nodes_frame(nodes).iter_rows(named=True))
     cluster = reference.empty_cluster(rows)
     pod = reference.Pod(milli=milli, gpu_mem=0, cpu=0, mem=0, models=None)
     counts = [reference.tas_count(n, pod) for n in cluster]
-    request = reference.topology_request(mode, level, 1)
+    request = reference.topology_request(mode, level, 1, *(slices or (None, None)))
     return reference.kueue_assignment(reference.domain_tree(rows), counts, request, pods, profile)
 
 
@@ -807,6 +897,108 @@ def test_kernel_counts(
     assert reference_assignment(nodes, pods, milli, mode, level, profile) == expected
 
 
+#: KEP-2724's two-level example: one rack of nodes with room for 6, 5, 4, 3 and 2 pods.
+KEP_SLICES = [node(6), node(5), node(4), node(3), node(2)]
+#: Racks A (nodes 0, 1: 3 + 3), B (nodes 2, 3: 4 + 2) and C (nodes 4, 5: 1 + 1) in one spine.
+THREE_RACKS = [node(3, 0, 0), node(3, 0, 0), node(4, 0, 1), node(2, 0, 1), node(1, 0, 2), node(1, 0, 2)]
+
+
+@pytest.mark.parametrize(
+    ("nodes", "pods", "mode", "level", "profile", "slices", "expected"),
+    [
+        # The KEP, slices of 2 pods at the node level (units 3, 2, 2, 1, 1). BestFit, 12 pods (6 slices)
+        # required in the rack: units descending, pods ascending: 6 (3), 4 (2), 5 (2), 2 (1), 3 (1): the 6
+        # (rem 3), the 4 (rem 1), then bf for 1 slice from the 5 on: the first of the 1s, the 2.
+        (KEP_SLICES, 12, "required", "rack", TasProfile.mixed, ("node", 2), {0: 6, 2: 4, 4: 2}),
+        # LeastFreeCapacity, 10 pods (5 slices), slice-only (no mode): from the spine, ascending: 2 (1),
+        # 3 (1), 4 (2), then 1 slice of the 5.
+        (KEP_SLICES, 10, None, None, TasProfile.mixed, ("node", 2), {1: 2, 2: 4, 3: 2, 4: 2}),
+        (KEP_SLICES, 10, "unconstrained", None, TasProfile.mixed, ("node", 2), {1: 2, 2: 4, 3: 2, 4: 2}),
+        (
+            KEP_SLICES,
+            10,
+            "required",
+            "rack",
+            TasProfile.least_free_capacity,
+            ("node", 2),
+            {1: 2, 2: 4, 3: 2, 4: 2},
+        ),
+        # Without slices the same 12 pods: 6, 5, then bf for 1: the 2 -> 6, 5, 0, 0, 1.
+        (KEP_SLICES, 12, "required", "rack", TasProfile.mixed, None, {0: 6, 1: 5, 4: 1}),
+        # 3 slices of 3 at the node level: units 2, 1, 1, 1, 0: the 6 (2 slices), then bf for 1 from the 5:
+        # the first of the 1s with fewest pods, the 3 -> 6, 0, 0, 3, 0.
+        (KEP_SLICES, 9, "required", "rack", TasProfile.mixed, ("node", 3), {0: 6, 3: 3}),
+        # Slices of 4 pods at the rack level, 8 pods required in the spine: racks A (6 -> 1 slice), B (6 ->
+        # 1), C (2 -> 0): A then B (equal units and pods: id). Inside each rack its own 4 pods, least room
+        # first: A's nodes 3, 3 -> 3 then 1; B's 2 then 4 -> 2, 2.
+        (THREE_RACKS, 8, "required", "spine", TasProfile.mixed, ("rack", 4), {0: 3, 1: 1, 2: 2, 3: 2}),
+        # Without slices: racks 6, 6, 2: A (rem 2), then bf for 2 from B: C -> nodes 3, 3, then C's 1, 1.
+        (THREE_RACKS, 8, "required", "spine", TasProfile.mixed, None, {0: 3, 1: 3, 4: 1, 5: 1}),
+        # Slices of 4 at the rack level, 12 pods: only 2 slices fit the spine: no fit.
+        (THREE_RACKS, 12, "required", "spine", TasProfile.mixed, ("rack", 4), None),
+        # Slices of 2 at the NVLink level (each node its own domain): units 1, 1, 2, 1, 0, 0; 6 pods
+        # (3 slices) preferred rack: no rack holds 3 slices (A 2, B 3!): B holds 3 -> B: node 2 (2 slices)
+        # then node 3 (1) -> 0, 0, 4, 2.
+        (THREE_RACKS, 6, "preferred", "rack", TasProfile.mixed, ("nvlink_domain", 2), {2: 4, 3: 2}),
+    ],
+)
+def test_kernel_counts_with_slices(
+    nodes: list[dict[str, Any]],
+    pods: int,
+    mode: str | None,
+    level: str | None,
+    profile: TasProfile,
+    slices: tuple[str, int] | None,
+    expected: dict[int, int] | None,
+) -> None:
+    assert engine_assignment(nodes, pods, 1000, mode, level, profile, slices) == expected
+    assert reference_assignment(nodes, pods, 1000, mode, level, profile, slices) == expected
+
+
+@on_both
+@pytest.mark.parametrize(
+    ("pods", "mode", "level", "slices", "state", "reason"),
+    [
+        # A slice size that does not divide the pods: Kueue deactivates the workload.
+        (3, "required", "rack", ("node", 2), "rejected", "slice_size_invalid"),
+        (3, None, None, ("node", 2), "rejected", "slice_size_invalid"),
+        # Slices of 4 pods at the node level on 3-GPU nodes: no node holds a slice, even empty.
+        (4, None, None, ("node", 4), "rejected", "topology_too_large"),
+        (4, "preferred", "spine", ("node", 4), "rejected", "topology_too_large"),
+        # Slices of 3 at the node level: two nodes hold one each.
+        (6, "required", "rack", ("node", 3), "finished", None),
+        # Slices of 6 at the rack level: the rack holds one.
+        (6, "required", "rack", ("rack", 6), "finished", None),
+    ],
+)
+def test_slice_rejection_at_arrival(
+    pods: int, mode: str | None, level: str | None, slices: tuple[str, int], state: str, reason: str | None
+) -> None:
+    nodes = [node(3, 0, 0), node(3, 0, 0)]
+    out = replay([job(1, 0.0, 10.0, pods, mode, level, **sliced(slices))], nodes)
+    assert (out[1]["state"], out[1]["reject_reason"]) == (state, reason)
+
+
+@on_both
+def test_slices_keep_each_slice_in_its_domain_over_time() -> None:
+    # Racks 0 (nodes 0, 1) and 1 (nodes 2, 3), 2 GPUs a node. Job 1 (1 pod, 100 s, no request) takes node 0
+    # (least free first: all 2, id). Job 2: 4 pods in slices of 2 at the NVLink level (each node), slice-only:
+    # from the spine, LeastFreeCapacity. Slices: nodes 0, 1, 2, 3 hold 0, 1, 1, 1; racks 1, 2; spine 3.
+    # Racks ascending: rack 0 (1 slice, rem 1), rack 1 (1). Their NVLink domains together, ascending (units
+    # 1, 1, 1; pods 2, 2, 2; id): nodes 1, 2 -> racks 0 and 1. Job 3 (2 pods, required node, slices of 2 at
+    # the node level) at 1: node 0 holds 0 slices, node 3 one -> runs at 1 on node 3.
+    nodes = [node(2, 0, 0), node(2, 0, 0), node(2, 0, 1), node(2, 0, 1)]
+    jobs = [
+        job(1, 0.0, 100.0, 1),
+        job(2, 0.0, 100.0, 4, **sliced(("nvlink_domain", 2))),
+        job(3, 1.0, 10.0, 2, "required", "node", **sliced(("node", 2))),
+    ]
+    out = replay(jobs, nodes)
+    assert [out[j]["start_time"] for j in (1, 2, 3)] == [0.0, 0.0, 1.0]
+    assert spans(out[2]) == (2, 2, 2, 1)
+    assert spans(out[3]) == (1, 1, 1, 1)
+
+
 # --------------------------------------------------------------------------------------------------
 # Generated cases: the kernel against the reference's assignment, whole replays against each other
 # --------------------------------------------------------------------------------------------------
@@ -847,6 +1039,20 @@ def tas_nodes(draw: st.DrawFn, max_nodes: int = 8, known: bool = False) -> list[
     return rows
 
 
+def slices_for(
+    draw: st.DrawFn, request: tuple[str | None, str | None], pods: int | None
+) -> tuple[str, int] | None:
+    """No slices (most often), or a slice level at or below a required / preferred request's and a size
+    (one that divides ``pods`` when given, else 1-4: a size that does not divide is rejected at arrival)."""
+    if draw(st.integers(0, 2)) > 0:
+        return None
+    mode, level = request
+    top = reference.TAS_LEVELS.index(level) if mode in ("required", "preferred") and level else 0
+    slice_level = draw(st.sampled_from(reference.TAS_LEVELS[top:]))
+    sizes = [d for d in range(1, pods + 1) if pods % d == 0] if pods else [1, 2, 3, 4]
+    return slice_level, draw(st.sampled_from(sizes))
+
+
 @settings(max_examples=150, **HYPOTHESIS)
 @given(
     nodes=tas_nodes(),
@@ -855,6 +1061,7 @@ def tas_nodes(draw: st.DrawFn, max_nodes: int = 8, known: bool = False) -> list[
     milli=st.sampled_from([0, 300, 500, 1000, 1000, 2000, 3000]),
     request=_REQUESTS,
     profile=st.sampled_from(list(TasProfile)),
+    data=st.data(),
 )
 def test_kernel_agrees_with_the_reference_assignment(
     nodes: list[dict[str, Any]],
@@ -862,11 +1069,13 @@ def test_kernel_agrees_with_the_reference_assignment(
     milli: int,
     request: tuple[str | None, str | None],
     profile: TasProfile,
+    data: st.DataObject,
 ) -> None:
     mode, level = request
-    got = engine_assignment(nodes, pods, milli, mode, level, profile)
-    want = reference_assignment(nodes, pods, milli, mode, level, profile)
-    assert got == want, (nodes, pods, milli, request, profile)
+    slices = slices_for(data.draw, request, pods)
+    got = engine_assignment(nodes, pods, milli, mode, level, profile, slices)
+    want = reference_assignment(nodes, pods, milli, mode, level, profile, slices)
+    assert got == want, (nodes, pods, milli, request, profile, slices)
 
 
 @st.composite
@@ -875,7 +1084,9 @@ def tas_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame]:
     nodes = draw(tas_nodes())
     rows = draw(job_rows(max_jobs=15))
     for row in rows:
-        row["topology_mode"], row["topology_level"] = draw(_REQUESTS)
+        request = draw(_REQUESTS)
+        row["topology_mode"], row["topology_level"] = request
+        row.update(sliced(slices_for(draw, request, None)))
     return jobs_frame(rows), nodes_frame(nodes)
 
 

@@ -14,9 +14,10 @@ level-L domain i of n in tree order. No request or ``unconstrained``: the node s
 Volcano (hard mode): a ``required`` L request searches the HyperNode tiers nvlink_domain (1), rack (2), spine
 (3) upward to tier(L); the first tier with a HyperNode holding the gang decides, the highest binpack score
 (mean over the asked resources of (used + asked) / allocatable) first, ties to the lowest id; pods go to its
-nodes by the node scorer. ``preferred`` and ``required node`` are refused. Both refuse ``node_placement:
-random`` and a ``tas_profile`` other than ``mixed``; a CPU or memory capacity the nodes table does not give is
-unbounded (no KAI share of it; a Volcano s_r of 0, its weight kept).
+nodes by the node scorer. Soft mode (``preferred``, any level: Volcano's master overwrites its tier)
+searches every tier, then the whole cluster. ``required node`` and slices (Kueue's) are refused. Both refuse
+``node_placement: random`` and a ``tas_profile`` other than ``mixed``; a CPU or memory capacity the nodes
+table does not give is unbounded (no KAI share of it; a Volcano s_r of 0, its weight kept).
 
 Scenario tests run on both the numba engine and the plain-Python reference (``on_both``). Nodes are V100
 nodes of whole GPUs (CPU and memory unknown) and jobs ask 1 whole GPU per pod unless said otherwise. The
@@ -479,26 +480,75 @@ def test_kueue_takes_what_kai_and_volcano_refuse() -> None:
         assert run(jobs, nodes, policy).jobs["state"].to_list() == ["finished"]
 
 
-@pytest.mark.parametrize(
-    ("mode", "level", "column"),
-    [
-        ("preferred", "rack", "topology_mode"),
-        ("preferred", "node", "topology_mode"),
-        ("required", "node", "topology_level"),
-    ],
-)
-def test_volcano_refuses_soft_mode_and_node_tier(mode: str, level: str, column: str) -> None:
+def test_volcano_refuses_the_node_tier() -> None:
     # Row 2 of the table asks what hard mode cannot express: an input error naming the column and the row.
-    jobs = jobs_frame([job(1, 0.0, 10.0, 1, "required", "rack"), job(2, 0.0, 10.0, 1, mode, level)])
+    jobs = jobs_frame([job(1, 0.0, 10.0, 1, "required", "rack"), job(2, 0.0, 10.0, 1, "required", "node")])
     nodes = nodes_frame([node(1)])
-    with pytest.raises(InputError, match=re.escape(column)) as info:
+    with pytest.raises(InputError, match="topology_level") as info:
         engine_simulate(jobs, nodes, VOLCANO)
-    assert (info.value.problems[0].row, info.value.problems[0].column) == (2, column)
-    with pytest.raises(ValueError, match=f"row 2 .*{column}"):
+    assert (info.value.problems[0].row, info.value.problems[0].column) == (2, "topology_level")
+    with pytest.raises(ValueError, match=r"row 2 .*topology_level"):
         reference.simulate(jobs, nodes, VOLCANO)
     # KAI takes both requests.
     for run in (engine_simulate, reference.simulate):
         assert run(jobs, nodes, KAI).jobs["state"].to_list() == ["finished", "finished"]
+
+
+@pytest.mark.parametrize("preset_name", ["volcano-hypernode", "kai-tas"])
+def test_slices_are_kueues(preset_name: str) -> None:
+    # Row 2 asks PodSet slices: Kueue's, refused naming the column and the row.
+    jobs = jobs_frame(
+        [
+            job(1, 0.0, 10.0, 2, "required", "rack", topology_slice_level=None, topology_slice_size=None),
+            job(2, 0.0, 10.0, 2, "required", "rack", topology_slice_level="node", topology_slice_size=2),
+        ]
+    )
+    with pytest.raises(InputError, match="Kueue's") as info:
+        engine_simulate(jobs, nodes_frame([node(2)]), preset(preset_name))
+    assert (info.value.problems[0].row, info.value.problems[0].column) == (2, "topology_slice_level")
+
+
+# --------------------------------------------------------------------------------------------------
+# Volcano's soft mode: every tier, then the whole cluster (master's soft -> hard at the virtual top tier)
+# --------------------------------------------------------------------------------------------------
+
+
+@on_both
+@pytest.mark.parametrize("level", ["node", "nvlink_domain", "rack", "spine"])
+def test_volcano_soft_mode_searches_every_tier_then_the_cluster(level: str) -> None:
+    # The design doc's cluster (8 GPUs a node), n0 full (job 0). Whatever level the soft spec names
+    # (Volcano overwrites its tier): job 1, 2 pods of 8 GPUs: tier 1: s1, s2, s3 hold 2; binpack 16000 /
+    # 16000 = 1.0 each -> the lowest id, s1 (n2, n3). Job 2, 5 pods of 8 GPUs: no tier-1 (2 at most), no
+    # tier-2 (s4 holds n1 only = 1, s5 4) HyperNode holds 5; tier 3, the spine, holds n1 + s5 = 5 -> runs
+    # at 0 over 2 racks. Job 3, 1 pod at 0: nothing left: waits for job 1 (10 s).
+    jobs = [
+        job(0, 0.0, 100.0, 1, milli=8000),
+        job(1, 0.0, 10.0, 2, "preferred", level, milli=8000),
+        job(2, 0.0, 100.0, 5, "preferred", level, milli=8000),
+        job(3, 0.0, 10.0, 1, "preferred", level, milli=8000),
+    ]
+    out = replay(jobs, DESIGN, VOLCANO)
+    assert starts(out) == {0: 0.0, 1: 0.0, 2: 0.0, 3: 10.0}
+    assert spans(out[1]) == (2, 1, 1, 1)
+    assert spans(out[2]) == (5, 3, 2, 1)
+
+
+@on_both
+def test_volcano_hard_mode_waits_where_soft_mode_spreads() -> None:
+    # Two spines of one 4-GPU node each. Job 1: 5 one-GPU pods. Required spine or rack: no HyperNode holds 5
+    # even empty: topology_too_large. Preferred (any level): no tier holds it, the virtual top tier (the
+    # whole cluster, 8) does: it runs on both nodes.
+    nodes = [node(4, 0, 0), node(4, 1, 1)]
+    for mode, level, state in (
+        ("required", "spine", "rejected"),
+        ("required", "rack", "rejected"),
+        ("preferred", "rack", "finished"),
+        ("preferred", "node", "finished"),
+    ):
+        out = replay([job(1, 0.0, 10.0, 5, mode, level)], nodes, VOLCANO)
+        assert out[1]["state"] == state, (mode, level)
+        if state == "finished":
+            assert spans(out[1]) == (2, 2, 2, 2)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -573,7 +623,7 @@ _KAI_REQUESTS = st.sampled_from(
     + [(mode, level) for mode in ("required", "preferred") for level in reference.TAS_LEVELS]
 )
 _VOLCANO_REQUESTS = st.sampled_from(
-    [(None, None), (None, None), ("unconstrained", "node")]
+    [(None, None), (None, None), ("unconstrained", "node"), ("preferred", "rack"), ("preferred", "node")]
     + [("required", level) for level in ("spine", "rack", "nvlink_domain")]
 )
 #: KAI's requests in contended cases: preferred ones weighted up (they climb levels and rank nodes by the

@@ -119,9 +119,13 @@ class PhillyTopologyReplay:
 
     Issue 10's target: topology-aware placement within 2x of the blind replay's time. kai-tas places the jobs
     without a request by KAI's binpack node order (``kai_binpack``, a scan of every node), not the fit trees.
+    ``kueue-tas-slices``: Kueue TAS with the same jobs in PodSet slices of 2 pods per rack (the comparison
+    sort of the sliced search).
     """
 
-    params: ClassVar[list[list[str]]] = [["topology-blind", "kueue-tas", "kai-tas", "volcano-hypernode"]]
+    params: ClassVar[list[list[str]]] = [
+        ["topology-blind", "kueue-tas", "kueue-tas-slices", "kai-tas", "volcano-hypernode"]
+    ]
     param_names: ClassVar[list[str]] = ["preset"]
     timeout = 900
     number = 1
@@ -129,9 +133,11 @@ class PhillyTopologyReplay:
     warmup_time = 0.0
 
     def setup(self, preset: str) -> None:
-        self.jobs = philly_jobs_with_topology_requests()
+        sliced = preset == "kueue-tas-slices"
+        self.jobs = philly_jobs_with_topology_requests(slices=sliced)
         self.nodes = superpod_cluster()
-        self.policy = dataclasses.replace(PRESETS[preset], spread_rate_nvlink=0.8, spread_rate_rack=0.9)
+        base = PRESETS["kueue-tas" if sliced else preset]
+        self.policy = dataclasses.replace(base, spread_rate_nvlink=0.8, spread_rate_rack=0.9)
         warm_engine()
 
     def time_replay(self, preset: str) -> None:

@@ -109,12 +109,16 @@ def philly_jobs_with_priorities() -> pl.DataFrame:
     return assign_checkpointing(jobs, Checkpointing(1800.0))
 
 
-def philly_jobs_with_topology_requests() -> pl.DataFrame:
-    """Full Philly at 6x with the ``load-6x-block16`` workload's request (jobs of 16+ GPUs: one spine)."""
+def philly_jobs_with_topology_requests(slices: bool = False) -> pl.DataFrame:
+    """Full Philly at 6x with the ``load-6x-block16`` workload's request (jobs of 16+ GPUs: one spine);
+    with ``slices``, Kueue PodSet slices of 2 pods per rack too (Philly's 3-pod jobs are then rejected)."""
     from gpureplay.workload.topology_requests import TopologyRequest, assign_topology_requests
     from gpureplay.workload.transforms import scale_load
 
-    rules = [TopologyRequest(16, "required", "spine")]
+    rule = TopologyRequest(16, "required", "spine")
+    if slices:
+        rule = TopologyRequest(16, "required", "spine", slice_level="rack", slice_size=2)
+    rules = [rule]
     return assign_topology_requests(scale_load(philly_jobs(), 6.0), rules)
 
 

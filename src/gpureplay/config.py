@@ -264,11 +264,17 @@ class TopologyRequestConf:
         topology annotations).
     level
         ``spine``, ``rack``, ``nvlink_domain`` or ``node``.
+    slice_level, slice_size
+        Kueue's PodSet slices (``podset-slice-required-topology`` /
+        ``podset-slice-size``): every ``slice_size`` pods in one domain of
+        ``slice_level``, at or below ``level``; both or neither (null).
     """
 
     min_gpus: float = MISSING
     mode: str = MISSING
     level: str = "node"
+    slice_level: str | None = None
+    slice_size: int | None = None
 
 
 @dataclass

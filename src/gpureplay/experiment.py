@@ -304,7 +304,9 @@ def load_summary(out_dir: Path) -> dict[str, Any]:
 
 def _note_topology_requests(jobs: pl.DataFrame, policy: Policy) -> None:
     """Say how many jobs ask a topology, and that a topology-blind scheduler does not read it."""
-    asking = jobs.filter(pl.col("topology_mode").is_not_null()).height
+    asking = jobs.filter(
+        pl.col("topology_mode").is_not_null() | pl.col("topology_slice_level").is_not_null()
+    ).height
     if not asking:
         return
     aware = str(getattr(policy.topology_aware, "name", policy.topology_aware))
@@ -315,6 +317,16 @@ def _note_topology_requests(jobs: pl.DataFrame, policy: Policy) -> None:
         )
     else:
         log.info("topology requests: %s jobs ask one (topology_aware: %s)", f"{asking:,}", aware)
+    sliced = jobs.filter(pl.col("topology_slice_level").is_not_null()).height
+    if sliced:
+        log.info("topology requests: %s jobs ask Kueue PodSet slices", f"{sliced:,}")
+    soft = jobs.filter(pl.col("topology_mode") == "preferred").height
+    if aware == "volcano" and soft:
+        log.info(
+            "topology requests: %s preferred jobs run in Volcano's soft mode, which names no tier: every "
+            "tier is searched, then the whole cluster (their topology_level is not used)",
+            f"{soft:,}",
+        )
 
 
 def _note_topology_manager(policy: Policy) -> None:

@@ -1292,7 +1292,13 @@ def _jobs_from_table(jobs: pl.DataFrame, policy: Policy | None = None) -> list[J
         topology = None
         if policy is not None and policy.topology_aware is not TopologyAware.none:
             # [Topology-aware scheduling] "Requests": from the jobs table's topology_mode / topology_level.
-            topology = topology_request(r.get("topology_mode"), r.get("topology_level"), int(r["job_id"]))
+            topology = topology_request(
+                r.get("topology_mode"),
+                r.get("topology_level"),
+                int(r["job_id"]),
+                r.get("topology_slice_level"),
+                r.get("topology_slice_size"),
+            )
         out.append(
             Job(
                 row=row,
@@ -1512,11 +1518,20 @@ class TasRequest:
     """[Topology-aware scheduling] "Requests": ``required`` L, ``preferred`` L or ``unconstrained``.
 
     ``level`` is a position in :data:`TAS_LEVELS`; "Unconstrained requests are searched at the node
-    level", so an unconstrained request holds the node level whatever the table names.
+    level", so an unconstrained request holds the node level whatever the table names. "Slices": every
+    ``slice_size`` pods in one domain of ``slice_level`` (the node and 1: no slices).
     """
 
     mode: str
     level: int
+    slice_level: int = TAS_NODE_LEVEL
+    slice_size: int = 1
+
+    @property
+    def sliced(self) -> bool:
+        """[Topology-aware scheduling] "Slices": a request with slices (a level above the node, or more
+        than one pod a slice)."""
+        return self.slice_level < TAS_NODE_LEVEL or self.slice_size > 1
 
 
 def check_topology_aware(policy: Policy) -> None:
@@ -1544,28 +1559,46 @@ def check_topology_aware(policy: Policy) -> None:
         raise ValueError(f"tas_profile is Kueue's: {policy.tas_profile.name} is refused under {name}")
 
 
-def topology_request(mode: str | None, level: str | None, job_id: int) -> TasRequest:
+def topology_request(
+    mode: str | None,
+    level: str | None,
+    job_id: int,
+    slice_level: str | None = None,
+    slice_size: int | None = None,
+) -> TasRequest:
     """[Topology-aware scheduling] "Requests": the job's request from its ``topology_mode`` /
     ``topology_level``: "``required`` L, ``preferred`` L, ``unconstrained``, or none". "No request = Kueue's
     implied request for a ClusterQueue of TAS flavors: unconstrained. Unconstrained requests are searched at
-    the node level."
+    the node level." "Slices": ``topology_slice_level`` / ``topology_slice_size``, "both or neither, the
+    size at least 1, the level at or below a required or preferred request's"; "a slice request without a
+    mode (or unconstrained) is Kueue's slice-only request".
 
     A required or preferred mode names its level L; a level without a mode, or a value outside
     :data:`TAS_MODES` / :data:`TAS_LEVELS`, is an error (the workload's rules for a trace's own columns).
     """
     if mode is not None and mode not in TAS_MODES:
         raise ValueError(f"job {job_id}: unknown topology_mode {mode!r}")
-    if level is not None and level not in TAS_LEVELS:
-        raise ValueError(f"job {job_id}: unknown topology_level {level!r}")
+    for column, named in (("topology_level", level), ("topology_slice_level", slice_level)):
+        if named is not None and named not in TAS_LEVELS:
+            raise ValueError(f"job {job_id}: unknown {column} {named!r}")
+    if (slice_level is None) != (slice_size is None):
+        raise ValueError(f"job {job_id}: a slice level and a slice size go together")
+    slices = (TAS_NODE_LEVEL, 1)
+    if slice_level is not None and slice_size is not None:
+        if slice_size < 1:
+            raise ValueError(f"job {job_id}: a slice holds at least 1 pod")
+        slices = (TAS_LEVELS.index(slice_level), slice_size)
     if mode is None:
         if level is not None:
             raise ValueError(f"job {job_id}: a topology_level needs a topology_mode")
-        return TasRequest("unconstrained", TAS_NODE_LEVEL)  # the implied request
+        return TasRequest("unconstrained", TAS_NODE_LEVEL, *slices)  # the implied request
     if mode == "unconstrained":
-        return TasRequest(mode, TAS_NODE_LEVEL)
+        return TasRequest(mode, TAS_NODE_LEVEL, *slices)
     if level is None:
         raise ValueError(f"job {job_id}: a {mode} request needs a topology_level")
-    return TasRequest(mode, TAS_LEVELS.index(level))
+    if slices[0] < TAS_LEVELS.index(level):
+        raise ValueError(f"job {job_id}: the slice level is above the request's")
+    return TasRequest(mode, TAS_LEVELS.index(level), *slices)
 
 
 @dataclass(frozen=True)
@@ -1641,22 +1674,40 @@ def tas_count(node: Node, pod: Pod) -> int:
     return int(min(pods_fitting(node, pod), TAS_COUNT_CAP))
 
 
-def sort_domains(domains: list[Domain], state: dict[Domain, float], least: bool) -> list[Domain]:
-    """[Topology-aware scheduling] "Sorting": "sorted(list) = the list's domains with state > 0, by state
-    descending, ties by id ascending; under LeastFreeCapacity, by state ascending, ties by id"."""
-    held = [d for d in domains if state[d] > 0]
+def slice_units(tree: DomainTree, state: dict[Domain, float], request: TasRequest) -> dict[Domain, int]:
+    """[Topology-aware scheduling] "Slices": units(d) = "state(d) // slice size at the slice level, the sum
+    over its children above it, state(d) below it" (Kueue's ``sliceState``); without slices units = state."""
+    units: dict[Domain, int] = {}
+    for level in range(TAS_NODE_LEVEL, -1, -1):
+        for d in tree.domains(level):
+            if level > request.slice_level:
+                units[d] = int(state[d])
+            elif level == request.slice_level:
+                units[d] = int(state[d]) // request.slice_size
+            else:
+                units[d] = sum(units[child] for child in tree.children(d))
+    return units
+
+
+def sort_domains(
+    domains: list[Domain], units: dict[Domain, int], state: dict[Domain, float], least: bool
+) -> list[Domain]:
+    """[Topology-aware scheduling] "Sorting": "sorted(list) = the list's domains with units > 0, by units
+    descending, then state ascending, then id; under LeastFreeCapacity, by units ascending, then state
+    ascending, then id" (without slices units = state, so: by state, ties by id)."""
+    held = [d for d in domains if units[d] > 0]
     if least:
-        return sorted(held, key=lambda d: (state[d], d))
-    return sorted(held, key=lambda d: (-state[d], d))
+        return sorted(held, key=lambda d: (units[d], state[d], d))
+    return sorted(held, key=lambda d: (-units[d], state[d], d))
 
 
-def best_fit_index(listed: list[Domain], state: dict[Domain, float], start: int, n: int) -> int:
-    """[Topology-aware scheduling] "BestFit index bf(list, from, n)": in ``listed[start:]`` (sorted
-    descending, ``listed[start]`` holding ``n``), "the first of the smallest states that still hold n"."""
-    holding = [i for i in range(start, len(listed)) if state[listed[i]] >= n]
+def best_fit_index(listed: list[Domain], units: dict[Domain, int], start: int, n: int) -> int:
+    """[Topology-aware scheduling] "BestFit index bf(list, from, n)": in ``listed[start:]``
+    (``listed[start]`` holding ``n``), "the first of the smallest units that still hold n"."""
+    holding = [i for i in range(start, len(listed)) if units[listed[i]] >= n]
     assert holding and holding[0] == start, "bf is asked only where list[from] holds n"
-    tightest = min(state[listed[i]] for i in holding)
-    return next(i for i in holding if state[listed[i]] == tightest)
+    tightest = min(units[listed[i]] for i in holding)
+    return next(i for i in holding if units[listed[i]] == tightest)
 
 
 @dataclass(frozen=True)
@@ -1688,28 +1739,35 @@ def tas_search(profile: TasProfile, request: TasRequest) -> TasSearch:
 
 
 def find_level(
-    tree: DomainTree, state: dict[Domain, float], request: TasRequest, pods: int, search: TasSearch
+    tree: DomainTree,
+    units: dict[Domain, int],
+    state: dict[Domain, float],
+    request: TasRequest,
+    count: int,
+    search: TasSearch,
 ) -> tuple[int, list[Domain]] | None:
     """[Topology-aware scheduling] "Level search (phase 2a)": the level the assignment is made at and its
-    domains, in pick order (None: no fit now)."""
-    level = request.level
+    domains, in pick order (None: no fit now). ``count``: the job's units ("pods, or its slices: pods //
+    slice size")."""
+    # "Slices": "a slice-only request starts at the top level, unconstrained".
+    level = 0 if request.sliced and request.mode == "unconstrained" else request.level
     while True:
         # "S = sorted(domains of L). None: no fit."
-        listed = sort_domains(tree.domains(level), state, search.least)
+        listed = sort_domains(tree.domains(level), units, state, search.least)
         if not listed:
             return None
-        # "Under LeastFreeCapacity, the first domain of S (the least free) whose state >= pods, if any, is
+        # "Under LeastFreeCapacity, the first domain of S (the least free) whose units >= count, if any, is
         # chosen: the assignment is made at L on it."
         if search.least:
-            holding = [d for d in listed if state[d] >= pods]
+            holding = [d for d in listed if units[d] >= count]
             if holding:
                 return level, [holding[0]]
-        # "Else top = S[0]; with BestFit and state(S[0]) >= pods, top = S[bf(S, 0, pods)]."
+        # "Else top = S[0]; with BestFit and units(S[0]) >= count, top = S[bf(S, 0, count)]."
         top = listed[0]
-        if search.best_fit and state[listed[0]] >= pods:
-            top = listed[best_fit_index(listed, state, 0, pods)]
-        # "If state(top) >= pods: the assignment is made at L on [top]."
-        if state[top] >= pods:
+        if search.best_fit and units[listed[0]] >= count:
+            top = listed[best_fit_index(listed, units, 0, count)]
+        # "If units(top) >= count: the assignment is made at L on [top]."
+        if units[top] >= count:
             return level, [top]
         # "Else: required -> no fit (the job waits); preferred and L is not the top level -> search
         # level L-1"
@@ -1718,17 +1776,17 @@ def find_level(
         if request.mode == "preferred" and level > 0:
             level -= 1
             continue
-        # "otherwise (top level, or unconstrained) take S greedily: i = 0, remaining = pods; while
-        # remaining > 0 and i < |S|: pick S[i], or with BestFit and state(S[i]) >= remaining pick
-        # S[bf(S, i, remaining)]; remaining -= state(S[i]); i++."
+        # "otherwise (top level, or unconstrained) take S greedily: i = 0, remaining = count; while
+        # remaining > 0 and i < |S|: pick S[i], or with BestFit and units(S[i]) >= remaining pick
+        # S[bf(S, i, remaining)]; remaining -= units(S[i]); i++."
         picked: list[Domain] = []
-        remaining, i = pods, 0
+        remaining, i = count, 0
         while remaining > 0 and i < len(listed):
             pick = listed[i]
-            if search.best_fit and state[listed[i]] >= remaining:
-                pick = listed[best_fit_index(listed, state, i, remaining)]
+            if search.best_fit and units[listed[i]] >= remaining:
+                pick = listed[best_fit_index(listed, units, i, remaining)]
             picked.append(pick)
-            remaining -= int(state[listed[i]])  # counts are whole numbers (at most 2^40)
+            remaining -= units[listed[i]]
             i += 1
         # "remaining > 0 -> no fit; else the assignment is made at L on the picked domains, in pick order."
         if remaining > 0:
@@ -1737,23 +1795,23 @@ def find_level(
 
 
 def counts_to_minimum(
-    listed: list[Domain], state: dict[Domain, float], pods: int, search: TasSearch
+    listed: list[Domain], units: dict[Domain, int], count: int, search: TasSearch
 ) -> list[tuple[Domain, int]]:
-    """[Topology-aware scheduling] "Counts to minimum": "walking a list in order with remaining = pods:
-    with BestFit and state(d) >= remaining, d = list[bf(list, i, remaining)]; if state(d) >= remaining, d
-    is assigned ``remaining`` and the walk stops; else d is assigned state(d), remaining -= state(d). The
-    assigned domains are kept, in walk order." Returns the kept domains with their counts."""
+    """[Topology-aware scheduling] "Counts to minimum": "walking a list in order with remaining = count:
+    with BestFit and units(d) >= remaining, d = list[bf(list, i, remaining)]; if units(d) >= remaining, d
+    is assigned ``remaining`` and the walk stops; else d is assigned units(d), remaining -= units(d). The
+    assigned domains are kept, in walk order." Returns the kept domains with their units."""
     kept: list[tuple[Domain, int]] = []
-    remaining = pods
+    remaining = count
     for i, d in enumerate(listed):
-        if search.best_fit and state[d] >= remaining:
-            d = listed[best_fit_index(listed, state, i, remaining)]
-        if state[d] >= remaining:
+        if search.best_fit and units[d] >= remaining:
+            d = listed[best_fit_index(listed, units, i, remaining)]
+        if units[d] >= remaining:
             kept.append((d, remaining))
             return kept
-        kept.append((d, int(state[d])))  # finite: less than remaining
-        remaining -= int(state[d])
-    raise AssertionError("the listed domains hold the job's pods by construction")
+        kept.append((d, units[d]))  # finite: less than remaining
+        remaining -= units[d]
+    raise AssertionError("the listed domains hold the job's units by construction")
 
 
 def kueue_assignment(
@@ -1766,25 +1824,46 @@ def kueue_assignment(
     """
     search = tas_search(profile, request)
     state = tree.states(counts)
-    found = find_level(tree, state, request, pods, search)
+    units = slice_units(tree, state, request)
+    count = pods // request.slice_size
+    found = find_level(tree, units, state, request, count, search)
     if found is None:
         return None
     level, chosen = found
     # "Descent (phase 2b). The chosen domains get counts to minimum; then level by level down to the
-    # nodes: the children of the kept domains (their phase-1 states) are sorted and get counts to
-    # minimum. The kept nodes and their counts are the assignment."
-    kept = counts_to_minimum(chosen, state, pods, search)
-    while level < TAS_NODE_LEVEL:
+    # slice level (the nodes without slices): the children of the kept domains (their phase-1 units) are
+    # sorted and get counts to minimum."
+    kept = counts_to_minimum(chosen, units, count, search)
+    while level < request.slice_level:
         children = [child for domain, _ in kept for child in tree.children(domain)]
-        kept = counts_to_minimum(sort_domains(children, state, search.least), state, pods, search)
+        kept = counts_to_minimum(sort_domains(children, units, state, search.least), units, count, search)
         level += 1
-    return {domain[-1]: count for domain, count in kept}
+    # "A kept domain holds its units x slice size pods. Below the slice level, each kept domain's pods go
+    # to its own children: sorted least first (units = state there) and counts to minimum of its pods."
+    placed = [(domain, got * request.slice_size) for domain, got in kept]
+    while level < TAS_NODE_LEVEL:
+        placed = [
+            share
+            for domain, held in placed
+            for share in counts_to_minimum(
+                sort_domains(tree.children(domain), units, state, True), units, held, search
+            )
+        ]
+        level += 1
+    # "The kept nodes and their counts are the assignment."
+    return {domain[-1]: got for domain, got in placed}
 
 
-def level_holds(tree: DomainTree, counts: Sequence[float], level: int, pods: int) -> bool:
-    """Does one domain of ``level`` hold ``pods``, each node holding ``counts[node]``?"""
+def level_holds(tree: DomainTree, counts: Sequence[float], request: TasRequest, pods: int) -> bool:
+    """[Topology-aware scheduling] "Rejection at arrival": does one domain of the request's level hold
+    the job (a required request), or all top-level domains together its slices (a sliced one), each node
+    holding ``counts[node]``?"""
     state = tree.states(counts)
-    return any(state[d] >= pods for d in tree.domains(level))
+    units = slice_units(tree, state, request)
+    count = pods // request.slice_size
+    if request.mode == "required":
+        return any(units[d] >= count for d in tree.domains(request.level))
+    return sum(units[d] for d in tree.domains(0)) >= count
 
 
 # --------------------------------------------------------------------------------------------------
@@ -1889,12 +1968,12 @@ VOLCANO_TIER_LEVELS: dict[int, int] = {
 
 
 def check_volcano_requests(jobs: pl.DataFrame) -> None:
-    """[Volcano HyperNode] "Requests. ... Refused (input errors naming the jobs column and row): ``preferred``
-    (soft mode is not modelled) and ``required`` at level ``node`` (no HyperNode tier there)"."""
+    """[Volcano HyperNode] "Requests. ... Refused (input errors naming the jobs column and row): ``required``
+    at level ``node`` (no HyperNode tier there)" and slices ("Kueue's")."""
     rows = list(jobs.iter_rows(named=True))
     for row, r in enumerate(rows, start=1):
-        if r.get("topology_mode") == "preferred":
-            raise ValueError(f"jobs row {row} (job {r['job_id']}): topology_mode 'preferred' under volcano")
+        if r.get("topology_slice_level") is not None:
+            raise ValueError(f"jobs row {row} (job {r['job_id']}): slices under volcano")
     for row, r in enumerate(rows, start=1):
         if r.get("topology_mode") == "required" and r.get("topology_level") == "node":
             raise ValueError(f"jobs row {row} (job {r['job_id']}): topology_level 'node' under volcano")
@@ -1940,11 +2019,14 @@ def volcano_hypernode(
     "For tier 1, 2, ... up to tier(L): the candidates are the HyperNodes of that tier whose nodes take the
     whole gang (sum over its nodes of the pods each takes now, as Kueue's counts ...). The first tier with a
     candidate decides; none up to tier(L): the job waits (no partial placement, no higher tier)." "Among the
-    tier's candidates, the highest binpack score ... Ties: the lowest id".
+    tier's candidates, the highest binpack score ... Ties: the lowest id". "Soft mode (``preferred`` L, any
+    L): every tier, then the whole cluster (the virtual top tier) when the sum over all nodes of the pods
+    each takes now is >= the job's pods".
     """
+    soft = request.mode == "preferred"
     for tier in sorted(VOLCANO_TIER_LEVELS):
         level = VOLCANO_TIER_LEVELS[tier]
-        if level < request.level:
+        if level < request.level and not soft:
             break  # above tier(L)
         best: tuple[float, list[int]] | None = None
         for domain in tree.domains(level):  # id order: a later domain must score strictly higher
@@ -1956,6 +2038,8 @@ def volcano_hypernode(
                 best = (score, nodes)
         if best is not None:
             return best[1]
+    if soft and sum(state[d] for d in tree.domains(0)) >= pods:
+        return sorted(range(len(tree.paths)), key=lambda n: tree.paths[n])
     return None
 
 
@@ -2666,7 +2750,7 @@ class _Replay:
         """
         request = job.topology
         assert request is not None
-        if request.mode != "required":
+        if request.mode not in ("required", "preferred"):
             return self.try_scored_gang(job)
         state = self.tree.states(self.tas_counts(self.cluster, job))
         nodes = volcano_hypernode(self.tree, self.cluster, state, request, job.pod, job.num_pods)
@@ -2754,11 +2838,16 @@ class _Replay:
         sharing = self.policy.gpu_sharing is not GpuSharing.none
         if reason is None and sharing and refuse and job.pod.milli // WHOLE_GPU > 1:
             reason = "shared_request_too_large"
-        # [Topology-aware scheduling] "Rejection at arrival (topology_too_large, after the other reasons): a
-        # required job none of whose level's domains holds it on the empty cluster."
-        if reason is None and job.topology is not None and job.topology.mode == "required":
+        # [Topology-aware scheduling] "Rejection at arrival (after the other reasons): slice_size_invalid, a
+        # slice size that does not divide the job's pods (Kueue deactivates the workload); then
+        # topology_too_large, a required job none of whose level's domains holds it on the empty cluster,
+        # or a sliced job whose slices all top-level domains together cannot hold."
+        request = job.topology
+        if reason is None and request is not None and job.num_pods % request.slice_size != 0:
+            reason = "slice_size_invalid"
+        if reason is None and request is not None and (request.mode == "required" or request.sliced):
             empty = self.rejection_cluster(job.pod)
-            if not level_holds(self.tree, self.tas_counts(empty, job), job.topology.level, job.num_pods):
+            if not level_holds(self.tree, self.tas_counts(empty, job), request, job.num_pods):
                 reason = "topology_too_large"
         # [Rejection at arrival] "6. ``numa_too_large`` (numa_aware_scheduler on): the empty cluster cannot
         # hold the job's pods one NUMA node each" ([Kubelet Topology Manager] "NUMA-aware scheduling": "the

@@ -324,6 +324,10 @@ class Topology(NamedTuple):
     state
         ``[level, d]``: pods of the job being placed that fit in ``d``, then the
         pods assigned to it.
+    units
+        ``[level, d]``: what the search counts in ``d``: Kueue's ``sliceState``
+        (slices that fit, then slices assigned) at and above a sliced request's
+        slice level, ``state`` elsewhere and for a request without slices.
     cur, nxt, key
         Domain lists and sort keys of the search.
     free, ratio
@@ -340,6 +344,7 @@ class Topology(NamedTuple):
     leaf_node: Int64Array
     sizes: Int64Array
     state: Int64Array
+    units: Int64Array
     cur: Int64Array
     nxt: Int64Array
     key: Int64Array
@@ -379,6 +384,7 @@ def topology_tree(node_int: Int64Array) -> Topology:
         leaf_node=np.ascontiguousarray(order.astype(np.int64)),
         sizes=count,
         state=np.zeros((L.TAS_LEVELS, widest), dtype=np.int64),
+        units=np.zeros((L.TAS_LEVELS, widest), dtype=np.int64),
         cur=np.zeros(widest, dtype=np.int64),
         nxt=np.zeros(widest, dtype=np.int64),
         key=np.zeros(widest, dtype=np.int64),

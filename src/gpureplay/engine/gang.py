@@ -52,7 +52,6 @@ from gpureplay.engine.layout import (
     S_RUNNING,
     TAS_KAI,
     TAS_KUEUE,
-    TAS_VOLCANO,
     TM_PREFERRED,
     TM_REQUIRED,
 )
@@ -108,9 +107,10 @@ def _topology_gang(
     mode = cs.ints[C_TAS_MODE, c]
     if system == TAS_KUEUE:
         return kueue_place(tas, params, jobs, cs, cl, ix, js, sc, run, j, t)
-    if system == TAS_KAI and mode in (TM_REQUIRED, TM_PREFERRED):
-        return kai_place(tas, params, jobs, cs, cl, ix, js, sc, run, j, t)
-    if system == TAS_VOLCANO and mode == TM_REQUIRED:
+    if mode in (TM_REQUIRED, TM_PREFERRED):
+        if system == TAS_KAI:
+            return kai_place(tas, params, jobs, cs, cl, ix, js, sc, run, j, t)
+        # Volcano: hard mode (required) and soft mode (preferred).
         return volcano_place(tas, params, jobs, cs, cl, ix, js, sc, run, j, t)
     # A request the system does not read (KAI, Volcano: none or unconstrained): placed as any pods.
     place_pods(params, jobs, cs, cl, ix, js, sc, run, j, pods, t)

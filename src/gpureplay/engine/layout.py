@@ -136,6 +136,7 @@ R_GANG_TOO_LARGE = 3
 R_SHARED_TOO_LARGE = 4  # failRequestsGreaterThanOne: a pod asks more than one replica (kubelet admission)
 R_TOPOLOGY_TOO_LARGE = 5  # a required topology level none of whose domains holds the job, even empty
 R_NUMA_TOO_LARGE = 6  # NUMA-aware scheduling: no NUMA node of an empty node holds one pod alone
+R_SLICE_SIZE = 7  # Kueue deactivates a workload whose slice size does not divide its pods
 
 # Attempt end reasons (attempts.parquet).
 END_FINISHED = 0
@@ -158,7 +159,9 @@ C_CAN_PREEMPT = 11
 C_KIND = 12
 C_TAS_MODE = 13  # TM_* topology request of the class's jobs (topology-aware scheduling)
 C_TAS_LEVEL = 14  # LEVEL_* the request names
-CLASS_INT_FIELDS = 15
+C_TAS_SLICE_LEVEL = 15  # LEVEL_* of Kueue's PodSet slices (LEVEL_NODE with size 1: no slices)
+C_TAS_SLICE_SIZE = 16  # pods per slice (1: no slices)
+CLASS_INT_FIELDS = 17
 
 # Topology requests (Kueue's PodSet topology annotations) and the levels they name, outermost first.
 TM_NONE = 0  # no request: Kueue's implied unconstrained request; the node scorer elsewhere

@@ -46,6 +46,8 @@ from gpureplay.engine.layout import (
     C_PODS,
     C_TAS_LEVEL,
     C_TAS_MODE,
+    C_TAS_SLICE_LEVEL,
+    C_TAS_SLICE_SIZE,
     F_WHOLE,
     J_CLASS,
     LEVEL_NODE,
@@ -111,33 +113,102 @@ def sort_prefix(a: Int64Array, n: int) -> None:
 
 
 @kernel
-def sort_domains(tas: Topology, level: int, ids: Int64Array, size: int, ascending: bool) -> int:
-    """Sort ``ids[:size]`` (domains of ``level``) by state, most first (least when ``ascending``), ties by id.
+def fill_units(tas: Topology, top: int, slice_level: int, size: int) -> None:
+    """``tas.units`` from ``tas.state`` (:func:`fill_counts`) for levels ``top`` and below: Kueue's
+    ``sliceState`` (``fillInCountsHelper``) for a request in slices of ``size`` pods at ``slice_level``.
 
-    Domains with room for no pod are dropped (they can take no pod); returns how many remain.
+    Notes
+    -----
+    At the slice level a domain holds ``state // size`` slices, above it the
+    sum of its children's; below it the search counts pods (each slice's pods
+    are spread inside its domain), so ``units`` is ``state`` there. Without
+    slices (``size`` 1 at the node level) ``units`` is ``state`` everywhere.
     """
-    scale = tas.sizes[level] + 1
+    for level in range(LEVEL_NODE, top - 1, -1):
+        for d in range(tas.sizes[level]):
+            if level > slice_level:
+                tas.units[level, d] = tas.state[level, d]
+            elif level == slice_level:
+                tas.units[level, d] = tas.state[level, d] // size
+            else:
+                total = 0
+                for child in range(tas.child0[level, d], tas.child0[level, d + 1]):
+                    total += tas.units[level + 1, child]
+                tas.units[level, d] = total
+
+
+@kernel
+def _before(tas: Topology, level: int, a: int, b: int, ascending: bool) -> bool:
+    """Kueue's ``sortedDomains`` order: units descending (ascending under LeastFreeCapacity), then
+    pods (state) ascending, then id."""
+    ua = tas.units[level, a]
+    ub = tas.units[level, b]
+    if ua != ub:
+        return bool(ua < ub) if ascending else bool(ua > ub)
+    sa = tas.state[level, a]
+    sb = tas.state[level, b]
+    if sa != sb:
+        return bool(sa < sb)
+    return a < b
+
+
+@kernel
+def _sift_by(tas: Topology, level: int, ids: Int64Array, root: int, end: int, ascending: bool) -> None:
+    while True:
+        child = 2 * root + 1
+        if child >= end:
+            return
+        if child + 1 < end and _before(tas, level, ids[child], ids[child + 1], ascending):
+            child += 1
+        if not _before(tas, level, ids[root], ids[child], ascending):
+            return
+        ids[root], ids[child] = ids[child], ids[root]
+        root = child
+
+
+@kernel
+def sort_domains(tas: Topology, level: int, ids: Int64Array, size: int, ascending: bool, sliced: bool) -> int:
+    """Sort ``ids[:size]`` (domains of ``level``) by units, most first (least when ``ascending``), ties by
+    pods ascending then id (Kueue's ``sortedDomains``).
+
+    Domains with no unit are dropped (they take nothing); returns how many remain. Without slices
+    (``sliced`` False) units equal pods, so the order is by pods and id, sorted by one integer key.
+    """
     kept = 0
+    if not sliced:
+        scale = tas.sizes[level] + 1
+        for i in range(size):
+            d = ids[i]
+            s = tas.units[level, d]
+            if s > 0:
+                tas.key[kept] = (s if ascending else -s) * scale + d
+                kept += 1
+        sort_prefix(tas.key, kept)
+        for i in range(kept):
+            ids[i] = tas.key[i] % scale
+        return kept
     for i in range(size):
-        d = ids[i]
-        s = tas.state[level, d]
-        if s > 0:
-            tas.key[kept] = (s if ascending else -s) * scale + d
+        if tas.units[level, ids[i]] > 0:
+            ids[kept] = ids[i]
             kept += 1
-    sort_prefix(tas.key, kept)
-    for i in range(kept):
-        ids[i] = tas.key[i] % scale
+    # Heapsort on the comparison (the three keys do not fit one integer: counts reach 2^40).
+    for root in range(kept // 2 - 1, -1, -1):
+        _sift_by(tas, level, ids, root, kept, ascending)
+    for end in range(kept - 1, 0, -1):
+        ids[0], ids[end] = ids[end], ids[0]
+        _sift_by(tas, level, ids, 0, end, ascending)
     return kept
 
 
 @kernel
 def best_fit_index(tas: Topology, level: int, ids: Int64Array, start: int, size: int, count: int) -> int:
-    """Kueue's ``findBestFitDomainIdx`` over ``ids[start:size]`` (sorted, most first): the first domain with
-    the least state that still holds ``count``; ``start`` when none does better."""
+    """Kueue's ``findBestFitDomainBy`` over ``ids[start:size]``: the first domain whose units hold
+    ``count`` and are fewer than every domain's before it that does (the first of the tightest); ``start``
+    when none does better (on a list sorted least first, never)."""
     best = start
     for i in range(start, size):
-        s = tas.state[level, ids[i]]
-        if s >= count and s != tas.state[level, ids[best]]:
+        s = tas.units[level, ids[i]]
+        if s >= count and s < tas.units[level, ids[best]]:
             best = i
     return best
 
@@ -151,8 +222,11 @@ def find_level(
     unconstrained: bool,
     best_fit: bool,
     ascending: bool,
+    sliced: bool,
 ) -> tuple[int, int]:
     """Kueue's ``findLevelWithFitDomains``: the level the assignment is made at and its domains (``tas.cur``).
+
+    ``count`` is in units (slices of a sliced request, else pods).
 
     Returns
     -------
@@ -161,23 +235,23 @@ def find_level(
         request cannot be met now.
     """
     ids = tas.nxt
-    st = tas.state
+    un = tas.units
     while True:
         for d in range(tas.sizes[level]):
             ids[d] = d
-        size = sort_domains(tas, level, ids, tas.sizes[level], ascending)
+        size = sort_domains(tas, level, ids, tas.sizes[level], ascending, sliced)
         if size == 0:
             return -1, 0
         if ascending:
-            # LeastFreeCapacity: the first (least free) domain that holds every pod, if one does.
+            # LeastFreeCapacity: the first (least free) domain that holds every unit, if one does.
             for i in range(size):
-                if st[level, ids[i]] >= count:
+                if un[level, ids[i]] >= count:
                     tas.cur[0] = ids[i]
                     return level, 1
         top = 0
-        if best_fit and st[level, ids[0]] >= count:
+        if best_fit and un[level, ids[0]] >= count:
             top = best_fit_index(tas, level, ids, 0, size, count)
-        if st[level, ids[top]] >= count:
+        if un[level, ids[top]] >= count:
             tas.cur[0] = ids[top]
             return level, 1
         if required:
@@ -191,11 +265,11 @@ def find_level(
         idx = 0
         while remaining > 0 and idx < size:
             pick = idx
-            if best_fit and st[level, ids[idx]] >= remaining:
+            if best_fit and un[level, ids[idx]] >= remaining:
                 pick = best_fit_index(tas, level, ids, idx, size, remaining)
             tas.cur[chosen] = ids[pick]
             chosen += 1
-            remaining -= st[level, ids[idx]]
+            remaining -= un[level, ids[idx]]
             idx += 1
         if remaining > 0:
             return -1, 0
@@ -203,20 +277,25 @@ def find_level(
 
 
 @kernel
-def update_counts(tas: Topology, level: int, ids: Int64Array, size: int, count: int, best_fit: bool) -> int:
-    """Kueue's ``updateCountsToMinimum``: take ``ids[:size]`` in order until ``count`` pods are assigned;
-    the last one's state becomes the pods it gets. Returns how many domains are kept."""
-    st = tas.state
+def update_counts(
+    tas: Topology, level: int, ids: Int64Array, size: int, count: int, best_fit: bool, per_unit: int
+) -> int:
+    """Kueue's ``updateCountsToMinimumGeneric``: take ``ids[:size]`` in order until ``count`` units are
+    assigned; each kept domain's units become the units it gets and its state the pods (``per_unit``
+    pods a unit). Returns how many domains are kept."""
+    un = tas.units
     remaining = count
     for i in range(size):
         d = ids[i]
-        if best_fit and st[level, d] >= remaining:
+        if best_fit and un[level, d] >= remaining:
             d = ids[best_fit_index(tas, level, ids, i, size, remaining)]
-        if st[level, d] >= remaining:
-            st[level, d] = remaining
+        if un[level, d] >= remaining:
+            un[level, d] = remaining
+            tas.state[level, d] = remaining * per_unit
             ids[i] = d
             return i + 1
-        remaining -= st[level, d]
+        tas.state[level, d] = un[level, d] * per_unit
+        remaining -= un[level, d]
     return 0
 
 
@@ -281,30 +360,61 @@ def kueue_assign(tas: Topology, cl: Cluster, cs: Classes, c: int, profile: int, 
     sorts most free first without the swap. ``exact``: a node's capacity for
     a class marked ``C_EXACT`` is its wholly free GPUs // k (no GPU sharing or
     MIG), which lets a one-pod unconstrained job skip the search.
+
+    A request in slices (KEP-2724, "Two-level Topology Aware scheduling";
+    ``findTopologyAssignment``) counts slices down to its slice level: the
+    level search and the descent to the slice level take whole slices, then
+    each slice-level domain's pods go to its own children, level by level,
+    least room first (Kueue's order there: no slice count, pods ascending). A
+    slice-only request (no mode) is searched from the top level, unconstrained.
     """
     pods = cs.ints[C_PODS, c]
     mode = cs.ints[C_TAS_MODE, c]
+    slice_level = cs.ints[C_TAS_SLICE_LEVEL, c]
+    per_slice = cs.ints[C_TAS_SLICE_SIZE, c]
+    sliced = per_slice > 1 or slice_level < LEVEL_NODE
     unconstrained = mode in (TM_UNCONSTRAINED, TM_NONE)
-    if unconstrained and pods == 1 and cs.ints[C_EXACT, c] == 1 and exact:
+    if unconstrained and pods == 1 and cs.ints[C_EXACT, c] == 1 and exact and not sliced:
         return one_exact_pod(tas, cl, cs, c, profile == PROFILE_MOST_FREE)
-    level = LEVEL_NODE if unconstrained else cs.ints[C_TAS_LEVEL, c]
+    # A slice-only request (Kueue's isSliceTopologyOnlyRequest) searches from the top, unconstrained.
+    level = (0 if sliced else LEVEL_NODE) if unconstrained else cs.ints[C_TAS_LEVEL, c]
     least = profile == PROFILE_LEAST_FREE or (unconstrained and profile == PROFILE_MIXED)
     best_fit = not (least or profile == PROFILE_MOST_FREE)
-    # Unconstrained requests never look above the nodes; the others may go up to the top.
-    fill_counts(tas, cl, cs, c, LEVEL_NODE if unconstrained else 0)
-    fit_level, size = find_level(tas, level, pods, mode == TM_REQUIRED, unconstrained, best_fit, least)
+    # Unconstrained requests never look above their level; the others may go up to the top.
+    top = level if unconstrained else 0
+    fill_counts(tas, cl, cs, c, top)
+    fill_units(tas, top, slice_level, per_slice)
+    count = pods // per_slice
+    fit_level, size = find_level(
+        tas, level, count, mode == TM_REQUIRED, unconstrained, best_fit, least, sliced
+    )
     if size == 0:
         return 0
-    size = update_counts(tas, fit_level, tas.cur, size, pods, best_fit)
-    for lvl in range(fit_level, LEVEL_NODE):
+    size = update_counts(tas, fit_level, tas.cur, size, count, best_fit, per_slice)
+    # Down to the slice level: the kept domains' children all together, in slices.
+    for lvl in range(fit_level, min(LEVEL_NODE, slice_level)):
         k = 0
         for i in range(size):
             d = tas.cur[i]
             for child in range(tas.child0[lvl, d], tas.child0[lvl, d + 1]):
                 tas.nxt[k] = child
                 k += 1
-        k = sort_domains(tas, lvl + 1, tas.nxt, k, least)
-        size = update_counts(tas, lvl + 1, tas.nxt, k, pods, best_fit)
+        k = sort_domains(tas, lvl + 1, tas.nxt, k, least, sliced)
+        size = update_counts(tas, lvl + 1, tas.nxt, k, count, best_fit, per_slice)
+        for i in range(size):
+            tas.cur[i] = tas.nxt[i]
+    # Below it: each domain's own pods over its own children, least room first.
+    for lvl in range(max(fit_level, slice_level), LEVEL_NODE):
+        k = 0
+        for i in range(size):
+            d = tas.cur[i]
+            first = k
+            for child in range(tas.child0[lvl, d], tas.child0[lvl, d + 1]):
+                tas.nxt[k] = child
+                k += 1
+            kept = sort_domains(tas, lvl + 1, tas.nxt[first:], k - first, True, True)
+            k = first + update_counts(tas, lvl + 1, tas.nxt[first:], kept, tas.state[lvl, d], best_fit, 1)
+        size = k
         for i in range(size):
             tas.cur[i] = tas.nxt[i]
     sort_prefix(tas.cur, size)
@@ -312,12 +422,14 @@ def kueue_assign(tas: Topology, cl: Cluster, cs: Classes, c: int, profile: int, 
 
 
 @entry_kernel
-def level_capacity(tas: Topology, cl: Cluster, cs: Classes, c: int, level: int) -> int:
-    """The most pods of class ``c`` one domain of ``level`` holds now (on the empty cluster: ever)."""
+def level_capacity(tas: Topology, cl: Cluster, cs: Classes, c: int, level: int, whole: bool) -> int:
+    """What one domain of ``level`` holds of class ``c`` now (on the empty cluster: ever), in the class's
+    units (its slices, else pods): the most, or (``whole``) the sum over the level's domains."""
     fill_counts(tas, cl, cs, c, 0)
+    fill_units(tas, 0, cs.ints[C_TAS_SLICE_LEVEL, c], cs.ints[C_TAS_SLICE_SIZE, c])
     best = 0
     for d in range(tas.sizes[level]):
-        best = max(best, tas.state[level, d])
+        best = best + tas.units[level, d] if whole else max(best, tas.units[level, d])
     return best
 
 

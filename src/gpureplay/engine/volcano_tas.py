@@ -46,12 +46,14 @@ from gpureplay.engine.layout import (
     C_MILLI,
     C_PODS,
     C_TAS_LEVEL,
+    C_TAS_MODE,
     J_CLASS,
     KIND_WHOLE,
     LEVEL_NODE,
     N_CPU,
     N_GPUS,
     N_MEM,
+    TM_PREFERRED,
     WHOLE,
 )
 from gpureplay.engine.tas import fill_counts, leaf_range, place_in_leaves
@@ -107,10 +109,18 @@ def volcano_place(
     j: int,
     t: float,
 ) -> bool:
-    """Place job ``j`` (hard mode, up to its required level's tier) by Volcano's rules; False: it waits."""
+    """Place job ``j`` by Volcano's rules; False: it waits.
+
+    Hard mode (``required`` L) searches the tiers up to L's; soft mode (``preferred``, any level) every
+    tier and then the whole cluster, as Volcano's master turns a soft spec into a hard one whose
+    ``highestTierAllowed`` is the virtual top tier above the highest HyperNode
+    (``convertSoftToHardTopology``, PR #5206): the cluster is the last candidate, so a soft job waits
+    only when the cluster cannot hold it.
+    """
     c = jobs.ints[J_CLASS, j]
     pods = cs.ints[C_PODS, c]
-    top = cs.ints[C_TAS_LEVEL, c]
+    soft = cs.ints[C_TAS_MODE, c] == TM_PREFERRED
+    top = 0 if soft else cs.ints[C_TAS_LEVEL, c]
     fill_counts(tas, cl, cs, c, 0)
     fill_free(tas, cl, cs, c)
     for level in range(LEVEL_NODE - 1, top - 1, -1):
@@ -126,5 +136,14 @@ def volcano_place(
         if best >= 0:
             first, end = leaf_range(tas, level, best)
             place_in_leaves(tas, params, jobs, cs, cl, ix, js, sc, run, j, t, first, end, level, False)
+            return True
+    if soft:
+        held = 0
+        for d in range(tas.sizes[0]):
+            held += tas.state[0, d]
+        if held >= pods:
+            place_in_leaves(
+                tas, params, jobs, cs, cl, ix, js, sc, run, j, t, 0, tas.sizes[LEVEL_NODE], 0, False
+            )
             return True
     return False

@@ -70,7 +70,13 @@ from gpureplay.schedulers.policy import (
     TopologyManager,
 )
 from gpureplay.traces.schema import PREEMPTION_POLICIES, UNKNOWN_CAPACITY, lucid_overhead
-from gpureplay.workload.topology_requests import TOPOLOGY_LEVELS, TOPOLOGY_MODES, check_trace_requests
+from gpureplay.workload.topology_requests import (
+    REQUEST_COLUMNS,
+    TOPOLOGY_LEVELS,
+    TOPOLOGY_MODES,
+    check_trace_requests,
+    with_request_columns,
+)
 from gpureplay.workload.typical_pods import TypicalPods
 
 
@@ -853,22 +859,31 @@ REQUEST_LEVEL_CODES: dict[str, int] = dict(
 
 
 def _topology_columns(jobs: pl.DataFrame, system: int) -> list[pl.Expr]:
-    """``tas_mode`` / ``tas_level`` codes of each job's topology request (``TM_NONE`` when off or none).
+    """``tas_mode`` / ``tas_level`` codes of each job's topology request (``TM_NONE`` when off or none), and
+    its slices' ``tas_slice_level`` / ``tas_slice_size`` (``LEVEL_NODE`` and 1: none).
 
     Raises
     ------
     InputError
-        On a mode or level that is not known, or (Volcano) a request its hard mode cannot express, naming
-        the column.
+        On a mode or level that is not known, or (Volcano) a request its hard mode cannot express, or
+        (Volcano, KAI) slices, which are Kueue's, naming the column.
     """
-    if system == L.TAS_NONE or "topology_mode" not in jobs.columns:
+    none = [
+        pl.lit(L.LEVEL_NODE, pl.Int64).alias("tas_slice_level"),
+        pl.lit(1, pl.Int64).alias("tas_slice_size"),
+    ]
+    if system == L.TAS_NONE or not any(c in jobs.columns for c in REQUEST_COLUMNS):
         return [
             pl.lit(L.TM_NONE, pl.Int64).alias("tas_mode"),
             pl.lit(L.LEVEL_NODE, pl.Int64).alias("tas_level"),
+            *none,
         ]
     check_trace_requests(jobs, "jobs")
+    jobs = with_request_columns(jobs)
     if system == L.TAS_VOLCANO:
         _volcano_requests(jobs)
+    if system != L.TAS_KUEUE:
+        _refuse_slices(jobs, "Volcano" if system == L.TAS_VOLCANO else "KAI")
     mode = pl.col("topology_mode").replace_strict(
         REQUEST_MODE_CODES, default=L.TM_NONE, return_dtype=pl.Int64
     )
@@ -876,44 +891,68 @@ def _topology_columns(jobs: pl.DataFrame, system: int) -> list[pl.Expr]:
         REQUEST_LEVEL_CODES, default=L.LEVEL_NODE, return_dtype=pl.Int64
     )
     unconstrained = mode.is_in([L.TM_NONE, L.TM_UNCONSTRAINED])
-    # Unconstrained requests and jobs without one are searched at the node level whatever they name.
-    return [
+    # Unconstrained requests and jobs without one are searched at the node level whatever they name
+    # (the engine starts a slice-only request at the top).
+    columns = [
         mode.alias("tas_mode"),
         pl.when(unconstrained).then(L.LEVEL_NODE).otherwise(level).alias("tas_level"),
     ]
+    return [
+        *columns,
+        pl.col("topology_slice_level")
+        .replace_strict(REQUEST_LEVEL_CODES, default=L.LEVEL_NODE, return_dtype=pl.Int64)
+        .alias("tas_slice_level"),
+        pl.col("topology_slice_size").fill_null(1).cast(pl.Int64).alias("tas_slice_size"),
+    ]
+
+
+def _refuse_slices(jobs: pl.DataFrame, system: str) -> None:
+    """Slices (``podset-slice-required-topology``) are Kueue's: refused under another system."""
+    numbered = jobs if "source_row" in jobs.columns else jobs.with_row_index("source_row", offset=1)
+    bad = numbered.filter(pl.col("topology_slice_level").is_not_null())
+    if bad.height:
+        raise InputError.single(
+            f"PodSet slices are Kueue's (podset-slice-required-topology): {system}'s topology-aware "
+            f"scheduling has none ({bad.height:,} jobs ask them; from the trace's columns or "
+            "workload.topology_requests)",
+            "jobs",
+            row=int(bad["source_row"][0]),
+            column="topology_slice_level",
+        )
 
 
 def _volcano_requests(jobs: pl.DataFrame) -> None:
-    """Requests Volcano's hard mode can express: ``required`` at a level with HyperNodes (not the node)."""
-    for column, value, why in (
-        ("topology_mode", "preferred", "Volcano's soft mode is not modelled: use required (hard mode)"),
-        (
-            "topology_level",
-            "node",
-            "Volcano's HyperNode tiers start above the node (nvlink_domain, rack, spine)",
-        ),
-    ):
-        numbered = jobs if "source_row" in jobs.columns else jobs.with_row_index("source_row", offset=1)
-        asking = numbered.filter(pl.col("topology_mode").is_in(["required", "preferred"]))
-        bad = asking.filter(pl.col(column) == value)
-        if bad.height:
-            raise InputError.single(
-                f"{value!r} under topology_aware: volcano: {why} ({bad.height:,} jobs; requests come from "
-                "the trace's columns or workload.topology_requests)",
-                "jobs",
-                row=int(bad["source_row"][0]),
-                column=column,
-            )
+    """Requests Volcano can express: hard mode (``required``) at a level with HyperNodes (not the node);
+    soft mode (``preferred``) at any level, as Volcano overwrites a soft spec's tier."""
+    numbered = jobs if "source_row" in jobs.columns else jobs.with_row_index("source_row", offset=1)
+    bad = numbered.filter((pl.col("topology_mode") == "required") & (pl.col("topology_level") == "node"))
+    if bad.height:
+        raise InputError.single(
+            "'node' under topology_aware: volcano: Volcano's HyperNode tiers start above the node "
+            f"(nvlink_domain, rack, spine) ({bad.height:,} jobs; requests come from the trace's columns or "
+            "workload.topology_requests)",
+            "jobs",
+            row=int(bad["source_row"][0]),
+            column="topology_level",
+        )
 
 
 def _reject_topology(reject: Int64Array, job_class: Int64Array, cluster: Cluster, classes: Classes) -> None:
-    """Reject (in place) the jobs whose required level has no domain that holds them, even empty."""
+    """Reject (in place) the jobs the empty cluster cannot hold as they ask: a required level none of
+    whose domains holds them, or slices that even all domains together cannot hold (Kueue, whose
+    validation deactivates a workload whose slice size does not divide its pods: ``R_SLICE_SIZE``)."""
     tree = topology_tree(cluster.node_int)
     cls = classes.ints
+    size = cls[L.C_TAS_SLICE_SIZE]
+    sliced = (size > 1) | (cls[L.C_TAS_SLICE_LEVEL] < L.LEVEL_NODE)
+    bad_size = cls[L.C_PODS] % size != 0
     too_large = np.zeros(cls.shape[1], dtype=bool)
-    for c in np.flatnonzero(cls[L.C_TAS_MODE] == L.TM_REQUIRED):
-        level = int(cls[L.C_TAS_LEVEL, c])
-        too_large[c] = level_capacity(tree, cluster, classes, int(c), level) < cls[L.C_PODS, c]
+    for c in np.flatnonzero(((cls[L.C_TAS_MODE] == L.TM_REQUIRED) | sliced) & ~bad_size):
+        required = cls[L.C_TAS_MODE, c] == L.TM_REQUIRED
+        level = int(cls[L.C_TAS_LEVEL, c]) if required else 0
+        held = level_capacity(tree, cluster, classes, int(c), level, not required)
+        too_large[c] = held < cls[L.C_PODS, c] // size[c]
+    reject[(reject == L.R_NONE) & bad_size[job_class]] = L.R_SLICE_SIZE
     reject[(reject == L.R_NONE) & too_large[job_class]] = L.R_TOPOLOGY_TOO_LARGE
 
 
@@ -1216,7 +1255,7 @@ def compile_replay(
     if preempting:
         shape += ["priority", "can_preempt"]
     if codes[L.P_TAS] != L.TAS_NONE:
-        shape += ["tas_mode", "tas_level"]
+        shape += ["tas_mode", "tas_level", "tas_slice_level", "tas_slice_size"]
     (qclass, num_classes), (rclass, num_rclasses) = _dense_classes(
         df, shape, ["gpu_milli", "gpu_mem", "cpu_milli", "mem_mib", "mask", "mig_key", "num_pods"]
     )
@@ -1299,6 +1338,8 @@ def compile_replay(
     cls[L.C_PODS] = 1 if pod_mode else _per_class(qclass, num_classes, ints[L.J_PODS])
     cls[L.C_TAS_MODE] = _per_class(qclass, num_classes, df["tas_mode"].to_numpy())
     cls[L.C_TAS_LEVEL] = _per_class(qclass, num_classes, df["tas_level"].to_numpy())
+    cls[L.C_TAS_SLICE_LEVEL] = _per_class(qclass, num_classes, df["tas_slice_level"].to_numpy())
+    cls[L.C_TAS_SLICE_SIZE] = _per_class(qclass, num_classes, df["tas_slice_size"].to_numpy())
     cls[L.C_START] = _exclusive_cumsum(per_class)
     cls[L.C_END] = cls[L.C_START] + per_class
     # Under the global order tenants do not rank jobs: every class is tenant 0 (jobs keep theirs).

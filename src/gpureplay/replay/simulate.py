@@ -127,6 +127,7 @@ _REJECT_REASONS = {
     L.R_SHARED_TOO_LARGE: "shared_request_too_large",
     L.R_TOPOLOGY_TOO_LARGE: "topology_too_large",
     L.R_NUMA_TOO_LARGE: "numa_too_large",
+    L.R_SLICE_SIZE: "slice_size_invalid",
 }
 
 _VIOLATIONS = {
@@ -416,6 +417,7 @@ def warm_up_tables() -> tuple[pl.DataFrame, pl.DataFrame]:
             "gpu_milli": [1000], "gpu_mem_mib": [None], "gpu_models": [None], "mig_profile": [None],
             "cpu_milli": [0], "mem_mib": [0], "queue": ["default"], "user": [None], "priority": [0],
             "preemptible": [True], "topology_mode": [None], "topology_level": [None],
+            "topology_slice_level": [None], "topology_slice_size": [None],
         },
         schema=JOBS_SCHEMA,
     )  # fmt: skip

@@ -256,9 +256,12 @@ def job_results(jobs: pl.DataFrame, outcome: pl.DataFrame) -> pl.DataFrame:
         jobs = jobs.with_columns(pl.lit(None, pl.String).alias("job_name"))
     if "priority_class" not in jobs.columns:  # no PriorityClass mix was applied
         jobs = jobs.with_columns(pl.lit(None, pl.String).alias("priority_class"))
-    for column in ("topology_mode", "topology_level"):  # a table built before topology requests existed
+    # A table built before topology requests (or slices) existed: none.
+    for column in ("topology_mode", "topology_level", "topology_slice_level", "topology_slice_size"):
         if column not in jobs.columns:
-            jobs = jobs.with_columns(pl.lit(None, pl.String).alias(column))
+            jobs = jobs.with_columns(
+                pl.lit(None, pl.Int32 if column.endswith("size") else pl.String).alias(column)
+            )
     df = jobs.select(
         "job_id",
         "job_name",
@@ -273,6 +276,8 @@ def job_results(jobs: pl.DataFrame, outcome: pl.DataFrame) -> pl.DataFrame:
         "duration",
         "topology_mode",
         "topology_level",
+        "topology_slice_level",
+        "topology_slice_size",
     ).join(outcome, on="job_id", how="left", validate="1:1")
     finished = pl.col("state") == "finished"
     return conform(

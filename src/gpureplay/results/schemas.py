@@ -51,6 +51,8 @@ JOBS_RESULT_SCHEMA: dict[str, pl.DataType] = {
     # the job's topology request (trace or workload.topology_requests; null: none), read by topology_aware
     "topology_mode": pl.String(),
     "topology_level": pl.String(),
+    "topology_slice_level": pl.String(),  # Kueue's PodSet slices: slice_size pods per domain of slice_level
+    "topology_slice_size": pl.Int32(),
     "held_milli": pl.Int64(),
     "state": pl.Enum(JOB_STATES),
     "reject_reason": pl.String(),

@@ -47,6 +47,8 @@ JOBS_SCHEMA: dict[str, pl.DataType] = {
     "preemptible": pl.Boolean(),
     "topology_mode": pl.String(),
     "topology_level": pl.String(),
+    "topology_slice_level": pl.String(),
+    "topology_slice_size": pl.Int32(),
 }
 
 #: Columns a generic trace must carry; the rest default as in :data:`JOB_DEFAULTS`.
@@ -69,11 +71,23 @@ JOB_DEFAULTS: dict[str, object] = {
     "preemptible": True,
     "topology_mode": None,
     "topology_level": None,
+    "topology_slice_level": None,
+    "topology_slice_size": None,
 }
 
 #: Columns that may hold nulls; every other canonical column must be filled.
 NULLABLE_JOB_COLUMNS: frozenset[str] = frozenset(
-    {"job_name", "gpu_mem_mib", "gpu_models", "mig_profile", "user", "topology_mode", "topology_level"}
+    {
+        "job_name",
+        "gpu_mem_mib",
+        "gpu_models",
+        "mig_profile",
+        "user",
+        "topology_mode",
+        "topology_level",
+        "topology_slice_level",
+        "topology_slice_size",
+    }
 )
 
 #: Restart overhead of Lucid's simulator (``simulation/policy/policy.py``): checkpoint

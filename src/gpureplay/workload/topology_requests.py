@@ -10,12 +10,22 @@ config gives rules by job size: each job takes the rule with the largest
 more inside one spine (a SuperPOD scalable unit). A trace that carries its own
 ``topology_mode`` / ``topology_level`` columns keeps them; the rules fill only
 the jobs it leaves null.
+
+Kueue's two-level requests (KEP-2724, "Two-level Topology Aware scheduling")
+add ``podset-slice-required-topology: <level>`` and ``podset-slice-size: <n>``:
+the job's pods split into slices of ``n`` pods, each slice inside one domain
+of the slice level, at or below the job's own level. Here they are the
+``topology_slice_level`` / ``topology_slice_size`` columns, or a rule's
+``slice_level`` / ``slice_size``. A slice request without a mode is Kueue's
+slice-only request.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
+from typing import Any
 
 import polars as pl
 
@@ -44,11 +54,16 @@ class TopologyRequest:
         job, else spread; ``unconstrained``: any nodes (Kueue still packs them).
     level
         One of :data:`TOPOLOGY_LEVELS` (ignored by ``unconstrained``).
+    slice_level, slice_size
+        Kueue's PodSet slices: every ``slice_size`` pods inside one domain of
+        ``slice_level`` (at or below ``level``); both or neither.
     """
 
     min_gpus: float
     mode: str
     level: str = "node"
+    slice_level: str | None = None
+    slice_size: int | None = None
 
 
 def _problems(rules: Sequence[TopologyRequest], key: str) -> list[Problem]:
@@ -81,61 +96,163 @@ def _problems(rules: Sequence[TopologyRequest], key: str) -> list[Problem]:
                     column=f"{where}.level",
                 )
             )
+        problems += _slice_problems(rule, where)
     return problems
 
 
+def _slice_problems(rule: TopologyRequest, where: str) -> list[Problem]:
+    """A rule's slices: both fields or neither, a known level at or below the rule's, a size of at least 1."""
+    if rule.slice_level is None and rule.slice_size is None:
+        return []
+    if rule.slice_level is None or rule.slice_size is None:
+        given, missing = (
+            ("slice_size", "slice_level") if rule.slice_level is None else ("slice_level", "slice_size")
+        )
+        why = f"{given} needs {missing} (Kueue's podset-slice annotations go together)"
+        return [Problem(why, "config", column=f"{where}.{missing}")]
+    if rule.slice_level not in TOPOLOGY_LEVELS:
+        known = ", ".join(TOPOLOGY_LEVELS)
+        return [
+            Problem(
+                f"unknown level {rule.slice_level!r}; known: {known}", "config", column=f"{where}.slice_level"
+            )
+        ]
+    problems = []
+    if not (isinstance(rule.slice_size, int) and rule.slice_size >= 1):
+        problems.append(
+            Problem(
+                f"must be a whole number >= 1 (found {rule.slice_size})",
+                "config",
+                column=f"{where}.slice_size",
+            )
+        )
+    leveled = rule.mode in ("required", "preferred") and rule.level in TOPOLOGY_LEVELS
+    if leveled and TOPOLOGY_LEVELS.index(rule.slice_level) < TOPOLOGY_LEVELS.index(rule.level):
+        problems.append(
+            Problem(
+                f"slice level {rule.slice_level!r} is above the request's level {rule.level!r} (Kueue: "
+                "the slice topology must be at or below the PodSet's)",
+                "config",
+                column=f"{where}.slice_level",
+            )
+        )
+    return problems
+
+
+#: The jobs table's request columns, in the order the rules fill them.
+REQUEST_COLUMNS: tuple[str, ...] = (
+    "topology_mode",
+    "topology_level",
+    "topology_slice_level",
+    "topology_slice_size",
+)
+
+
+def with_request_columns(jobs: pl.DataFrame) -> pl.DataFrame:
+    """``jobs`` with every request column (:data:`REQUEST_COLUMNS`), the missing ones null: a trace may give
+    the mode and level without slices, or slices alone (Kueue's slice-only requests)."""
+    missing = [c for c in REQUEST_COLUMNS if c not in jobs.columns]
+    return jobs.with_columns(
+        pl.lit(None, pl.Int32 if c == "topology_slice_size" else pl.String).alias(c) for c in missing
+    )
+
+
 def check_trace_requests(jobs: pl.DataFrame, source: str) -> None:
-    """A trace's own ``topology_mode`` / ``topology_level`` columns: known values; a ``required`` or
-    ``preferred`` mode names its level, a level goes with a mode (``unconstrained`` needs none).
+    """A trace's own ``topology_mode`` / ``topology_level`` (and slice) columns: known values; a
+    ``required`` or ``preferred`` mode names its level, a level goes with a mode (``unconstrained`` needs
+    none); a slice level and size go together, the size at least 1, the level at or below the request's.
 
     Raises
     ------
     InputError
         Naming the column and the first row at fault.
     """
-    if "topology_mode" not in jobs.columns and "topology_level" not in jobs.columns:
+    _check_pairs(jobs, source)
+    if not any(c in jobs.columns for c in REQUEST_COLUMNS):
         return
-    problems = []
-    for column in ("topology_mode", "topology_level"):
-        if column not in jobs.columns:
-            other = "topology_level" if column == "topology_mode" else "topology_mode"
-            problems.append(Problem(f"given without {column}", source, column=other))
-    if problems:
-        raise InputError(problems)
+    jobs = with_request_columns(jobs)
     # Rows as the error messages number them: the source file's, else 1-based in table order.
     indexed = jobs if "source_row" in jobs.columns else jobs.with_row_index("source_row", offset=1)
-    for column, known in (("topology_mode", TOPOLOGY_MODES), ("topology_level", TOPOLOGY_LEVELS)):
-        bad = indexed.filter(pl.col(column).is_not_null() & ~pl.col(column).is_in(known))
-        if bad.height:
-            problems.append(
-                Problem(
-                    f"unknown value {bad[column][0]!r}; known: {', '.join(known)}",
-                    source,
-                    row=int(bad["source_row"][0]),
-                    column=column,
+    # (rows at fault, column named, message from the first such row), checked in this order.
+    checks: list[tuple[pl.Expr, str, Callable[[dict[str, Any]], str]]] = []
+    for column, known in (
+        ("topology_mode", TOPOLOGY_MODES),
+        ("topology_level", TOPOLOGY_LEVELS),
+        ("topology_slice_level", TOPOLOGY_LEVELS),
+    ):
+        if column in indexed.columns:
+            checks.append(
+                (
+                    pl.col(column).is_not_null() & ~pl.col(column).is_in(known),
+                    column,
+                    partial(_unknown_value, column, known),
                 )
             )
     leveled = pl.col("topology_mode").is_in(["required", "preferred"])
-    no_level = indexed.filter(leveled & pl.col("topology_level").is_null())
-    if no_level.height:
-        problems.append(
-            Problem(
-                f"a {no_level['topology_mode'][0]} request needs a topology_level",
-                source,
-                row=int(no_level["source_row"][0]),
-                column="topology_level",
-            )
+    checks += [
+        (
+            leveled & pl.col("topology_level").is_null(),
+            "topology_level",
+            lambda row: f"a {row['topology_mode']} request needs a topology_level",
+        ),
+        (
+            pl.col("topology_mode").is_null() & pl.col("topology_level").is_not_null(),
+            "topology_mode",
+            lambda row: "a topology_level needs a topology_mode",
+        ),
+    ]
+    if "topology_slice_level" in indexed.columns:
+        size, level = pl.col("topology_slice_size"), pl.col("topology_slice_level")
+        rank = {name: i for i, name in enumerate(TOPOLOGY_LEVELS)}
+        above = level.replace_strict(rank, default=None) < pl.col("topology_level").replace_strict(
+            rank, default=None
         )
-    no_mode = indexed.filter(pl.col("topology_mode").is_null() & pl.col("topology_level").is_not_null())
-    if no_mode.height:
-        problems.append(
-            Problem(
-                "a topology_level needs a topology_mode",
-                source,
-                row=int(no_mode["source_row"][0]),
-                column="topology_mode",
-            )
-        )
+        checks += [
+            (
+                level.is_null() & size.is_not_null(),
+                "topology_slice_level",
+                lambda row: "a topology_slice_size needs a topology_slice_level",
+            ),
+            (
+                level.is_not_null() & size.is_null(),
+                "topology_slice_size",
+                lambda row: "a topology_slice_level needs a topology_slice_size",
+            ),
+            (
+                size < 1,
+                "topology_slice_size",
+                lambda row: f"a slice holds at least 1 pod (found {row['topology_slice_size']})",
+            ),
+            (
+                leveled & above.fill_null(False),
+                "topology_slice_level",
+                lambda row: (
+                    f"slice level {row['topology_slice_level']!r} is above the request's level "
+                    f"{row['topology_level']!r} (Kueue: the slice topology must be at or below the PodSet's)"
+                ),
+            ),
+        ]
+    for bad, column, message in checks:
+        rows = indexed.filter(bad)
+        if rows.height:
+            first = rows.row(0, named=True)
+            raise InputError.single(message(first), source, row=int(first["source_row"]), column=column)
+
+
+def _unknown_value(column: str, known: tuple[str, ...], row: dict[str, Any]) -> str:
+    return f"unknown value {row[column]!r}; known: {', '.join(known)}"
+
+
+def _check_pairs(jobs: pl.DataFrame, source: str) -> None:
+    """Request columns come in pairs: mode with level, slice level with slice size."""
+    problems = []
+    for first, second in (
+        ("topology_mode", "topology_level"),
+        ("topology_slice_level", "topology_slice_size"),
+    ):
+        if (first in jobs.columns) != (second in jobs.columns):
+            given, missing = (first, second) if first in jobs.columns else (second, first)
+            problems.append(Problem(f"given without {missing}", source, column=given))
     if problems:
         raise InputError(problems)
 
@@ -143,7 +260,8 @@ def check_trace_requests(jobs: pl.DataFrame, source: str) -> None:
 def assign_topology_requests(
     jobs: pl.DataFrame, rules: Sequence[TopologyRequest], key: str = "workload.topology_requests"
 ) -> pl.DataFrame:
-    """Add ``topology_mode`` and ``topology_level`` (null: no request) from the rules, keeping a trace's own.
+    """Add the request columns (:data:`REQUEST_COLUMNS`; null: no request) from the rules, keeping a trace's
+    own: a row that gives any of them keeps all of its own.
 
     Raises
     ------
@@ -155,15 +273,20 @@ def assign_topology_requests(
         raise InputError(problems)
     check_trace_requests(jobs, "jobs")
     gpus = pl.col("num_pods").cast(pl.Float64) * pl.col("gpu_milli").cast(pl.Float64) / 1000.0
-    mode: pl.Expr = pl.lit(None, pl.String)
-    level: pl.Expr = pl.lit(None, pl.String)
+    taken: dict[str, pl.Expr] = {c: pl.lit(None, pl.String) for c in REQUEST_COLUMNS[:3]}
+    taken["topology_slice_size"] = pl.lit(None, pl.Int32)
     # The largest min_gpus at or below the job's size wins: apply the rules smallest first.
     for rule in sorted(rules, key=lambda r: r.min_gpus):
         applies = gpus >= rule.min_gpus
-        mode = pl.when(applies).then(pl.lit(rule.mode)).otherwise(mode)
-        level = pl.when(applies).then(pl.lit(rule.level)).otherwise(level)
-    if "topology_mode" in jobs.columns:
-        own = pl.col("topology_mode").is_not_null()
-        mode = pl.when(own).then(pl.col("topology_mode")).otherwise(mode)
-        level = pl.when(own).then(pl.col("topology_level")).otherwise(level)
-    return jobs.with_columns(topology_mode=mode.cast(pl.String), topology_level=level.cast(pl.String))
+        values = (rule.mode, rule.level, rule.slice_level, rule.slice_size)
+        for column, value in zip(REQUEST_COLUMNS, values, strict=True):
+            dtype = pl.Int32 if column == "topology_slice_size" else pl.String
+            taken[column] = pl.when(applies).then(pl.lit(value, dtype)).otherwise(taken[column])
+    given = [c for c in REQUEST_COLUMNS if c in jobs.columns]
+    if given:
+        own = pl.any_horizontal(pl.col(c).is_not_null() for c in given)
+        for column in given:
+            taken[column] = pl.when(own).then(pl.col(column)).otherwise(taken[column])
+    return jobs.with_columns(
+        **{c: e.cast(pl.Int32 if c == "topology_slice_size" else pl.String) for c, e in taken.items()}
+    )
