@@ -73,10 +73,8 @@ def read_vc_nodes(path: str | Path) -> dict[str, int]:
         except ValueError:
             count = 0
         if count < 1:
-            problems.append(
-                Problem(f"node count must be a whole number >= 1 (found {nodes!r})", source, row=row,
-                        column="node num")
-            )  # fmt: skip
+            why = f"node count must be a whole number >= 1 (found {nodes!r})"
+            problems.append(Problem(why, source, row=row, column="node num"))
         if name and name not in counts:
             counts[name] = count
     if problems:

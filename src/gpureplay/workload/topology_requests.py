@@ -30,6 +30,7 @@ from typing import Any
 import polars as pl
 
 from gpureplay.errors import InputError, Problem
+from gpureplay.traces.schema import JOBS_SCHEMA
 
 __all__ = ["TOPOLOGY_LEVELS", "TOPOLOGY_MODES", "TopologyRequest", "assign_topology_requests"]
 
@@ -152,9 +153,7 @@ def with_request_columns(jobs: pl.DataFrame) -> pl.DataFrame:
     """``jobs`` with every request column (:data:`REQUEST_COLUMNS`), the missing ones null: a trace may give
     the mode and level without slices, or slices alone (Kueue's slice-only requests)."""
     missing = [c for c in REQUEST_COLUMNS if c not in jobs.columns]
-    return jobs.with_columns(
-        pl.lit(None, pl.Int32 if c == "topology_slice_size" else pl.String).alias(c) for c in missing
-    )
+    return jobs.with_columns(pl.lit(None, JOBS_SCHEMA[c]).alias(c) for c in missing)
 
 
 def check_trace_requests(jobs: pl.DataFrame, source: str) -> None:
@@ -273,20 +272,16 @@ def assign_topology_requests(
         raise InputError(problems)
     check_trace_requests(jobs, "jobs")
     gpus = pl.col("num_pods").cast(pl.Float64) * pl.col("gpu_milli").cast(pl.Float64) / 1000.0
-    taken: dict[str, pl.Expr] = {c: pl.lit(None, pl.String) for c in REQUEST_COLUMNS[:3]}
-    taken["topology_slice_size"] = pl.lit(None, pl.Int32)
+    taken: dict[str, pl.Expr] = {c: pl.lit(None, JOBS_SCHEMA[c]) for c in REQUEST_COLUMNS}
     # The largest min_gpus at or below the job's size wins: apply the rules smallest first.
     for rule in sorted(rules, key=lambda r: r.min_gpus):
         applies = gpus >= rule.min_gpus
         values = (rule.mode, rule.level, rule.slice_level, rule.slice_size)
         for column, value in zip(REQUEST_COLUMNS, values, strict=True):
-            dtype = pl.Int32 if column == "topology_slice_size" else pl.String
-            taken[column] = pl.when(applies).then(pl.lit(value, dtype)).otherwise(taken[column])
+            taken[column] = pl.when(applies).then(pl.lit(value, JOBS_SCHEMA[column])).otherwise(taken[column])
     given = [c for c in REQUEST_COLUMNS if c in jobs.columns]
     if given:
         own = pl.any_horizontal(pl.col(c).is_not_null() for c in given)
         for column in given:
             taken[column] = pl.when(own).then(pl.col(column)).otherwise(taken[column])
-    return jobs.with_columns(
-        **{c: e.cast(pl.Int32 if c == "topology_slice_size" else pl.String) for c, e in taken.items()}
-    )
+    return jobs.with_columns(**{c: e.cast(JOBS_SCHEMA[c]) for c, e in taken.items()})
