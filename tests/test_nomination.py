@@ -17,7 +17,7 @@ from tests.reference.strategies import PREEMPT_VARIANTS, jobs_frame, nodes_frame
 from tests.test_differential import assert_agree
 
 from gpureplay.replay.simulate import simulate
-from gpureplay.schedulers.policy import Policy
+from gpureplay.schedulers.policy import Backfill, Policy, Preemption, QueueOrder
 
 KUBE = PREEMPT_VARIANTS["kube-default+preempt"]  # pod by pod, grace 2 s
 GANG = PREEMPT_VARIANTS["gang-binpack+preempt"]
@@ -133,3 +133,66 @@ def test_the_preemption_case_that_never_ended_now_ends_and_agrees() -> None:
     assert table["preemptions"].sum() == 1  # job 9999, for job 280 at t=9
     assert table.filter(pl.col("job_id") == 280)["start_time"].item() == 11.0  # the victim's grace ends
     assert set(table["state"]) == {"finished", "rejected"}
+
+
+def test_a_nomination_ending_wakes_the_next_periodic_cycle() -> None:
+    """A generated case (21 jobs, its row order kept): a stale nomination's room is used at the next tick.
+
+    Periodic cycles every 3 s, priority preemption with 30 s grace. At t=192 the last victim of job 128
+    (priority 1, 6 pods) has terminated, 128 still cannot bind and nothing else starts or is evicted, so
+    its nomination ends with that cycle; at the tick of t=195 jobs 2255 and 180 (priority 0), which
+    128's nominated pods kept out, start. The engine counted the t=192 cycle as one that changed nothing
+    and jumped over the idle ticks to the next event, starting them later.
+    """
+    columns = ("job_id", "submit_time", "duration", "num_pods", "gpu_milli", "gpu_mem_mib", "priority")
+    columns += ("preemptible",)
+    rows = [
+        (2409, 4.0, 2.5, 2, 250, None, 0, True),
+        (291, 132.0, 100.0, 3, 2000, None, 3, True),
+        (1144, 92.0, 0.0, 3, 1000, None, 2, True),
+        (2255, 35.0, 100.0, 2, 700, None, 0, True),
+        (646, 105.5, 18.0, 6, 1000, None, 3, False),
+        (149, 100.0, 0.0, 4, 1000, None, 3, True),
+        (3515, 126.5, 100.0, 2, 250, None, 0, True),
+        (199, 20.5, 2.5, 3, 3000, None, 2, False),
+        (1000, 67.0, 39.0, 1, 1000, None, 3, True),
+        (7553, 59.0, 23.0, 8, 300, None, 2, True),
+        (180, 88.5, 100.0, 3, 500, None, 0, True),
+        (4903, 6.5, 19.0, 8, 300, None, 1, True),
+        (346, 13.0, 32.0, 1, 250, None, 0, True),
+        (327, 9.0, 100.0, 2, 1000, None, 1, True),
+        (113, 94.5, 39.0, 2, 250, 4096, 3, True),
+        (3954, 92.0, 100.0, 1, 500, None, 1, True),
+        (1657, 31.0, 21.0, 6, 1000, None, 0, False),
+        (174, 34.0, 38.0, 3, 250, 16384, 0, True),
+        (1386, 84.0, 2.5, 3, 1000, None, 2, True),
+        (7454, 24.0, 15.0, 1, 250, None, 0, True),
+        (128, 91.0, 0.0, 6, 700, None, 1, True),
+    ]  # fmt: skip
+    jobs = jobs_frame([dict(zip(columns, row, strict=True)) for row in rows])
+    jobs = jobs.with_columns(
+        pl.lit(0.0).alias("checkpoint_interval"), pl.lit("PreemptLowerPriority").alias("preemption_policy")
+    )
+    # The generated case's node ids (the rng keys of its random GPU choice) and NVLink domains.
+    nodes = nodes_frame([{"gpu_model": "T4", "num_gpus": 4, "gpu_mem_mib": 16384} for _ in range(4)])
+    nodes = nodes.with_columns(
+        (pl.col("node_id") + 2).alias("node_id"),
+        (pl.col("node_id") + 2).alias("nvlink_domain"),
+        ("node-" + (pl.col("node_id") + 2).cast(pl.String)).alias("node_name"),
+    )
+    policy = Policy(
+        name="periodic-preempt",
+        queue_order=QueueOrder.priority,
+        node_placement="worst_fit",
+        gpu_placement="random",
+        backfill=Backfill.skip,
+        session_interval=3.0,
+        preemption=Preemption.priority,
+        candidate_nodes_percent=50,
+        spread_rate_nvlink=0.5,
+        spread_rate_rack=0.9,
+    )
+    want = assert_agree(jobs, nodes, policy, seed=42, sample_interval=25.0, max_samples=8)
+    assert want is not None
+    started = want.attempts.filter(pl.col("hold_start") == 195.0)["job_id"].sort().to_list()
+    assert started == [180, 2255]

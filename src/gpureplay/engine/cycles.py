@@ -194,7 +194,7 @@ def gang_cycle(
     numa: Numa | None,
     t: float,
 ) -> int:
-    """One gang-mode scheduling cycle at ``t``; returns the number of jobs started plus victims evicted.
+    """One gang-mode scheduling cycle at ``t``; returns jobs started + victims evicted + nominations ended.
 
     Notes
     -----
@@ -310,7 +310,7 @@ def gang_cycle(
         keep_reservation(easy, run, head, shadow, hold_total)
     else:
         run.counters[K_RESV_HEAD] = -1
-    end_stale_nominations(js, cl, run)
+    changes += end_stale_nominations(js, cl, run)
     return changes
 
 
@@ -333,7 +333,7 @@ def pod_cycle(
     numa: None,
     t: float,
 ) -> int:
-    """One pod-by-pod cycle at ``t``; returns the number of pods placed plus victims evicted.
+    """One pod-by-pod cycle at ``t``; returns pods placed + victims evicted + nominations ended.
 
     Notes
     -----
@@ -415,7 +415,7 @@ def pod_cycle(
             c = pods.touched[i]
             if not class_dead(cs, pend, run, c, preempting):
                 size = push_head(jobs, cs, js, pend, size, c)
-    end_stale_nominations(js, cl, run)
+    changes += end_stale_nominations(js, cl, run)
     return changes
 
 

@@ -43,7 +43,8 @@ Periodic idle ticks
 -------------------
 A periodic cycle that changed nothing, with nothing changed since, would
 repeat itself exactly (same state, same queue, and draws keyed by job, not
-consumed), so the loop jumps over such ticks.
+consumed), so the loop jumps over such ticks. A nomination that ended at the
+end of a cycle is a change: the room it kept is free at the next tick.
 
 Chunks and room
 ---------------

@@ -169,20 +169,25 @@ def nominated_to(cl: Cluster, j: int, n: int) -> bool:
 
 
 @kernel
-def end_stale_nominations(js: JobState, cl: Cluster, run: Run) -> None:
+def end_stale_nominations(js: JobState, cl: Cluster, run: Run) -> int:
     """At the end of a cycle: drop the nominations of jobs whose victims have all terminated.
 
     Such a job had this cycle to bind with its room kept; it did not (kube
     clears the nominated node of a pod whose attempt fails and whose
-    preemption finds nothing), so the room is everyone's again.
+    preemption finds nothing), so the room is everyone's again. Returns the
+    number of jobs whose nomination ended: a change, as the room it frees may
+    fit a pod at the next periodic cycle (which must then not be skipped).
     """
+    ended = 0
     e = 1
     while e <= cl.nominees[NOM_JOB, 0]:
         j = cl.nominees[NOM_JOB, e]
         if js.dyn[D_WAITING, j] == 0:
             end_nomination(cl, run, j)  # moves other entries into slot e: look at it again
+            ended += 1
         else:
             e += 1
+    return ended
 
 
 @kernel
