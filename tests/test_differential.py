@@ -32,7 +32,13 @@ import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.reference.simulator import ATTEMPT_SCHEMA, JOB_RESULT_SCHEMA, TIMELINE_SCHEMA, Replay
+from tests.reference.simulator import (
+    ATTEMPT_SCHEMA,
+    JOB_RESULT_SCHEMA,
+    QUEUE_SAMPLE_SCHEMA,
+    TIMELINE_SCHEMA,
+    Replay,
+)
 from tests.reference.simulator import draw as reference_draw
 from tests.reference.simulator import simulate as reference_simulate
 from tests.reference.strategies import (
@@ -132,6 +138,16 @@ def _close(column: str, exact_times: bool) -> pl.Expr:
     return same
 
 
+def _near_event_times(got: Replay, want: Replay) -> list[float]:
+    """Sample times of either replay within rounding (1e-6 s) of an attempt's event (placement to end)."""
+    columns = ("hold_start", "start", "evicted", "end")
+    events = pl.concat([r.attempts.select(pl.col(c).alias("event")) for r in (got, want) for c in columns])
+    events = events.drop_nulls()
+    samples = pl.concat([got.timeline.select("time"), want.timeline.select("time")]).unique()
+    near = samples.join(events, how="cross").filter((pl.col("time") - pl.col("event")).abs() <= 1e-6)
+    return near["time"].unique().to_list()
+
+
 def _row_differences(
     name: str, got: pl.DataFrame, want: pl.DataFrame, schema: dict[str, pl.DataType], exact_times: bool
 ) -> list[str]:
@@ -171,6 +187,7 @@ def differences(got: Replay, want: Replay, *, exact_times: bool = True) -> list[
         ("jobs", got.jobs, JOB_RESULT_SCHEMA),
         ("attempts", got.attempts, ATTEMPT_SCHEMA),
         ("timeline", got.timeline, TIMELINE_SCHEMA),
+        ("queues", got.queues, QUEUE_SAMPLE_SCHEMA),
     ):
         if dict(table.schema) != schema:
             problems.append(f"engine {name} schema {dict(table.schema)} != {schema}")
@@ -178,7 +195,14 @@ def differences(got: Replay, want: Replay, *, exact_times: bool = True) -> list[
         return problems
     problems += _row_differences("jobs", got.jobs, want.jobs, JOB_RESULT_SCHEMA, exact_times)
     problems += _row_differences("attempts", got.attempts, want.attempts, ATTEMPT_SCHEMA, exact_times)
-    problems += _row_differences("timeline", got.timeline, want.timeline, TIMELINE_SCHEMA, exact_times)
+    timelines = (got.timeline, want.timeline, got.queues, want.queues)
+    if not exact_times:
+        # A sample at an event time that each simulator computes in its own order (t + left / rate)
+        # sees the event on one side and not the other: those rows are not comparable.
+        near = _near_event_times(got, want)
+        timelines = tuple(t.filter(~pl.col("time").is_in(near)) for t in timelines)
+    problems += _row_differences("timeline", timelines[0], timelines[1], TIMELINE_SCHEMA, exact_times)
+    problems += _row_differences("queues", timelines[2], timelines[3], QUEUE_SAMPLE_SCHEMA, exact_times)
     for name in ("gpu_milli_seconds", "window_gpu_milli_seconds", "sample_interval"):
         a, b = getattr(got, name), getattr(want, name)
         if a is None or b is None:  # no window declared: both must say so
@@ -187,6 +211,21 @@ def differences(got: Replay, want: Replay, *, exact_times: bool = True) -> list[
         elif not math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-6):
             problems.append(f"{name}: engine {a!r}, reference {b!r}")
     return problems
+
+
+def queue_usage_differences(replay: Replay) -> list[str]:
+    """Samples at which the queues' usage does not sum to the allocated milli-GPU (whole GPUs, fractions).
+
+    Without replicas or MIG instances a pod's request is what it holds, so the
+    per-queue accounting and the cluster's must agree at every sample.
+    """
+    summed = replay.queues.group_by("time").agg((pl.col("usage_gpu") * 1000).round().cast(pl.Int64).sum())
+    both = replay.timeline.join(summed, on="time", how="left").filter(
+        pl.col("usage_gpu").fill_null(0) != pl.col("allocated_milli")
+    )
+    if not both.height:
+        return []
+    return [f"queues' usage_gpu does not sum to allocated_milli:\n{_table(both.head(MAX_SHOWN_ROWS))}"]
 
 
 def assert_agree(
@@ -225,6 +264,8 @@ def assert_agree(
     # Rates below 1 (sharing, MIG instances) compute finish = t + left / rate in each simulator's order.
     exact = policy.gpu_sharing is GpuSharing.none and policy.mig_strategy is MigStrategy.none
     problems = differences(got, want, exact_times=exact)
+    if exact and not problems:
+        problems = queue_usage_differences(got)
     if problems:
         case = describe_case(jobs, nodes, policy, shown)
         raise AssertionError("engine and reference disagree\n" + case + "\n" + "\n".join(problems))

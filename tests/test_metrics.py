@@ -117,12 +117,11 @@ def test_rates_lie_in_0_1_and_censored_counts_add_up(
     assert row["wait_censored"] == row["never_started"] <= admitted
     assert row["jct_censored"] == row["deadlocked"] + row["unfinished"] - row["never_arrived"]
     if admitted:
-        # Censoring never makes a configuration look better than its started / finished jobs alone.
-        assert (
-            row["wait_mean"] >= row["wait_mean_started"] - 1e-9
-            if row["wait_mean_started"] is not None
-            else True
-        )
+        # A censored wait is never negative: the admitted jobs' total wait is at least the started jobs'.
+        # (Their mean may be lower: a job arriving just before the run's end is censored at a short wait.)
+        started = admitted - row["never_started"]
+        if started:
+            assert row["wait_mean"] * admitted >= row["wait_mean_started"] * started - 1e-6
         assert row["makespan"] is not None and row["makespan"] <= row["span_end"] - row["span_start"] + 1e-9
     assert row["window_start"] <= row["window_end"] <= max(row["span_end"], row["window_start"])
 

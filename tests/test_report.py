@@ -620,3 +620,22 @@ def test_bad_inputs_give_clear_errors(tmp_path: Path) -> None:
     ):
         build_report([broken], tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_runs_with_several_queues_get_the_fairness_table(tmp_path: Path) -> None:
+    """Jain's index and the worst queue's mean wait, per configuration, and in the change table."""
+    rng = np.random.default_rng(11)
+    for scheduler, jain, worst in (("fifo", 0.5, 7200.0), ("gang-binpack", 0.9, 3600.0)):
+        headline = {k: v[0] for k, v in HEADLINES[scheduler].items()}
+        headline |= {"queues": 2, "queue_slowdown_jain": jain, "queue_wait_mean_max": worst}
+        write_run(tmp_path / "runs" / scheduler, run_config(scheduler, 0), headline, rng)
+    md = (build_report([tmp_path / "runs"], tmp_path / "out").parent / "report.md").read_text()
+    section = md.split("## Queues: fairness across tenants", 1)[1].split("##", 1)[0]
+    assert "| scheduler=fifo | 1 | 2 | 0.500 | 2.00 |" in section
+    assert "| scheduler=gang-binpack | 1 | 2 | 0.900 | 1.00 |" in section
+    change = md.split("## Change vs baseline", 1)[1]
+    assert "Jain's index of the queues' slowdowns" in change and "worst queue's mean wait" in change
+
+
+def test_single_queue_runs_have_no_fairness_table(report: Path) -> None:
+    assert "Queues: fairness" not in (report.parent / "report.md").read_text()

@@ -45,7 +45,9 @@ def test_reruns_are_byte_identical_typed_and_time_themselves_apart(
         proc = csv_run(tiny_jobs_csv, tmp_path / name, "scheduler=fifo", "seed=3", "horizon=1000")
         assert proc.returncode == 0, proc.stderr
     parquet = sorted(p.name for p in (tmp_path / "a").glob("*.parquet"))
-    assert parquet == ["attempts.parquet", "jobs.parquet", "summary.parquet", "timeline.parquet"]
+    tables = ["attempts.parquet", "jobs.parquet", "queue_summary.parquet", "queues.parquet"]
+    tables += ["summary.parquet", "timeline.parquet"]
+    assert parquet == tables
     for name in parquet:
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
 

@@ -42,9 +42,9 @@ Config groups and their options:
 {groups}
 
 Top-level keys: seed (int), sample_interval (s), horizon (s or null), debug (bool).
-Writes jobs.parquet, timeline.parquet, summary.parquet and a DONE marker into
-hydra.run.dir (default results/runs/<time>_<trace>_<scheduler>), which the run locks
-(a second run into it fails at once) and keeps a STATUS in.
+Writes jobs.parquet, attempts.parquet, timeline.parquet, queues.parquet, summary.parquet
+and a DONE marker into hydra.run.dir (default results/runs/<time>_<trace>_<scheduler>),
+which the run locks (a second run into it fails at once) and keeps a STATUS in.
 
 Exit status: 0 done; 2 bad input or config (a message naming the file, row and
 column, or the config key; no traceback), or a folder another run holds; 130 on

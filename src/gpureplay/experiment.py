@@ -22,6 +22,7 @@ from gpureplay import __version__
 from gpureplay.cluster.registry import build_cluster
 from gpureplay.errors import InputError
 from gpureplay.results.metrics import (
+    admitted_jobs,
     attempt_results,
     config_frame,
     job_results,
@@ -31,6 +32,7 @@ from gpureplay.results.metrics import (
     timeline_results,
 )
 from gpureplay.results.packing import packing_summary
+from gpureplay.results.queue_summary import queue_summary
 from gpureplay.results.timing import TIMING_FILE, RunTiming, write_timing
 from gpureplay.results.writer import clear_run, mark_done, write_parquet_atomic
 from gpureplay.schedulers.policy import Policy
@@ -51,7 +53,14 @@ from gpureplay.workload.typical_pods import typical_pods
 log = logging.getLogger(__name__)
 
 #: Result files of one run, in the order they are written (summary last, then the marker).
-RESULT_FILES: tuple[str, ...] = ("jobs.parquet", "attempts.parquet", "timeline.parquet", "summary.parquet")
+RESULT_FILES: tuple[str, ...] = (
+    "jobs.parquet",
+    "attempts.parquet",
+    "timeline.parquet",
+    "queues.parquet",
+    "queue_summary.parquet",
+    "summary.parquet",
+)
 #: Result files of a packing run (``mode: packing``): pods, the cluster after each pod, the fill curve.
 PACKING_FILES: tuple[str, ...] = ("jobs.parquet", "events.parquet", "timeline.parquet", "summary.parquet")
 
@@ -161,10 +170,12 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
     devices = int(replay.stats["devices"])
     stranded = replay.stats["mig_stranded_pct"]
     timeline = timeline_results(replay.timeline, devices)
+    span = run_span(jobs, replay.stats["end_time"])
+    per_queue = queue_summary(job_table, admitted_jobs(job_table, span), attempts)
     metrics = summary_metrics(
         job_table,
         timeline,
-        span=run_span(jobs, replay.stats["end_time"]),
+        span=span,
         window=window,
         gpu_milli_seconds=replay.gpu_milli_seconds,
         window_gpu_milli_seconds=replay.window_gpu_milli_seconds,
@@ -177,6 +188,7 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
         mig_stranded_pct=None if math.isnan(stranded) else stranded,
         mig_reconfigurations=int(replay.stats["mig_reconfigurations"]),
         mig_reconfigure_gpu_h=float(replay.stats["mig_reconfigure_gpu_h"]),
+        per_queue=per_queue,
     )
     summary = config_frame(cfg).hstack(metrics)
 
@@ -193,6 +205,8 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
         "jobs.parquet": job_table,
         "attempts.parquet": attempts,
         "timeline.parquet": timeline,
+        "queues.parquet": replay.queues,
+        "queue_summary.parquet": per_queue,
         "summary.parquet": summary,
     }
     _write_results(out_dir, tables, metadata, compile_seconds, replay_seconds, run_started)

@@ -43,7 +43,13 @@ from tests.reference.scoring import (
 from gpureplay.mig.devices import single_strategy_devices, smallest_profile
 from gpureplay.mig.geometry import MigGeometry, MigProfile, mig_geometry
 from gpureplay.mig.parted import find_placement, standard_configs
-from gpureplay.replay.simulate import ATTEMPT_SCHEMA, JOB_RESULT_SCHEMA, TIMELINE_SCHEMA, Replay
+from gpureplay.replay.simulate import (
+    ATTEMPT_SCHEMA,
+    JOB_RESULT_SCHEMA,
+    QUEUE_SAMPLE_SCHEMA,
+    TIMELINE_SCHEMA,
+    Replay,
+)
 from gpureplay.schedulers.policy import (
     Backfill,
     GangMode,
@@ -1162,6 +1168,7 @@ class Job:
     checkpoint: float
     overhead: float
     pod: Pod
+    queue: str  # [Queue row (sampled)] its tenant
     # future, pending, running, terminating, finished, rejected; [Kubelet Topology Manager] backoff (out of
     # the queue after an admission failure), failed
     state: str = "future"
@@ -1312,6 +1319,7 @@ def _jobs_from_table(jobs: pl.DataFrame, policy: Policy | None = None) -> list[J
                 checkpoint=checkpoint,
                 overhead=float(overhead),
                 pod=pod,
+                queue=str(r["queue"]) if r.get("queue") is not None else "default",
                 key2=float(r["submit_time"]),
                 work_left=float(r["duration"]),
                 demand=demand,
@@ -2391,6 +2399,7 @@ class _Replay:
         check_topology_aware(policy)
         check_topology_manager(policy)
         self.jobs = jobs
+        self.queue_names = sorted({job.queue for job in jobs}) or ["default"]
         # [Spreading cost] "Levels": each node's (nvlink_domain, rack, spine), by node index.
         self.topology = [tuple(int(row[col]) for col, _ in SPREAD_LEVELS) for row in nodes]
         # [Topology-aware scheduling] "Tree": each node's (spine, rack, nvlink_domain, node index) path.
@@ -3403,8 +3412,8 @@ class _Replay:
     def allocated_milli(self) -> int:
         return sum(WHOLE_GPU - g.free_milli for n in self.cluster for g in n.gpus)
 
-    def sample(self) -> dict[str, float | int]:
-        """[Timeline row (sampled)]."""
+    def sample(self) -> dict[str, Any]:
+        """[Timeline row (sampled)], with each queue's row under ``queues``."""
         gpus = [g for n in self.cluster for g in n.gpus]
         queued = self.pending_in_queue_order()
         gpu_pods = [job.pod for job in queued if job.pod.milli > 0]
@@ -3423,7 +3432,24 @@ class _Replay:
             "terminating_jobs": len(self.with_state("terminating")),
             "lost_gpu_seconds": self.lost_charged + sum(uncharged(job, self.now) for job in self.jobs),
             "mig_stranded_slices": stranded_slices(self.cluster, self.mig_wanted),
+            "queues": self.sample_queues(),
         }
+
+    def sample_queues(self) -> list[dict[str, float | int | str]]:
+        """[Queue row (sampled)] one row per queue, by name."""
+        rows = []
+        for name in self.queue_names:
+            mine = [job for job in self.jobs if job.queue == name]
+            rows.append(
+                {
+                    "time": self.now,
+                    "queue": name,
+                    "usage_gpu": sum(len(job.placements) * job.pod.milli for job in mine) / 1000.0,
+                    "pending_jobs": sum(1 for job in mine if job.state == "pending"),
+                    "running_jobs": sum(1 for job in mine if job.state == "running"),
+                }
+            )
+        return rows
 
     def check_capacity(self) -> None:
         """Nothing allocated twice or beyond capacity."""
@@ -3716,6 +3742,7 @@ def simulate(
     replay = _Replay(job_list, list(nodes.iter_rows(named=True)), policy, seed, debug, classes)
     rows, integral, window_integral, interval = replay.run(sample_interval, horizon, window, max_samples)
     end = replay.now
+    queue_rows = [queue for row in rows for queue in row.pop("queues")]
 
     attempt_rows = [row for job in job_list for row in _attempt_rows(job, end)]
     # Only the columns the engine's schema has (the sharing columns land there with the engine change).
@@ -3746,6 +3773,7 @@ def simulate(
         jobs=pl.DataFrame(job_rows, schema=JOB_RESULT_SCHEMA),
         attempts=attempts,
         timeline=pl.DataFrame(rows, schema=TIMELINE_SCHEMA) if rows else pl.DataFrame(schema=TIMELINE_SCHEMA),
+        queues=pl.DataFrame(queue_rows, schema=QUEUE_SAMPLE_SCHEMA),
         gpu_milli_seconds=float(integral),
         window_gpu_milli_seconds=None if declared is None else float(window_integral),
         sample_interval=interval,

@@ -221,7 +221,8 @@ def job_rows(
 
     About half of the traces carry the preemption columns: a priority mix,
     some non-preemptible jobs, some ``preemptionPolicy: Never``, checkpoint
-    intervals and restart overheads (or none, for Lucid's default).
+    intervals and restart overheads (or none, for Lucid's default). Most carry a
+    ``queue`` column of one to three queues (``queues.parquet`` per queue).
     """
     n = draw(st.integers(1, max_jobs))
     ids = draw(st.lists(st.integers(0, 10_000), min_size=n, max_size=n, unique=True))
@@ -229,6 +230,7 @@ def job_rows(
     preemption_columns = draw(st.booleans())
     overhead_column = preemption_columns and draw(st.booleans())
     never_share = draw(st.sampled_from([0, 0, 1, 4]))  # 1 in never_share jobs (0: none)
+    queues = draw(st.sampled_from([None, ("vc-a",), ("vc-a", "vc-b"), ("vc-a", "vc-b", "vc-c")]))
     rows = []
     for job_id in ids:
         milli = draw(st.sampled_from(_MILLI))
@@ -256,6 +258,8 @@ def job_rows(
                 row["preemption_policy"] = "PreemptLowerPriority"
         if overhead_column:
             row["restart_overhead"] = draw(st.sampled_from(OVERHEADS))
+        if queues is not None:
+            row["queue"] = draw(st.sampled_from(queues))
         rows.append(row)
     return rows
 

@@ -511,7 +511,7 @@ class DebugScratch(NamedTuple):
 
     Kernels allocate nothing (they run without numba's reference counting),
     so the recomputed per-GPU use of one node, per-model aggregates and
-    per-class and per-job counts live here.
+    per-class, per-job and per-queue counts live here.
     """
 
     check_gpu: Int64Array
@@ -519,6 +519,7 @@ class DebugScratch(NamedTuple):
     check_milli: Int64Array
     check_class: Int64Array
     check_job: Int64Array
+    check_queue: Int64Array
 
 
 class Run(NamedTuple):
@@ -531,8 +532,10 @@ class Run(NamedTuple):
     err
         ``[E_* code, entity]`` of a failed debug check.
     tl_flt, tl_rows
-        Timeline samples (``TLF_*`` and ``TL_*`` rows); replaced by larger ones between
-        :func:`advance` calls when they fill up (``ADV_GROW``).
+        Timeline samples (``TLF_*`` and ``TL_*`` rows, then each queue's ``QU_*`` rows); replaced
+        by larger ones between :func:`advance` calls when they fill up (``ADV_GROW``).
+    queues
+        ``QU_*`` rows per queue (tenant): what its jobs request and how many pend and run.
     att_i, att_f
         Attempt records (``A_*`` / ``AF_*`` rows), grown the same way.
     """
@@ -543,6 +546,7 @@ class Run(NamedTuple):
     err: Int64Array
     tl_flt: Float64Array
     tl_rows: Int64Array
+    queues: Int64Array
     att_i: Int64Array
     att_f: Float64Array
 
@@ -744,6 +748,7 @@ def initial_state(
         check_milli=np.zeros_like(cluster.model_milli) if checking else np.zeros(1, dtype=np.int64),
         check_class=np.zeros(heap_len if checking else 1, dtype=np.int64),
         check_job=np.zeros(max(num_jobs, 1) if checking else 1, dtype=np.int64),
+        check_queue=np.zeros((L.QUEUE_FIELDS, max(num_tenants, 1) if checking else 1), dtype=np.int64),
     )
     counters = np.zeros(L.N_COUNTERS, dtype=np.int64)
     counters[L.K_RESV_HEAD] = -1
@@ -753,13 +758,15 @@ def initial_state(
     cursor = np.zeros(L.CURSOR_FIELDS, dtype=np.int64)
     cursor[L.L_STATUS] = L.ADV_PAUSED
     attempts = 2 * num_jobs + 16
+    queues = max(num_tenants, 1)
     run = Run(
         counters=counters,
         clock=clock,
         cursor=cursor,
         err=np.zeros(2, dtype=np.int64),
         tl_flt=np.zeros((L.TIMELINE_FLOAT_FIELDS, timeline_capacity)),
-        tl_rows=np.zeros((L.TIMELINE_FIELDS, timeline_capacity), dtype=np.int64),
+        tl_rows=np.zeros((L.TIMELINE_FIELDS + L.QUEUE_FIELDS * queues, timeline_capacity), dtype=np.int64),
+        queues=np.zeros((L.QUEUE_FIELDS, queues), dtype=np.int64),
         att_i=np.zeros((L.ATTEMPT_INT_FIELDS, attempts), dtype=np.int64),
         att_f=np.zeros((L.ATTEMPT_FLOAT_FIELDS, attempts)),
     )

@@ -64,6 +64,7 @@ from gpureplay.engine.layout import (
     E_NODE_WHOLE,
     E_OK,
     E_QUEUE,
+    E_QUEUE_COUNTS,
     E_STATUS,
     E_TOTALS,
     F_CPU,
@@ -77,10 +78,12 @@ from gpureplay.engine.layout import (
     GANG,
     J_CLASS,
     J_K,
+    J_MILLI,
     J_POD0,
     J_PODS,
     J_POS,
     J_SLOT0,
+    J_TENANT,
     K_NACTIVE,
     K_NPEND,
     K_NRUN,
@@ -103,6 +106,9 @@ from gpureplay.engine.layout import (
     P_DEBUG,
     P_GANG,
     P_NODE,
+    QU_MILLI,
+    QU_PENDING,
+    QU_RUNNING,
     S_FAILED,
     S_QUEUED,
     S_RUNNING,
@@ -327,6 +333,9 @@ def _check_full(
     running = 0
     terminating = 0
     listed = 0
+    # Each queue's counts, recounted: what its jobs' placed pods request, its pending and running jobs.
+    queues = dbg.check_queue
+    queues[:, :] = 0
     pending_of = dbg.check_class
     for c in range(cs.ints.shape[1]):
         pending_of[c] = 0
@@ -367,12 +376,20 @@ def _check_full(
         elif status == S_TERMINATING:
             terminating += 1
         listed += placed
+        q = jobs.ints[J_TENANT, j]
+        queues[QU_MILLI, q] += placed * jobs.ints[J_MILLI, j]
+        queues[QU_PENDING, q] += 1 if status == S_QUEUED else 0
+        queues[QU_RUNNING, q] += 1 if status == S_RUNNING else 0
     if (
         queued != run.counters[K_NPEND]
         or running != run.counters[K_NRUN]
         or terminating != run.counters[K_NTERM]
     ):
         return _fail(err, E_COUNTS, -1)
+    for q in range(queues.shape[1]):
+        for f in range(queues.shape[0]):
+            if queues[f, q] != run.queues[f, q]:
+                return _fail(err, E_QUEUE_COUNTS, q)
     for c in range(cs.ints.shape[1]):
         if pending_of[c] != pend.cls[CD_PENDING, c]:
             return _fail(err, E_QUEUE, c)

@@ -80,6 +80,7 @@ from gpureplay.engine.layout import (
     J_PREEMPTIBLE,
     J_PRIO_RANK,
     J_SLOT0,
+    J_TENANT,
     JF_CKPT,
     JF_OVERHEAD,
     K_ATTEMPTS,
@@ -99,6 +100,8 @@ from gpureplay.engine.layout import (
     P_SHARING,
     PF_GRACE,
     PF_MIG_CREATE,
+    QU_MILLI,
+    QU_RUNNING,
     R_NONE,
     REQUEUE_BACK,
     S_BACKOFF,
@@ -220,6 +223,7 @@ def place_pod(
     js.pod_time[pod] = t
     link_pod(js, pod, n)
     js.dyn[D_PLACED, j] = p + 1
+    run.queues[QU_MILLI, jobs.ints[J_TENANT, j]] += m
     if js.dyn[D_STATUS, j] == S_QUEUED:
         sc.unplaced[c] -= 1
     if m > 0:
@@ -302,6 +306,7 @@ def release_job_pods(
         if jobs.ints[J_MILLI, j] > 0:
             refresh_index(params, cl, ix, n)
         touch_node(params, sc, run, n)
+    run.queues[QU_MILLI, jobs.ints[J_TENANT, j]] -= js.dyn[D_PLACED, j] * jobs.ints[J_MILLI, j]
     js.dyn[D_PLACED, j] = 0
 
 
@@ -418,6 +423,7 @@ def start_job(
     finish = t + overhead + js.time[T_LEFT, j] / rate
     js.time[T_FINISH, j] = finish
     run.counters[K_NRUN] += 1
+    run.queues[QU_RUNNING, jobs.ints[J_TENANT, j]] += 1
     run.counters[K_PVERSION] += 1
     push_completion(jobs, js, tm, run, j, finish)
     spanned = 0
@@ -488,6 +494,7 @@ def complete_job(
     js.time[T_END, j] = t
     js.time[T_LEFT, j] = 0.0
     run.counters[K_NRUN] -= 1
+    run.queues[QU_RUNNING, jobs.ints[J_TENANT, j]] -= 1
     run.counters[K_VERSION] += 1
     run.counters[K_PVERSION] += 1
 
@@ -558,6 +565,7 @@ def evict_job(
         lost = progress - saved
         js.time[T_LEFT, v] -= saved
         run.counters[K_NRUN] -= 1
+        run.queues[QU_RUNNING, jobs.ints[J_TENANT, v]] -= 1
     else:
         # A partly placed job leaves the queue: its pending time stops here.
         dequeue(jobs, cs, js, pend, run, v)

@@ -469,6 +469,13 @@ TL_PREEMPTIONS = 5  # evictions so far
 TL_TERMINATING = 6
 TL_MIG_STRANDED = 7  # dynamic MIG: free slices no instance the workload asks for could take
 TIMELINE_FIELDS = 8
+# Per queue q, rows TIMELINE_FIELDS + QUEUE_FIELDS * q + QU_* of run.tl_rows hold run.queues[QU_*, q].
+
+# --- run.queues: per-queue (tenant) counts, in the queue models' units -------------------------------
+QU_MILLI = 0  # milli-GPU its placed pods request (a time-sliced replica counts whole: a device)
+QU_PENDING = 1  # jobs in the pending set
+QU_RUNNING = 2  # jobs running
+QUEUE_FIELDS = 3
 
 # --- attempts rows -----------------------------------------------------------------------------------
 A_JOB = 0  # job index
@@ -509,3 +516,4 @@ E_INDEX = 17
 E_NODE_PODS = 18
 E_GPU_SLOTS = 19
 E_GPU_MIG = 20
+E_QUEUE_COUNTS = 21

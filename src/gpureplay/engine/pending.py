@@ -44,9 +44,11 @@ from gpureplay.engine.layout import (
     J_CLASS,
     J_ID,
     J_POS,
+    J_TENANT,
     K_NACTIVE,
     K_NPEND,
     K_VERSION,
+    QU_PENDING,
     T_KEY1,
     T_KEY2,
 )
@@ -115,6 +117,7 @@ def enqueue(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, run: Run, j: i
         pend.over[base + i] = j
         pend.cls[CD_OVER, c] = used + 1
     _activate(pend, run, c)
+    run.queues[QU_PENDING, jobs.ints[J_TENANT, j]] += 1
 
 
 @kernel
@@ -130,6 +133,7 @@ def dequeue(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, run: Run, j: i
                 pend.over[base + i] = -1
                 break
     _deactivate(pend, run, c)
+    run.queues[QU_PENDING, jobs.ints[J_TENANT, j]] -= 1
 
 
 @kernel

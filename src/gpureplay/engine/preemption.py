@@ -71,6 +71,7 @@ from gpureplay.engine.layout import (
     J_PRIO,
     J_PRIO_RANK,
     J_SLOT0,
+    J_TENANT,
     K_PREEMPT_TRIES,
     KIND_NONE,
     KIND_WHOLE,
@@ -82,6 +83,7 @@ from gpureplay.engine.layout import (
     P_CANDIDATE_PCT,
     P_MIN_CANDIDATES,
     P_SEED,
+    QU_MILLI,
     S_QUEUED,
     S_RUNNING,
     T_HOLD0,
@@ -426,6 +428,7 @@ def preempt_for(
         release_pod(cl, cs, c_j, n, js.slot_gpu, jobs.ints[J_SLOT0, j] + p * k)
         unlink_pod(js, pod0 + p, n)
         js.dyn[D_PLACED, j] = p
+        run.queues[QU_MILLI, jobs.ints[J_TENANT, j]] -= jobs.ints[J_MILLI, j]
         if jobs.ints[J_MILLI, j] > 0:
             refresh_index(params, cl, ix, n)
     if began:

@@ -32,6 +32,7 @@ from gpureplay.engine.layout import (
     L_SAMPLE_K,
     L_SAMPLES,
     L_WIDENINGS,
+    QUEUE_FIELDS,
     S_RUNNING,
     S_TERMINATING,
     T_EVICTED,
@@ -186,7 +187,8 @@ def record_sample(
     whole-GPU simplification of FGD's fragmentation measure (Weng et al.,
     ATC'23, ``pkg/utils/frag.go``: a node's free GPU is a fragment for a task
     that cannot be placed there). ``mig_stranded_slices``:
-    :func:`gpureplay.engine.mig.stranded_slices`.
+    :func:`gpureplay.engine.mig.stranded_slices`. Each queue's ``QU_*`` counts
+    follow (``queues.parquet``).
     """
     row = run.cursor[L_SAMPLES]
     run.tl_flt[TLF_TIME, row] = t
@@ -208,6 +210,9 @@ def record_sample(
                 fragmented += cl.node_free[F_WHOLE, n]
     out[TL_FRAGMENTED, row] = fragmented
     out[TL_MIG_STRANDED, row] = stranded_slices(cl, cs)
+    for q in range(run.queues.shape[1]):
+        for f in range(QUEUE_FIELDS):
+            out[TIMELINE_FIELDS + QUEUE_FIELDS * q + f, row] = run.queues[f, q]
     run.cursor[L_SAMPLES] = row + 1
     run.cursor[L_SAMPLE_K] += 1
 
@@ -227,7 +232,7 @@ def widen(run: Run) -> None:
     for i in range(0, samples, 2):
         for f in range(run.tl_flt.shape[0]):
             run.tl_flt[f, kept] = run.tl_flt[f, i]
-        for f in range(TIMELINE_FIELDS):
+        for f in range(run.tl_rows.shape[0]):
             run.tl_rows[f, kept] = run.tl_rows[f, i]
         kept += 1
     run.cursor[L_SAMPLES] = kept

@@ -34,6 +34,7 @@ from gpureplay.errors import InputError
 from gpureplay.interrupts import PendingSignal, deferred
 from gpureplay.replay.compile import Compiled, compile_replay, policy_params
 from gpureplay.replay.progress import Progress
+from gpureplay.results.schemas import QUEUE_SAMPLE_SCHEMA
 from gpureplay.schedulers.policy import Policy
 from gpureplay.traces.schema import JOBS_SCHEMA, NODES_SCHEMA
 from gpureplay.workload.typical_pods import TypicalPods, typical_pods
@@ -43,6 +44,7 @@ __all__ = [
     "DEFAULT_CHUNKS",
     "DEFAULT_MAX_SAMPLES",
     "JOB_RESULT_SCHEMA",
+    "QUEUE_SAMPLE_SCHEMA",
     "TIMELINE_SCHEMA",
     "Replay",
     "kernels_cached",
@@ -151,6 +153,7 @@ _VIOLATIONS = {
     L.E_NODE_PODS: "node {i}'s pod list disagrees with the jobs' placements",
     L.E_GPU_SLOTS: "GPU {i} has fewer than 0 free pod slots, or not its split count minus the pods on it",
     L.E_GPU_MIG: "GPU {i}'s MIG slice mask is not the union of its instances, or two instances overlap",
+    L.E_QUEUE_COUNTS: "queue {i}'s requested GPUs or pending / running jobs disagree with its jobs' states",
 }
 
 
@@ -170,6 +173,8 @@ class Replay:
         or ``deadlocked`` (holding pods at the end without running).
     timeline
         Sampled cluster state (:data:`TIMELINE_SCHEMA`).
+    queues
+        Each queue at each sample time (:data:`QUEUE_SAMPLE_SCHEMA`), rows by time then queue name.
     gpu_milli_seconds
         Integral of allocated milli-GPU over the run (up to ``stats["end_time"]``).
     window_gpu_milli_seconds
@@ -195,6 +200,7 @@ class Replay:
     jobs: pl.DataFrame
     attempts: pl.DataFrame
     timeline: pl.DataFrame
+    queues: pl.DataFrame
     gpu_milli_seconds: float
     window_gpu_milli_seconds: float | None
     sample_interval: float
@@ -350,6 +356,7 @@ def simulate(
         jobs=_job_results(compiled, js, end_time),
         attempts=attempts,
         timeline=_timeline(run, samples),
+        queues=_queues(run, samples, compiled.tenants),
         gpu_milli_seconds=gpu_milli_seconds,
         window_gpu_milli_seconds=None if window is None else float(clock[L.X_WINDOW_INTEGRAL]),
         sample_interval=used_interval,
@@ -802,6 +809,24 @@ def _job_results(compiled: Compiled, js: JobState, end_time: float) -> pl.DataFr
         schema=JOB_RESULT_SCHEMA,
         nan_to_null=True,
     )
+
+
+def _queues(run: Run, samples: int, tenants: tuple[str, ...]) -> pl.DataFrame:
+    """Each queue's ``QU_*`` rows of the timeline as one row per (sample, queue)."""
+    num = len(tenants)
+    base = L.TIMELINE_FIELDS
+    # rows[f, q, s]: field f of queue q at sample s
+    rows = run.tl_rows[base : base + L.QUEUE_FIELDS * num, :samples].reshape(num, L.QUEUE_FIELDS, samples)
+    return pl.DataFrame(
+        {
+            "time": np.tile(run.tl_flt[L.TLF_TIME, :samples], num),
+            "queue": pl.Series([name for name in tenants for _ in range(samples)], dtype=pl.String),
+            "usage_gpu": rows[:, L.QU_MILLI, :].reshape(-1) / 1000.0,
+            "pending_jobs": rows[:, L.QU_PENDING, :].reshape(-1),
+            "running_jobs": rows[:, L.QU_RUNNING, :].reshape(-1),
+        },
+        schema=QUEUE_SAMPLE_SCHEMA,
+    ).sort("time", "queue", maintain_order=True)
 
 
 def _timeline(run: Run, samples: int) -> pl.DataFrame:

@@ -219,6 +219,26 @@ NUMA_METRICS: tuple[Metric, ...] = (
     *(m for m in OUTCOME_METRICS if m.column == "rejected"),
 )
 
+#: Fairness across the jobs' queues (gpureplay.results.queue_summary).
+QUEUE_METRICS: tuple[Metric, ...] = (
+    Metric("queues", "queues", "queues", None, count=True),
+    Metric(
+        "queue_slowdown_jain",
+        "Jain's index of queue slowdowns",
+        "Jain's index of the queues' slowdowns",
+        "higher",
+        min_change=0.001,
+    ),
+    Metric(
+        "queue_wait_mean_max",
+        "worst queue's mean wait (h)",
+        "worst queue's mean wait",
+        "lower",
+        3600.0,
+        min_change=60.0,
+    ),
+)
+
 #: Censoring counts: summarised across seeds like the metrics, shown beside them.
 CENSORED_METRICS: tuple[Metric, ...] = tuple(
     Metric(f"{prefix}{what}_censored", f"censored {what}s", f"censored {what}s", None, count=True)
@@ -239,6 +259,7 @@ ALL_METRICS: tuple[Metric, ...] = tuple(
             *SHARING_METRICS,
             *TOPOLOGY_METRICS,
             *NUMA_METRICS,
+            *QUEUE_METRICS,
         )
     }.values()
 )
@@ -253,6 +274,7 @@ def compared_metrics(
     mig: bool = False,
     topology: bool = False,
     numa: bool = False,
+    queues: bool = False,
 ) -> tuple[Metric, ...]:
     """The metrics sentences and the change table compare: delays over ``scope``, outcomes, extras.
 
@@ -271,6 +293,8 @@ def compared_metrics(
         Include where multi-node jobs ran and what spreading cost (:func:`runs_multi_node`).
     numa
         Include kubelet admission failures (:func:`runs_numa`).
+    queues
+        Include the fairness across queues (:func:`runs_multi_queue`).
 
     Examples
     --------
@@ -285,7 +309,8 @@ def compared_metrics(
     shared = tuple(m for m in SHARING_METRICS if mig or m.column not in MIG_METRIC_COLUMNS) if sharing else ()
     extra = (*(PREEMPTION_METRICS if preemption else ()), *shared, *(TOPOLOGY_METRICS if topology else ()))
     aligned = tuple(m for m in NUMA_METRICS if m not in OUTCOME_METRICS) if numa else ()
-    return tuple(m for m in (*delays, *OUTCOME_METRICS, *extra, *aligned) if m.better is not None)
+    fair = QUEUE_METRICS if queues else ()
+    return tuple(m for m in (*delays, *OUTCOME_METRICS, *extra, *aligned, *fair) if m.better is not None)
 
 
 def runs_numa(runs: pl.DataFrame) -> bool:
@@ -294,6 +319,11 @@ def runs_numa(runs: pl.DataFrame) -> bool:
     if key not in runs.columns:
         return False
     return bool((runs.get_column(key).cast(pl.String).fill_null("none") != "none").any())
+
+
+def runs_multi_queue(runs: pl.DataFrame) -> bool:
+    """True when a run in ``runs`` admitted jobs of more than one queue (the queue table shows)."""
+    return "queues" in runs.columns and bool((runs.get_column("queues").fill_null(0) > 1).any())
 
 
 def runs_multi_node(runs: pl.DataFrame) -> bool:
@@ -345,6 +375,7 @@ __all__ = [
     "NUMA_METRICS",
     "OUTCOME_METRICS",
     "PREEMPTION_METRICS",
+    "QUEUE_METRICS",
     "RUN_METRICS",
     "SHARING_METRICS",
     "TOPOLOGY_METRICS",
@@ -355,6 +386,7 @@ __all__ = [
     "compared_metrics",
     "runs_evicted",
     "runs_multi_node",
+    "runs_multi_queue",
     "runs_numa",
     "runs_shared",
     "runs_with_mig",

@@ -23,6 +23,7 @@ from gpureplay.report.metrics import (
     NUMA_METRICS,
     OUTCOME_METRICS,
     PREEMPTION_METRICS,
+    QUEUE_METRICS,
     RUN_METRICS,
     SHARING_METRICS,
     TOPOLOGY_METRICS,
@@ -32,6 +33,7 @@ from gpureplay.report.metrics import (
     compared_metrics,
     runs_evicted,
     runs_multi_node,
+    runs_multi_queue,
     runs_numa,
     runs_shared,
     runs_with_mig,
@@ -285,6 +287,16 @@ def has_numa(data: ReportData) -> bool:
     return runs_numa(data.collection.runs)
 
 
+def has_queues(data: ReportData) -> bool:
+    """True when some run admitted jobs of more than one queue (the queue table is shown then)."""
+    return runs_multi_queue(data.collection.runs)
+
+
+def queue_table(data: ReportData) -> Table:
+    """Queues with admitted jobs, Jain's index of their mean slowdowns, the worst queue's mean wait."""
+    return _metrics_table(data, QUEUE_METRICS)
+
+
 def numa_table(data: ReportData) -> Table:
     """Kubelet admission failures, the jobs they hit, failed past backoffLimit and rejected at arrival."""
     return _metrics_table(data, NUMA_METRICS)
@@ -380,6 +392,7 @@ def change_table(data: ReportData) -> Table:
         runs_with_mig(data.collection.runs),
         has_topology(data),
         has_numa(data),
+        has_queues(data),
     )
     found = {
         (c, m): (rel, change, better)
@@ -477,6 +490,13 @@ _NUMA_NOTE = (
     "Topology Manager)."
 )
 
+_QUEUE_NOTE = (
+    "Each job's queue is its tenant (the trace's queue column: Philly VCs, ...). Jain's index of the "
+    "queues' mean bounded slowdowns is 1 when every queue's jobs are slowed alike and 1/n when one of n "
+    "queues bears it all; the worst queue's mean wait names the tenant that waits longest (whole run, mean "
+    "over seeds; each queue's figures are in its run's queue_summary.parquet)."
+)
+
 _PRIORITY_NOTE = (
     "By priority class: who waits and who pays. Waits count every admitted job (censored at the run's end "
     "when it never started); job counts and lost GPU-hours per seed."
@@ -557,6 +577,9 @@ def render_markdown(data: ReportData) -> str:
     if has_numa(data):
         out += ["", "## NUMA alignment: kubelet admission", "", _NUMA_NOTE, ""]
         out += _md_table(numa_table(data))
+    if has_queues(data):
+        out += ["", "## Queues: fairness across tenants", "", _QUEUE_NOTE, ""]
+        out += _md_table(queue_table(data))
     change = change_table(data)
     if change.rows:
         out += [
@@ -699,6 +722,12 @@ def render_html(data: ReportData) -> str:
             f'<p class="note">{_e(_NUMA_NOTE)}</p>',
             _html_table(numa_table(data)),
         ]
+    if has_queues(data):
+        parts += [
+            "<h2>Queues: fairness across tenants</h2>",
+            f'<p class="note">{_e(_QUEUE_NOTE)}</p>',
+            _html_table(queue_table(data)),
+        ]
     change = change_table(data)
     if change.rows:
         parts += [
@@ -755,6 +784,7 @@ __all__ = [
     "format_change",
     "has_numa",
     "has_preemption",
+    "has_queues",
     "has_sharing",
     "has_topology",
     "has_window",
@@ -763,6 +793,7 @@ __all__ = [
     "outcome_table",
     "preemption_table",
     "priority_table",
+    "queue_table",
     "render_html",
     "render_markdown",
     "sharing_table",

@@ -34,6 +34,7 @@ from gpureplay.report.metrics import (
     compared_metrics,
     runs_evicted,
     runs_multi_node,
+    runs_multi_queue,
     runs_numa,
     runs_shared,
     runs_with_mig,
@@ -351,6 +352,7 @@ def effects(collection: Collection, stats: pl.DataFrame, scope: Scope | None = N
         runs_with_mig(runs),
         runs_multi_node(runs),
         runs_numa(runs),
+        runs_multi_queue(runs),
     )
     lower = {m.column: m.better == "lower" for m in metrics}
     floor = {m.column: m.min_change for m in metrics}

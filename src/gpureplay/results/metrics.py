@@ -127,6 +127,12 @@ figures. ``admission_failures`` sums the kubelet rejections over all jobs and
 ``admission_failed_jobs`` counts the jobs rejected at least once
 (docs/engine-semantics.md, "Kubelet Topology Manager"); all 0 without a
 ``scheduler.topology_manager`` policy.
+
+Queues
+------
+``queues``, ``queue_slowdown_jain`` and ``queue_wait_mean_max``: the fairness
+across the jobs' queues (:mod:`gpureplay.results.queue_summary`, which also
+gives each queue's figures, ``queue_summary.parquet``).
 """
 
 from __future__ import annotations
@@ -141,6 +147,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.nodes import AnyNode, BooleanNode, FloatNode, IntegerNode
 
 from gpureplay.errors import InputError
+from gpureplay.results.queue_summary import queue_fairness, queue_summary
 from gpureplay.results.schemas import (
     ATTEMPTS_RESULT_SCHEMA,
     JOBS_RESULT_SCHEMA,
@@ -302,8 +309,13 @@ def timeline_results(timeline: pl.DataFrame, total_gpus: int) -> pl.DataFrame:
     return conform(timeline.with_columns(allocated_fraction=fraction), TIMELINE_SCHEMA)
 
 
-def _censored(jobs: pl.DataFrame, span: RunSpan) -> pl.DataFrame:
-    """Admitted jobs with censored wait, JCT and bounded slowdown (module docstring)."""
+def admitted_jobs(jobs: pl.DataFrame, span: RunSpan) -> pl.DataFrame:
+    """Admitted jobs with censored wait, JCT and bounded slowdown (module docstring).
+
+    Adds ``wait_c``, ``jct_c``, ``slowdown_c``, ``started`` and ``finished`` to
+    the rows of :func:`job_results` that were neither rejected nor failed and
+    were submitted by ``span.end``.
+    """
     end = pl.lit(span.end, pl.Float64)
     started = pl.col("start_time").is_not_null()
     finished = pl.col("state") == "finished"
@@ -325,7 +337,7 @@ def _censored(jobs: pl.DataFrame, span: RunSpan) -> pl.DataFrame:
 
 
 def _job_figures(admitted: pl.DataFrame, prefix: str) -> dict[str, Any]:
-    """Censored wait/JCT/slowdown statistics of ``admitted`` (output of :func:`_censored`)."""
+    """Censored wait/JCT/slowdown statistics of ``admitted`` (output of :func:`admitted_jobs`)."""
     row: dict[str, Any] = {}
     for name, column, seen in (("wait", "wait_c", "started"), ("jct", "jct_c", "finished")):
         values = admitted[column]
@@ -362,6 +374,7 @@ def summary_metrics(
     mig_stranded_pct: float | None = None,
     mig_reconfigurations: int = 0,
     mig_reconfigure_gpu_h: float = 0.0,
+    per_queue: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """The one-row table of headline metrics (``SUMMARY_METRICS_SCHEMA``; definitions: module docstring).
 
@@ -395,10 +408,13 @@ def summary_metrics(
         ``Replay.stats``' static MIG figures (module docstring, "MIG").
     mig_reconfigurations, mig_reconfigure_gpu_h
         ``Replay.stats``' MIG re-partitioning figures (module docstring, "MIG").
+    per_queue
+        :func:`gpureplay.results.queue_summary.queue_summary` of the run, for the fairness
+        across queues; computed here when not given.
     """
     if devices is None:
         devices = total_gpus * replicas_per_gpu
-    admitted = _censored(jobs, span)
+    admitted = admitted_jobs(jobs, span)
     finished = admitted.filter(pl.col("finished"))
     measured = window.within(span)
     in_window = (pl.col("submit_time") >= measured.start) & (pl.col("submit_time") <= measured.end)
@@ -442,6 +458,7 @@ def summary_metrics(
         "failed": jobs.filter(pl.col("state") == "failed").height,
         "admission_failures": int(jobs["admission_failures"].sum()),
         "admission_failed_jobs": jobs.filter(pl.col("admission_failures") > 0).height,
+        **queue_fairness(queue_summary(jobs, admitted, attempts) if per_queue is None else per_queue),
     }
     return pl.DataFrame([row], schema=SUMMARY_METRICS_SCHEMA)
 

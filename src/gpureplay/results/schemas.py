@@ -73,6 +73,38 @@ TIMELINE_SCHEMA: dict[str, pl.DataType] = {
     "mig_stranded_slices": pl.Int32(),  # dynamic MIG: free slices no instance the workload asks for fits
 }
 
+#: ``queues.parquet``: each queue (the trace's ``queue`` column: Philly VCs, ITP clusters, ...) at each
+#: timeline sample. ``usage_gpu`` counts what its jobs' placed pods request in GPUs (the queue models'
+#: unit: a time-sliced replica or a MIG instance is one device of its pod's request, milli / 1000), held
+#: by running, partly placed and terminating jobs alike.
+QUEUE_SAMPLE_SCHEMA: dict[str, pl.DataType] = {
+    "time": pl.Float64(),
+    "queue": pl.String(),
+    "usage_gpu": pl.Float64(),
+    "pending_jobs": pl.Int32(),
+    "running_jobs": pl.Int32(),
+}
+
+#: ``queue_summary.parquet``: one row per queue, by name (:mod:`gpureplay.results.queue_summary`).
+QUEUE_SUMMARY_SCHEMA: dict[str, pl.DataType] = {
+    "queue": pl.String(),
+    "jobs": pl.Int64(),
+    "admitted": pl.Int64(),
+    "finished": pl.Int64(),
+    "never_started": pl.Int64(),
+    "wait_mean": pl.Float64(),
+    "wait_median": pl.Float64(),
+    "wait_p95": pl.Float64(),
+    "jct_median": pl.Float64(),
+    "jct_p95": pl.Float64(),
+    "bounded_slowdown_mean": pl.Float64(),
+    "gpu_hours": pl.Float64(),
+    "gpu_time_share": pl.Float64(),
+    "preemptions": pl.Int64(),
+    "preempted_jobs": pl.Int64(),
+    "lost_gpu_hours": pl.Float64(),
+}
+
 #: Why a run attempt ended (``attempts.parquet``): finished; evicted (``preempted``); still running when the
 #: replay stopped (``unfinished``); holding pods without running at the end (pod by pod, ``deadlocked``).
 ATTEMPT_END_REASONS: tuple[str, ...] = ("finished", "preempted", "unfinished", "deadlocked")
@@ -192,4 +224,9 @@ SUMMARY_METRICS_SCHEMA: dict[str, pl.DataType] = {
     "failed": pl.Int64(),
     "admission_failures": pl.Int64(),
     "admission_failed_jobs": pl.Int64(),
+    # Queues (the jobs' queue column) with admitted jobs, Jain's index of their mean bounded slowdowns
+    # (1: every queue slowed alike) and the worst queue's mean wait (gpureplay.results.queue_summary).
+    "queues": pl.Int64(),
+    "queue_slowdown_jain": pl.Float64(),
+    "queue_wait_mean_max": pl.Float64(),
 }

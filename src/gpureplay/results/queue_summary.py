@@ -1,0 +1,98 @@
+"""Per-queue figures of a run and the fairness across its queues.
+
+Each job's ``queue`` is its tenant (Philly VC, ITP cluster, ...). Per queue,
+over its admitted jobs (not rejected or failed, submitted by the run's end),
+with waits and JCTs censored at the run's end as the whole-run figures of
+:mod:`gpureplay.results.metrics` are:
+
+- ``jobs``, ``admitted``, ``finished``, ``never_started``;
+- ``wait_mean``, ``wait_median``, ``wait_p95``, ``jct_median``, ``jct_p95``
+  (seconds) and ``bounded_slowdown_mean`` (Feitelson, tau = 10 s);
+- ``gpu_hours``: GPU-time its jobs' attempts held (``attempts.parquet``
+  ``gpu_seconds``, evicted attempts and grace periods included), and
+  ``gpu_time_share``, its share of all queues' GPU-hours;
+- ``preemptions`` (evictions its jobs suffered), ``preempted_jobs`` and
+  ``lost_gpu_hours`` (what those evictions cost them).
+
+Across queues, ``queue_slowdown_jain`` is Jain's fairness index (Jain, Chiu
+and Hawe, DEC-TR-301, 1984) of the queues' mean bounded slowdowns,
+``(sum x)^2 / (n sum x^2)``: 1 when every queue's jobs are slowed alike, down
+to ``1/n`` when one queue bears all of it. Slowdown, not wait, is compared
+because queues run jobs of different lengths (HPC fairness studies use it for
+that reason); ``queue_wait_mean_max`` names the worst queue's mean wait.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from gpureplay.results.schemas import QUEUE_SUMMARY_SCHEMA
+from gpureplay.results.writer import conform
+
+
+def jain_index(values: pl.Series) -> float | None:
+    """Jain's fairness index of ``values`` (nulls dropped); None when none is left or all are 0."""
+    x = values.drop_nulls().cast(pl.Float64)
+    squares = float((x * x).sum())
+    if x.len() == 0 or squares == 0.0:
+        return None
+    return float(x.sum()) ** 2 / (x.len() * squares)
+
+
+def queue_summary(jobs: pl.DataFrame, admitted: pl.DataFrame, attempts: pl.DataFrame | None) -> pl.DataFrame:
+    """One row per queue (:data:`QUEUE_SUMMARY_SCHEMA`), sorted by queue name.
+
+    Parameters
+    ----------
+    jobs
+        The run's job table (``jobs.parquet``: ``queue``, ``state``, ``preemptions``, ...).
+    admitted
+        Its admitted jobs with censored ``wait_c``, ``jct_c``, ``slowdown_c``, ``started`` and
+        ``finished`` (:func:`gpureplay.results.metrics` computes them once for both).
+    attempts
+        The run's attempts (``attempts.parquet``) for the GPU-hours; None: GPU-hours are null.
+    """
+    counts = jobs.group_by("queue").agg(pl.len().alias("jobs"))
+    figures = admitted.group_by("queue").agg(
+        pl.len().alias("admitted"),
+        pl.col("finished").sum().alias("finished"),
+        (~pl.col("started")).sum().alias("never_started"),
+        pl.col("wait_c").mean().alias("wait_mean"),
+        pl.col("wait_c").median().alias("wait_median"),
+        pl.col("wait_c").quantile(0.95, "linear").alias("wait_p95"),
+        pl.col("jct_c").median().alias("jct_median"),
+        pl.col("jct_c").quantile(0.95, "linear").alias("jct_p95"),
+        pl.col("slowdown_c").mean().alias("bounded_slowdown_mean"),
+        pl.col("preemptions").sum().alias("preemptions"),
+        (pl.col("preemptions") > 0).sum().alias("preempted_jobs"),
+        (pl.col("lost_gpu_seconds").sum() / 3600.0).alias("lost_gpu_hours"),
+    )
+    table = counts.join(figures, on="queue", how="left")
+    if attempts is not None:
+        held = (
+            attempts.join(jobs.select("job_id", "queue"), on="job_id", how="left")
+            .group_by("queue")
+            .agg((pl.col("gpu_seconds").sum() / 3600.0).alias("gpu_hours"))
+        )
+        table = table.join(held, on="queue", how="left").with_columns(pl.col("gpu_hours").fill_null(0.0))
+    else:
+        table = table.with_columns(pl.lit(None, pl.Float64).alias("gpu_hours"))
+    total = table["gpu_hours"].sum()
+    share = pl.col("gpu_hours") / total if total else pl.lit(None, pl.Float64)
+    table = table.with_columns(share.alias("gpu_time_share")).with_columns(
+        pl.col(c).fill_null(0)
+        for c in ("admitted", "finished", "never_started", "preemptions", "preempted_jobs")
+    )
+    return conform(table, QUEUE_SUMMARY_SCHEMA).sort("queue")
+
+
+def queue_fairness(per_queue: pl.DataFrame) -> dict[str, Any]:
+    """``queues``, ``queue_slowdown_jain`` and ``queue_wait_mean_max`` of :func:`queue_summary`'s table."""
+    served = per_queue.filter(pl.col("admitted") > 0)
+    return {
+        "queues": served.height,
+        "queue_slowdown_jain": jain_index(served["bounded_slowdown_mean"]),
+        "queue_wait_mean_max": served["wait_mean"].max(),
+    }
