@@ -29,6 +29,22 @@ def test_jain_index(values: list[float], index: float | None) -> None:
     assert got == pytest.approx(index) if index is not None else got is None
 
 
+def test_a_tiny_queue_does_not_decide_the_fairness() -> None:
+    """A 1-job queue slowed 1000x beside queues of 500 jobs each: only the latter count (>= 1% of jobs)."""
+    per_queue = pl.DataFrame(
+        {
+            "queue": ["big-a", "big-b", "tiny"],
+            "admitted": [500, 500, 1],
+            "bounded_slowdown_mean": [2.0, 4.0, 1000.0],
+            "wait_mean": [60.0, 600.0, 90_000.0],
+        }
+    )
+    fairness = queue_fairness(per_queue)
+    assert fairness["queues"] == 3
+    assert fairness["queue_slowdown_jain"] == pytest.approx(36.0 / 40.0)
+    assert fairness["queue_wait_mean_max"] == 600.0
+
+
 def test_each_queue_gets_its_waits_evictions_and_gpu_hours() -> None:
     """vc-a's 2-GPU job is evicted at 10 by vc-b's 1-GPU job (grace 30 s) on one 2-GPU node.
 

@@ -639,3 +639,33 @@ def test_runs_with_several_queues_get_the_fairness_table(tmp_path: Path) -> None
 
 def test_single_queue_runs_have_no_fairness_table(report: Path) -> None:
     assert "Queues: fairness" not in (report.parent / "report.md").read_text()
+
+
+def test_queue_samples_draw_usage_by_queue_over_time(tmp_path: Path) -> None:
+    """Runs with queues.parquet get the stacked usage figure; runs written before it existed are skipped."""
+    rng = np.random.default_rng(13)
+    times = np.arange(0.0, 48 * 3600.0, 3600.0)
+    for scheduler in ("fifo", "gang-binpack"):
+        folder = tmp_path / "runs" / scheduler
+        write_run(folder, run_config(scheduler, 0), {k: v[0] for k, v in HEADLINES[scheduler].items()}, rng)
+        samples = pl.DataFrame(
+            {
+                "time": np.repeat(times, 2),
+                "queue": ["prod", "research"] * times.size,
+                "usage_gpu": rng.uniform(0.0, 8.0, 2 * times.size),
+                "pending_jobs": np.zeros(2 * times.size, dtype=np.int32),
+                "running_jobs": np.ones(2 * times.size, dtype=np.int32),
+            }
+        )
+        write_parquet_atomic(samples, folder / "queues.parquet", {})
+    old = tmp_path / "runs" / "sjf"
+    write_run(old, run_config("sjf", 0), {k: v[0] for k, v in HEADLINES["sjf"].items()}, rng)
+    out = build_report([tmp_path / "runs"], tmp_path / "out").parent
+    md = (out / "report.md").read_text()
+    assert "![GPU usage by queue over time](queue_usage.png)" in md
+    assert (out / "queue_usage.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    (old / "DONE").unlink()
+    for run in ("fifo", "gang-binpack"):
+        (tmp_path / "runs" / run / "queues.parquet").unlink()
+    build_report([tmp_path / "runs"], out)
+    assert not (out / "queue_usage.png").exists()  # no run has samples any more: the stale figure goes

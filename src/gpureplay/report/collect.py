@@ -30,7 +30,12 @@ from typing import Any
 import polars as pl
 
 from gpureplay.report.folders import LeftOut, counts, describe, scan
-from gpureplay.results.schemas import JOBS_RESULT_SCHEMA, SUMMARY_METRICS_SCHEMA, TIMELINE_SCHEMA
+from gpureplay.results.schemas import (
+    JOBS_RESULT_SCHEMA,
+    QUEUE_SAMPLE_SCHEMA,
+    SUMMARY_METRICS_SCHEMA,
+    TIMELINE_SCHEMA,
+)
 from gpureplay.results.writer import read_metadata
 
 #: Config keys that do not define a configuration: the seed is what a report
@@ -109,6 +114,9 @@ JOB_COLUMNS: dict[str, pl.DataType] = {
     "lost_gpu_seconds": JOBS_RESULT_SCHEMA["lost_gpu_seconds"],
     "state": pl.String(),
 }
+QUEUE_SAMPLE_COLUMNS: dict[str, pl.DataType] = {
+    c: QUEUE_SAMPLE_SCHEMA[c] for c in ("time", "queue", "usage_gpu")
+}
 TIMELINE_COLUMNS: dict[str, pl.DataType] = {
     c: TIMELINE_SCHEMA[c]
     for c in ("time", "allocated_fraction", "fragmented_gpus", "preemptions", "lost_gpu_seconds")
@@ -143,6 +151,9 @@ class Collection:
         of ``runs`` and ``configs``).
     notes
         Runs left out on purpose (duplicates of another run).
+    queue_samples
+        Lazy scan of the runs' ``queues.parquet`` (``run`` / ``config`` added as for ``jobs``);
+        None when no run has one (written before per-queue samples existed).
     left_out
         Run folders under the inputs that are not in the report: failed,
         incomplete (killed) or unreadable, each with its reason.
@@ -159,6 +170,7 @@ class Collection:
     jobs: pl.LazyFrame
     timeline: pl.LazyFrame
     notes: tuple[str, ...] = field(default=())
+    queue_samples: pl.LazyFrame | None = None
     left_out: tuple[LeftOut, ...] = field(default=())
     baseline: tuple[tuple[str, str], ...] = field(default=())
 
@@ -496,7 +508,18 @@ def collect_summaries(summaries: Sequence[RunSummary], left_out: Sequence[LeftOu
         timeline=_scan_all(pairs, "timeline.parquet", TIMELINE_COLUMNS, run_enum, config_enum),
         notes=tuple(notes),
         left_out=tuple(left_out),
+        queue_samples=_queue_samples(pairs, run_enum, config_enum),
     )
+
+
+def _queue_samples(
+    pairs: Sequence[tuple[str, str]], run_enum: pl.Enum, config_enum: pl.Enum
+) -> pl.LazyFrame | None:
+    """The runs' ``queues.parquet`` that exist (older runs have none), or None."""
+    present = [(run, config) for run, config in pairs if (Path(run) / "queues.parquet").is_file()]
+    if not present:
+        return None
+    return _scan_all(present, "queues.parquet", QUEUE_SAMPLE_COLUMNS, run_enum, config_enum)
 
 
 __all__ = [

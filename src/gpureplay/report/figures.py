@@ -39,6 +39,7 @@ from matplotlib import colormaps
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 from matplotlib.ticker import StrMethodFormatter
 
 from gpureplay.report.collect import CONFIG_COLUMN, RUN_COLUMN, Collection
@@ -52,6 +53,10 @@ TIMELINE_BINS = 400
 
 #: Most queues drawn one by one per panel; the rest are summed into "other".
 MAX_QUEUES = 12
+
+#: Queues stacked in the usage figure (the rest summed as "other") and configurations drawn in it.
+MAX_STACKED = 10
+MAX_USAGE_PANELS = 6
 
 #: Shortest time drawn on log axes, seconds.
 TIME_FLOOR = 1.0
@@ -74,6 +79,7 @@ FIGURE_FILES: tuple[str, ...] = (
     "jct_cdf.png",
     "timeline.png",
     "queues.png",
+    "queue_usage.png",
     "preemption.png",
 )
 
@@ -673,6 +679,120 @@ def queue_figure(collection: Collection, lay: Layout) -> Drawn | None:
     )
 
 
+def queue_usage_figure(collection: Collection) -> Drawn | None:
+    """GPUs each queue's placed pods request over time, stacked, one panel per configuration.
+
+    From ``queues.parquet`` (runs written before it existed are left out); only
+    drawn when some run has more than one queue.
+    """
+    samples = collection.queue_samples
+    if samples is None:
+        return None
+    samples = samples.with_columns(pl.col(CONFIG_COLUMN).cast(pl.String))
+    sizes = (
+        samples.group_by(CONFIG_COLUMN, RUN_COLUMN)
+        .agg(
+            pl.col("queue").n_unique().alias("queues"),
+            pl.col("time").max().alias("span"),
+            pl.col("time").n_unique().alias("samples"),
+        )
+        .collect()
+    )
+    if sizes.height == 0 or int(sizes.get_column("queues").max()) < 2 or int(sizes["samples"].max()) < 2:  # type: ignore[arg-type]
+        return None
+    configs = [
+        c for c in collection.configs.get_column(CONFIG_COLUMN).to_list() if c in set(sizes[CONFIG_COLUMN])
+    ]
+    shown = configs[:MAX_USAGE_PANELS]
+    order = (
+        samples.filter(pl.col(CONFIG_COLUMN).is_in(shown))
+        .group_by("queue")
+        .agg(pl.col("usage_gpu").sum())
+        .sort("usage_gpu", "queue", descending=[True, False])
+        .collect()
+        .get_column("queue")
+        .to_list()
+    )
+    top = order[:MAX_STACKED] if len(order) <= MAX_STACKED else order[: MAX_STACKED - 1]
+    names = [*top, "other"] if len(order) > len(top) else top
+    mine = sizes.filter(pl.col(CONFIG_COLUMN).is_in(shown))
+    span = float(mine.get_column("span").max())  # type: ignore[arg-type]
+    spacing = float((mine.get_column("span") / (mine.get_column("samples") - 1).clip(1)).min())  # type: ignore[arg-type]
+    width = max(span / TIMELINE_BINS, spacing, 1.0)
+    unit, unit_seconds = ("days", 86400.0) if span > 3 * 86400.0 else ("hours", 3600.0)
+    binned = (
+        samples.filter(pl.col(CONFIG_COLUMN).is_in(shown))
+        .with_columns(
+            pl.when(pl.col("queue").is_in(top))
+            .then(pl.col("queue"))
+            .otherwise(pl.lit("other"))
+            .alias("queue"),
+            ((pl.col("time") // width) * width).alias("_bin"),
+        )
+        # Sum the queues folded into "other" at each sample, then average per run and bin, then over seeds.
+        .group_by(CONFIG_COLUMN, RUN_COLUMN, "queue", "time", "_bin")
+        .agg(pl.col("usage_gpu").sum())
+        .group_by(CONFIG_COLUMN, RUN_COLUMN, "queue", "_bin")
+        .agg(pl.col("usage_gpu").mean())
+        .group_by(CONFIG_COLUMN, "queue", "_bin")
+        .agg(pl.col("usage_gpu").mean())
+        .collect()
+    )
+    cols = min(len(shown), 2)
+    rows = math.ceil(len(shown) / cols)
+    fig = _new_figure(
+        WIDTH if cols == 1 else 2 * PANEL_WIDTH, 2.6 * rows + 0.8 + LEGEND_ROW * math.ceil(len(names) / 6)
+    )
+    grid = fig.subplots(rows, cols, squeeze=False)
+    colours = [colormaps["tab20"](k) for k in range(20)]
+    bins = np.sort(binned.get_column("_bin").unique().to_numpy())
+    for i, config in enumerate(shown):
+        ax = grid[i // cols, i % cols]
+        part = binned.filter(pl.col(CONFIG_COLUMN) == config)
+        stack = []
+        for name in names:
+            one = part.filter(pl.col("queue") == name)
+            lookup = dict(
+                zip(one.get_column("_bin").to_list(), one.get_column("usage_gpu").to_list(), strict=True)
+            )
+            stack.append(np.array([lookup.get(b, 0.0) for b in bins], dtype=np.float64))
+        ax.stackplot(
+            bins / unit_seconds, *stack, colors=[colours[k % len(colours)] for k in range(len(names))], lw=0
+        )
+        _panel_title(ax, config)
+        ax.set_xlim(0.0, max(span / unit_seconds, 1e-9))
+        ax.set_ylim(bottom=0.0)
+        ax.grid(True, alpha=0.3)
+        ax.set_ylabel("GPUs requested", fontsize=9)
+        ax.set_xlabel(f"simulated time ({unit})", fontsize=9)
+    for p in range(len(shown), rows * cols):
+        grid[p // cols, p % cols].set_axis_off()
+    handles = [Patch(color=colours[k % len(colours)], label=name) for k, name in enumerate(names)]
+    fig.legend(
+        handles=handles,
+        loc="outside lower center",
+        ncols=min(len(names), 6),
+        fontsize=LEGEND_FONT,
+        frameon=False,
+    )
+    fig.suptitle("GPU usage by queue over time", fontsize=11)
+    left = (
+        f"; the first {MAX_USAGE_PANELS} of {len(configs)} configurations"
+        if len(configs) > len(shown)
+        else ""
+    )
+    folded = (
+        f"; queues beyond the {MAX_STACKED - 1} largest are summed as 'other'" if "other" in names else ""
+    )
+    return Drawn(
+        fig,
+        "queue_usage.png",
+        "GPU usage by queue over time",
+        "GPUs each queue's placed pods request (queues.parquet), stacked, one panel per configuration, "
+        f"mean of seeds per {_duration(width)} bin{left}{folded}.",
+    )
+
+
 def draw_figures(collection: Collection) -> list[Drawn | str]:
     """Every figure of the report, drawn but not saved, or a sentence saying why one is not drawn."""
     lay = layout(collection)
@@ -683,6 +803,7 @@ def draw_figures(collection: Collection) -> list[Drawn | str]:
         timeline_figure(collection, lay),
         preemption_figure(collection, lay),
         queue_figure(collection, lay),
+        queue_usage_figure(collection),
     ]
     return [d for d in drawn if d is not None]
 
@@ -724,6 +845,7 @@ __all__ = [
     "make_figures",
     "preemption_figure",
     "queue_figure",
+    "queue_usage_figure",
     "save_png",
     "styles",
     "timeline_figure",

@@ -493,8 +493,9 @@ _NUMA_NOTE = (
 _QUEUE_NOTE = (
     "Each job's queue is its tenant (the trace's queue column: Philly VCs, ...). Jain's index of the "
     "queues' mean bounded slowdowns is 1 when every queue's jobs are slowed alike and 1/n when one of n "
-    "queues bears it all; the worst queue's mean wait names the tenant that waits longest (whole run, mean "
-    "over seeds; each queue's figures are in its run's queue_summary.parquet)."
+    "queues bears it all; the worst queue's mean wait names the tenant that waits longest. Both count the "
+    "queues holding at least 1% of the admitted jobs, so a tenant of one or two jobs cannot decide them "
+    "(whole run, mean over seeds; every queue's figures are in its run's queue_summary.parquet)."
 )
 
 _PRIORITY_NOTE = (
