@@ -71,6 +71,9 @@ def test_each_queue_gets_its_waits_evictions_and_gpu_hours() -> None:
     assert (b["wait_mean"], b["jct_median"], b["gpu_hours"]) == (30.0, 80.0, 50.0 / 3600.0)
     assert b["bounded_slowdown_mean"] == pytest.approx(80.0 / 50.0)
     assert (b["preemptions"], a["preemptions"], a["preempted_jobs"]) == (0, 1, 1)
+    assert (a["preemptions_caused"], b["preemptions_caused"], c["preemptions_caused"]) == (0, 1, 0)
+    evicted = attempts.filter(pl.col("evicted_by").is_not_null())
+    assert evicted.select("job_id", "evicted_by").rows() == [(1, 2)]
     finish = table.filter(pl.col("job_id") == 1)["finish_time"].item()
     assert a["gpu_hours"] == pytest.approx(2 * (40.0 + finish - 90.0) / 3600.0)
     assert a["lost_gpu_hours"] == pytest.approx(

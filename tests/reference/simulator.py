@@ -1153,6 +1153,7 @@ class Attempt:
     progress: float = 0.0
     work_lost: float = 0.0
     restart_overhead: float = 0.0
+    evicted_by: int | None = None  # [Results] the preemptor's job_id
 
 
 @dataclass
@@ -2980,6 +2981,7 @@ class _Replay:
                 progress=progress,
                 work_lost=lost,
                 restart_overhead=overhead,
+                evicted_by=preemptor.job_id,
             )
         )
         # [Accounting] lost work and the restart overhead spent now; the grace period when it ends.
@@ -3629,6 +3631,7 @@ def _attempt_rows(job: Job, end: float) -> list[dict[str, Any]]:
                 "restart_overhead": a.restart_overhead,
                 # [Accounting] what each pod holds ([Dynamic MIG] its instance's slices, or a whole GPU).
                 "gpu_seconds": sum((until - p.time) * p.held_milli for p in a.placements) / 1000.0,
+                "evicted_by": a.evicted_by,
             }
         )
     return rows

@@ -44,6 +44,7 @@ from gpureplay.engine.bundles import (
 )
 from gpureplay.engine.config import inline_kernel, kernel
 from gpureplay.engine.layout import (
+    A_EVICTOR,
     A_JOB,
     A_NODES,
     A_NUMBER,
@@ -351,6 +352,7 @@ def record_attempt(
     running = js.dyn[D_STATUS, j] == S_RUNNING
     # Nodes when the attempt started running; an attempt that never ran (partly placed) has none.
     run.att_i[A_NODES, a] = js.dyn[D_SPANNED, j] if running else 0
+    run.att_i[A_EVICTOR, a] = -1
     run.att_f[AF_HOLD0, a] = js.time[T_HOLD0, j]
     run.att_f[AF_START, a] = js.time[T_START, j] if running else math.nan
     run.att_f[AF_EVICTED, a] = evicted
@@ -573,6 +575,7 @@ def evict_job(
         js.time[T_PENDING, v] += t - js.time[T_PEND_SINCE, v]
     grace = params.flt[PF_GRACE]
     record_attempt(jobs, cs, cl, js, run, v, END_PREEMPTED, t, t + grace, progress, lost, overhead)
+    run.att_i[A_EVICTOR, run.counters[K_ATTEMPTS] - 1] = nominator
     gpus = js.dyn[D_PLACED, v] * jobs.ints[J_MILLI, v] / 1000.0
     cost = gpus * (lost + overhead)
     js.time[T_LOST, v] += cost

@@ -106,6 +106,7 @@ ATTEMPT_SCHEMA: dict[str, pl.DataType] = {
     "work_lost": pl.Float64(),
     "restart_overhead": pl.Float64(),
     "gpu_seconds": pl.Float64(),
+    "evicted_by": pl.Int64(),
 }
 
 #: Timeline columns, in order.
@@ -639,6 +640,7 @@ def _open_attempts(compiled: Compiled, js: JobState, end_time: float) -> pl.Data
             "pods": placed[idx],
             "nodes": np.where(running, js.dyn[L.D_SPANNED][idx], 0),
             "end_reason": np.where(running, "unfinished", "deadlocked"),
+            "evictor": np.full(idx.shape[0], -1, dtype=np.int64),
             "progress": np.where(running, done, 0.0),
             "work_lost": np.zeros(idx.shape[0]),
             "restart_overhead": np.where(
@@ -676,6 +678,7 @@ def _attempts(compiled: Compiled, js: JobState, run: Run, end_time: float) -> pl
             "pods": ai[L.A_PODS],
             "nodes": ai[L.A_NODES],
             "end_reason": np.where(ai[L.A_REASON] == L.END_FINISHED, "finished", "preempted"),
+            "evictor": ai[L.A_EVICTOR],
             "progress": af[L.AF_PROGRESS],
             "work_lost": af[L.AF_LOST],
             "restart_overhead": af[L.AF_OVERHEAD],
@@ -688,6 +691,10 @@ def _attempts(compiled: Compiled, js: JobState, run: Run, end_time: float) -> pl
     return (
         table.with_columns(
             job_id=pl.Series(ints[L.J_ID])[table["job"]] if table.height else pl.lit(None, pl.Int64),
+            # The evicting job's id (the engine's index -1 means none).
+            evicted_by=pl.when(pl.col("evictor") >= 0).then(
+                pl.Series(ints[L.J_ID])[table["evictor"].clip(0)] if table.height else pl.lit(None, pl.Int64)
+            ),
             gpus=pl.col("pods").cast(pl.Float64)
             * pl.Series(ints[L.J_MILLI].astype(np.float64))[table["job"]]
             / 1000.0

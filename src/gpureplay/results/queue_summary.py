@@ -12,7 +12,9 @@ with waits and JCTs censored at the run's end as the whole-run figures of
   ``gpu_seconds``, evicted attempts and grace periods included), and
   ``gpu_time_share``, its share of all queues' GPU-hours;
 - ``preemptions`` (evictions its jobs suffered), ``preempted_jobs`` and
-  ``lost_gpu_hours`` (what those evictions cost them).
+  ``lost_gpu_hours`` (what those evictions cost them); ``preemptions_caused``
+  (evictions its jobs' preemptions made, of any queue's jobs: ``attempts.parquet``
+  ``evicted_by``).
 
 Across queues, ``queue_slowdown_jain`` is Jain's fairness index (Jain, Chiu
 and Hawe, DEC-TR-301, 1984) of the queues' mean bounded slowdowns,
@@ -83,14 +85,27 @@ def queue_summary(jobs: pl.DataFrame, admitted: pl.DataFrame, attempts: pl.DataF
     )
     table = counts.join(figures, on="queue", how="left")
     if attempts is not None:
+        queue_of = jobs.select("job_id", "queue")
         held = (
-            attempts.join(jobs.select("job_id", "queue"), on="job_id", how="left")
+            attempts.join(queue_of, on="job_id", how="left")
             .group_by("queue")
             .agg((pl.col("gpu_seconds").sum() / 3600.0).alias("gpu_hours"))
         )
-        table = table.join(held, on="queue", how="left").with_columns(pl.col("gpu_hours").fill_null(0.0))
+        caused = (
+            attempts.filter(pl.col("evicted_by").is_not_null())
+            .join(queue_of, left_on="evicted_by", right_on="job_id", how="left")
+            .group_by("queue")
+            .agg(pl.len().alias("preemptions_caused"))
+        )
+        table = (
+            table.join(held, on="queue", how="left")
+            .join(caused, on="queue", how="left")
+            .with_columns(pl.col("gpu_hours").fill_null(0.0), pl.col("preemptions_caused").fill_null(0))
+        )
     else:
-        table = table.with_columns(pl.lit(None, pl.Float64).alias("gpu_hours"))
+        table = table.with_columns(
+            pl.lit(None, pl.Float64).alias("gpu_hours"), pl.lit(None, pl.Int64).alias("preemptions_caused")
+        )
     total = table["gpu_hours"].sum()
     share = pl.col("gpu_hours") / total if total else pl.lit(None, pl.Float64)
     table = table.with_columns(share.alias("gpu_time_share")).with_columns(

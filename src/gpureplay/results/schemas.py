@@ -103,6 +103,7 @@ QUEUE_SUMMARY_SCHEMA: dict[str, pl.DataType] = {
     "preemptions": pl.Int64(),
     "preempted_jobs": pl.Int64(),
     "lost_gpu_hours": pl.Float64(),
+    "preemptions_caused": pl.Int64(),
 }
 
 #: Why a run attempt ended (``attempts.parquet``): finished; evicted (``preempted``); still running when the
@@ -129,6 +130,7 @@ ATTEMPTS_RESULT_SCHEMA: dict[str, pl.DataType] = {
     "work_lost": pl.Float64(),
     "restart_overhead": pl.Float64(),
     "gpu_seconds": pl.Float64(),
+    "evicted_by": pl.Int64(),  # job_id of the job whose preemption evicted it (null: not evicted)
 }
 
 #: Headline metrics of ``summary.parquet`` (one row; definitions in :mod:`gpureplay.results.metrics`).
