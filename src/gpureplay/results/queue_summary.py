@@ -64,9 +64,10 @@ def queue_summary(jobs: pl.DataFrame, admitted: pl.DataFrame, attempts: pl.DataF
         The run's job table (``jobs.parquet``: ``queue``, ``state``, ``preemptions``, ...).
     admitted
         Its admitted jobs with censored ``wait_c``, ``jct_c``, ``slowdown_c``, ``started`` and
-        ``finished`` (:func:`gpureplay.results.metrics` computes them once for both).
+        ``finished`` (:func:`gpureplay.results.metrics.admitted_jobs`).
     attempts
-        The run's attempts (``attempts.parquet``) for the GPU-hours; None: GPU-hours are null.
+        The run's attempts (``attempts.parquet``) for the GPU-hours and the evictions caused; None:
+        both are null.
     """
     counts = jobs.group_by("queue").agg(pl.len().alias("jobs"))
     figures = admitted.group_by("queue").agg(
