@@ -21,10 +21,13 @@ imported.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import math
 import os
+import tempfile
 from dataclasses import replace
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -53,6 +56,7 @@ from tests.reference.strategies import (
     dynamic_mig_policies,
     horizons,
     jobs_frame,
+    kueue_manifests,
     max_samples,
     mig_cases,
     mig_policies,
@@ -65,7 +69,18 @@ from tests.reference.strategies import (
 )
 
 from gpureplay.errors import InputError
-from gpureplay.schedulers.policy import GangMode, GpuSharing, MigStrategy, Policy, Preemption, Requeue
+from gpureplay.schedulers.policy import (
+    Backfill,
+    GangMode,
+    GpuSharing,
+    MigStrategy,
+    Policy,
+    Preemption,
+    QueueModel,
+    QueueOrder,
+    QuotaSource,
+    Requeue,
+)
 
 try:
     _engine_module: ModuleType | None = importlib.import_module("gpureplay.replay.simulate")
@@ -582,3 +597,51 @@ def test_preemption_without_the_priority_order_is_refused() -> None:
     )
     with pytest.raises(InputError, match="queue_order"):
         engine().simulate(jobs, nodes, policy, horizon=50.0)
+
+
+_MANIFEST_DIR = Path(tempfile.mkdtemp(prefix="gpureplay-kueue-"))
+
+
+def _manifest_file(text: str) -> str:
+    path = _MANIFEST_DIR / f"{hashlib.sha1(text.encode()).hexdigest()}.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+@st.composite
+def kueue_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
+    """A small case with a Kueue quota tree over its queues and a Kueue policy (scorer, periodic or not)."""
+    jobs, nodes = draw(cases(max_jobs=40))
+    # Two or three queues and coarse submit times: several queues' heads meet in one cycle, where the
+    # iterator's order (non-borrowing first) and the quotas decide.
+    names = ("vc-a", "vc-b", "vc-c")[: draw(st.integers(2, 3))]
+    picks = draw(st.lists(st.sampled_from(names), min_size=jobs.height, max_size=jobs.height))
+    grain = draw(st.sampled_from([None, 4.0, 16.0, 64.0]))
+    jobs = jobs.with_columns(pl.Series("queue", picks, dtype=pl.String))
+    if grain is not None:
+        jobs = jobs.with_columns(((pl.col("submit_time") / grain).floor() * grain).alias("submit_time"))
+    queues = tuple(sorted(set(jobs["queue"].to_list())))
+    text = draw(kueue_manifests(queues))
+    policy = Policy(
+        name="kueue",
+        queue_order=QueueOrder.priority,
+        backfill=Backfill.skip,
+        node_placement=draw(st.sampled_from(["best_fit", "first_fit", "worst_fit", "random"])),
+        gpu_placement=draw(st.sampled_from(["best_fit", "first_fit"])),
+        session_interval=draw(st.sampled_from([0.0, 0.0, 2.0])),
+        queues=QueueModel.kueue,
+        quotas=QuotaSource.manifests,
+        manifests=_manifest_file(text),
+        fair_sharing=draw(st.booleans()),
+    )
+    return jobs, nodes, policy
+
+
+# Kueue's quota admission and classical cycle (tests/test_kueue_quota.py holds the hand-computed cases).
+@settings(max_examples=80, **SETTINGS)
+@given(case=kueue_cases(), sample_interval=sample_intervals, seed=seeds)
+def test_kueue_quotas_agree(
+    case: tuple[pl.DataFrame, pl.DataFrame, Policy], sample_interval: float, seed: int
+) -> None:
+    jobs, nodes, policy = case
+    assert_agree(jobs, nodes, policy, seed=seed, sample_interval=sample_interval)

@@ -64,4 +64,5 @@ def test_a_trace_without_queues_has_one_default_queue() -> None:
     jobs = jobs_frame([{"job_id": 1, "submit_time": 0.0, "duration": 5.0, "num_pods": 2, "gpu_milli": 500}])
     nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": 1}])
     queues = simulate(jobs, nodes, GANG, sample_interval=10.0).queues
-    assert queues.rows() == [(0.0, "default", 1.0, 0, 1)]
+    # No queue model: its quota columns are null.
+    assert queues.rows() == [(0.0, "default", 1.0, 0, 1, None, None, None, None)]

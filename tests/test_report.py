@@ -21,6 +21,7 @@ import pytest
 from gpureplay.errors import InputError
 from gpureplay.report import build_report
 from gpureplay.report.collect import SUMMARY_METRICS, collect, label_keys
+from gpureplay.report.published_queueing import philly_queueing
 from gpureplay.report.stats import choose_baseline, effect_sentences, effects, summarize, t_quantile
 from gpureplay.results.schemas import JOB_STATES
 from gpureplay.results.writer import mark_done, write_parquet_atomic
@@ -669,3 +670,35 @@ def test_queue_samples_draw_usage_by_queue_over_time(tmp_path: Path) -> None:
         (tmp_path / "runs" / run / "queues.parquet").unlink()
     build_report([tmp_path / "runs"], out)
     assert not (out / "queue_usage.png").exists()  # no run has samples any more: the stale figure goes
+
+
+def test_unscaled_philly_runs_stand_beside_the_real_clusters_queueing_delays(tmp_path: Path) -> None:
+    """The Philly trace at its own rate gets the AcmeTrace comparison; a scaled one does not."""
+    rng = np.random.default_rng(17)
+    for scheduler, mean, median in (("fifo", 5400.0, 60.0), ("gang-binpack", 1800.0, 0.0)):
+        headline = {k: v[0] for k, v in HEADLINES[scheduler].items()} | {
+            "wait_mean": mean,
+            "wait_median": median,
+        }
+        write_run(tmp_path / "runs" / scheduler, run_config(scheduler, 0), headline, rng)
+    md = (build_report([tmp_path / "runs"], tmp_path / "out").parent / "report.md").read_text()
+    section = md.split("## Queueing delay beside the real Philly cluster", 1)[1].split("##", 1)[0]
+    jobs = pl.read_parquet(tmp_path / "runs" / "fifo" / "summary.parquet")["jobs"].item()
+    assert f"| scheduler=fifo | 1 | 5,400 | 60 | {jobs:,} |" in section
+    assert "| scheduler=gang-binpack | 1 | 1,800 | 0 |" in section
+    real = "| Philly, real cluster: AcmeTrace cluster summary (Hu et al., NSDI 2024) |  | 3,761 | 189 |"
+    assert f"{real} 112,956 |" in section
+    scaled = tmp_path / "scaled"
+    write_run(
+        scaled / "fifo",
+        run_config("fifo", 0, load="6.0"),
+        {k: v[0] for k, v in HEADLINES["fifo"].items()},
+        rng,
+    )
+    md = (build_report([scaled], tmp_path / "out6").parent / "report.md").read_text()
+    assert "beside the real Philly cluster" not in md
+
+
+def test_the_published_philly_figures_come_from_the_bundled_summary() -> None:
+    real = philly_queueing()
+    assert (real.gpu_jobs, real.mean_s, real.median_s) == (112_956, 3760.604, 189.0)

@@ -49,6 +49,8 @@ OWN_PAIRS: dict[str, tuple[tuple[str, str], str]] = {
     "philly-tas": (("topology-blind", "kueue-tas"), "one_spine_pct"),
     # the kubelets' single-numa-node policy fails the pods no NUMA node holds; the blind baseline has none
     "philly-numa": (("topology-blind", "kubelet-single-numa"), "failed"),
+    # Philly at its own rate: nothing waits without quotas; VCs held to their own quotas wait
+    "philly-queues": (("gang-binpack", "kueue-philly-vcs-isolated"), "wait_mean"),
 }
 
 #: Sweeps that compare something else than schedulers: the key their pair is values of.
@@ -111,6 +113,7 @@ def test_every_declared_sweep_is_checked() -> None:
         "philly-example",
         "philly-numa",
         "philly-preemption",
+        "philly-queues",
         "philly-schedulers",
         "philly-spread",
         "philly-tas",

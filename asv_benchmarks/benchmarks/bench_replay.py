@@ -18,6 +18,8 @@ from gpureplay.workload.transforms import scale_load
 from .common import (
     PHILLY_PREEMPT_PRESETS,
     PHILLY_PRESETS,
+    PHILLY_QUEUE_LOAD,
+    PHILLY_QUEUE_PRESETS,
     PRESETS,
     SEED,
     SYNTHETIC_PRESET,
@@ -44,6 +46,33 @@ class PhillyReplay:
 
     def setup(self, preset: str) -> None:
         self.jobs = philly_jobs()
+        self.nodes = philly_cluster()
+        self.policy = PRESETS[preset]
+        warm_engine()
+
+    def time_replay(self, preset: str) -> None:
+        simulate(self.jobs, self.nodes, self.policy, seed=SEED)
+
+    def peakmem_replay(self, preset: str) -> None:
+        simulate(self.jobs, self.nodes, self.policy, seed=SEED)
+
+
+class PhillyQueueReplay:
+    """Full Philly at 6x with its VCs as queues: no quotas vs Kueue (GPU-time-share quotas, classical and
+    fair sharing; real VC quotas).
+
+    The issue's target: each queue model within 3x of ``gang-binpack`` on the same jobs.
+    """
+
+    params: ClassVar[list[list[str]]] = [PHILLY_QUEUE_PRESETS]
+    param_names: ClassVar[list[str]] = ["preset"]
+    timeout = 900
+    number = 1
+    repeat = (1, 5, 120.0)
+    warmup_time = 0.0
+
+    def setup(self, preset: str) -> None:
+        self.jobs = scale_load(philly_jobs(), PHILLY_QUEUE_LOAD)
         self.nodes = philly_cluster()
         self.policy = PRESETS[preset]
         warm_engine()

@@ -127,3 +127,10 @@ def superpod_cluster() -> pl.DataFrame:
     return homogeneous_nodes(
         312, 8, "H100-80GB", cpu_milli=112_000, mem_mib=2_097_152, rack_size=4, racks_per_spine=8
     ).nodes
+
+
+#: Presets the multi-tenant queue replay is timed under: no quotas, and Kueue with derived and real quotas.
+PHILLY_QUEUE_PRESETS = ["gang-binpack", "kueue", "kueue-fair", "kueue-philly-vcs"]
+
+#: Load factor of the queue replay: at the trace's own rate few jobs wait and quotas rarely bind.
+PHILLY_QUEUE_LOAD = 6.0

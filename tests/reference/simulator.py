@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import polars as pl
 from tests.reference.fragmentation import PodShape, TaskClass, typical_classes
 from tests.reference.scoring import (
@@ -43,12 +44,23 @@ from tests.reference.scoring import (
 from gpureplay.mig.devices import single_strategy_devices, smallest_profile
 from gpureplay.mig.geometry import MigGeometry, MigProfile, mig_geometry
 from gpureplay.mig.parted import find_placement, standard_configs
+from gpureplay.queues.kueue_quota import (
+    KueueQuotas,
+    available,
+    borrows,
+    fits,
+    node_usage,
+    request_of,
+    share,
+)
+from gpureplay.replay.queue_model import kueue_quotas, tenant_jobs
 from gpureplay.replay.simulate import (
     ATTEMPT_SCHEMA,
     JOB_RESULT_SCHEMA,
     QUEUE_SAMPLE_SCHEMA,
     TIMELINE_SCHEMA,
     Replay,
+    queue_rows,
 )
 from gpureplay.schedulers.policy import (
     Backfill,
@@ -74,6 +86,7 @@ __all__ = [
     "ATTEMPT_SCHEMA",
     "DEFAULT_MAX_SAMPLES",
     "JOB_RESULT_SCHEMA",
+    "QUEUE_SAMPLE_SCHEMA",
     "TIMELINE_SCHEMA",
     "Replay",
     "draw",
@@ -2379,6 +2392,7 @@ class _Replay:
         seed: int,
         debug: bool,
         tasks: tuple[TaskClass, ...] = (),
+        kueue: KueueQuotas | None = None,
     ) -> None:
         for key, known in (("node_placement", tuple(SCORERS)), ("gpu_placement", GPU_SCORERS)):
             if getattr(policy, key) not in known:
@@ -2401,6 +2415,15 @@ class _Replay:
         check_topology_manager(policy)
         self.jobs = jobs
         self.queue_names = sorted({job.queue for job in jobs}) or ["default"]
+        # [Queues] under queues: kueue every ClusterQueue is a queue, in name order, with jobs or not.
+        self.kueue = kueue
+        # [Kueue quotas] releases so far (a completion, the end of a grace period), and what was set aside
+        # or blocked at which release count.
+        self.release_version = 0
+        self.kueue_aside: dict[tuple[Any, ...], int] = {}
+        self.kueue_blocked: dict[int, int] = {}
+        if kueue is not None:
+            self.queue_names = list(kueue.cluster_queues)
         # [Spreading cost] "Levels": each node's (nvlink_domain, rack, spine), by node index.
         self.topology = [tuple(int(row[col]) for col, _ in SPREAD_LEVELS) for row in nodes]
         # [Topology-aware scheduling] "Tree": each node's (spine, rack, nvlink_domain, node index) path.
@@ -2941,6 +2964,7 @@ class _Replay:
         job.work_left = 0.0
         self.rerate()
         self.version += 1
+        self.release_version += 1
 
     def evict(self, victim: Job, preemptor: Job) -> None:
         """[Priority preemption] "Eviction at t": stop, keep the checkpointed progress, hold for the grace."""
@@ -3011,6 +3035,7 @@ class _Replay:
         # [Queue order] requeue: back -> key2 is the time it re-entered; original -> its submit time.
         job.key2 = self.now if self.policy.requeue is Requeue.back else job.submit
         self.version += 1
+        self.release_version += 1
 
     # -- throughput  [GPU sharing by replicas] ---------------------------------------------------
 
@@ -3077,7 +3102,16 @@ class _Replay:
 
     def cycle(self) -> None:
         self.cycles += 1
-        if self.pod_mode:
+        if self.kueue is not None:
+            self.kueue_cycle(self.kueue)
+            if self.debug:
+                # [Kueue quotas] admissions never take a queue past what its quota tree allows.
+                usage = self.kueue_usage()
+                for q in range(self.kueue.num_cluster_queues):
+                    for r in range(3):
+                        if self.kueue.covered[r, q]:
+                            assert available(self.kueue, usage, q, r) >= 0, (q, r, usage)
+        elif self.pod_mode:
             self.pod_by_pod_cycle()
         elif self.policy.backfill is Backfill.none:
             self.head_of_line_cycle()
@@ -3119,6 +3153,138 @@ class _Replay:
                 continue
             failed += 1
             self.maybe_preempt(job, whole=True)
+
+    def kueue_usage(self) -> list[list[int]]:
+        """[Kueue quotas] ``[resource][cluster queue]``: what each ClusterQueue's placed pods request."""
+        usage = [[0] * len(self.queue_names) for _ in range(3)]
+        index = {name: q for q, name in enumerate(self.queue_names)}
+        for job in self.jobs:
+            held = len(job.placements)
+            if held:
+                q = index[job.queue]
+                usage[0][q] += held * job.pod.milli
+                usage[1][q] += held * job.pod.cpu
+                usage[2][q] += held * job.pod.mem
+        return usage
+
+    def kueue_request(self, job: Job) -> tuple[int, int, int]:
+        return request_of(job.num_pods, job.pod.milli, job.pod.cpu, job.pod.mem)
+
+    def kueue_class(self, job: Job) -> tuple[Any, ...]:
+        """[Kueue quotas] jobs that get the same answer: one queue's jobs of one request (demand, pods)."""
+        return (job.queue, self.class_key(job)[0], job.num_pods)
+
+    def kueue_cycle(self, quotas: KueueQuotas) -> None:
+        """[Kueue quotas] rounds of one head per ClusterQueue until each pending job is admitted or set aside.
+
+        Each round nominates the heads against the usage at its start (a head that does not fit its
+        available quota is set aside: the next job of its queue is head next round, or under StrictFIFO none
+        is until a release), orders them non-borrowing first, then by queue key (fair sharing: by
+        tournament), and admits each that still fits and can be placed as a gang; one that no longer fits
+        stays head; one that cannot be placed is set aside. A job of the same queue and request as one set
+        aside since the last release is passed over (it would be set aside too).
+        """
+        index = {name: q for q, name in enumerate(self.queue_names)}
+        queued: list[list[Job]] = [[] for _ in self.queue_names]
+        for job in self.pending_in_queue_order():
+            queued[index[job.queue]].append(job)
+        heads = [0] * len(queued)
+        now = self.release_version
+
+        def head(q: int) -> Job | None:
+            if self.kueue_blocked.get(q) == now:
+                return None
+            while heads[q] < len(queued[q]):
+                job = queued[q][heads[q]]
+                if self.kueue_aside.get(self.kueue_class(job)) != now:
+                    return job
+                heads[q] += 1
+            return None
+
+        def set_aside(q: int, job: Job) -> None:
+            self.kueue_aside[self.kueue_class(job)] = now
+            if quotas.strict_fifo[q]:
+                self.kueue_blocked[q] = now
+            else:
+                heads[q] += 1
+
+        while True:
+            usage = self.kueue_usage()
+            entries = []
+            any_head = False
+            for q in range(len(queued)):
+                job = head(q)
+                if job is None:
+                    continue
+                any_head = True
+                request = self.kueue_request(job)
+                if not fits(quotas, usage, q, request):
+                    set_aside(q, job)
+                    continue
+                entries.append((borrows(quotas, usage, q, request), self.queue_key(job), q, job))
+            if not any_head:
+                break
+            entries.sort(key=lambda e: (e[0], e[1]))
+            if quotas.fair_sharing:
+                entries = self.fair_order(quotas, entries)
+            for _, _, q, job in entries:
+                if not fits(quotas, self.kueue_usage(), q, self.kueue_request(job)):
+                    continue  # an admission earlier in this round took the room: head again next round
+                if self.try_gang(job):
+                    if self.kubelets_admit(job):
+                        self.start(job)
+                    heads[q] += 1
+                else:
+                    set_aside(q, job)
+
+    def fair_order(self, quotas: KueueQuotas, entries: list[Any]) -> Iterator[Any]:
+        """[Kueue quotas] fair sharing: each next head is the tournament's winner at the current usage."""
+        left = list(entries)
+        while left:
+            winner = self.tournament(quotas, left)
+            left.remove(winner)
+            yield winner
+
+    def tournament(self, quotas: KueueQuotas, entries: list[Any]) -> Any:
+        """[Kueue quotas] Kueue's ``runTournament``: per cohort, the child with the lowest share after its
+        workload's admission wins (then priority, FIFO); across roots, queue order."""
+        usage = self.kueue_usage()
+        values: dict[tuple[int, int], tuple[float, float]] = {}
+        for _, _, q, job in entries:
+            request = self.kueue_request(job)
+            added = [
+                [u + (request[r] if n == q else 0) for n, u in enumerate(row)] for r, row in enumerate(usage)
+            ]
+            nodes = node_usage(quotas, added)
+            x, p = q, int(quotas.parent[q])
+            while p >= 0:
+                weighted, ratio = share(quotas, nodes, x)
+                values[(job.job_id, p)] = (weighted, ratio if math.isinf(weighted) else 0.0)
+                x, p = p, int(quotas.parent[p])
+        by_queue = {e[2]: e for e in entries}
+        children: dict[int, list[int]] = {}
+        for n in range(len(quotas.names)):
+            children.setdefault(int(quotas.parent[n]), []).append(n)
+
+        def play(cohort: int) -> Any:
+            candidates = []
+            for child in children.get(cohort, []):
+                if child >= quotas.num_cluster_queues:
+                    winner = play(child)
+                    if winner is not None:
+                        candidates.append(winner)
+                elif child in by_queue:
+                    candidates.append(by_queue[child])
+            if not candidates:
+                return None
+            return min(candidates, key=lambda e: (values[(e[3].job_id, cohort)], e[1]))
+
+        finalists = []
+        for root in children.get(-1, []):
+            winner = play(root) if root >= quotas.num_cluster_queues else by_queue.get(root)
+            if winner is not None:
+                finalists.append(winner)
+        return min(finalists, key=lambda e: e[1])
 
     def run_time(self, job: Job) -> float:
         """How long ``job`` would run if started now (restart overhead included)."""
@@ -3446,7 +3612,9 @@ class _Replay:
                 {
                     "time": self.now,
                     "queue": name,
-                    "usage_gpu": sum(len(job.placements) * job.pod.milli for job in mine) / 1000.0,
+                    "usage_milli": sum(len(job.placements) * job.pod.milli for job in mine),
+                    "usage_cpu": sum(len(job.placements) * job.pod.cpu for job in mine),
+                    "usage_mem": sum(len(job.placements) * job.pod.mem for job in mine),
                     "pending_jobs": sum(1 for job in mine if job.state == "pending"),
                     "running_jobs": sum(1 for job in mine if job.state == "running"),
                 }
@@ -3738,14 +3906,26 @@ def simulate(
     if window is None:
         submits = jobs["submit_time"].to_list()
         window = (float(min(submits)), float(max(submits))) if submits else (0.0, 0.0)
+    # [Queues] the quota tree, and each job's queue as its ClusterQueue.
+    quotas = kueue_quotas(policy, jobs, nodes)
+    jobs = tenant_jobs(jobs, quotas)
     job_list = _jobs_from_table(jobs, policy)
     classes: tuple[TaskClass, ...] = ()
     if tasks is not None or "fgd" in (policy.node_placement, policy.gpu_placement):
         classes = task_classes(jobs, nodes, tasks)
-    replay = _Replay(job_list, list(nodes.iter_rows(named=True)), policy, seed, debug, classes)
+    replay = _Replay(job_list, list(nodes.iter_rows(named=True)), policy, seed, debug, classes, quotas)
     rows, integral, window_integral, interval = replay.run(sample_interval, horizon, window, max_samples)
     end = replay.now
-    queue_rows = [queue for row in rows for queue in row.pop("queues")]
+    per_sample = [row.pop("queues") for row in rows]
+    num_queues = len(replay.queue_names)
+    usage = np.zeros((3, num_queues, len(rows)), dtype=np.int64)
+    counts = np.zeros((2, num_queues, len(rows)), dtype=np.int64)
+    for s, sample in enumerate(per_sample):
+        for q, queue in enumerate(sample):
+            usage[:, q, s] = (queue["usage_milli"], queue["usage_cpu"], queue["usage_mem"])
+            counts[:, q, s] = (queue["pending_jobs"], queue["running_jobs"])
+    times = np.array([row["time"] for row in rows], dtype=np.float64)
+    queues = queue_rows(times, tuple(replay.queue_names), usage, counts[0], counts[1], quotas)
 
     attempt_rows = [row for job in job_list for row in _attempt_rows(job, end)]
     # Only the columns the engine's schema has (the sharing columns land there with the engine change).
@@ -3776,7 +3956,7 @@ def simulate(
         jobs=pl.DataFrame(job_rows, schema=JOB_RESULT_SCHEMA),
         attempts=attempts,
         timeline=pl.DataFrame(rows, schema=TIMELINE_SCHEMA) if rows else pl.DataFrame(schema=TIMELINE_SCHEMA),
-        queues=pl.DataFrame(queue_rows, schema=QUEUE_SAMPLE_SCHEMA),
+        queues=queues,
         gpu_milli_seconds=float(integral),
         window_gpu_milli_seconds=None if declared is None else float(window_integral),
         sample_interval=interval,

@@ -850,3 +850,69 @@ CORNER_CASES: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {
         [{"gpu_model": "T4", "num_gpus": 4}],
     ),
 }
+
+
+# --------------------------------------------------------------------------- Kueue quota trees
+
+_KUEUE_FLAVOR = "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ResourceFlavor\nmetadata:\n  name: f\n"
+
+
+def _kueue_quota_lines(gpus: int, cpus: int, memory: str, limits: str) -> str:
+    return (
+        "  resourceGroups:\n"
+        '  - coveredResources: ["nvidia.com/gpu", "cpu", "memory"]\n'
+        "    flavors:\n"
+        "    - name: f\n"
+        "      resources:\n"
+        f"      - name: nvidia.com/gpu\n        nominalQuota: {gpus}\n{limits}"
+        f"      - name: cpu\n        nominalQuota: {cpus}\n"
+        f"      - name: memory\n        nominalQuota: {memory}\n"
+    )
+
+
+@st.composite
+def kueue_manifests(draw: st.DrawFn, queues: tuple[str, ...]) -> str:
+    """Kueue manifests for ``queues`` (plus, sometimes, an idle ClusterQueue that only lends).
+
+    No cohort, one flat cohort, or a two-level tree (a root Cohort with its own GPU quota and an inner
+    one); nominal GPU, CPU and memory quotas, GPU borrowing and lending limits inside cohorts, and
+    either queueing strategy.
+    """
+    shape = draw(st.sampled_from(["none", "flat", "flat", "nested"]))
+    names = list(queues) + (["idle"] if draw(st.booleans()) else [])
+    docs = [_KUEUE_FLAVOR]
+    if shape == "nested":
+        root_gpus = draw(st.sampled_from([0, 2]))
+        docs.append(
+            "apiVersion: kueue.x-k8s.io/v1beta1\nkind: Cohort\nmetadata:\n  name: root\nspec:\n"
+            + (_kueue_quota_lines(root_gpus, 0, "0", "") if root_gpus else "")
+        )
+        docs.append(
+            "apiVersion: kueue.x-k8s.io/v1beta1\nkind: Cohort\nmetadata:\n  name: inner\n"
+            "spec:\n  parentName: root\n"
+        )
+    for name in names:
+        cohort = {"none": None, "flat": "c"}.get(shape) or draw(st.sampled_from(["root", "inner"]))
+        gpus = draw(st.sampled_from([0, 1, 2, 4, 8, 16]))
+        limits = ""
+        if cohort is not None:
+            borrow = draw(st.sampled_from([None, None, 0, 1, 4]))
+            lend = draw(st.sampled_from([None, None, 0, gpus // 2, gpus]))
+            if borrow is not None:
+                limits += f"        borrowingLimit: {borrow}\n"
+            if lend is not None:
+                limits += f"        lendingLimit: {lend}\n"
+        strategy = draw(st.sampled_from(["BestEffortFIFO", "BestEffortFIFO", "StrictFIFO"]))
+        docs.append(
+            f"apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata:\n  name: {name}\nspec:\n"
+            + (f"  cohort: {cohort}\n" if cohort else "")
+            + f"  fairSharing:\n    weight: {draw(st.sampled_from([1, 1, 0, 0.5, 2]))}\n"
+            + f"  queueingStrategy: {strategy}\n"
+            + _kueue_quota_lines(
+                gpus,
+                draw(st.sampled_from([8, 64, 1000])),
+                draw(st.sampled_from(["64Gi", "1Ti", "10Ti"])),
+                limits,
+            )
+        )
+    return "---\n".join(docs)

@@ -487,6 +487,117 @@ def numa_layout(
     )
 
 
+class Quotas(NamedTuple):
+    """A Kueue quota tree and its cycle's work space (``queues: kueue``; :mod:`gpureplay.engine.quota`).
+
+    Attributes
+    ----------
+    parent
+        Per node (ClusterQueues ``0 .. T-1`` in tenant order, then cohorts, children before parents):
+        its parent cohort, -1 at a root.
+    nominal, borrow, lend
+        ``[resource, node]`` nominal quota, ``borrowingLimit`` and ``lendingLimit`` (``QUOTA_UNSET``:
+        unset), resources GPU milli, CPU milli, memory MiB.
+    subtree
+        ``[resource, node]`` subtree quota (static).
+    covered
+        ``[resource, cluster queue]``: 1 where the ClusterQueue's quota limits the resource.
+    strict
+        Per ClusterQueue: 1 under ``StrictFIFO``.
+    used, path
+        Work space: nodes' usage of one resource; a node's path to its root.
+    seg, hf, hi, hsize, blocked
+        Work space: per ClusterQueue a heap of its pending classes' heads (keys ``hf``, ``hi`` in columns
+        ``seg[q] .. seg[q+1]``, ``hsize[q]`` of them), so that its head is one look away; the release
+        version at which a StrictFIFO ClusterQueue's head was found inadmissible (-1: never).
+    entries, entry_cls, borrowing
+        Work space: one round's nominated heads, their classes and whether each borrows.
+    fair
+        ``[1]``: 1 under Kueue's fair sharing (the tournament orders a round's heads).
+    present, lendable, weight
+        Fair sharing: ``[resource, node]`` resources named by the node's subtree quota, and what its parent
+        could lend at no usage; ``[node]`` ``fairSharing.weight``.
+    share, share2, winner, entry_of, path_used
+        Fair sharing's work space: ``[entry, node]`` the weighted (``share``) and unweighted share of the
+        entry's child on the path below ``node``, its workload included; each cohort's tournament winner
+        (an entry); each ClusterQueue's entry (-1: none); ``[resource, node]`` usage with a workload added.
+    """
+
+    parent: Int64Array
+    nominal: Int64Array
+    borrow: Int64Array
+    lend: Int64Array
+    subtree: Int64Array
+    covered: Int64Array
+    strict: Int64Array
+    used: Int64Array
+    path: Int64Array
+    seg: Int64Array
+    hf: Float64Array
+    hi: Int64Array
+    hsize: Int64Array
+    blocked: Int64Array
+    entries: Int64Array
+    entry_cls: Int64Array
+    borrowing: Int64Array
+    fair: Int64Array
+    present: Int64Array
+    lendable: Int64Array
+    weight: Float64Array
+    share: Float64Array
+    share2: Float64Array
+    winner: Int64Array
+    entry_of: Int64Array
+    path_used: Int64Array
+
+
+def quota_state(
+    parent: Int64Array,
+    nominal: Int64Array,
+    borrow: Int64Array,
+    lend: Int64Array,
+    subtree: Int64Array,
+    covered: Int64Array,
+    strict: Int64Array,
+    class_tenant: Int64Array,
+    fair: bool = False,
+    present: Int64Array | None = None,
+    lendable: Int64Array | None = None,
+    weight: Float64Array | None = None,
+) -> Quotas:
+    """The :class:`Quotas` bundle of a quota tree (arrays as ``gpureplay.queues.kueue_quota.KueueQuotas``)."""
+    num_nodes = parent.shape[0]
+    num_cq = strict.shape[0]
+    return Quotas(
+        parent=parent.astype(np.int64),
+        nominal=nominal.astype(np.int64),
+        borrow=borrow.astype(np.int64),
+        lend=lend.astype(np.int64),
+        subtree=subtree.astype(np.int64),
+        covered=covered.astype(np.int64),
+        strict=strict.astype(np.int64),
+        used=np.zeros((3, num_nodes), dtype=np.int64),
+        path=np.zeros(num_nodes + 1, dtype=np.int64),
+        seg=np.concatenate(([0], np.cumsum(np.bincount(class_tenant, minlength=num_cq)))).astype(np.int64),
+        hf=np.zeros((3, max(len(class_tenant), 1))),
+        hi=np.zeros((3, max(len(class_tenant), 1)), dtype=np.int64),
+        hsize=np.zeros(max(num_cq, 1), dtype=np.int64),
+        blocked=np.full(max(num_cq, 1), -1, dtype=np.int64),
+        entries=np.zeros(max(num_cq, 1), dtype=np.int64),
+        entry_cls=np.zeros(max(num_cq, 1), dtype=np.int64),
+        borrowing=np.zeros(max(num_cq, 1), dtype=np.int64),
+        fair=np.array([1 if fair else 0], dtype=np.int64),
+        present=(np.zeros((3, num_nodes)) if present is None else present).astype(np.int64),
+        lendable=(np.zeros((3, num_nodes)) if lendable is None else lendable).astype(np.int64),
+        weight=(np.ones(num_nodes) if weight is None else weight).astype(np.float64),
+        share=np.zeros((max(num_cq, 1), num_nodes)),
+        share2=np.zeros((max(num_cq, 1), num_nodes)),
+        winner=np.full(num_nodes, -1, dtype=np.int64),
+        entry_of=np.full(max(num_cq, 1), -1, dtype=np.int64),
+        path_used=np.zeros((3, num_nodes), dtype=np.int64),
+    )
+
+
 class PreemptScratch(NamedTuple):
     """Preemption's work space (None unless preemption is on).
 
@@ -606,6 +717,7 @@ class State(NamedTuple):
     dbg: DebugScratch
     tas: Topology | None
     numa: Numa | None
+    quota: Quotas | None
 
 
 def initial_state(
@@ -617,6 +729,7 @@ def initial_state(
     num_tenants: int,
     timeline_capacity: int,
     numa: Numa | None = None,
+    quota: Quotas | None = None,
 ) -> State:
     """Everything a replay mutates, at time 0: nothing submitted, empty queues and heaps.
 
@@ -632,6 +745,8 @@ def initial_state(
         Initial room for timeline rows (grown on demand up to the bound).
     numa
         The NUMA layout (:func:`numa_layout`), given when ``topology_manager`` is on.
+    quota
+        The Kueue quota tree (:func:`quota_state`), given under ``queues: kueue``.
 
     Notes
     -----
@@ -771,4 +886,4 @@ def initial_state(
         att_f=np.zeros((L.ATTEMPT_FLOAT_FIELDS, attempts)),
     )
     tas = topology_tree(cluster.node_int) if codes[L.P_TAS] != L.TAS_NONE else None
-    return State(ix, js, pend, timers, scratch, run, pods, easy, pre, dbg, tas, numa)
+    return State(ix, js, pend, timers, scratch, run, pods, easy, pre, dbg, tas, numa, quota)

@@ -27,6 +27,7 @@ from gpureplay.engine.bundles import (
     Pending,
     PodScratch,
     PreemptScratch,
+    Quotas,
     Run,
     Scratch,
     Timers,
@@ -70,6 +71,7 @@ from gpureplay.engine.layout import (
 from gpureplay.engine.nomination import end_nomination, end_stale_nominations
 from gpureplay.engine.pending import admissible, build_merge, cursor_job, cursor_step, push_head
 from gpureplay.engine.preemption import preempt_for
+from gpureplay.engine.quota import kueue_cycle
 from gpureplay.engine.resources import capacity_bound
 from gpureplay.engine.scoring import RANDOM, choose_node
 
@@ -419,5 +421,85 @@ def pod_cycle(
     return changes
 
 
-#: One scheduling cycle: pod by pod when its work space is given, else gang mode.
-cycle = when_given(pod_cycle, none_body=gang_cycle)
+@kernel
+def _gang_cycle_of(
+    quota: None,
+    pods: None,
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    ix: FitIndex,
+    js: JobState,
+    pend: Pending,
+    tm: Timers,
+    sc: Scratch,
+    run: Run,
+    easy: EasyScratch | None,
+    pre: PreemptScratch | None,
+    tas: Topology | None,
+    numa: Numa | None,
+    t: float,
+) -> int:
+    """Gang mode without a queue model: :func:`gang_cycle`."""
+    return gang_cycle(pods, params, jobs, cs, cl, ix, js, pend, tm, sc, run, easy, pre, tas, numa, t)
+
+
+#: Gang mode: Kueue's cycle when its quota tree is given, else :func:`gang_cycle`.
+_gang_kind = when_given(kueue_cycle, none_body=_gang_cycle_of)
+
+
+@kernel
+def _pod_cycle_of(
+    pods: PodScratch,
+    quota: None,
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    ix: FitIndex,
+    js: JobState,
+    pend: Pending,
+    tm: Timers,
+    sc: Scratch,
+    run: Run,
+    easy: None,
+    pre: PreemptScratch | None,
+    tas: None,
+    numa: None,
+    t: float,
+) -> int:
+    """Pod-by-pod mode (no queue model runs with it): :func:`pod_cycle`."""
+    return pod_cycle(pods, params, jobs, cs, cl, ix, js, pend, tm, sc, run, easy, pre, tas, numa, t)
+
+
+@kernel
+def _gang_of(
+    pods: None,
+    quota: Quotas | None,
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    ix: FitIndex,
+    js: JobState,
+    pend: Pending,
+    tm: Timers,
+    sc: Scratch,
+    run: Run,
+    easy: EasyScratch | None,
+    pre: PreemptScratch | None,
+    tas: Topology | None,
+    numa: Numa | None,
+    t: float,
+) -> int:
+    """Gang mode, with or without a queue model."""
+    changes: int = _gang_kind(
+        quota, pods, params, jobs, cs, cl, ix, js, pend, tm, sc, run, easy, pre, tas, numa, t
+    )
+    return changes
+
+
+#: One scheduling cycle: pod by pod when its work space is given, else gang mode (Kueue's cycle under
+#: ``queues: kueue``).
+cycle = when_given(_pod_cycle_of, none_body=_gang_of)

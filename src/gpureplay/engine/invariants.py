@@ -77,7 +77,9 @@ from gpureplay.engine.layout import (
     G_SLOTS,
     GANG,
     J_CLASS,
+    J_CPU,
     J_K,
+    J_MEM,
     J_MILLI,
     J_POD0,
     J_PODS,
@@ -106,6 +108,8 @@ from gpureplay.engine.layout import (
     P_DEBUG,
     P_GANG,
     P_NODE,
+    QU_CPU,
+    QU_MEM,
     QU_MILLI,
     QU_PENDING,
     QU_RUNNING,
@@ -378,6 +382,8 @@ def _check_full(
         listed += placed
         q = jobs.ints[J_TENANT, j]
         queues[QU_MILLI, q] += placed * jobs.ints[J_MILLI, j]
+        queues[QU_CPU, q] += placed * jobs.ints[J_CPU, j]
+        queues[QU_MEM, q] += placed * jobs.ints[J_MEM, j]
         queues[QU_PENDING, q] += 1 if status == S_QUEUED else 0
         queues[QU_RUNNING, q] += 1 if status == S_RUNNING else 0
     if (

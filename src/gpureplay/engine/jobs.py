@@ -73,8 +73,10 @@ from gpureplay.engine.layout import (
     END_FINISHED,
     END_PREEMPTED,
     J_CLASS,
+    J_CPU,
     J_ID,
     J_K,
+    J_MEM,
     J_MILLI,
     J_POD0,
     J_PODS,
@@ -101,6 +103,8 @@ from gpureplay.engine.layout import (
     P_SHARING,
     PF_GRACE,
     PF_MIG_CREATE,
+    QU_CPU,
+    QU_MEM,
     QU_MILLI,
     QU_RUNNING,
     R_NONE,
@@ -224,7 +228,10 @@ def place_pod(
     js.pod_time[pod] = t
     link_pod(js, pod, n)
     js.dyn[D_PLACED, j] = p + 1
-    run.queues[QU_MILLI, jobs.ints[J_TENANT, j]] += m
+    tenant = jobs.ints[J_TENANT, j]
+    run.queues[QU_MILLI, tenant] += m
+    run.queues[QU_CPU, tenant] += jobs.ints[J_CPU, j]
+    run.queues[QU_MEM, tenant] += jobs.ints[J_MEM, j]
     if js.dyn[D_STATUS, j] == S_QUEUED:
         sc.unplaced[c] -= 1
     if m > 0:
@@ -307,7 +314,10 @@ def release_job_pods(
         if jobs.ints[J_MILLI, j] > 0:
             refresh_index(params, cl, ix, n)
         touch_node(params, sc, run, n)
-    run.queues[QU_MILLI, jobs.ints[J_TENANT, j]] -= js.dyn[D_PLACED, j] * jobs.ints[J_MILLI, j]
+    tenant = jobs.ints[J_TENANT, j]
+    run.queues[QU_MILLI, tenant] -= js.dyn[D_PLACED, j] * jobs.ints[J_MILLI, j]
+    run.queues[QU_CPU, tenant] -= js.dyn[D_PLACED, j] * jobs.ints[J_CPU, j]
+    run.queues[QU_MEM, tenant] -= js.dyn[D_PLACED, j] * jobs.ints[J_MEM, j]
     js.dyn[D_PLACED, j] = 0
 
 

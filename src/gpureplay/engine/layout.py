@@ -378,7 +378,8 @@ P_TOPO_MGR = 28  # TOPO_MGR_* kubelet Topology Manager policy
 P_CPU_MGR = 29  # 1: CPU manager static policy (exclusive CPUs give NUMA hints)
 P_NUMA_AWARE = 30  # 1: the scheduler filters nodes by NUMA fit (NodeResourceTopologyMatch)
 P_BACKOFF_LIMIT = 31  # a job fails after more admission failures than this
-POLICY_FIELDS = 32
+P_QUEUES = 32  # 1: a queue model (Kueue) admits jobs: classes are kept per tenant
+POLICY_FIELDS = 33
 
 TOPO_MGR_NONE = 0
 TOPO_MGR_BEST_EFFORT = 1
@@ -475,7 +476,10 @@ TIMELINE_FIELDS = 8
 QU_MILLI = 0  # milli-GPU its placed pods request (a time-sliced replica counts whole: a device)
 QU_PENDING = 1  # jobs in the pending set
 QU_RUNNING = 2  # jobs running
-QUEUE_FIELDS = 3
+QU_CPU = 3  # milli-CPU its placed pods request
+QU_MEM = 4  # MiB of memory its placed pods request
+QUEUE_FIELDS = 5
+QUOTA_UNSET = -1  # a Kueue borrowingLimit / lendingLimit left unset (gpureplay.engine.quota)
 
 # --- attempts rows -----------------------------------------------------------------------------------
 A_JOB = 0  # job index

@@ -172,7 +172,7 @@ def advance(params: Params, jobs: Jobs, cs: Classes, cl: Cluster, st: State, t_s
     because allocation only changes at events.
     """
     ix, js, pend, tm, sc, run = st.ix, st.js, st.pend, st.tm, st.sc, st.run
-    pods, easy, pre, dbg, tas, numa = st.pods, st.easy, st.pre, st.dbg, st.tas, st.numa
+    pods, easy, pre, dbg, tas, numa, quota = st.pods, st.easy, st.pre, st.dbg, st.tas, st.numa, st.quota
     status = run.cursor[L_STATUS]
     if status != ADV_PAUSED and status != ADV_GROW:
         return int(status)
@@ -301,7 +301,7 @@ def advance(params: Params, jobs: Jobs, cs: Classes, cl: Cluster, st: State, t_s
                 idle = False
             if (periodic and t == tick_t) or (not periodic and changed):
                 changes = cycle(
-                    pods, params, jobs, cs, cl, ix, js, pend, tm, sc, run, easy, pre, tas, numa, t
+                    pods, quota, params, jobs, cs, cl, ix, js, pend, tm, sc, run, easy, pre, tas, numa, t
                 )
                 counters[K_CYCLES] += 1
                 if counters[K_PREEMPTIONS] > params.codes[P_MAX_EVICTIONS]:

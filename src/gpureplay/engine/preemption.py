@@ -62,8 +62,10 @@ from gpureplay.engine.layout import (
     D_PLACED,
     D_STATUS,
     J_CLASS,
+    J_CPU,
     J_ID,
     J_K,
+    J_MEM,
     J_MILLI,
     J_POD0,
     J_PODS,
@@ -83,6 +85,8 @@ from gpureplay.engine.layout import (
     P_CANDIDATE_PCT,
     P_MIN_CANDIDATES,
     P_SEED,
+    QU_CPU,
+    QU_MEM,
     QU_MILLI,
     S_QUEUED,
     S_RUNNING,
@@ -429,6 +433,8 @@ def preempt_for(
         unlink_pod(js, pod0 + p, n)
         js.dyn[D_PLACED, j] = p
         run.queues[QU_MILLI, jobs.ints[J_TENANT, j]] -= jobs.ints[J_MILLI, j]
+        run.queues[QU_CPU, jobs.ints[J_TENANT, j]] -= jobs.ints[J_CPU, j]
+        run.queues[QU_MEM, jobs.ints[J_TENANT, j]] -= jobs.ints[J_MEM, j]
         if jobs.ints[J_MILLI, j] > 0:
             refresh_index(params, cl, ix, n)
     if began:

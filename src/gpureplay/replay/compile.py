@@ -48,6 +48,7 @@ from gpureplay.replay.mig import (
     split_mig_devices,
     wanted_shapes,
 )
+from gpureplay.replay.queue_model import queue_model_problems
 from gpureplay.replay.repartition import repartition_plan
 from gpureplay.schedulers.policy import (
     Backfill,
@@ -263,6 +264,7 @@ def policy_params(
                 f"is read by topology_aware: kueue only (found {topology.name}): leave it mixed",
             )
         )
+    problems += queue_model_problems(policy, order, gang, backfill, preemption, sharing, mig)
     if problems:
         raise InputError([Problem(message, "config", column=key) for key, message in problems])
     codes = np.zeros(L.POLICY_FIELDS, dtype=np.int64)
@@ -277,6 +279,7 @@ def policy_params(
     codes[L.P_MIN_CANDIDATES] = policy.min_candidate_nodes
     codes[L.P_CANDIDATE_PCT] = policy.candidate_nodes_percent
     codes[L.P_SELECTOR] = L.SELECT_GLOBAL
+    codes[L.P_QUEUES] = 0 if str(getattr(policy.queues, "name", policy.queues)) == "none" else 1
     codes[L.P_DEBUG] = 1 if debug else 0
     codes[L.P_MAX_SAMPLES] = max_samples
     codes[L.P_SEED] = seed % (1 << 63)
@@ -1078,6 +1081,7 @@ def compile_replay(
     params: Params,
     tasks: TypicalPods | None = None,
     mig_layouts: Sequence[str] | None = None,
+    tenants: Sequence[str] | None = None,
 ) -> Compiled:
     """Turn validated canonical tables and the policy's codes into the engine's static bundles.
 
@@ -1099,6 +1103,9 @@ def compile_replay(
     mig_layouts
         ``scheduler.mig_reconfigure_layouts`` (read under ``mig_reconfigure:
         idle`` only; :func:`gpureplay.replay.repartition.repartition_plan`).
+    tenants
+        The queues by tenant index (a queue model's ClusterQueues, every job's ``queue`` among them);
+        default: the jobs' queues in name order.
 
     Notes
     -----
@@ -1198,7 +1205,10 @@ def compile_replay(
         can_preempt = (pl.col("preemption_policy") != "Never").cast(pl.Int64)
     else:
         can_preempt = pl.lit(1, pl.Int64)
-    tenants = tuple(sorted(jobs["queue"].unique().to_list())) if jobs.height else ("default",)
+    if tenants is None:
+        tenants = tuple(sorted(jobs["queue"].unique().to_list())) if jobs.height else ("default",)
+    else:
+        tenants = tuple(tenants)
     df = jobs.select(
         pl.col("job_id").cast(pl.Int64),
         pl.col("submit_time").cast(pl.Float64),
@@ -1256,6 +1266,9 @@ def compile_replay(
         shape += ["priority", "can_preempt"]
     if codes[L.P_TAS] != L.TAS_NONE:
         shape += ["tas_mode", "tas_level", "tas_slice_level", "tas_slice_size"]
+    if codes[L.P_QUEUES]:
+        # A queue model admits per tenant: a class is one tenant's jobs of one shape (same quota answer).
+        shape.append("tenant")
     (qclass, num_classes), (rclass, num_rclasses) = _dense_classes(
         df, shape, ["gpu_milli", "gpu_mem", "cpu_milli", "mem_mib", "mask", "mig_key", "num_pods"]
     )
@@ -1342,8 +1355,9 @@ def compile_replay(
     cls[L.C_TAS_SLICE_SIZE] = _per_class(qclass, num_classes, df["tas_slice_size"].to_numpy())
     cls[L.C_START] = _exclusive_cumsum(per_class)
     cls[L.C_END] = cls[L.C_START] + per_class
-    # Under the global order tenants do not rank jobs: every class is tenant 0 (jobs keep theirs).
-    cls[L.C_TENANT] = 0
+    # Under the global order tenants do not rank jobs: every class is tenant 0 (jobs keep theirs); under a
+    # queue model each class belongs to one tenant (its rank stays 0: the merge order is the queue order).
+    cls[L.C_TENANT] = _per_class(qclass, num_classes, ints[L.J_TENANT]) if codes[L.P_QUEUES] else 0
     gpu_nodes = node_int[L.N_GPUS] > 0
     min_gpu_mem = int(node_int[L.N_GPU_MEM][gpu_nodes].min(initial=0)) if gpu_nodes.any() else 0
     cls[L.C_EXACT] = (

@@ -24,7 +24,7 @@ import numpy as np
 import polars as pl
 
 from gpureplay.engine import layout as L
-from gpureplay.engine.bundles import JobState, Run, State, initial_state
+from gpureplay.engine.bundles import JobState, Run, State, initial_state, quota_state
 from gpureplay.engine.config import is_cached
 from gpureplay.engine.fitindex import index_layout
 from gpureplay.engine.loop import advance
@@ -32,8 +32,10 @@ from gpureplay.engine.resources import rejection_codes
 from gpureplay.engine.scoring import build_index
 from gpureplay.errors import InputError
 from gpureplay.interrupts import PendingSignal, deferred
+from gpureplay.queues.kueue_quota import KueueQuotas, lendable, model_columns, present
 from gpureplay.replay.compile import Compiled, compile_replay, policy_params
 from gpureplay.replay.progress import Progress
+from gpureplay.replay.queue_model import kueue_quotas, tenant_jobs
 from gpureplay.results.schemas import QUEUE_SAMPLE_SCHEMA
 from gpureplay.schedulers.policy import Policy
 from gpureplay.traces.schema import JOBS_SCHEMA, NODES_SCHEMA
@@ -48,6 +50,7 @@ __all__ = [
     "TIMELINE_SCHEMA",
     "Replay",
     "kernels_cached",
+    "queue_rows",
     "simulate",
     "warm_up",
 ]
@@ -321,8 +324,11 @@ def simulate(
     slices = getattr(policy.mig_strategy, "name", policy.mig_strategy) == "dynamic"
     if tasks is None and not slices and "fgd" in (policy.node_placement, policy.gpu_placement):
         tasks = typical_pods(jobs)
-    compiled = compile_replay(jobs, nodes, params, tasks, policy.mig_reconfigure_layouts)
-    state = _initial(compiled, min(TIMELINE_START_CAPACITY, max_samples))
+    quotas = kueue_quotas(policy, jobs, nodes)
+    jobs = tenant_jobs(jobs, quotas)
+    tenants = None if quotas is None else quotas.cluster_queues
+    compiled = compile_replay(jobs, nodes, params, tasks, policy.mig_reconfigure_layouts, tenants)
+    state = _initial(compiled, min(TIMELINE_START_CAPACITY, max_samples), quotas)
     started = time.perf_counter()
     adaptive = chunk_seconds is None
     if chunk_seconds is None:
@@ -357,7 +363,7 @@ def simulate(
         jobs=_job_results(compiled, js, end_time),
         attempts=attempts,
         timeline=_timeline(run, samples),
-        queues=_queues(run, samples, compiled.tenants),
+        queues=_queues(run, samples, compiled.tenants, quotas),
         gpu_milli_seconds=gpu_milli_seconds,
         window_gpu_milli_seconds=None if window is None else float(clock[L.X_WINDOW_INTEGRAL]),
         sample_interval=used_interval,
@@ -440,10 +446,26 @@ def warm_up_tables() -> tuple[pl.DataFrame, pl.DataFrame]:
     return jobs, nodes
 
 
-def _initial(compiled: Compiled, timeline_capacity: int) -> State:
+def _initial(compiled: Compiled, timeline_capacity: int, quotas: KueueQuotas | None = None) -> State:
     """The replay's mutable state at time 0 (fit trees built when the node scorer is indexable)."""
     ix = index_layout(compiled.cluster.node_int, len(compiled.models), compiled.hist_width)
     build_index(compiled.params, compiled.cluster, ix)
+    quota = None
+    if quotas is not None:
+        quota = quota_state(
+            quotas.parent,
+            quotas.nominal,
+            quotas.borrowing_limit,
+            quotas.lending_limit,
+            quotas.subtree_quota(),
+            quotas.covered,
+            quotas.strict_fifo,
+            compiled.classes.ints[L.C_TENANT],
+            quotas.fair_sharing,
+            present(quotas),
+            lendable(quotas),
+            quotas.weight,
+        )
     return initial_state(
         compiled.params,
         compiled.jobs,
@@ -453,6 +475,7 @@ def _initial(compiled: Compiled, timeline_capacity: int) -> State:
         len(compiled.tenants),
         timeline_capacity,
         compiled.numa,
+        quota,
     )
 
 
@@ -818,22 +841,58 @@ def _job_results(compiled: Compiled, js: JobState, end_time: float) -> pl.DataFr
     )
 
 
-def _queues(run: Run, samples: int, tenants: tuple[str, ...]) -> pl.DataFrame:
-    """Each queue's ``QU_*`` rows of the timeline as one row per (sample, queue)."""
+def _queues(run: Run, samples: int, tenants: tuple[str, ...], quotas: KueueQuotas | None) -> pl.DataFrame:
+    """Each queue's ``QU_*`` rows of the timeline as one row per (sample, queue), with its quota columns."""
     num = len(tenants)
     base = L.TIMELINE_FIELDS
-    # rows[f, q, s]: field f of queue q at sample s
+    # rows[q, f, s]: field f of queue q at sample s
     rows = run.tl_rows[base : base + L.QUEUE_FIELDS * num, :samples].reshape(num, L.QUEUE_FIELDS, samples)
-    return pl.DataFrame(
-        {
-            "time": np.tile(run.tl_flt[L.TLF_TIME, :samples], num),
-            "queue": pl.Series([name for name in tenants for _ in range(samples)], dtype=pl.String),
-            "usage_gpu": rows[:, L.QU_MILLI, :].reshape(-1) / 1000.0,
-            "pending_jobs": rows[:, L.QU_PENDING, :].reshape(-1),
-            "running_jobs": rows[:, L.QU_RUNNING, :].reshape(-1),
-        },
-        schema=QUEUE_SAMPLE_SCHEMA,
-    ).sort("time", "queue", maintain_order=True)
+    usage = np.stack([rows[:, L.QU_MILLI, :], rows[:, L.QU_CPU, :], rows[:, L.QU_MEM, :]])
+    return queue_rows(
+        run.tl_flt[L.TLF_TIME, :samples],
+        tenants,
+        usage,
+        rows[:, L.QU_PENDING, :],
+        rows[:, L.QU_RUNNING, :],
+        quotas,
+    )
+
+
+def queue_rows(
+    times: np.ndarray,
+    tenants: tuple[str, ...],
+    usage: np.ndarray,
+    pending: np.ndarray,
+    running: np.ndarray,
+    quotas: KueueQuotas | None,
+) -> pl.DataFrame:
+    """``queues.parquet`` rows from per-queue samples (``usage[resource, queue, sample]`` in engine units).
+
+    The quota columns come from :func:`gpureplay.queues.kueue_quota.model_columns` under a queue model and
+    are null without one.
+    """
+    num, samples = len(tenants), len(times)
+    columns: dict[str, object] = {
+        "time": np.tile(np.asarray(times, dtype=np.float64), num),
+        "queue": pl.Series([name for name in tenants for _ in range(samples)], dtype=pl.String),
+        "usage_gpu": np.asarray(usage[0], dtype=np.float64).reshape(-1) / 1000.0,
+        "pending_jobs": np.asarray(pending).reshape(-1),
+        "running_jobs": np.asarray(running).reshape(-1),
+    }
+    if quotas is not None:
+        for name, values in model_columns(quotas, np.asarray(usage)).items():
+            columns[name] = values.reshape(-1)
+    return (
+        pl.DataFrame(columns)
+        .with_columns(
+            pl.lit(None, pl.Float64).alias(name)
+            for name in ("nominal_gpu", "borrowed_gpu", "lent_gpu", "share")
+            if name not in columns
+        )
+        .cast(QUEUE_SAMPLE_SCHEMA)  # type: ignore[arg-type]
+        .select(list(QUEUE_SAMPLE_SCHEMA))
+        .sort("time", "queue", maintain_order=True)
+    )
 
 
 def _timeline(run: Run, samples: int) -> pl.DataFrame:

@@ -38,6 +38,7 @@ from gpureplay.report.metrics import (
     runs_shared,
     runs_with_mig,
 )
+from gpureplay.report.published_queueing import comparable_runs, philly_queueing
 from gpureplay.report.stats import format_count, format_value
 
 #: Constant config keys worth naming in the report's opening line, when present.
@@ -297,6 +298,51 @@ def queue_table(data: ReportData) -> Table:
     return _metrics_table(data, QUEUE_METRICS)
 
 
+def has_real_queueing(data: ReportData) -> bool:
+    """True when some run replays the Philly trace unscaled (the real-cluster comparison is shown then)."""
+    return comparable_runs(data.collection.runs).height > 0
+
+
+def real_queueing_table(data: ReportData) -> Table:
+    """Mean and median wait of each unscaled Philly configuration, and the real cluster's (seconds)."""
+    runs = comparable_runs(data.collection.runs)
+    means = runs.group_by(CONFIG_COLUMN, maintain_order=True).agg(
+        pl.len().alias("seeds"),
+        pl.col("wait_mean").mean(),
+        pl.col("wait_median").mean(),
+        pl.col("jobs").mean(),
+    )
+    order = {c: i for i, c in enumerate(data.collection.configs[CONFIG_COLUMN].to_list())}
+    rows = [
+        [
+            (str(config), ""),
+            (str(seeds), "num"),
+            (_seconds(mean), "num"),
+            (_seconds(median), "num"),
+            (format_count(jobs) if jobs is not None else NOT_AVAILABLE, "num"),
+        ]
+        for config, seeds, mean, median, jobs in sorted(means.iter_rows(), key=lambda r: order.get(r[0], 0))
+    ]
+    real = philly_queueing()
+    rows.append(
+        [
+            (f"{real.cluster}, real cluster: {real.source}", ""),
+            ("", "num"),
+            (_seconds(real.mean_s), "num"),
+            (_seconds(real.median_s), "num"),
+            (format_count(real.gpu_jobs), "num"),
+        ]
+    )
+    header = ["configuration", "seeds", "mean wait (s)", "median wait (s)", "jobs"]
+    return Table(header, rows, [":---", "---:", "---:", "---:", "---:"])
+
+
+def _seconds(value: float | None) -> str:
+    if value is None or math.isnan(value):
+        return NOT_AVAILABLE
+    return f"{value:,.0f}"
+
+
 def numa_table(data: ReportData) -> Table:
     """Kubelet admission failures, the jobs they hit, failed past backoffLimit and rejected at arrival."""
     return _metrics_table(data, NUMA_METRICS)
@@ -498,6 +544,15 @@ _QUEUE_NOTE = (
     "(whole run, mean over seeds; every queue's figures are in its run's queue_summary.parquet)."
 )
 
+_REAL_QUEUEING_NOTE = (
+    "The runs that replay the Philly trace at its own arrival rate (no load factor, sample or window), "
+    "beside the queueing delays measured on the real cluster (AcmeTrace cluster summary, Hu et al., NSDI "
+    "2024). The real figures cover every GPU job Philly ran, failed and killed ones included, under its "
+    "own scheduler (YARN with per-VC quotas and locality rules); the replay's job table holds the jobs "
+    "the Pollux authors kept, on the machine list given, and a job that never started counts its wait up "
+    "to the run's end (mean over seeds)."
+)
+
 _PRIORITY_NOTE = (
     "By priority class: who waits and who pays. Waits count every admitted job (censored at the run's end "
     "when it never started); job counts and lost GPU-hours per seed."
@@ -581,6 +636,9 @@ def render_markdown(data: ReportData) -> str:
     if has_queues(data):
         out += ["", "## Queues: fairness across tenants", "", _QUEUE_NOTE, ""]
         out += _md_table(queue_table(data))
+    if has_real_queueing(data):
+        out += ["", "## Queueing delay beside the real Philly cluster", "", _REAL_QUEUEING_NOTE, ""]
+        out += _md_table(real_queueing_table(data))
     change = change_table(data)
     if change.rows:
         out += [
@@ -728,6 +786,12 @@ def render_html(data: ReportData) -> str:
             "<h2>Queues: fairness across tenants</h2>",
             f'<p class="note">{_e(_QUEUE_NOTE)}</p>',
             _html_table(queue_table(data)),
+        ]
+    if has_real_queueing(data):
+        parts += [
+            "<h2>Queueing delay beside the real Philly cluster</h2>",
+            f'<p class="note">{_e(_REAL_QUEUEING_NOTE)}</p>',
+            _html_table(real_queueing_table(data)),
         ]
     change = change_table(data)
     if change.rows:

@@ -83,6 +83,11 @@ QUEUE_SAMPLE_SCHEMA: dict[str, pl.DataType] = {
     "usage_gpu": pl.Float64(),
     "pending_jobs": pl.Int32(),
     "running_jobs": pl.Int32(),
+    # Under a queue model (null without one): gpureplay.queues.kueue_quota.model_columns.
+    "nominal_gpu": pl.Float64(),
+    "borrowed_gpu": pl.Float64(),
+    "lent_gpu": pl.Float64(),
+    "share": pl.Float64(),
 }
 
 #: ``queue_summary.parquet``: one row per queue, by name (:mod:`gpureplay.results.queue_summary`).

@@ -196,6 +196,40 @@ class MigPlacement(Enum):
     fgd = 2
 
 
+class QueueModel(Enum):
+    """The multi-tenant queue model jobs are admitted through (issue 11; docs/engine-semantics.md, "Queues").
+
+    ``none``: no quotas; one queue order across tenants. ``kueue``: Kueue's ClusterQueues with nominal
+    quotas, cohorts, borrowing and lending limits, admitted by its classical cycle (one head per
+    ClusterQueue, non-borrowing first), gang mode only.
+    """
+
+    none = 0
+    kueue = 1
+
+
+class QuotaSource(Enum):
+    """Where a queue model's quotas come from.
+
+    ``none``: unset (needed when ``queues: none``). ``manifests``: the Kubernetes manifests at
+    ``scheduler.manifests``. ``gpu_time_share``: one ClusterQueue per trace queue, its nominal GPUs the
+    queue's share of the trace's GPU-time of the cluster's GPUs (whole GPUs, largest remainder).
+    ``philly_vc_nodes``: Philly's real per-VC node counts x 8 GPUs (``traces/philly/philly_vc_nodes.csv``).
+    """
+
+    none = 0
+    manifests = 1
+    gpu_time_share = 2
+    philly_vc_nodes = 3
+
+
+class MissingQuota(Enum):
+    """A trace queue a derived quota table does not name: ``error`` refuses it, ``zero`` gives it 0 GPUs."""
+
+    error = 0
+    zero = 1
+
+
 class MigReconfigure(Enum):
     """Whether MIG GPUs are re-partitioned while the replay runs (docs/engine-semantics.md, "Re-partitioning
     idle GPUs").
@@ -424,6 +458,21 @@ class Policy:
     backoff_limit
         A job's ``spec.backoffLimit``: it fails once its pods failed kubelet
         admission more than this many times (Kubernetes default 6; 0 to 10,000).
+    queues
+        See :class:`QueueModel`.
+    quotas
+        See :class:`QuotaSource` (read under a queue model).
+    manifests
+        A file or folder of Kubernetes YAML (``quotas: manifests``).
+    quota_missing
+        See :class:`MissingQuota` (derived quotas only).
+    quota_cohort
+        Derived quotas: all ClusterQueues share one cohort and borrow one another's unused quota (Kueue's
+        defaults: no borrowing or lending limit); ``false``: each stands alone.
+    fair_sharing
+        ``queues: kueue`` only: Kueue's fair sharing (its configuration's ``fairSharing.enable``): each
+        round's heads are ordered by the tournament of dominant resource shares (``fairSharing.weight``
+        read from the manifests) instead of the classical iterator.
     """
 
     name: str = "fifo"
@@ -465,6 +514,12 @@ class Policy:
     cpu_manager: CpuManager = CpuManager.none
     numa_aware_scheduler: bool = False
     backoff_limit: int = 6
+    queues: QueueModel = QueueModel.none
+    quotas: QuotaSource = QuotaSource.none
+    manifests: str | None = None
+    quota_missing: MissingQuota = MissingQuota.error
+    quota_cohort: bool = True
+    fair_sharing: bool = False
 
     def devices_per_gpu(self) -> int:
         """``nvidia.com/gpu`` devices per GPU: ``replicas`` when shared by replicas, else 1."""

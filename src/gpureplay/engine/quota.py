@@ -1,0 +1,434 @@
+"""Kueue's quota admission and its classical scheduling cycle (``scheduler.queues: kueue``).
+
+Nodes ``0 .. T-1`` of the :class:`~gpureplay.engine.bundles.Quotas` tree are the ClusterQueues (tenant ``q``
+is node ``q``); the cohorts follow, children before parents. A ClusterQueue's usage is what its jobs' placed
+pods request (``run.queues`` ``QU_MILLI`` / ``QU_CPU`` / ``QU_MEM``): Kueue reserves a workload's quota at
+admission and frees it when the workload finishes or its eviction completes, which in the replay's gang mode
+is exactly when the pods are placed and released. The plain-Python statement of the same rules is
+:mod:`gpureplay.queues.kueue_quota` (the reference simulator uses it).
+"""
+
+from __future__ import annotations
+
+import math
+
+from gpureplay.engine.bundles import (
+    Classes,
+    Cluster,
+    FitIndex,
+    Jobs,
+    JobState,
+    Numa,
+    Params,
+    Pending,
+    Quotas,
+    Run,
+    Scratch,
+    Timers,
+    Topology,
+)
+from gpureplay.engine.config import inline_kernel, kernel
+from gpureplay.engine.gang import try_gang
+from gpureplay.engine.heaps import merge_pop, merge_push
+from gpureplay.engine.jobs import start_job
+from gpureplay.engine.layout import (
+    C_TENANT,
+    CD_FAIL,
+    D_STATUS,
+    J_CLASS,
+    J_CPU,
+    J_ID,
+    J_MEM,
+    J_MILLI,
+    J_PODS,
+    J_TENANT,
+    K_NACTIVE,
+    K_VERSION,
+    QU_CPU,
+    QU_MEM,
+    QU_MILLI,
+    QUOTA_UNSET,
+    S_QUEUED,
+    T_KEY1,
+    T_KEY2,
+)
+from gpureplay.engine.nomination import end_stale_nominations
+from gpureplay.engine.pending import cursor_job, cursor_reset, cursor_step
+
+RESOURCE_ROWS = (QU_MILLI, QU_CPU, QU_MEM)
+
+
+@inline_kernel
+def _request(jobs: Jobs, j: int, r: int) -> int:
+    per_pod = jobs.ints[J_MILLI, j] if r == 0 else (jobs.ints[J_CPU, j] if r == 1 else jobs.ints[J_MEM, j])
+    return int(jobs.ints[J_PODS, j] * per_pod)
+
+
+@inline_kernel
+def _local(qt: Quotas, r: int, n: int) -> int:
+    # resource_node.go guaranteedQuota: the part of the subtree quota not lent to the parent.
+    lend = qt.lend[r, n]
+    if lend == QUOTA_UNSET:
+        return 0
+    return max(0, int(qt.subtree[r, n] - lend))
+
+
+@kernel
+def node_usage(qt: Quotas, run: Run, r: int) -> None:
+    """Fill ``qt.used[r]``: the ClusterQueues' usage of resource ``r`` and, up the tree, the cohorts'.
+
+    Notes
+    -----
+    A cohort uses what its children use beyond their local quotas (``resource_node.go``
+    ``updateCohortResourceNode``); nodes are listed children before parents, so one pass suffices.
+    """
+    num_cq = run.queues.shape[1]
+    for n in range(qt.parent.shape[0]):
+        qt.used[r, n] = run.queues[RESOURCE_ROWS[r], n] if n < num_cq else 0
+    for n in range(qt.parent.shape[0]):
+        p = qt.parent[n]
+        if p >= 0:
+            qt.used[r, p] += max(0, int(qt.used[r, n] - _local(qt, r, n)))
+
+
+@kernel
+def available(qt: Quotas, r: int, q: int) -> int:
+    """How much of resource ``r`` ClusterQueue ``q`` may still take (``qt.used[r]``: :func:`node_usage`).
+
+    Notes
+    -----
+    kubernetes-sigs/kueue ``pkg/cache/scheduler/resource_node.go`` ``available`` (reference §4.2), unrolled
+    from the root down: at a root ``subtreeQuota − usage``; at each node below,
+    ``max(0, localQuota − usage) + A``, ``A`` the parent's value capped by a set ``borrowingLimit`` at
+    ``(subtreeQuota − localQuota) − max(0, usage − localQuota) + borrowingLimit``.
+    """
+    # The path from q to its root, in qt.path (root last).
+    depth = 0
+    n = q
+    while n >= 0:
+        qt.path[depth] = n
+        depth += 1
+        n = qt.parent[n]
+    root = qt.path[depth - 1]
+    value = int(qt.subtree[r, root] - qt.used[r, root])
+    for i in range(depth - 2, -1, -1):
+        n = qt.path[i]
+        local = _local(qt, r, n)
+        limit = qt.borrow[r, n]
+        if limit != QUOTA_UNSET:
+            cap = int(qt.subtree[r, n] - local) - max(0, int(qt.used[r, n] - local)) + int(limit)
+            value = min(value, cap)
+        value = max(0, local - int(qt.used[r, n])) + value
+    return value
+
+
+@kernel
+def quota_fits(qt: Quotas, jobs: Jobs, run: Run, j: int) -> bool:
+    """Whether job ``j``'s ClusterQueue can admit its whole request now (each covered resource fits).
+
+    Notes
+    -----
+    Kueue's flavor assigner (``flavorassigner.go`` ``fitsResourceQuota``): a request fits when it is at
+    most what the ClusterQueue has available, nominal quota and what the cohort can lend together.
+    """
+    q = jobs.ints[J_TENANT, j]
+    for r in range(3):
+        need = _request(jobs, j, r)
+        if need == 0 or qt.covered[r, q] == 0:
+            continue
+        node_usage(qt, run, r)
+        if need > available(qt, r, q):
+            return False
+    return True
+
+
+@inline_kernel
+def quota_borrows(qt: Quotas, jobs: Jobs, run: Run, j: int) -> bool:
+    """Whether admitting job ``j`` now takes its ClusterQueue above nominal quota on a covered resource."""
+    q = jobs.ints[J_TENANT, j]
+    for r in range(3):
+        need = _request(jobs, j, r)
+        if need > 0 and qt.covered[r, q] != 0 and run.queues[RESOURCE_ROWS[r], q] + need > qt.nominal[r, q]:
+            return True
+    return False
+
+
+@inline_kernel
+def _entry_before(qt: Quotas, jobs: Jobs, js: JobState, a: int, b: int) -> bool:
+    # Classical iterator: non-borrowing first, then the queue key (priority, then FIFO timestamp), then id.
+    if qt.borrowing[a] != qt.borrowing[b]:
+        return bool(qt.borrowing[a] < qt.borrowing[b])
+    return _key_before(jobs, js, qt.entries[a], qt.entries[b])
+
+
+@kernel
+def _drs(qt: Quotas, x: int) -> tuple[float, float]:
+    # fair_sharing.go dominantResourceShare of node x at usage qt.path_used: (weighted, unweighted).
+    borrowing = False
+    ratio = 0.0
+    for r in range(3):
+        if qt.present[r, x] == 0:
+            continue
+        borrowed = qt.path_used[r, x] - qt.subtree[r, x]
+        if borrowed > 0:
+            borrowing = True
+            if qt.lendable[r, x] > 0:
+                ratio = max(ratio, borrowed * 1000.0 / float(qt.lendable[r, x]))
+    if not borrowing:
+        return 0.0, 0.0
+    if qt.weight[x] == 0.0:
+        return math.inf, ratio
+    return (0.0 if ratio == 0.0 else ratio / qt.weight[x]), ratio
+
+
+@kernel
+def _path_shares(qt: Quotas, jobs: Jobs, i: int) -> None:
+    """``qt.share[i, p]``: the share of entry ``i``'s node below ``p`` on its path, its workload admitted.
+
+    Notes
+    -----
+    Kueue's ``computeDRS`` (``pkg/scheduler/fair_sharing_iterator.go``): the workload's usage is added to
+    its ClusterQueue, then each node's share on the path to the root is what its parent's tournament
+    compares. ``qt.used`` holds every node's usage (:func:`node_usage`, all resources).
+    """
+    j = qt.entries[i]
+    x = jobs.ints[J_TENANT, j]
+    for r in range(3):
+        qt.path_used[r, x] = qt.used[r, x] + _request(jobs, j, r)
+    p = qt.parent[x]
+    while p >= 0:
+        qt.share[i, p], qt.share2[i, p] = _drs(qt, x)
+        for r in range(3):
+            before = max(0, int(qt.used[r, x] - _local(qt, r, x)))
+            after = max(0, int(qt.path_used[r, x] - _local(qt, r, x)))
+            qt.path_used[r, p] = qt.used[r, p] - before + after
+        x = p
+        p = qt.parent[x]
+
+
+@inline_kernel
+def _fairer(qt: Quotas, jobs: Jobs, js: JobState, a: int, b: int, p: int) -> bool:
+    # Tournament order at cohort p (entryComparer.less, CompareDRS): lower share (a zero-weight borrower
+    # last, among them lower unweighted ratio), then higher priority, then FIFO, then job id.
+    if qt.share[a, p] != qt.share[b, p]:
+        return bool(qt.share[a, p] < qt.share[b, p])
+    if math.isinf(qt.share[a, p]) and qt.share2[a, p] != qt.share2[b, p]:
+        return bool(qt.share2[a, p] < qt.share2[b, p])
+    return _key_before(jobs, js, qt.entries[a], qt.entries[b])
+
+
+@inline_kernel
+def _key_before(jobs: Jobs, js: JobState, ja: int, jb: int) -> bool:
+    if js.time[T_KEY1, ja] != js.time[T_KEY1, jb]:
+        return bool(js.time[T_KEY1, ja] < js.time[T_KEY1, jb])
+    if js.time[T_KEY2, ja] != js.time[T_KEY2, jb]:
+        return bool(js.time[T_KEY2, ja] < js.time[T_KEY2, jb])
+    return bool(jobs.ints[J_ID, ja] < jobs.ints[J_ID, jb])
+
+
+@kernel
+def tournament(qt: Quotas, jobs: Jobs, js: JobState, run: Run, first: int, n: int) -> int:
+    """The entry Kueue's fair sharing considers next among the round's entries ``first .. n-1``.
+
+    ``qt.entry_of`` maps each of their ClusterQueues to its entry.
+
+    Notes
+    -----
+    ``runTournament`` (``pkg/scheduler/fair_sharing_iterator.go``): at each cohort, children before
+    parents, the child whose share with its candidate workload admitted is lowest wins (ties: priority,
+    then FIFO); the winner of a child cohort is its candidate at the next level. Entries of different root
+    cohorts (and of ClusterQueues without a cohort) never compete for quota; Kueue takes them in no set
+    order, the replay in queue order (priority, FIFO, job id).
+    """
+    for r in range(3):
+        node_usage(qt, run, r)
+    num_cq = run.queues.shape[1]
+    num_nodes = qt.parent.shape[0]
+    for i in range(first, n):
+        _path_shares(qt, jobs, i)
+    for x in range(num_nodes):
+        qt.winner[x] = -1
+    best = -1
+    for x in range(num_nodes):
+        cand = qt.entry_of[x] if x < num_cq else qt.winner[x]
+        if cand < 0:
+            continue
+        p = qt.parent[x]
+        if p < 0:
+            if best < 0 or _key_before(jobs, js, qt.entries[cand], qt.entries[best]):
+                best = cand
+        elif qt.winner[p] < 0 or _fairer(qt, jobs, js, cand, qt.winner[p], p):
+            qt.winner[p] = cand
+    return best
+
+
+@inline_kernel
+def _push_class(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: Quotas, q: int, c: int) -> None:
+    # Class c's cursor job into ClusterQueue q's heap (keys: its queue key; payload: the class).
+    j = cursor_job(jobs, cs, js, pend, c)
+    if j < 0:
+        return
+    a = qt.seg[q]
+    b = qt.seg[q + 1]
+    qt.hsize[q] = merge_push(
+        qt.hf[:, a:b],
+        qt.hi[:, a:b],
+        qt.hsize[q],
+        0.0,
+        js.time[T_KEY1, j],
+        js.time[T_KEY2, j],
+        jobs.ints[J_ID, j],
+        c,
+        0,
+    )
+
+
+@inline_kernel
+def _drop_top(qt: Quotas, q: int) -> None:
+    a = qt.seg[q]
+    b = qt.seg[q + 1]
+    qt.hsize[q] = merge_pop(qt.hf[:, a:b], qt.hi[:, a:b], qt.hsize[q])
+
+
+@kernel
+def _head(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: Quotas, run: Run, q: int) -> int:
+    """ClusterQueue ``q``'s head: the first job of its live classes in queue order (-1: none).
+
+    A class set aside at this release version (its quota or its placement failed) is dropped whole: every
+    job of it would be set aside too (same ClusterQueue, same request; usage only grows until a release).
+    """
+    version = run.counters[K_VERSION]
+    while qt.hsize[q] > 0:
+        c = qt.hi[1, qt.seg[q]]
+        if pend.cls[CD_FAIL, c] != version:
+            return cursor_job(jobs, cs, js, pend, c)
+        _drop_top(qt, q)
+    return -1
+
+
+@kernel
+def _set_aside(pend: Pending, qt: Quotas, run: Run, q: int, c: int) -> None:
+    # BestEffortFIFO: the head's class leaves the cycle (known inadmissible until a release);
+    # StrictFIFO: the ClusterQueue takes nothing more until a release.
+    pend.cls[CD_FAIL, c] = run.counters[K_VERSION]
+    if qt.strict[q] != 0:
+        qt.blocked[q] = run.counters[K_VERSION]
+        qt.hsize[q] = 0
+    else:
+        _drop_top(qt, q)
+
+
+@kernel
+def _fill_heaps(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: Quotas, run: Run) -> None:
+    # Every live pending class's head into its ClusterQueue's heap (O(classes), not O(jobs)).
+    version = run.counters[K_VERSION]
+    for q in range(run.queues.shape[1]):
+        qt.hsize[q] = 0
+    for a in range(run.counters[K_NACTIVE]):
+        c = pend.active[a]
+        q = cs.ints[C_TENANT, c]
+        if pend.cls[CD_FAIL, c] == version or qt.blocked[q] == version:
+            continue
+        cursor_reset(cs, pend, c)
+        _push_class(jobs, cs, js, pend, qt, q, c)
+
+
+@kernel
+def kueue_cycle(
+    qt: Quotas,
+    pods: None,
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    ix: FitIndex,
+    js: JobState,
+    pend: Pending,
+    tm: Timers,
+    sc: Scratch,
+    run: Run,
+    easy: None,
+    pre: None,
+    tas: Topology | None,
+    numa: Numa | None,
+    t: float,
+) -> int:
+    """Kueue's scheduling at ``t`` (no preemption); returns jobs started or rejected.
+
+    Notes
+    -----
+    kubernetes-sigs/kueue ``pkg/scheduler/scheduler.go`` (reference §4.2), one Kueue cycle per round,
+    rounds repeated until every ClusterQueue's pending jobs are admitted or set aside:
+
+    1. heads: the first job of each ClusterQueue not yet admitted or set aside (its queue order:
+       priority, then FIFO timestamp); a job whose ClusterQueue already set aside a job of the same
+       request at this release version is passed over (it would be set aside too);
+    2. nominate against the usage at the round's start: a head whose request does not fit its
+       ClusterQueue's available quota is inadmissible and set aside until the next release
+       (``BestEffortFIFO``); under ``StrictFIFO`` it blocks its ClusterQueue until then;
+    3. order the nominated heads: the classical iterator takes non-borrowing first, then priority, then
+       FIFO; under fair sharing the :func:`tournament` picks each next head at the current usage;
+    4. admit in that order against the updated usage: a head that no longer fits (an earlier admission
+       took the room) stays head for the next round; one that fits is placed as a gang (quota and
+       placement at one instant, as under Kueue's topology-aware admission); a placement failure sets
+       it aside.
+    """
+    _fill_heaps(jobs, cs, js, pend, qt, run)
+    num_cq = run.queues.shape[1]
+    fair = qt.fair[0] != 0
+    changes = 0
+    while True:
+        n = 0
+        heads = 0
+        for q in range(num_cq):
+            j = _head(jobs, cs, js, pend, qt, run, q)
+            if j < 0:
+                continue
+            heads += 1
+            if not quota_fits(qt, jobs, run, j):
+                _set_aside(pend, qt, run, q, jobs.ints[J_CLASS, j])
+                continue
+            qt.entries[n] = j
+            qt.entry_cls[n] = jobs.ints[J_CLASS, j]
+            qt.borrowing[n] = 1 if quota_borrows(qt, jobs, run, j) else 0
+            n += 1
+        if heads == 0:
+            break
+        if not fair:
+            # Insertion sort: at most one entry per ClusterQueue.
+            for i in range(1, n):
+                k = i
+                while k > 0 and _entry_before(qt, jobs, js, k, k - 1):
+                    qt.entries[k], qt.entries[k - 1] = qt.entries[k - 1], qt.entries[k]
+                    qt.borrowing[k], qt.borrowing[k - 1] = qt.borrowing[k - 1], qt.borrowing[k]
+                    k -= 1
+        for i in range(n):
+            if fair:
+                # The tournament picks the next entry at the current usage; it moves to position i.
+                for k in range(i, n):
+                    qt.entry_of[jobs.ints[J_TENANT, qt.entries[k]]] = k
+                w = tournament(qt, jobs, js, run, i, n)
+                for k in range(i, n):
+                    qt.entry_of[jobs.ints[J_TENANT, qt.entries[k]]] = -1
+                qt.entries[i], qt.entries[w] = qt.entries[w], qt.entries[i]
+            j = qt.entries[i]
+            q = jobs.ints[J_TENANT, j]
+            c = jobs.ints[J_CLASS, j]
+            if not quota_fits(qt, jobs, run, j):
+                continue  # an admission before it in this round took the room: head again next round
+            # A class that failed to place since the last release fails again: no need to try.
+            known_failed = pend.cls[CD_FAIL, c] == run.counters[K_VERSION]
+            if not known_failed and try_gang(
+                tas, numa, params, jobs, cs, cl, ix, js, pend, tm, sc, run, j, t
+            ):
+                start_job(params, jobs, cs, cl, js, pend, tm, sc, run, j, t)
+            elif js.dyn[D_STATUS, j] == S_QUEUED:
+                _set_aside(pend, qt, run, q, c)
+                continue
+            # Started, or placed and rejected by a kubelet (it left the queue): its class's next job.
+            changes += 1
+            _drop_top(qt, q)
+            cursor_step(jobs, cs, js, pend, c, j)
+            _push_class(jobs, cs, js, pend, qt, q, c)
+    changes += end_stale_nominations(js, cl, run)
+    return changes

@@ -1,0 +1,591 @@
+"""Kueue's quota tree as the replay runs it: ClusterQueues and Cohorts as arrays, and the admission rule.
+
+A replay under ``scheduler.queues: kueue`` turns its queue tree (real manifests, or one generated from the
+trace's queues and declared quotas) into a :class:`KueueQuotas`: one node per ClusterQueue (its tenant index,
+the order of the jobs' ``queue`` values) followed by the cohorts, children before parents, with
+``nominalQuota``, ``borrowingLimit`` and ``lendingLimit`` per resource. Resources are the three the jobs
+request, in the engine's units: ``nvidia.com/gpu`` in milli-GPU, ``cpu`` in milli-CPU, ``memory`` in MiB.
+
+:func:`available` and :func:`fits` are the plain-Python statement of Kueue's rule (reference §4.2, from
+kubernetes-sigs/kueue ``pkg/cache/scheduler/resource_node.go``); the engine's kernels
+(:mod:`gpureplay.engine.quota`) compute the same and the reference simulator uses these to check them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from gpureplay.engine.layout import Int64Array
+from gpureplay.errors import InputError, Problem
+from gpureplay.queues.manifests import ManifestSet
+from gpureplay.queues.tree import GPU_RESOURCE, ClusterQueue, Cohort, QueueTree
+
+__all__ = [
+    "RESOURCES",
+    "UNSET",
+    "KueueQuotas",
+    "available",
+    "borrows",
+    "fits",
+    "generated_quotas",
+    "manifest_quotas",
+    "request_of",
+]
+
+#: Kubernetes resource names in the engine's resource order, with each one's unit in the engine.
+RESOURCES: tuple[tuple[str, str, float], ...] = (
+    (GPU_RESOURCE, "milli-GPU", 1000.0),
+    ("cpu", "milli-CPU", 1000.0),
+    ("memory", "MiB", 1.0 / 2.0**20),
+)
+
+#: An unset ``borrowingLimit`` / ``lendingLimit``, or a resource a node has no quota for.
+UNSET = -1
+
+
+@dataclass(frozen=True)
+class KueueQuotas:
+    """A Kueue quota tree in engine units.
+
+    Attributes
+    ----------
+    names
+        ClusterQueue names (node ``q`` < ``len(cluster_queues)`` is tenant ``q``), then cohort names.
+    parent
+        Each node's parent cohort (``-1``: a root). Cohorts come after their children.
+    nominal
+        ``[resource, node]`` nominal quota (0 where a node names none); a cohort's own quota.
+    borrowing_limit, lending_limit
+        ``[resource, node]``; :data:`UNSET` where the manifest leaves it unset.
+    covered
+        ``[resource, cluster queue]``: the ClusterQueue's ``coveredResources``. A resource it does not cover
+        does not limit its admissions (generated trees cover GPUs only; manifests whose jobs request a
+        resource their ClusterQueue does not cover are refused, as Kueue would never admit them).
+    strict_fifo
+        Per ClusterQueue: ``queueingStrategy: StrictFIFO`` (the head blocks its queue).
+    weight
+        Per node: ``spec.fairSharing.weight`` (read by fair sharing only).
+    queue_map
+        The jobs' ``queue`` value -> ClusterQueue name (LocalQueue names resolved).
+    source
+        Where the tree came from, for logs and results.
+    fair_sharing
+        Kueue's fair sharing (``fairSharing.enable`` in its configuration): the tournament orders each
+        round's heads instead of the classical iterator.
+    """
+
+    names: tuple[str, ...]
+    num_cluster_queues: int
+    parent: Int64Array
+    nominal: Int64Array
+    borrowing_limit: Int64Array
+    lending_limit: Int64Array
+    covered: Int64Array
+    strict_fifo: Int64Array
+    weight: np.ndarray
+    queue_map: Mapping[str, str]
+    source: str
+    fair_sharing: bool = False
+
+    @property
+    def cluster_queues(self) -> tuple[str, ...]:
+        """The ClusterQueue names in tenant order."""
+        return self.names[: self.num_cluster_queues]
+
+    def subtree_quota(self) -> Int64Array:
+        """``[resource, node]`` subtree quota: a node's nominal plus its children's lendable parts.
+
+        Notes
+        -----
+        ``resource_node.go`` ``updateCohortResourceNode``: a child contributes ``subtree − localQuota``,
+        ``localQuota = subtree − lendingLimit`` when the child sets a lendingLimit (else 0).
+        """
+        quota = self.nominal.copy()
+        for n in range(len(self.names)):
+            p = int(self.parent[n])
+            if p >= 0:
+                quota[:, p] += quota[:, n] - self.local_quota(quota, n)
+        return quota
+
+    def local_quota(self, subtree: Int64Array, n: int) -> Int64Array:
+        """Per resource, the part of node ``n``'s subtree quota kept from its parent (``guaranteedQuota``)."""
+        lend = self.lending_limit[:, n]
+        return np.where(lend == UNSET, 0, np.maximum(0, subtree[:, n] - lend))
+
+
+def request_of(pods: int, gpu_milli: int, cpu_milli: int, mem_mib: int) -> tuple[int, int, int]:
+    """A workload's quota request: its pods' requests summed, per resource in :data:`RESOURCES` order."""
+    return (pods * gpu_milli, pods * cpu_milli, pods * mem_mib)
+
+
+def _usage_tree(quotas: KueueQuotas, usage: Sequence[Sequence[int]], subtree: Int64Array) -> list[list[int]]:
+    # A cohort's usage is what its children use beyond their local quotas (resource_node.go).
+    num_nodes = len(quotas.names)
+    used = [[0] * num_nodes for _ in RESOURCES]
+    for r in range(len(RESOURCES)):
+        for q in range(quotas.num_cluster_queues):
+            used[r][q] = int(usage[r][q])
+    for n in range(num_nodes):
+        p = int(quotas.parent[n])
+        if p >= 0:
+            local = quotas.local_quota(subtree, n)
+            for r in range(len(RESOURCES)):
+                used[r][p] += max(0, used[r][n] - int(local[r]))
+    return used
+
+
+def available(quotas: KueueQuotas, usage: Sequence[Sequence[int]], node: int, r: int) -> int:
+    """How much of resource ``r`` ClusterQueue (or cohort) ``node`` may still take.
+
+    Parameters
+    ----------
+    usage
+        ``[resource][cluster queue]`` admitted usage.
+
+    Notes
+    -----
+    kubernetes-sigs/kueue ``resource_node.go`` ``available``: at a root ``subtreeQuota − usage``; below it
+    ``max(0, localQuota − usage) + available(parent)``, where a set ``borrowingLimit`` caps the parent's part
+    at ``(subtreeQuota − localQuota) − max(0, usage − localQuota) + borrowingLimit``.
+    """
+    subtree = quotas.subtree_quota()
+    used = _usage_tree(quotas, usage, subtree)
+
+    def of(n: int) -> int:
+        quota = int(subtree[r, n])
+        p = int(quotas.parent[n])
+        if p < 0:
+            return quota - used[r][n]
+        local = int(quotas.local_quota(subtree, n)[r])
+        parent_part = of(p)
+        limit = int(quotas.borrowing_limit[r, n])
+        if limit != UNSET:
+            parent_part = min(parent_part, (quota - local) - max(0, used[r][n] - local) + limit)
+        return max(0, local - used[r][n]) + parent_part
+
+    return of(node)
+
+
+def fits(quotas: KueueQuotas, usage: Sequence[Sequence[int]], q: int, request: Sequence[int]) -> bool:
+    """Whether ClusterQueue ``q`` can admit ``request``: ``request <= available`` on each covered resource."""
+    return all(
+        request[r] <= available(quotas, usage, q, r)
+        for r in range(len(RESOURCES))
+        if quotas.covered[r, q] and request[r] > 0
+    )
+
+
+def borrows(quotas: KueueQuotas, usage: Sequence[Sequence[int]], q: int, request: Sequence[int]) -> bool:
+    """Whether admitting ``request`` takes ClusterQueue ``q`` above its nominal quota on some resource."""
+    return any(
+        usage[r][q] + request[r] > quotas.nominal[r, q]
+        for r in range(len(RESOURCES))
+        if quotas.covered[r, q] and request[r] > 0
+    )
+
+
+def _arrays(num_nodes: int) -> tuple[Int64Array, Int64Array, Int64Array]:
+    shape = (len(RESOURCES), num_nodes)
+    return (
+        np.zeros(shape, dtype=np.int64),
+        np.full(shape, UNSET, dtype=np.int64),
+        np.full(shape, UNSET, dtype=np.int64),
+    )
+
+
+def generated_quotas(gpu_quota: Mapping[str, float], *, cohort: bool, source: str) -> KueueQuotas:
+    """A ClusterQueue per queue with ``nominalQuota`` GPUs, all in one cohort ``all`` when ``cohort``.
+
+    Limits stay unset (Kueue's defaults: borrow without bound, lend everything); queues are
+    ``BestEffortFIFO`` (Kueue's default); CPU and memory are not covered, so only GPUs limit admission.
+    """
+    queues = sorted(gpu_quota)
+    names = (*queues, "all") if cohort else tuple(queues)
+    nominal, borrow, lend = _arrays(len(names))
+    for q, name in enumerate(queues):
+        nominal[0, q] = round(gpu_quota[name] * 1000)
+    parent = np.full(len(names), -1, dtype=np.int64)
+    if cohort:
+        parent[: len(queues)] = len(queues)
+    return KueueQuotas(
+        names=names,
+        num_cluster_queues=len(queues),
+        parent=parent,
+        nominal=nominal,
+        borrowing_limit=borrow,
+        lending_limit=lend,
+        covered=np.array([[1] * len(queues), [0] * len(queues), [0] * len(queues)], dtype=np.int64),
+        strict_fifo=np.zeros(len(queues), dtype=np.int64),
+        weight=np.ones(len(names)),
+        queue_map={q: q for q in queues},
+        source=source,
+    )
+
+
+def _engine_amount(value: float, r: int) -> int:
+    return round(value * RESOURCES[r][2])
+
+
+def _resource_index(name: str) -> int | None:
+    for r, (resource, _, _) in enumerate(RESOURCES):
+        if resource == name:
+            return r
+    return None
+
+
+def _flavor_problems(
+    node: ClusterQueue | Cohort, gpu_models: Sequence[str], tree: QueueTree
+) -> list[Problem]:
+    problems: list[Problem] = []
+    flavors = {f.name: f for f in tree.flavors}
+    for g, group in enumerate(node.resource_groups):
+        if len(group.flavors) > 1:
+            problems.append(
+                node.origin.problem(
+                    f"{len(group.flavors)} flavors in one resource group: flavor assignment and fungibility "
+                    "are not modelled yet (one flavor per resource group)",
+                    f"spec.resourceGroups[{g}].flavors",
+                )
+            )
+        for f, flavor in enumerate(group.flavors):
+            model = flavors[flavor.name].gpu_model if flavor.name in flavors else None
+            if model is not None and any(m != model for m in gpu_models):
+                problems.append(
+                    node.origin.problem(
+                        f"flavor {flavor.name!r} selects {model} nodes, but the cluster also has "
+                        f"{', '.join(sorted(set(gpu_models) - {model}))}: node selection by flavor is not "
+                        "modelled yet",
+                        f"spec.resourceGroups[{g}].flavors[{f}].name",
+                    )
+                )
+            for k, res in enumerate(flavor.resources):
+                if _resource_index(res.name) is None:
+                    problems.append(
+                        node.origin.problem(
+                            f"quota for {res.name!r}: the replay's jobs request only "
+                            f"{', '.join(name for name, _, _ in RESOURCES)}",
+                            f"spec.resourceGroups[{g}].flavors[{f}].resources[{k}].name",
+                        )
+                    )
+    return problems
+
+
+def _cluster_queue_problems(cq: ClusterQueue) -> list[Problem]:
+    problems: list[Problem] = []
+    preemption = cq.preemption
+    for value, key in (
+        (preemption.within_cluster_queue, "withinClusterQueue"),
+        (preemption.reclaim_within_cohort, "reclaimWithinCohort"),
+        (preemption.borrow_within_cohort, "borrowWithinCohort.policy"),
+    ):
+        if value != "Never":
+            problems.append(
+                cq.origin.problem(
+                    f"{key}: {value}: Kueue's preemption is not modelled yet; set Never (the default) or "
+                    "leave it out",
+                    f"spec.preemption.{key}",
+                )
+            )
+    return problems
+
+
+def _fill(node: ClusterQueue | Cohort, n: int, arrays: tuple[Int64Array, Int64Array, Int64Array]) -> None:
+    nominal, borrow, lend = arrays
+    for group in node.resource_groups:
+        for flavor in group.flavors[:1]:
+            for res in flavor.resources:
+                r = _resource_index(res.name)
+                if r is None:
+                    continue
+                nominal[r, n] = _engine_amount(res.nominal_quota, r)
+                if res.borrowing_limit is not None:
+                    borrow[r, n] = _engine_amount(res.borrowing_limit, r)
+                if res.lending_limit is not None:
+                    lend[r, n] = _engine_amount(res.lending_limit, r)
+
+
+def _queue_map(tree: QueueTree, jobs: pl.DataFrame, source: str) -> dict[str, str]:
+    by_name: dict[str, str] = {cq.name: cq.name for cq in tree.cluster_queues}
+    for lq in tree.local_queues:
+        by_name[f"{lq.namespace}/{lq.name}"] = lq.cluster_queue
+        by_name.setdefault(lq.name, lq.cluster_queue)
+    queues = sorted(set(jobs["queue"].to_list()))
+    unknown = [q for q in queues if q not in by_name]
+    if unknown:
+        numbered = jobs if "source_row" in jobs.columns else jobs.with_row_index("source_row", offset=1)
+        first = numbered.filter(pl.col("queue") == unknown[0]).row(0, named=True)
+        raise InputError.single(
+            f"queue {unknown[0]!r} names no ClusterQueue or LocalQueue of {source} ({len(unknown)} such "
+            f"queues: {', '.join(unknown[:5])}{', ...' if len(unknown) > 5 else ''}); known: "
+            f"{', '.join(sorted(by_name)[:8])}",
+            "jobs",
+            row=int(first["source_row"]),
+            column="queue",
+        )
+    return {q: by_name[q] for q in queues}
+
+
+def _check_covered(
+    jobs: pl.DataFrame,
+    queue_map: Mapping[str, str],
+    cqs: Sequence[ClusterQueue],
+    covered: Int64Array,
+    source: str,
+) -> None:
+    # Kueue's flavor assigner finds no flavor for a resource the ClusterQueue does not cover: such a
+    # workload is never admitted, which a replay reports as an input error instead.
+    index = {cq.name: q for q, cq in enumerate(cqs)}
+    numbered = jobs if "source_row" in jobs.columns else jobs.with_row_index("source_row", offset=1)
+    for r, (resource, _, _) in enumerate(RESOURCES):
+        column = ("gpu_milli", "cpu_milli", "mem_mib")[r]
+        uncovered = [q for q, cq in queue_map.items() if not covered[r, index[cq]]]
+        if not uncovered:
+            continue
+        bad = numbered.filter(pl.col("queue").is_in(uncovered) & (pl.col(column) > 0))
+        if bad.height:
+            first = bad.row(0, named=True)
+            cq = queue_map[first["queue"]]
+            raise InputError.single(
+                f"ClusterQueue {cq!r} of {source} does not cover {resource!r}, which {bad.height} "
+                f"of its jobs request: Kueue would never admit them (add it to "
+                "spec.resourceGroups[].coveredResources)",
+                "jobs",
+                row=int(first["source_row"]),
+                column=column,
+            )
+
+
+def manifest_quotas(
+    manifests: ManifestSet, jobs: pl.DataFrame, gpu_models: Sequence[str], source: str
+) -> KueueQuotas:
+    """The :class:`KueueQuotas` of Kueue manifests, for the jobs whose ``queue`` names their queues.
+
+    A job's ``queue`` names a ClusterQueue, or a LocalQueue as ``namespace/name`` or by its name alone.
+    Every ClusterQueue of the manifests is a tenant, in name order, whether jobs use it or not (it lends).
+
+    Raises
+    ------
+    InputError
+        When the manifests are not Kueue's, use what is not modelled yet (several flavors in a resource
+        group, a flavor that selects some of the cluster's GPU models, Kueue preemption), name a resource
+        the jobs cannot request, or a job's queue names no queue of them (naming the file and document,
+        or the job row).
+    """
+    tree = manifests.tree
+    if tree.model != "kueue":
+        found = "no queue objects" if tree.model is None else f"{tree.model} queues"
+        raise InputError.single(
+            f"scheduler.queues: kueue needs Kueue manifests; {source} holds {found}", source
+        )
+    problems: list[Problem] = []
+    for cq in tree.cluster_queues:
+        problems += _flavor_problems(cq, gpu_models, tree)
+        problems += _cluster_queue_problems(cq)
+    for cohort in tree.cohorts:
+        problems += _flavor_problems(cohort, gpu_models, tree)
+    if problems:
+        raise InputError(problems)
+    queue_map = _queue_map(tree, jobs, source)
+    cqs = sorted(tree.cluster_queues, key=lambda c: c.name)
+    cohort_names = tree.cohort_names()
+    depth: dict[str, int] = {}
+    for name in cohort_names:
+        d, at = 0, tree.cohort_parent(name)
+        while at is not None:
+            d, at = d + 1, tree.cohort_parent(at)
+        depth[name] = d
+    # Children before parents: deeper cohorts first.
+    cohorts_sorted = sorted(cohort_names, key=lambda c: (-depth[c], c))
+    names = (*(c.name for c in cqs), *cohorts_sorted)
+    index = {name: i for i, name in enumerate(names)}
+    arrays = _arrays(len(names))
+    parent = np.full(len(names), -1, dtype=np.int64)
+    weight = np.ones(len(names))
+    for q, cq in enumerate(cqs):
+        _fill(cq, q, arrays)
+        parent[q] = index[cq.cohort] if cq.cohort is not None else -1
+        weight[q] = cq.fair_sharing_weight
+    explicit = {c.name: c for c in tree.cohorts}
+    for name in cohorts_sorted:
+        n = index[name]
+        up = tree.cohort_parent(name)
+        parent[n] = index[up] if up is not None else -1
+        if name in explicit:
+            _fill(explicit[name], n, arrays)
+            weight[n] = explicit[name].fair_sharing_weight
+    covered = np.zeros((len(RESOURCES), len(cqs)), dtype=np.int64)
+    for q, cq in enumerate(cqs):
+        for group in cq.resource_groups:
+            for resource in group.covered_resources:
+                r = _resource_index(resource)
+                if r is not None:
+                    covered[r, q] = 1
+    _check_covered(jobs, queue_map, cqs, covered, source)
+    return KueueQuotas(
+        names=names,
+        num_cluster_queues=len(cqs),
+        parent=parent,
+        nominal=arrays[0],
+        borrowing_limit=arrays[1],
+        lending_limit=arrays[2],
+        covered=covered,
+        strict_fifo=np.array(
+            [1 if cq.queueing_strategy == "StrictFIFO" else 0 for cq in cqs], dtype=np.int64
+        ),
+        weight=weight,
+        queue_map=queue_map,
+        source=source,
+    )
+
+
+def potential_available(quotas: KueueQuotas, subtree: Int64Array, node: int, r: int) -> int:
+    """Most of resource ``r`` node ``node`` could take with no usage anywhere (``potentialAvailable``).
+
+    Notes
+    -----
+    ``resource_node.go``: at a root its subtree quota; below, ``localQuota + potentialAvailable(parent)``,
+    capped at ``subtreeQuota + borrowingLimit`` when a borrowingLimit is set.
+    """
+    p = int(quotas.parent[node])
+    if p < 0:
+        return int(subtree[r, node])
+    value = int(quotas.local_quota(subtree, node)[r]) + potential_available(quotas, subtree, p, r)
+    limit = int(quotas.borrowing_limit[r, node])
+    if limit != UNSET:
+        value = min(value, int(subtree[r, node]) + limit)
+    return value
+
+
+def model_columns(quotas: KueueQuotas, usage: np.ndarray) -> dict[str, np.ndarray]:
+    """Per ClusterQueue and sample, the quota columns of ``queues.parquet``.
+
+    Parameters
+    ----------
+    usage
+        ``[resource, cluster queue, sample]`` usage in engine units.
+
+    Returns
+    -------
+    dict
+        ``nominal_gpu``, ``borrowed_gpu``, ``lent_gpu``, ``share``, each ``[cluster queue, sample]``.
+
+    Notes
+    -----
+    ``borrowed_gpu``: GPUs used above the ClusterQueue's nominal quota. ``lent_gpu``: the GPUs its cohort
+    siblings borrow, attributed to the lenders in proportion to each one's unused lendable quota (its unused
+    nominal, at most its ``lendingLimit``; a cohort's own quota is a lender too); Kueue itself does not
+    attribute borrowing to lenders, so this is the replay's convention. ``share``: Kueue's weighted dominant
+    resource share (``fair_sharing.go`` ``dominantResourceShare`` divided by ``fairSharing.weight``; Kueue
+    reports its ceiling as ``status.fairSharing.weightedShare``): ``max_r B_r × 1000 / L_r`` over covered
+    resources, ``B_r`` the usage above the subtree quota and ``L_r`` the parent's ``potentialAvailable``;
+    0 without a cohort or while not borrowing, +inf for weight 0 while borrowing.
+    """
+    num_cq = quotas.num_cluster_queues
+    subtree = quotas.subtree_quota()
+    samples = usage.shape[2]
+    share = np.zeros((num_cq, samples))
+    for q in range(num_cq):
+        p = int(quotas.parent[q])
+        if p < 0:
+            continue
+        for r in range(len(RESOURCES)):
+            lendable = potential_available(quotas, subtree, p, r)
+            if not quotas.covered[r, q] or lendable <= 0:
+                continue
+            borrowed = np.maximum(0, usage[r, q] - subtree[r, q])
+            share[q] = np.maximum(share[q], borrowed * 1000.0 / lendable)
+        weight = float(quotas.weight[q])
+        borrowing = (usage[:, q] > subtree[:, q, None]).any(axis=0) & (quotas.covered[:, q, None] != 0).any(
+            axis=0
+        )
+        share[q] = np.where(borrowing, np.inf, 0.0) if weight == 0 else share[q] / weight
+    gpu = usage[0].astype(np.float64)
+    nominal = quotas.nominal[0, :num_cq].astype(np.float64)[:, None]
+    over = np.maximum(0.0, gpu - nominal)
+    lend = quotas.lending_limit[0, :num_cq].astype(np.float64)[:, None]
+    lendable_unused = np.maximum(0.0, np.minimum(nominal - gpu, np.where(lend == UNSET, nominal, lend)))
+    lent = np.zeros_like(gpu)
+    for p in sorted({int(x) for x in quotas.parent[:num_cq] if x >= 0}):
+        members = [q for q in range(num_cq) if int(quotas.parent[q]) == p]
+        borrowed = over[members].sum(axis=0)
+        pool = lendable_unused[members].sum(axis=0) + float(quotas.nominal[0, p])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            part = np.where(pool > 0, np.minimum(borrowed, pool) / pool, 0.0)
+        for q in members:
+            lent[q] = lendable_unused[q] * part
+    return {
+        "nominal_gpu": np.broadcast_to(nominal / 1000.0, gpu.shape).copy(),
+        "borrowed_gpu": over / 1000.0,
+        "lent_gpu": lent / 1000.0,
+        "share": share,
+    }
+
+
+def node_usage(quotas: KueueQuotas, usage: Sequence[Sequence[int]]) -> list[list[int]]:
+    """``[resource][node]`` usage of every node: the ClusterQueues' own, the cohorts' from their children."""
+    return _usage_tree(quotas, usage, quotas.subtree_quota())
+
+
+def present(quotas: KueueQuotas) -> Int64Array:
+    """``[resource, node]``: 1 where the node's subtree quota names the resource (``SubtreeQuota`` keys).
+
+    A ClusterQueue names its covered resources; a cohort, what its children name and its own quota.
+    """
+    num_cq = quotas.num_cluster_queues
+    names = np.zeros((len(RESOURCES), len(quotas.names)), dtype=np.int64)
+    names[:, :num_cq] = quotas.covered
+    names[:, num_cq:] = quotas.nominal[:, num_cq:] > 0
+    for n in range(len(quotas.names)):
+        p = int(quotas.parent[n])
+        if p >= 0:
+            names[:, p] |= names[:, n]
+    return names
+
+
+def lendable(quotas: KueueQuotas) -> Int64Array:
+    """``[resource, node]``: what the node's parent could lend at no usage (``calculateLendable``)."""
+    subtree = quotas.subtree_quota()
+    out = np.zeros((len(RESOURCES), len(quotas.names)), dtype=np.int64)
+    for n in range(len(quotas.names)):
+        p = int(quotas.parent[n])
+        if p >= 0:
+            for r in range(len(RESOURCES)):
+                out[r, n] = potential_available(quotas, subtree, p, r)
+    return out
+
+
+def share(quotas: KueueQuotas, used: Sequence[Sequence[int]], node: int) -> tuple[float, float]:
+    """Node ``node``'s weighted dominant resource share at node usage ``used``: ``(weighted, unweighted)``.
+
+    Notes
+    -----
+    kubernetes-sigs/kueue ``pkg/cache/scheduler/fair_sharing.go`` ``dominantResourceShare`` and
+    ``PreciseWeightedShare``: 0 at a root or while not borrowing; ``+inf`` for weight 0 while borrowing
+    (such nodes then compare by their unweighted ratio, ``CompareDRS``).
+    """
+    if int(quotas.parent[node]) < 0:
+        return (0.0, 0.0)
+    subtree = quotas.subtree_quota()
+    names = present(quotas)
+    lend = lendable(quotas)
+    borrowing = False
+    ratio = 0.0
+    for r in range(len(RESOURCES)):
+        if not names[r, node]:
+            continue
+        borrowed = used[r][node] - int(subtree[r, node])
+        if borrowed > 0:
+            borrowing = True
+            if lend[r, node] > 0:
+                ratio = max(ratio, borrowed * 1000.0 / float(lend[r, node]))
+    weight = float(quotas.weight[node])
+    if not borrowing:
+        return (0.0, 0.0)
+    if weight == 0:
+        return (math.inf, ratio)
+    return (0.0 if ratio == 0 else ratio / weight, ratio)

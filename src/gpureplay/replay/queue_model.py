@@ -1,0 +1,192 @@
+"""The queue model of a replay (``scheduler.queues``): its config checks and its quota tree.
+
+Under ``queues: kueue`` every job's ``queue`` names a ClusterQueue (directly, or through a LocalQueue of
+the manifests); :func:`kueue_quotas` builds the tree from ``scheduler.manifests`` or from quotas derived
+from the trace (:mod:`gpureplay.queues.quotas`), and :func:`tenant_jobs` rewrites the jobs' queues to
+their ClusterQueues, the tenants the engine counts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+import polars as pl
+
+from gpureplay.errors import InputError
+from gpureplay.paths import bundled_traces_dir, resolve_data_path
+from gpureplay.queues.kueue_quota import KueueQuotas, generated_quotas, manifest_quotas
+from gpureplay.queues.manifests import read_manifests
+from gpureplay.queues.quotas import gpu_time_quotas, quota_of_each_queue, read_vc_nodes, vc_node_quotas
+from gpureplay.schedulers.policy import (
+    Backfill,
+    GangMode,
+    GpuSharing,
+    MigStrategy,
+    MissingQuota,
+    Policy,
+    Preemption,
+    QueueModel,
+    QueueOrder,
+    QuotaSource,
+)
+
+__all__ = ["kueue_quotas", "queue_model_problems", "tenant_jobs"]
+
+log = logging.getLogger(__name__)
+
+
+def _name(value: object) -> str:
+    return str(getattr(value, "name", value))
+
+
+def queue_model_problems(
+    policy: Policy,
+    order: QueueOrder,
+    gang: GangMode,
+    backfill: Backfill,
+    preemption: Preemption,
+    sharing: GpuSharing,
+    mig: MigStrategy,
+) -> list[tuple[str, str]]:
+    """``(config key, message)`` for each queue-model setting the replay cannot honour.
+
+    Keys read only under a queue model are refused without one (a key the engine ignored would be a
+    silent no-op); a queue model is refused with what it does not model yet.
+    """
+    model = QueueModel[_name(policy.queues)]
+    source = QuotaSource[_name(policy.quotas)]
+    problems: list[tuple[str, str]] = []
+    if model is QueueModel.none:
+        for key, unset in (
+            ("quotas", source is QuotaSource.none),
+            ("manifests", policy.manifests is None),
+            ("quota_missing", MissingQuota[_name(policy.quota_missing)] is MissingQuota.error),
+            ("quota_cohort", bool(policy.quota_cohort)),
+            ("fair_sharing", not policy.fair_sharing),
+        ):
+            if not unset:
+                problems.append(
+                    (f"scheduler.{key}", "is read under a queue model only: set scheduler.queues")
+                )
+        return problems
+    if source is QuotaSource.none:
+        problems.append(
+            ("scheduler.quotas", "queues: kueue needs quotas: manifests, gpu_time_share or philly_vc_nodes")
+        )
+    if (source is QuotaSource.manifests) != (policy.manifests is not None):
+        problems.append(
+            (
+                "scheduler.manifests",
+                "give a manifests path exactly when quotas: manifests"
+                f" (quotas: {source.name}, manifests: {policy.manifests!r})",
+            )
+        )
+    if gang is not GangMode.gang:
+        problems.append(("scheduler.gang", "Kueue admits whole workloads: use gang: gang"))
+    if backfill is not Backfill.skip or policy.backfill_depth != 0:
+        problems.append(
+            (
+                "scheduler.backfill",
+                "Kueue's cycle passes over inadmissible heads (BestEffortFIFO) or blocks per ClusterQueue "
+                "(StrictFIFO, from the manifests): use backfill: skip with backfill_depth: 0",
+            )
+        )
+    if order is not QueueOrder.priority:
+        problems.append(
+            (
+                "scheduler.queue_order",
+                f"Kueue orders by priority, then FIFO: use priority (found {order.name})",
+            )
+        )
+    if preemption is not Preemption.none:
+        problems.append(
+            (
+                "scheduler.preemption",
+                "Kueue preempts by its ClusterQueues' own policies (withinClusterQueue, "
+                "reclaimWithinCohort), not modelled yet: use preemption: none",
+            )
+        )
+    if _name(policy.topology_aware) != "none":
+        problems.append(
+            (
+                "scheduler.topology_aware",
+                "Kueue quotas with topology-aware placement are not modelled together yet: use "
+                "topology_aware: none",
+            )
+        )
+    if sharing is not GpuSharing.none or mig is not MigStrategy.none:
+        problems.append(
+            (
+                "scheduler.queues",
+                "Kueue quotas over shared GPUs or MIG resources are not modelled: use gpu_sharing: none "
+                "and mig_strategy: none",
+            )
+        )
+    return problems
+
+
+def kueue_quotas(policy: Policy, jobs: pl.DataFrame, nodes: pl.DataFrame) -> KueueQuotas | None:
+    """The Kueue quota tree of a replay (``None`` unless ``scheduler.queues: kueue``).
+
+    Raises
+    ------
+    InputError
+        On unreadable or unmodelled manifests, or a queue without a quota (naming file, document and
+        field, or the job row).
+    """
+    if QueueModel[_name(policy.queues)] is not QueueModel.kueue:
+        return None
+    source = QuotaSource[_name(policy.quotas)]
+    missing = MissingQuota[_name(policy.quota_missing)]
+    if source is QuotaSource.manifests:
+        path = resolve_data_path(str(policy.manifests))
+        manifests = read_manifests(path)
+        models = sorted(set(nodes.filter(pl.col("num_gpus") > 0)["gpu_model"].drop_nulls().to_list()))
+        quotas = manifest_quotas(manifests, jobs, models, str(path))
+        for ignored in manifests.ignored:
+            log.info("manifests: ignored (does not change scheduling): %s", ignored)
+    elif source is QuotaSource.gpu_time_share:
+        total = int(nodes["num_gpus"].sum())
+        derived = _gpu_time_or_even(jobs, total)
+        quotas = generated_quotas(
+            quota_of_each_queue(jobs, derived, "zero" if missing is MissingQuota.zero else "error"),
+            cohort=bool(policy.quota_cohort),
+            source=f"gpu_time_share of {total:,} GPUs",
+        )
+    elif source is QuotaSource.philly_vc_nodes:
+        path = bundled_traces_dir() / "philly" / "philly_vc_nodes.csv"
+        derived = vc_node_quotas(read_vc_nodes(path))
+        quotas = generated_quotas(
+            quota_of_each_queue(jobs, derived, "zero" if missing is MissingQuota.zero else "error"),
+            cohort=bool(policy.quota_cohort),
+            source=f"philly_vc_nodes ({path.name}) x 8 GPUs",
+        )
+    else:
+        raise InputError.single("queues: kueue needs quotas", "config", column="scheduler.quotas")
+    quotas = dataclasses.replace(quotas, fair_sharing=bool(policy.fair_sharing))
+    log.info(
+        "queues: kueue%s, %d ClusterQueues (%s), %s",
+        " with fair sharing" if quotas.fair_sharing else "",
+        quotas.num_cluster_queues,
+        quotas.source,
+        "one cohort" if (quotas.parent[: quotas.num_cluster_queues] >= 0).any() else "no cohort",
+    )
+    return quotas
+
+
+def _gpu_time_or_even(jobs: pl.DataFrame, total: int) -> dict[str, float]:
+    # Jobs that hold no GPU-time (CPU-only) are not limited by GPU quotas: an even split stands in.
+    held = (pl.col("num_pods").cast(pl.Float64) * pl.col("gpu_milli") * pl.col("duration")).sum()
+    if jobs.height and jobs.select(held).item() > 0:
+        return gpu_time_quotas(jobs, total)
+    queues = sorted(set(jobs["queue"].to_list())) or ["default"]
+    log.warning("quotas: gpu_time_share: the jobs hold no GPU-time; %d GPUs split evenly", total)
+    return {q: total / len(queues) for q in queues}
+
+
+def tenant_jobs(jobs: pl.DataFrame, quotas: KueueQuotas | None) -> pl.DataFrame:
+    """``jobs`` with each ``queue`` replaced by its ClusterQueue (unchanged without a queue model)."""
+    if quotas is None:
+        return jobs
+    return jobs.with_columns(pl.col("queue").replace_strict(dict(quotas.queue_map), return_dtype=pl.String))

@@ -1,0 +1,365 @@
+"""Kueue quota admission (``scheduler.queues: kueue``): hand-computed scenarios on both simulators.
+
+Reference §4.2 (kubernetes-sigs/kueue ``resource_node.go``, ``scheduler.go``, ``fair_sharing.go``);
+docs/engine-semantics.md, "Kueue quotas". Every scenario runs on the engine and on its reference twin.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pytest
+from tests.reference.simulator import simulate as reference_simulate
+from tests.reference.strategies import jobs_frame, nodes_frame
+
+from gpureplay.errors import InputError
+from gpureplay.queues.fair_share import KueueNode, kueue_drs
+from gpureplay.queues.kueue_quota import available, generated_quotas, model_columns
+from gpureplay.replay.simulate import Replay, simulate
+from gpureplay.schedulers.policy import (
+    Backfill,
+    GangMode,
+    Policy,
+    Preemption,
+    QueueModel,
+    QueueOrder,
+    QuotaSource,
+)
+
+KUEUE = Policy(
+    name="kueue",
+    queue_order=QueueOrder.priority,
+    backfill=Backfill.skip,
+    node_placement="best_fit",
+    gpu_placement="best_fit",
+    queues=QueueModel.kueue,
+    quotas=QuotaSource.manifests,
+)
+
+CQ = """apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata:
+  name: {name}
+spec:
+{cohort}  queueingStrategy: {strategy}
+  resourceGroups:
+  - coveredResources: ["nvidia.com/gpu", "cpu", "memory"]
+    flavors:
+    - name: default-flavor
+      resources:
+      - name: nvidia.com/gpu
+        nominalQuota: {gpus}
+{limits}      - name: cpu
+        nominalQuota: 1000
+      - name: memory
+        nominalQuota: 10Ti
+"""
+
+
+def cluster_queue(
+    name: str,
+    gpus: float,
+    cohort: str | None = "research",
+    strategy: str = "BestEffortFIFO",
+    borrowing_limit: float | None = None,
+    lending_limit: float | None = None,
+) -> str:
+    limits = ""
+    if borrowing_limit is not None:
+        limits += f"        borrowingLimit: {borrowing_limit}\n"
+    if lending_limit is not None:
+        limits += f"        lendingLimit: {lending_limit}\n"
+    return CQ.format(
+        name=name,
+        cohort=f"  cohort: {cohort}\n" if cohort else "",
+        strategy=strategy,
+        gpus=gpus,
+        limits=limits,
+    )
+
+
+FLAVOR = """apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata:
+  name: default-flavor
+"""
+
+
+def manifests(tmp_path: Path, *queues: str) -> Policy:
+    path = tmp_path / "queues.yaml"
+    path.write_text("---\n".join([FLAVOR, *queues]))
+    return Policy(**{**KUEUE.__dict__, "manifests": str(path)})
+
+
+def both(jobs: pl.DataFrame, nodes: pl.DataFrame, policy: Policy, **kwargs: Any) -> list[Replay]:
+    kwargs.setdefault("sample_interval", 10.0)
+    return [
+        simulate(jobs, nodes, policy, debug=True, **kwargs),
+        reference_simulate(jobs, nodes, policy, debug=True, **kwargs),
+    ]
+
+
+def starts(replay: Replay) -> dict[int, float | None]:
+    return dict(replay.jobs.select("job_id", "start_time").iter_rows())
+
+
+def job(job_id: int, t: float, queue: str, pods: int, gpus_per_pod: int, duration: float = 100.0) -> dict:
+    return {
+        "job_id": job_id,
+        "submit_time": t,
+        "duration": duration,
+        "num_pods": pods,
+        "gpu_milli": gpus_per_pod * 1000,
+        "queue": queue,
+        "priority": 0,
+    }
+
+
+def test_a_borrowing_queue_has_the_references_dominant_resource_share(tmp_path: Path) -> None:
+    """Reference §4.2's example: two ClusterQueues of nominal 8 GPUs in one cohort, one using 12.
+
+    At 0 team-b's 4-GPU job goes first (not borrowing), then team-a's 12-GPU job borrows 4 of team-b's
+    idle GPUs: team-a's DRS = 4 x 1000 / 16 lendable = 250, team-b's 0; team-b lends the 4 GPUs.
+    """
+    policy = manifests(tmp_path, cluster_queue("team-a", 8), cluster_queue("team-b", 8))
+    jobs = jobs_frame([job(1, 0.0, "team-a", 3, 4), job(2, 0.0, "team-b", 1, 4)])
+    nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": 8}] * 2)
+    for replay in both(jobs, nodes, policy):
+        assert starts(replay) == {1: 0.0, 2: 0.0}
+        first = replay.queues.filter(pl.col("time") == 0.0)
+        columns = ("queue", "usage_gpu", "nominal_gpu", "borrowed_gpu", "lent_gpu", "share")
+        assert first.select(columns).rows() == [
+            ("team-a", 12.0, 8.0, 4.0, 0.0, 250.0),
+            ("team-b", 4.0, 8.0, 0.0, 4.0, 0.0),
+        ]
+
+
+def test_a_lending_limit_bounds_what_the_cohort_may_borrow(tmp_path: Path) -> None:
+    """team-b lends at most 2 of its 8 GPUs: team-a (nominal 8) may use 10, so its 1-GPU job waits.
+
+    Without the lending limit the 1-GPU job starts at once (8 + 2 + 4 + 1 <= 16 GPUs).
+    """
+    jobs = jobs_frame([job(1, 0.0, "team-b", 1, 4), job(2, 1.0, "team-a", 5, 2), job(3, 1.0, "team-a", 1, 1)])
+    nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": 8}] * 2)
+    limited = manifests(tmp_path, cluster_queue("team-a", 8), cluster_queue("team-b", 8, lending_limit=2))
+    for replay in both(jobs, nodes, limited):
+        assert starts(replay) == {1: 0.0, 2: 1.0, 3: 101.0}
+    unlimited = manifests(tmp_path, cluster_queue("team-a", 8), cluster_queue("team-b", 8))
+    for replay in both(jobs, nodes, unlimited):
+        assert starts(replay) == {1: 0.0, 2: 1.0, 3: 1.0}
+
+
+def test_a_borrowing_limit_bounds_what_a_queue_takes(tmp_path: Path) -> None:
+    """team-a (nominal 4, borrowingLimit 2) may use 6 GPUs of the idle cohort's 12: its second 4-GPU job
+    waits for the first."""
+    policy = manifests(tmp_path, cluster_queue("team-a", 4, borrowing_limit=2), cluster_queue("team-b", 8))
+    jobs = jobs_frame([job(1, 0.0, "team-a", 1, 4), job(2, 0.0, "team-a", 1, 2), job(3, 0.0, "team-a", 1, 1)])
+    nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": 8}] * 2)
+    for replay in both(jobs, nodes, policy):
+        # 4 + 2 = 6 = nominal + borrowingLimit: the 1-GPU job waits for the first to end.
+        assert starts(replay) == {1: 0.0, 2: 0.0, 3: 100.0}
+
+
+def test_strict_fifo_blocks_behind_its_head_best_effort_passes_it(tmp_path: Path) -> None:
+    """One ClusterQueue of 4 GPUs, no cohort: job 1 holds 2; job 2 (3 GPUs) does not fit; job 3 (2) does.
+
+    BestEffortFIFO sets job 2 aside and starts job 3 at 2; StrictFIFO keeps job 2 at the head: job 2
+    starts when job 1 ends (100), job 3 when job 2 ends (200).
+    """
+    jobs = jobs_frame([job(1, 0.0, "q", 1, 2), job(2, 1.0, "q", 1, 3), job(3, 2.0, "q", 1, 2)])
+    nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": 8}])
+    best_effort = manifests(tmp_path, cluster_queue("q", 4, cohort=None))
+    for replay in both(jobs, nodes, best_effort):
+        assert starts(replay) == {1: 0.0, 2: 102.0, 3: 2.0}
+    strict = manifests(tmp_path, cluster_queue("q", 4, cohort=None, strategy="StrictFIFO"))
+    for replay in both(jobs, nodes, strict):
+        assert starts(replay) == {1: 0.0, 2: 100.0, 3: 200.0}
+
+
+def test_non_borrowing_heads_go_first(tmp_path: Path) -> None:
+    """At 10 team-a's job 2 (would borrow team-b's 4 GPUs) and team-b's job 3 (within nominal) are heads.
+
+    Kueue's classical iterator takes the non-borrowing head first although job 2 is first by FIFO:
+    job 3 starts at 10, job 2 borrows team-b's quota once job 3 ends (110). Without quotas (gang-binpack)
+    job 2 would start first and job 3 wait for it.
+    """
+    policy = manifests(tmp_path, cluster_queue("team-a", 4), cluster_queue("team-b", 4))
+    jobs = jobs_frame(
+        [job(1, 0.0, "team-a", 1, 4, 1000.0), job(2, 10.0, "team-a", 1, 4), job(3, 10.0, "team-b", 1, 4)]
+    )
+    nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": 8}])
+    for replay in both(jobs, nodes, policy):
+        assert starts(replay) == {1: 0.0, 2: 110.0, 3: 10.0}
+    no_quotas = Policy(**{**KUEUE.__dict__, "queues": QueueModel.none, "quotas": QuotaSource.none})
+    assert starts(simulate(jobs, nodes, no_quotas)) == {1: 0.0, 2: 10.0, 3: 110.0}
+
+
+def test_a_gang_that_cannot_be_placed_takes_no_quota(tmp_path: Path) -> None:
+    """team-a's 2 x 4-GPU gang fits its quota (8) but only one 4-GPU pod fits the nodes at 1: nothing of it
+    is admitted (usage 0 at 10), and it starts whole when team-b's job ends at 50."""
+    policy = manifests(
+        tmp_path, cluster_queue("team-a", 8, cohort=None), cluster_queue("team-b", 8, cohort=None)
+    )
+    jobs = jobs_frame([job(1, 0.0, "team-b", 1, 2, 50.0), job(2, 1.0, "team-a", 2, 4)])
+    nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": 4}] * 2)
+    for replay in both(jobs, nodes, policy):
+        assert starts(replay) == {1: 0.0, 2: 50.0}
+        at_10 = replay.queues.filter(pl.col("time") == 10.0).select("queue", "usage_gpu", "pending_jobs")
+        assert at_10.rows() == [("team-a", 0.0, 1), ("team-b", 2.0, 0)]
+
+
+def test_local_queues_map_jobs_to_their_cluster_queue(tmp_path: Path) -> None:
+    """Jobs name LocalQueues (``namespace/name`` or a unique name); results count them per ClusterQueue.
+
+    A ClusterQueue no job uses still lends: team-a borrows idle's 4 GPUs.
+    """
+    local = """apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata:
+  namespace: ns-a
+  name: user-queue
+spec:
+  clusterQueue: team-a
+"""
+    policy = manifests(tmp_path, cluster_queue("team-a", 4), cluster_queue("idle", 4), local)
+    jobs = jobs_frame([job(1, 0.0, "ns-a/user-queue", 1, 8)])
+    nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": 8}])
+    for replay in both(jobs, nodes, policy):
+        assert starts(replay) == {1: 0.0}
+        first = replay.queues.filter(pl.col("time") == 0.0)
+        assert first.select("queue", "usage_gpu", "borrowed_gpu", "lent_gpu").rows() == [
+            ("idle", 0.0, 0.0, 4.0),
+            ("team-a", 8.0, 4.0, 0.0),
+        ]
+
+
+def test_generated_quotas_from_gpu_time_shares() -> None:
+    """quotas: gpu_time_share: each queue's share of the GPU-time of 8 GPUs (3:1 -> 6 and 2), one cohort."""
+    policy = Policy(**{**KUEUE.__dict__, "quotas": QuotaSource.gpu_time_share})
+    jobs = jobs_frame([job(1, 0.0, "a", 1, 3), job(2, 0.0, "b", 1, 1), job(3, 0.5, "a", 1, 6)])
+    nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": 8}])
+    for replay in both(jobs, nodes, policy):
+        nominal = replay.queues.filter(pl.col("time") == 0.0).select("queue", "nominal_gpu").rows()
+        # GPU-time: a = 3 x 100 + 6 x 100 = 900, b = 100: 7.2 and 0.8 GPUs -> 7 and 1 (largest remainder).
+        assert nominal == [("a", 7.0), ("b", 1.0)]
+        assert starts(replay)[3] == 100.0
+
+
+def test_the_share_column_is_kueues_dominant_resource_share() -> None:
+    """model_columns' share equals fair_share.kueue_drs (an independent statement of fair_sharing.go)."""
+    rng = np.random.default_rng(7)
+    quotas = generated_quotas({"a": 8.0, "b": 8.0, "c": 0.0}, cohort=True, source="test")
+    usage = np.zeros((3, 3, 50), dtype=np.int64)
+    usage[0] = rng.integers(0, 20, size=(3, 50)) * 1000
+    share = model_columns(quotas, usage)["share"]
+    for s in range(50):
+        nodes = [KueueNode("all", is_cohort=True)] + [
+            KueueNode(
+                name,
+                parent="all",
+                nominal={("f", "gpu"): float(quotas.nominal[0, q])},
+                usage={("f", "gpu"): float(usage[0, q, s])},
+            )
+            for q, name in enumerate(("a", "b", "c"))
+        ]
+        for q, name in enumerate(("a", "b", "c")):
+            assert share[q, s] == pytest.approx(kueue_drs(nodes, name).weighted)
+
+
+def test_available_follows_the_lending_and_borrowing_limits() -> None:
+    """resource_node.go ``available`` on a hand-computed cohort (GPU milli)."""
+    quotas = generated_quotas({"a": 8.0, "b": 8.0}, cohort=True, source="test")
+    quotas.lending_limit[0, 1] = 2000  # b keeps 6 GPUs
+    quotas.borrowing_limit[0, 0] = 1000
+    usage = [[3000, 1000], [0, 0], [0, 0]]
+    # a: local 0, cohort 8 + 2 = 10 GPUs of which 3 used; a's borrowing limit caps the parent part at
+    # (8 - 0) - 3 + 1 = 6.
+    assert available(quotas, usage, 0, 0) == 6000
+    # b: local 6 - 1 used = 5, plus the cohort's 10 - 3 = 7.
+    assert available(quotas, usage, 1, 0) == 12000
+
+
+@pytest.mark.parametrize(
+    ("change", "key", "message"),
+    [
+        (
+            {"gang": GangMode.pod_by_pod, "queue_order": QueueOrder.priority},
+            "scheduler.gang",
+            "whole workloads",
+        ),
+        ({"preemption": Preemption.priority}, "scheduler.preemption", "not modelled yet"),
+        ({"queue_order": QueueOrder.fifo}, "scheduler.queue_order", "priority"),
+        ({"quotas": QuotaSource.none}, "scheduler.quotas", "needs quotas"),
+        ({"queues": QueueModel.none}, "scheduler.quotas", "queue model only"),
+        (
+            {"queues": QueueModel.none, "quotas": QuotaSource.none, "fair_sharing": True},
+            "scheduler.fair_sharing",
+            "only",
+        ),
+    ],
+)
+def test_unmodelled_settings_are_refused(change: dict[str, Any], key: str, message: str) -> None:
+    policy = Policy(**{**KUEUE.__dict__, "quotas": QuotaSource.gpu_time_share, **change})
+    jobs = jobs_frame([job(1, 0.0, "a", 1, 1)])
+    nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": 8}])
+    with pytest.raises(InputError, match=message) as err:
+        simulate(jobs, nodes, policy)
+    assert key in str(err.value)
+
+
+def test_manifest_errors_name_file_document_and_field(tmp_path: Path) -> None:
+    preempting = cluster_queue("team-a", 8).replace(
+        "  queueingStrategy", "  preemption:\n    reclaimWithinCohort: Any\n  queueingStrategy"
+    )
+    policy = manifests(tmp_path, preempting)
+    jobs = jobs_frame([job(1, 0.0, "team-a", 1, 1)])
+    nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": 8}])
+    with pytest.raises(InputError, match=r"queues\.yaml.*spec\.preemption\.reclaimWithinCohort"):
+        simulate(jobs, nodes, policy)
+    policy = manifests(tmp_path, cluster_queue("team-a", 8))
+    unknown = jobs_frame([job(1, 0.0, "team-a", 1, 1), job(2, 0.0, "nobody", 1, 1)])
+    with pytest.raises(InputError, match=r"row 2.*'nobody' names no ClusterQueue or LocalQueue"):
+        simulate(unknown, nodes, policy)
+    gpu_only = cluster_queue("team-a", 8).replace('"nvidia.com/gpu", "cpu", "memory"', '"nvidia.com/gpu"')
+    gpu_only = gpu_only.split("      - name: cpu")[0]
+    policy = manifests(tmp_path, gpu_only)
+    cpu_job = jobs_frame([{**job(1, 0.0, "team-a", 1, 1), "cpu_milli": 2000}])
+    with pytest.raises(InputError, match=r"does not cover 'cpu'.*never admit"):
+        simulate(cpu_job, nodes, policy)
+
+
+def weighted(queue: str, weight: float) -> str:
+    return queue.replace("  queueingStrategy", f"  fairSharing:\n    weight: {weight}\n  queueingStrategy")
+
+
+def test_fair_sharing_admits_the_lower_dominant_resource_share_first(tmp_path: Path) -> None:
+    """Cohort of team-a (4 GPUs), team-b (4) and an idle team-c (8): 16 GPUs lendable.
+
+    At 10, with team-a's job 1 on 8 GPUs, team-a's job 2 (4 GPUs) and team-b's job 3 (6 GPUs) both borrow
+    and only one fits. Classical: equal footing, job 2 first by id. Fair sharing: team-a with job 2 would
+    borrow 8 (DRS 8 x 1000 / 16 = 500), team-b with job 3 borrows 2 (125): job 3 goes first and job 2 waits
+    for job 1. With team-a's weight 8 its share is 500 / 8 = 62.5 < 125: job 2 first again.
+    """
+    jobs = jobs_frame(
+        [job(1, 0.0, "team-a", 1, 8), job(2, 10.0, "team-a", 1, 4), job(3, 10.0, "team-b", 1, 6)]
+    )
+    nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": 8}] * 2)
+    queues = [cluster_queue("team-a", 4), cluster_queue("team-b", 4), cluster_queue("team-c", 8)]
+    classical = manifests(tmp_path, *queues)
+    for replay in both(jobs, nodes, classical):
+        assert starts(replay) == {1: 0.0, 2: 10.0, 3: 100.0}
+    fair = Policy(**{**classical.__dict__, "fair_sharing": True})
+    for replay in both(jobs, nodes, fair):
+        assert starts(replay) == {1: 0.0, 2: 100.0, 3: 10.0}
+        at_10 = replay.queues.filter(pl.col("time") == 10.0)
+        assert at_10.select("queue", "share").rows() == [
+            ("team-a", 250.0),
+            ("team-b", 125.0),
+            ("team-c", 0.0),
+        ]
+    heavy = manifests(tmp_path, weighted(queues[0], 8), *queues[1:])
+    for replay in both(jobs, nodes, Policy(**{**heavy.__dict__, "fair_sharing": True})):
+        assert starts(replay) == {1: 0.0, 2: 10.0, 3: 100.0}
