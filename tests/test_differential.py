@@ -48,6 +48,7 @@ from tests.reference.strategies import (
     CORNER_CASES,
     PREEMPT_VARIANTS,
     PRESETS,
+    QUOTA_VARIANTS,
     SHARING_PRESETS,
     as_taken_by,
     big_cases,
@@ -320,13 +321,15 @@ def test_policies_cover_every_shipped_preset_and_preemption_in_both_modes() -> N
 #: settings: fewer cases each (the reference replays the paper's scorers slowly in plain Python;
 #: ``tests/test_sharing.py`` draws the sharing settings on their own).
 PAPER_PRESETS: frozenset[str] = frozenset(
-    name for name in ALL_POLICIES if name.startswith("fgd") or name in SHARING_PRESETS
+    name
+    for name in ALL_POLICIES
+    if name.startswith("fgd") or name in SHARING_PRESETS or name in QUOTA_VARIANTS
 )
 
 
-# Per policy (so a failure shrinks under that policy only): 60 small cases x every preset and variant.
+# Per policy (so a failure shrinks under that policy only): 50 small cases x every preset and variant.
 @pytest.mark.parametrize("name", sorted(set(ALL_POLICIES) - PAPER_PRESETS))
-@settings(max_examples=60, **SETTINGS)
+@settings(max_examples=50, **SETTINGS)
 @given(case=cases(), sample_interval=sample_intervals, seed=seeds)
 def test_presets_agree(
     name: str, case: tuple[pl.DataFrame, pl.DataFrame], sample_interval: float, seed: int
@@ -638,7 +641,7 @@ def kueue_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
 
 
 # Kueue's quota admission and classical cycle (tests/test_kueue_quota.py holds the hand-computed cases).
-@settings(max_examples=80, **SETTINGS)
+@settings(max_examples=60, **SETTINGS)
 @given(case=kueue_cases(), sample_interval=sample_intervals, seed=seeds)
 def test_kueue_quotas_agree(
     case: tuple[pl.DataFrame, pl.DataFrame, Policy], sample_interval: float, seed: int

@@ -31,9 +31,10 @@ def philly() -> tuple[pl.DataFrame, pl.DataFrame]:
 #: settings are for shared-GPU pods (openb), checked against the reference, in packing mode and on
 #: openb's timed replay (tests/test_sweep_examples.py); Philly's whole-GPU gangs go through the same
 #: gang / pod-by-pod mechanics as the presets kept here, and add nothing but minutes.
-#: sjf and gang-spread differ from fifo and gang-binpack only in queue key and scorer, checked on
+#: sjf and gang-spread differ from fifo and gang-binpack only in queue key and scorer, kueue-fair and
+#: kueue-philly-vcs from kueue and kueue-philly-vcs-isolated in head order and cohort, all checked on
 #: generated cases against the reference: left out of the full replays too (suite time).
-SAME_MECHANICS = ("sjf", "gang-spread")
+SAME_MECHANICS = ("sjf", "gang-spread", "kueue-fair", "kueue-philly-vcs")
 PHILLY_PRESETS = [
     name
     for name in preset_names()

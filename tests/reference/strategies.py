@@ -305,13 +305,18 @@ def as_taken_by(jobs: pl.DataFrame, policy: Policy) -> pl.DataFrame:
     return jobs.with_columns(gpu_milli=whole)
 
 
+#: Kueue presets that differ from ``kueue`` only in their quotas (derived from Philly's VC list, which
+#: generated queues are not in) or in the order fair sharing gives heads: the generated Kueue trees of
+#: ``kueue_manifests`` draw both on their own (suite time).
+QUOTA_VARIANTS: frozenset[str] = frozenset({"kueue-fair", "kueue-philly-vcs", "kueue-philly-vcs-isolated"})
+
 #: The presets that differ in their mechanics (queue order, gang, backfill, preemption): the FGD
 #: paper's and the GPU-sharing systems' presets differ from these in placement scorers and sharing
 #: settings only, which chunk boundaries do not touch (tests/test_progress.py).
 MECHANISM_PRESETS: dict[str, Policy] = {
     name: policy
     for name, policy in PRESETS.items()
-    if not name.startswith("fgd") and name not in SHARING_PRESETS
+    if not name.startswith("fgd") and name not in SHARING_PRESETS and name not in QUOTA_VARIANTS
 }
 
 
