@@ -327,9 +327,9 @@ PAPER_PRESETS: frozenset[str] = frozenset(
 )
 
 
-# Per policy (so a failure shrinks under that policy only): 50 small cases x every preset and variant.
+# Per policy (so a failure shrinks under that policy only): 40 small cases x every preset and variant.
 @pytest.mark.parametrize("name", sorted(set(ALL_POLICIES) - PAPER_PRESETS))
-@settings(max_examples=50, **SETTINGS)
+@settings(max_examples=40, **SETTINGS)
 @given(case=cases(), sample_interval=sample_intervals, seed=seeds)
 def test_presets_agree(
     name: str, case: tuple[pl.DataFrame, pl.DataFrame], sample_interval: float, seed: int
