@@ -363,3 +363,18 @@ def test_fair_sharing_admits_the_lower_dominant_resource_share_first(tmp_path: P
     heavy = manifests(tmp_path, weighted(queues[0], 8), *queues[1:])
     for replay in both(jobs, nodes, Policy(**{**heavy.__dict__, "fair_sharing": True})):
         assert starts(replay) == {1: 0.0, 2: 10.0, 3: 100.0}
+
+
+def test_a_folder_of_manifests_is_read_whole(tmp_path: Path) -> None:
+    """scheduler.manifests may name a folder (as `gpureplay manifests check` takes one)."""
+    folder = tmp_path / "manifests"
+    folder.mkdir()
+    (folder / "flavors.yaml").write_text(FLAVOR)
+    (folder / "queues.yaml").write_text(
+        "---\n".join([cluster_queue("team-a", 4), cluster_queue("team-b", 4)])
+    )
+    policy = Policy(**{**KUEUE.__dict__, "manifests": str(folder)})
+    jobs = jobs_frame([job(1, 0.0, "team-a", 1, 6)])
+    nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": 8}])
+    for replay in both(jobs, nodes, policy):
+        assert starts(replay) == {1: 0.0}  # 4 nominal + 2 borrowed from team-b

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from pathlib import Path
 
 import polars as pl
 
@@ -140,7 +141,9 @@ def kueue_quotas(policy: Policy, jobs: pl.DataFrame, nodes: pl.DataFrame) -> Kue
     source = QuotaSource[_name(policy.quotas)]
     missing = MissingQuota[_name(policy.quota_missing)]
     if source is QuotaSource.manifests:
-        path = resolve_data_path(str(policy.manifests))
+        # A folder of manifests is read whole; a file not found here is looked up in the data roots.
+        given = Path(str(policy.manifests))
+        path = given if given.is_dir() else resolve_data_path(given)
         manifests = read_manifests(path)
         models = sorted(set(nodes.filter(pl.col("num_gpus") > 0)["gpu_model"].drop_nulls().to_list()))
         quotas = manifest_quotas(manifests, jobs, models, str(path))
