@@ -35,7 +35,8 @@ chromium:
 		echo "chromium not installed: the browser test will be skipped"; }
 
 # The suite runs on every core (pytest-xdist; TEST_WORKERS=0 runs it in one process); it lists its 15
-# slowest steps, to keep .ci/run within its 15 minutes.
+# slowest steps, to keep .ci/run within its 15 minutes. tests/conftest.py sets NUMBA_OPT=1 (LLVM -O1:
+# half the compile time, which is most of the suite's); that code is cached apart from `make bench`'s.
 TEST_WORKERS ?= auto
 test: $(STAMP) lint chromium
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --durations=15 src tests

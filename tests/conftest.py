@@ -9,6 +9,11 @@ import polars as pl
 import pytest
 
 os.environ.setdefault("NUMBA_CACHE_DIR", str(Path(__file__).resolve().parents[1] / ".cache" / "numba"))
+# LLVM at -O1 compiles the engine's variants in half the time of the default -O3, and the suite is
+# mostly compilation (small cases): set before numba is imported, inherited by the CLI subprocesses.
+# The engine caches code of each level in its own folder (engine.config.cache_folder), so benchmarks
+# and users' runs never load it.
+os.environ.setdefault("NUMBA_OPT", "1")
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -17,7 +17,8 @@ from tests.reference.strategies import jobs_frame, nodes_frame
 
 from gpureplay.errors import InputError
 from gpureplay.queues.fair_share import KueueNode, kueue_drs
-from gpureplay.queues.kueue_quota import available, generated_quotas, model_columns
+from gpureplay.queues.kueue_quota import available, generated_quotas, model_columns, node_usage
+from gpureplay.queues.kueue_quota import share as kueue_share
 from gpureplay.replay.simulate import Replay, simulate
 from gpureplay.schedulers.policy import (
     Backfill,
@@ -249,7 +250,7 @@ def test_generated_quotas_from_gpu_time_shares() -> None:
 
 
 def test_the_share_column_is_kueues_dominant_resource_share() -> None:
-    """model_columns' share equals fair_share.kueue_drs (an independent statement of fair_sharing.go)."""
+    """model_columns' and share()'s DRS equal fair_share.kueue_drs (an independent statement)."""
     rng = np.random.default_rng(7)
     quotas = generated_quotas({"a": 8.0, "b": 8.0, "c": 0.0}, cohort=True, source="test")
     usage = np.zeros((3, 3, 50), dtype=np.int64)
@@ -267,6 +268,10 @@ def test_the_share_column_is_kueues_dominant_resource_share() -> None:
         ]
         for q, name in enumerate(("a", "b", "c")):
             assert share[q, s] == pytest.approx(kueue_drs(nodes, name).weighted)
+        # share(): the scalar statement the reference's tournament uses, at the same usage.
+        used = node_usage(quotas, usage[:, :, s].tolist())
+        for q in range(3):
+            assert kueue_share(quotas, used, q)[0] == pytest.approx(share[q, s])
 
 
 def test_available_follows_the_lending_and_borrowing_limits() -> None:

@@ -18,6 +18,8 @@ from gpureplay.engine.config import default_cache_dir, engine_digest
 from gpureplay.replay.progress import COMPILE_NOTICE, announce_compilation
 
 REPO = Path(__file__).resolve().parents[1]
+#: This engine's cache subfolder under the suite's ``$NUMBA_OPT`` (conftest: 1), which subprocesses inherit.
+OWN_FOLDER = f"engine-{engine_digest()}-O{os.environ['NUMBA_OPT']}"
 
 
 class FakeTTY(io.StringIO):
@@ -52,7 +54,7 @@ def test_cache_defaults_to_the_users_cache_folder(tmp_path: Path) -> None:
         env,
     )
     expected = str(tmp_path / "home" / ".cache" / "gpureplay" / "numba")
-    assert shown.splitlines() == [expected, f"{expected}/engine-{engine_digest()}"]
+    assert shown.splitlines() == [expected, f"{expected}/{OWN_FOLDER}"]
     env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
     shown = python("import gpureplay.engine.config, os; print(os.environ['NUMBA_CACHE_DIR'])", env)
     assert shown == str(tmp_path / "xdg" / "gpureplay" / "numba")
@@ -61,11 +63,23 @@ def test_cache_defaults_to_the_users_cache_folder(tmp_path: Path) -> None:
 def test_a_chosen_cache_folder_is_kept_and_numba_imported_first_is_pointed_at_ours(tmp_path: Path) -> None:
     env = {**bare_env(tmp_path), "NUMBA_CACHE_DIR": str(tmp_path / "mine")}
     assert python("import gpureplay.engine.config, numba; print(numba.config.CACHE_DIR)", env) == str(
-        tmp_path / "mine" / f"engine-{engine_digest()}"
+        tmp_path / "mine" / OWN_FOLDER
     )
     env = bare_env(tmp_path)
     first = python("import numba; import gpureplay.engine.config; print(numba.config.CACHE_DIR)", env)
-    assert first == str(default_cache_dir({"HOME": env["HOME"]}) / f"engine-{engine_digest()}")
+    assert first == str(default_cache_dir({"HOME": env["HOME"]}) / OWN_FOLDER)
+
+
+def test_code_of_another_optimisation_level_gets_its_own_folder(tmp_path: Path) -> None:
+    # numba's index does not record $NUMBA_OPT: the suite's -O1 code must not be loaded by a benchmark.
+    env = {**bare_env(tmp_path), "NUMBA_CACHE_DIR": str(tmp_path / "mine")}
+    probe = "import gpureplay.engine.config, numba; print(numba.config.CACHE_DIR)"
+    folders = {level: python(probe, {**env, "NUMBA_OPT": level}) for level in ("1", "2", "3")}
+    assert folders == {
+        "1": str(tmp_path / "mine" / f"engine-{engine_digest()}-O1"),
+        "2": str(tmp_path / "mine" / f"engine-{engine_digest()}-O2"),
+        "3": str(tmp_path / "mine" / f"engine-{engine_digest()}"),
+    }
 
 
 def test_each_version_of_the_engine_sources_has_its_own_cache_folder(tmp_path: Path) -> None:

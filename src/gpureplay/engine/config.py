@@ -94,8 +94,17 @@ def engine_digest(folder: Path | None = None) -> str:
 
 
 def cache_folder() -> Path:
-    """Where this engine's compiled kernels are cached: ``$NUMBA_CACHE_DIR/engine-<digest>``."""
-    return Path(os.environ[CACHE_ENV]) / f"engine-{engine_digest()}"
+    """Where this engine's compiled kernels are cached: ``$NUMBA_CACHE_DIR/engine-<digest>[-O<level>]``.
+
+    numba's cache index does not record LLVM's optimisation level (``$NUMBA_OPT``), so code compiled
+    at another level than the default 3 (the test suite's 1: half the compile time) gets a folder
+    of its own and is never loaded by a benchmark or a user's run.
+    """
+    from numba import config as numba_config
+
+    level = int(numba_config.OPT)  # type: ignore[attr-defined]
+    suffix = "" if level == 3 else f"-O{level}"
+    return Path(os.environ[CACHE_ENV]) / f"engine-{engine_digest()}{suffix}"
 
 
 _use_user_cache()

@@ -52,8 +52,7 @@ from gpureplay.engine.layout import (
     T_KEY1,
     T_KEY2,
 )
-from gpureplay.engine.nomination import end_stale_nominations
-from gpureplay.engine.pending import cursor_job, cursor_reset, cursor_step
+from gpureplay.engine.pending import cursor_job, cursor_reset, cursor_step, key_before
 
 RESOURCE_ROWS = (QU_MILLI, QU_CPU, QU_MEM)
 
@@ -158,7 +157,7 @@ def _entry_before(qt: Quotas, jobs: Jobs, js: JobState, a: int, b: int) -> bool:
     # Classical iterator: non-borrowing first, then the queue key (priority, then FIFO timestamp), then id.
     if qt.borrowing[a] != qt.borrowing[b]:
         return bool(qt.borrowing[a] < qt.borrowing[b])
-    return _key_before(jobs, js, qt.entries[a], qt.entries[b])
+    return key_before(js, jobs, qt.entries[a], qt.entries[b])
 
 
 @kernel
@@ -214,16 +213,7 @@ def _fairer(qt: Quotas, jobs: Jobs, js: JobState, a: int, b: int, p: int) -> boo
         return bool(qt.share[a, p] < qt.share[b, p])
     if math.isinf(qt.share[a, p]) and qt.share2[a, p] != qt.share2[b, p]:
         return bool(qt.share2[a, p] < qt.share2[b, p])
-    return _key_before(jobs, js, qt.entries[a], qt.entries[b])
-
-
-@inline_kernel
-def _key_before(jobs: Jobs, js: JobState, ja: int, jb: int) -> bool:
-    if js.time[T_KEY1, ja] != js.time[T_KEY1, jb]:
-        return bool(js.time[T_KEY1, ja] < js.time[T_KEY1, jb])
-    if js.time[T_KEY2, ja] != js.time[T_KEY2, jb]:
-        return bool(js.time[T_KEY2, ja] < js.time[T_KEY2, jb])
-    return bool(jobs.ints[J_ID, ja] < jobs.ints[J_ID, jb])
+    return key_before(js, jobs, qt.entries[a], qt.entries[b])
 
 
 @kernel
@@ -255,7 +245,7 @@ def tournament(qt: Quotas, jobs: Jobs, js: JobState, run: Run, first: int, n: in
             continue
         p = qt.parent[x]
         if p < 0:
-            if best < 0 or _key_before(jobs, js, qt.entries[cand], qt.entries[best]):
+            if best < 0 or key_before(js, jobs, qt.entries[cand], qt.entries[best]):
                 best = cand
         elif qt.winner[p] < 0 or _fairer(qt, jobs, js, cand, qt.winner[p], p):
             qt.winner[p] = cand
@@ -416,11 +406,8 @@ def kueue_cycle(
             c = jobs.ints[J_CLASS, j]
             if not quota_fits(qt, jobs, run, j):
                 continue  # an admission before it in this round took the room: head again next round
-            # A class that failed to place since the last release fails again: no need to try.
-            known_failed = pend.cls[CD_FAIL, c] == run.counters[K_VERSION]
-            if not known_failed and try_gang(
-                tas, numa, params, jobs, cs, cl, ix, js, pend, tm, sc, run, j, t
-            ):
+            # (A class set aside at this release version never reaches here: _head drops it.)
+            if try_gang(tas, numa, params, jobs, cs, cl, ix, js, pend, tm, sc, run, j, t):
                 start_job(params, jobs, cs, cl, js, pend, tm, sc, run, j, t)
             elif js.dyn[D_STATUS, j] == S_QUEUED:
                 _set_aside(pend, qt, run, q, c)
@@ -430,5 +417,5 @@ def kueue_cycle(
             _drop_top(qt, q)
             cursor_step(jobs, cs, js, pend, c, j)
             _push_class(jobs, cs, js, pend, qt, q, c)
-    changes += end_stale_nominations(js, cl, run)
+    # No end_stale_nominations: a queue model refuses preemption, so no pod holds a nomination.
     return changes
