@@ -66,6 +66,7 @@ def test_each_queue_gets_its_waits_evictions_and_gpu_hours() -> None:
     attempts = attempt_results(replay.attempts)
     per_queue = queue_summary(table, admitted_jobs(table, run_span(jobs, replay.stats["end_time"])), attempts)
     assert dict(per_queue.schema) == QUEUE_SUMMARY_SCHEMA
+    assert per_queue["nominal_gpu"].null_count() == per_queue["quota_share"].null_count() == 3  # no model
     a, b, c = per_queue.iter_rows(named=True)
     assert (a["queue"], b["queue"], c["queue"]) == ("vc-a", "vc-b", "vc-c")
     assert (b["wait_mean"], b["jct_median"], b["gpu_hours"]) == (30.0, 80.0, 50.0 / 3600.0)

@@ -21,6 +21,7 @@ import pytest
 from gpureplay.errors import InputError
 from gpureplay.report import build_report
 from gpureplay.report.collect import SUMMARY_METRICS, collect, label_keys
+from gpureplay.report.figures import layout, quota_figure
 from gpureplay.report.published_queueing import philly_queueing
 from gpureplay.report.stats import choose_baseline, effect_sentences, effects, summarize, t_quantile
 from gpureplay.results.schemas import JOB_STATES
@@ -670,6 +671,45 @@ def test_queue_samples_draw_usage_by_queue_over_time(tmp_path: Path) -> None:
         (tmp_path / "runs" / run / "queues.parquet").unlink()
     build_report([tmp_path / "runs"], out)
     assert not (out / "queue_usage.png").exists()  # no run has samples any more: the stale figure goes
+
+
+def test_queue_model_runs_draw_each_queues_usage_against_its_nominal_quota(tmp_path: Path) -> None:
+    """quota_usage.png: per queue, usage (solid) and nominal quota (dashed) of queue-model runs only."""
+    rng = np.random.default_rng(17)
+    times = np.arange(0.0, 48 * 3600.0, 3600.0)
+    nominal = {"prod": 6.0, "research": 2.0, "idle": 0.0}
+    for scheduler, quota in (("fifo", False), ("gang-binpack", True)):
+        folder = tmp_path / "runs" / scheduler
+        write_run(folder, run_config(scheduler, 0), {k: v[0] for k, v in HEADLINES[scheduler].items()}, rng)
+        queues = ["prod", "research", "idle"] * times.size
+        usage = np.tile([5.0, 3.0, 0.0], times.size)  # research borrows 1 GPU from prod's quota
+        samples = pl.DataFrame(
+            {
+                "time": np.repeat(times, 3),
+                "queue": queues,
+                "usage_gpu": usage,
+                "nominal_gpu": [nominal[q] for q in queues] if quota else [None] * len(queues),
+                "pending_jobs": np.zeros(3 * times.size, dtype=np.int32),
+                "running_jobs": np.ones(3 * times.size, dtype=np.int32),
+            },
+            schema_overrides={"nominal_gpu": pl.Float64},
+        )
+        write_parquet_atomic(samples, folder / "queues.parquet", {})
+    collection = collect([tmp_path / "runs"])
+    drawn = quota_figure(collection, layout(collection))
+    assert drawn is not None
+    axes = [ax for ax in drawn.figure.axes if ax.lines]
+    # One panel per queue with usage, largest first; in each, gang-binpack's usage and nominal lines only.
+    assert [ax.get_title() for ax in axes] == ["queue prod", "queue research", "queue idle"]
+    for ax, (usage_value, quota_value) in zip(axes, [(5.0, 6.0), (3.0, 2.0), (0.0, 0.0)], strict=True):
+        solid, dashed = ax.lines
+        assert set(solid.get_ydata()) == {usage_value} and set(dashed.get_ydata()) == {quota_value}
+        assert dashed.get_linestyle() == "--"
+    out = build_report([tmp_path / "runs"], tmp_path / "out").parent
+    assert "![GPU usage against nominal quota, by queue](quota_usage.png)" in (out / "report.md").read_text()
+    (tmp_path / "runs" / "gang-binpack" / "queues.parquet").unlink()
+    build_report([tmp_path / "runs"], out)
+    assert not (out / "quota_usage.png").exists()  # no run under a queue model any more
 
 
 def test_unscaled_philly_runs_stand_beside_the_real_clusters_queueing_delays(tmp_path: Path) -> None:

@@ -115,7 +115,7 @@ JOB_COLUMNS: dict[str, pl.DataType] = {
     "state": pl.String(),
 }
 QUEUE_SAMPLE_COLUMNS: dict[str, pl.DataType] = {
-    c: QUEUE_SAMPLE_SCHEMA[c] for c in ("time", "queue", "usage_gpu")
+    c: QUEUE_SAMPLE_SCHEMA[c] for c in ("time", "queue", "usage_gpu", "nominal_gpu", "borrowed_gpu")
 }
 TIMELINE_COLUMNS: dict[str, pl.DataType] = {
     c: TIMELINE_SCHEMA[c]

@@ -22,6 +22,9 @@ mean over seeds.
   fragmentation this way). A run with a single sample is stated, not drawn.
 - GPU-hours and mean wait per queue, one panel per setting, when a setting
   has more than one queue.
+- Under a queue model (Kueue quotas), each large queue's GPU usage against its
+  nominal quota over time: where a queue borrows, and which queues wait while
+  under their quota (the view of Kueue's own per-ClusterQueue dashboards).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -58,6 +61,10 @@ MAX_QUEUES = 12
 MAX_STACKED = 10
 MAX_USAGE_PANELS = 6
 
+#: Queues drawn side by side in the quota figure (the largest by usage) and settings stacked in it.
+MAX_QUOTA_QUEUES = 4
+MAX_QUOTA_SETTINGS = 3
+
 #: Shortest time drawn on log axes, seconds.
 TIME_FLOOR = 1.0
 
@@ -80,6 +87,7 @@ FIGURE_FILES: tuple[str, ...] = (
     "timeline.png",
     "queues.png",
     "queue_usage.png",
+    "quota_usage.png",
     "preemption.png",
 )
 
@@ -715,11 +723,7 @@ def queue_usage_figure(collection: Collection) -> Drawn | None:
     )
     top = order[:MAX_STACKED] if len(order) <= MAX_STACKED else order[: MAX_STACKED - 1]
     names = [*top, "other"] if len(order) > len(top) else top
-    mine = sizes.filter(pl.col(CONFIG_COLUMN).is_in(shown))
-    span = float(mine.get_column("span").max())  # type: ignore[arg-type]
-    spacing = float((mine.get_column("span") / (mine.get_column("samples") - 1).clip(1)).min())  # type: ignore[arg-type]
-    width = max(span / TIMELINE_BINS, spacing, 1.0)
-    unit, unit_seconds = ("days", 86400.0) if span > 3 * 86400.0 else ("hours", 3600.0)
+    span, width, unit, unit_seconds = _time_bins(sizes.filter(pl.col(CONFIG_COLUMN).is_in(shown)))
     binned = (
         samples.filter(pl.col(CONFIG_COLUMN).is_in(shown))
         .with_columns(
@@ -793,6 +797,108 @@ def queue_usage_figure(collection: Collection) -> Drawn | None:
     )
 
 
+def _time_bins(sizes: pl.DataFrame) -> tuple[float, float, str, float]:
+    """``(span, bin width, unit, unit seconds)`` of timelines of runs ``sizes`` (``span``, ``samples``)."""
+    span = float(sizes.get_column("span").max())  # type: ignore[arg-type]
+    spacing = float((sizes.get_column("span") / (sizes.get_column("samples") - 1).clip(1)).min())  # type: ignore[arg-type]
+    unit, unit_seconds = ("days", 86400.0) if span > 3 * 86400.0 else ("hours", 3600.0)
+    return span, max(span / TIMELINE_BINS, spacing, 1.0), unit, unit_seconds
+
+
+def quota_figure(collection: Collection, lay: Layout) -> Drawn | None:
+    """Each large queue's GPU usage against its nominal quota over time, under a queue model.
+
+    One row of panels per setting (at most ``MAX_QUOTA_SETTINGS``), one panel per queue (the
+    ``MAX_QUOTA_QUEUES`` with most GPU usage in that setting), one solid curve per treatment (its usage,
+    mean of seeds per time bin) and a dashed one of the same style (its nominal quota). Usage above the
+    dashed line is borrowed from the cohort (Kueue ``borrowingLimit``); a queue waiting while below it is
+    held back by placement or by another queue's borrowing (no preemption reclaims it).
+    """
+    samples = collection.queue_samples
+    if samples is None:
+        return None
+    samples = samples.filter(pl.col("nominal_gpu").is_not_null()).with_columns(
+        pl.col(CONFIG_COLUMN).cast(pl.String)
+    )
+    sizes = (
+        samples.group_by(CONFIG_COLUMN, RUN_COLUMN)
+        .agg(pl.col("time").max().alias("span"), pl.col("time").n_unique().alias("samples"))
+        .collect()
+    )
+    if sizes.height == 0 or int(sizes["samples"].max()) < 2:  # type: ignore[arg-type]
+        return None
+    configs = [
+        c for c in collection.configs.get_column(CONFIG_COLUMN).to_list() if c in set(sizes[CONFIG_COLUMN])
+    ]
+    settings = [p for p in lay.panels if any(lay.panel_of[c] == p for c in configs)]
+    shown_settings = settings[:MAX_QUOTA_SETTINGS]
+    span, width, unit, unit_seconds = _time_bins(sizes)
+    binned = (
+        samples.with_columns(((pl.col("time") // width) * width).alias("_bin"))
+        .group_by(CONFIG_COLUMN, RUN_COLUMN, "queue", "_bin")
+        .agg(pl.col("usage_gpu").mean(), pl.col("nominal_gpu").mean())
+        .group_by(CONFIG_COLUMN, "queue", "_bin")
+        .agg(pl.col("usage_gpu").mean(), pl.col("nominal_gpu").mean())
+        .sort("_bin")
+        .collect()
+        .with_columns(pl.col(CONFIG_COLUMN).replace_strict(lay.panel_of).alias("_setting"))
+    )
+    columns = min(MAX_QUOTA_QUEUES, int(binned.get_column("queue").n_unique()))
+    fig = _new_figure(PANEL_WIDTH * min(columns, 2) if columns <= 2 else 3.4 * columns, 1.0)
+    # The legend names the treatments drawn (runs without a queue model have no quota to show).
+    drawn = {lay.name_of[c] for c in configs}
+    drawn_lay = replace(lay, names=[n for n in lay.names if n in drawn])
+    _, legend_rows = _legend_rows(drawn_lay.names, fig.get_figwidth())
+    fig.set_figheight(2.6 * len(shown_settings) + 0.9 + LEGEND_ROW * legend_rows)
+    grid = fig.subplots(len(shown_settings), columns, squeeze=False)
+    for row, setting in enumerate(shown_settings):
+        mine = binned.filter(pl.col("_setting") == setting)
+        queues = (
+            mine.group_by("queue")
+            .agg(pl.col("usage_gpu").sum())
+            .sort("usage_gpu", "queue", descending=[True, False])
+            .get_column("queue")
+            .to_list()[:columns]
+        )
+        for col in range(columns):
+            ax = grid[row, col]
+            if col >= len(queues):
+                ax.set_axis_off()
+                continue
+            queue = queues[col]
+            for config in lay.configs_in(setting, configs):
+                part = mine.filter((pl.col(CONFIG_COLUMN) == config) & (pl.col("queue") == queue))
+                if part.height == 0:
+                    continue
+                style = lay.style_of[lay.name_of[config]]
+                x = part.get_column("_bin").to_numpy() / unit_seconds
+                ax.plot(x, part.get_column("usage_gpu").to_numpy(), color=style.colour, lw=style.width * 0.7)
+                ax.plot(x, part.get_column("nominal_gpu").to_numpy(), color=style.colour, lw=1.0, ls="--")
+            ax.set_title(f"{setting}\nqueue {queue}" if setting else f"queue {queue}", fontsize=9)
+            ax.set_xlim(0.0, max(span / unit_seconds, 1e-9))
+            ax.set_ylim(bottom=0.0)
+            ax.grid(True, alpha=0.3)
+            if col == 0:
+                ax.set_ylabel("GPUs", fontsize=9)
+            if row == len(shown_settings) - 1:
+                ax.set_xlabel(f"simulated time ({unit})", fontsize=9)
+    fig.suptitle("GPU usage against nominal quota, by queue", fontsize=11)
+    _legend(fig, drawn_lay)
+    left = (
+        f"; the first {MAX_QUOTA_SETTINGS} of {len(settings)} settings"
+        if len(settings) > len(shown_settings)
+        else ""
+    )
+    return Drawn(
+        fig,
+        "quota_usage.png",
+        "GPU usage against nominal quota, by queue",
+        f"Runs under a queue model only: the {columns} queues with most GPU usage per setting; solid: GPUs "
+        "the queue's placed pods request, dashed: its nominal quota (queues.parquet), mean of seeds per "
+        f"{_duration(width)} bin{left}. Above the dashed line a queue borrows its cohort's unused quota.",
+    )
+
+
 def draw_figures(collection: Collection) -> list[Drawn | str]:
     """Every figure of the report, drawn but not saved, or a sentence saying why one is not drawn."""
     lay = layout(collection)
@@ -804,6 +910,7 @@ def draw_figures(collection: Collection) -> list[Drawn | str]:
         preemption_figure(collection, lay),
         queue_figure(collection, lay),
         queue_usage_figure(collection),
+        quota_figure(collection, lay),
     ]
     return [d for d in drawn if d is not None]
 
@@ -846,6 +953,7 @@ __all__ = [
     "preemption_figure",
     "queue_figure",
     "queue_usage_figure",
+    "quota_figure",
     "save_png",
     "styles",
     "timeline_figure",

@@ -55,7 +55,12 @@ def jain_index(values: pl.Series) -> float | None:
     return float(x.sum()) ** 2 / (x.len() * squares)
 
 
-def queue_summary(jobs: pl.DataFrame, admitted: pl.DataFrame, attempts: pl.DataFrame | None) -> pl.DataFrame:
+def queue_summary(
+    jobs: pl.DataFrame,
+    admitted: pl.DataFrame,
+    attempts: pl.DataFrame | None,
+    samples: pl.DataFrame | None = None,
+) -> pl.DataFrame:
     """One row per queue (:data:`QUEUE_SUMMARY_SCHEMA`), sorted by queue name.
 
     Parameters
@@ -68,6 +73,10 @@ def queue_summary(jobs: pl.DataFrame, admitted: pl.DataFrame, attempts: pl.DataF
     attempts
         The run's attempts (``attempts.parquet``) for the GPU-hours and the evictions caused; None:
         both are null.
+    samples
+        The run's queue samples (``queues.parquet``): under a queue model their ``nominal_gpu`` gives each
+        queue's ``nominal_gpu`` and ``quota_share`` (its share of the queues' nominal GPUs, to set beside
+        ``gpu_time_share``); None, or no queue model: both null.
     """
     counts = jobs.group_by("queue").agg(pl.len().alias("jobs"))
     figures = admitted.group_by("queue").agg(
@@ -106,6 +115,20 @@ def queue_summary(jobs: pl.DataFrame, admitted: pl.DataFrame, attempts: pl.DataF
     else:
         table = table.with_columns(
             pl.lit(None, pl.Float64).alias("gpu_hours"), pl.lit(None, pl.Int64).alias("preemptions_caused")
+        )
+    quota = None if samples is None else samples.filter(pl.col("nominal_gpu").is_not_null())
+    if quota is not None and quota.height:
+        nominal = quota.group_by("queue").agg(pl.col("nominal_gpu").first())
+        quota_total = nominal["nominal_gpu"].sum()
+        nominal = nominal.with_columns(
+            (pl.col("nominal_gpu") / quota_total if quota_total else pl.lit(None, pl.Float64)).alias(
+                "quota_share"
+            )
+        )
+        table = table.join(nominal, on="queue", how="left")
+    else:
+        table = table.with_columns(
+            pl.lit(None, pl.Float64).alias("nominal_gpu"), pl.lit(None, pl.Float64).alias("quota_share")
         )
     total = table["gpu_hours"].sum()
     share = pl.col("gpu_hours") / total if total else pl.lit(None, pl.Float64)

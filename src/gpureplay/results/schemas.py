@@ -105,6 +105,9 @@ QUEUE_SUMMARY_SCHEMA: dict[str, pl.DataType] = {
     "bounded_slowdown_mean": pl.Float64(),
     "gpu_hours": pl.Float64(),
     "gpu_time_share": pl.Float64(),
+    # Under a queue model (null without one): the nominal GPU quota and its share of all queues' nominal.
+    "nominal_gpu": pl.Float64(),
+    "quota_share": pl.Float64(),
     "preemptions": pl.Int64(),
     "preempted_jobs": pl.Int64(),
     "lost_gpu_hours": pl.Float64(),
