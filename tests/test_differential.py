@@ -623,8 +623,10 @@ def kueue_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
     jobs = jobs.with_columns(pl.Series("queue", picks, dtype=pl.String))
     if grain is not None:
         jobs = jobs.with_columns(((pl.col("submit_time") / grain).floor() * grain).alias("submit_time"))
+    # Half the cases preempt by the ClusterQueues' spec.preemption (classical; not with fair sharing).
+    preempting = draw(st.booleans())
     queues = tuple(sorted(set(jobs["queue"].to_list())))
-    text = draw(kueue_manifests(queues))
+    text = draw(kueue_manifests(queues, preemption=preempting))
     policy = Policy(
         name="kueue",
         queue_order=QueueOrder.priority,
@@ -635,7 +637,9 @@ def kueue_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
         queues=QueueModel.kueue,
         quotas=QuotaSource.manifests,
         manifests=_manifest_file(text),
-        fair_sharing=draw(st.booleans()),
+        fair_sharing=not preempting and draw(st.booleans()),
+        graceful_termination=draw(st.sampled_from([0.0, 2.5, 30.0])),
+        requeue=draw(st.sampled_from(list(Requeue))),
     )
     return jobs, nodes, policy
 

@@ -6,6 +6,7 @@ docs/engine-semantics.md, "Kueue quotas". Every scenario runs on the engine and 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,15 +21,22 @@ from gpureplay.queues.fair_share import KueueNode, kueue_drs
 from gpureplay.queues.kueue_quota import available, generated_quotas, model_columns, node_usage
 from gpureplay.queues.kueue_quota import share as kueue_share
 from gpureplay.replay.simulate import Replay, simulate
+from gpureplay.results.metrics import admitted_jobs, attempt_results, job_results, run_span
+from gpureplay.results.queue_summary import queue_summary
 from gpureplay.schedulers.policy import (
     Backfill,
+    BorrowWithinCohort,
     GangMode,
     Policy,
     Preemption,
     QueueModel,
     QueueOrder,
     QuotaSource,
+    ReclaimWithinCohort,
+    WithinClusterQueue,
 )
+
+RECLAIM_LOWER = ReclaimWithinCohort.lower_priority
 
 KUEUE = Policy(
     name="kueue",
@@ -247,6 +255,15 @@ def test_generated_quotas_from_gpu_time_shares() -> None:
         # GPU-time: a = 3 x 100 + 6 x 100 = 900, b = 100: 7.2 and 0.8 GPUs -> 7 and 1 (largest remainder).
         assert nominal == [("a", 7.0), ("b", 1.0)]
         assert starts(replay)[3] == 100.0
+        # queue_summary.parquet sets each queue's quota share beside its GPU-time share.
+        table = job_results(jobs, replay.jobs)
+        admitted = admitted_jobs(table, run_span(jobs, replay.stats["end_time"]))
+        per_queue = queue_summary(table, admitted, attempt_results(replay.attempts), replay.queues)
+        assert per_queue.select("queue", "nominal_gpu", "quota_share").rows() == [
+            ("a", 7.0, 7.0 / 8.0),
+            ("b", 1.0, 1.0 / 8.0),
+        ]
+        assert per_queue["gpu_time_share"].to_list() == pytest.approx([0.9, 0.1])
 
 
 def test_the_share_column_is_kueues_dominant_resource_share() -> None:
@@ -295,7 +312,23 @@ def test_available_follows_the_lending_and_borrowing_limits() -> None:
             "scheduler.gang",
             "whole workloads",
         ),
-        ({"preemption": Preemption.priority}, "scheduler.preemption", "not modelled yet"),
+        ({"preemption": Preemption.priority}, "scheduler.preemption", "reclaim_within_cohort"),
+        (
+            {"queues": QueueModel.none, "quotas": QuotaSource.none, "reclaim_within_cohort": RECLAIM_LOWER},
+            "scheduler.reclaim_within_cohort",
+            "queue model only",
+        ),
+        (
+            {"reclaim_within_cohort": RECLAIM_LOWER, "fair_sharing": True},
+            "scheduler.fair_sharing",
+            "fair sharing .* not modelled yet",
+        ),
+        ({"borrow_max_priority": 5}, "scheduler.borrow_max_priority", "lower_priority only"),
+        (
+            {"borrow_within_cohort": BorrowWithinCohort.lower_priority},
+            "scheduler.borrow_within_cohort",
+            "needs reclaimWithinCohort",
+        ),
         ({"queue_order": QueueOrder.fifo}, "scheduler.queue_order", "priority"),
         ({"quotas": QuotaSource.none}, "scheduler.quotas", "needs quotas"),
         ({"queues": QueueModel.none}, "scheduler.quotas", "queue model only"),
@@ -317,13 +350,17 @@ def test_unmodelled_settings_are_refused(change: dict[str, Any], key: str, messa
 
 def test_manifest_errors_name_file_document_and_field(tmp_path: Path) -> None:
     preempting = cluster_queue("team-a", 8).replace(
-        "  queueingStrategy", "  preemption:\n    reclaimWithinCohort: Any\n  queueingStrategy"
+        "  queueingStrategy",
+        "  preemption:\n    borrowWithinCohort:\n      policy: LowerPriority\n  queueingStrategy",
     )
     policy = manifests(tmp_path, preempting)
     jobs = jobs_frame([job(1, 0.0, "team-a", 1, 1)])
     nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": 8}])
-    with pytest.raises(InputError, match=r"queues\.yaml.*spec\.preemption\.reclaimWithinCohort"):
+    with pytest.raises(InputError, match=r"queues\.yaml.*spec\.preemption.*reclaimWithinCohort=Never"):
         simulate(jobs, nodes, policy)
+    # A preemption key of derived quotas beside manifests: they state their own.
+    with pytest.raises(InputError, match=r"scheduler\.within_cluster_queue.*derived quotas only"):
+        simulate(jobs, nodes, replace(policy, within_cluster_queue=WithinClusterQueue.lower_priority))
     policy = manifests(tmp_path, cluster_queue("team-a", 8))
     unknown = jobs_frame([job(1, 0.0, "team-a", 1, 1), job(2, 0.0, "nobody", 1, 1)])
     with pytest.raises(InputError, match=r"row 2.*'nobody' names no ClusterQueue or LocalQueue"):

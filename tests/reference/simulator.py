@@ -44,6 +44,7 @@ from tests.reference.scoring import (
 from gpureplay.mig.devices import single_strategy_devices, smallest_profile
 from gpureplay.mig.geometry import MigGeometry, MigProfile, mig_geometry
 from gpureplay.mig.parted import find_placement, standard_configs
+from gpureplay.queues.kueue_preemption import Admitted, preemption_targets, preempts
 from gpureplay.queues.kueue_quota import (
     KueueQuotas,
     available,
@@ -3171,8 +3172,45 @@ class _Replay:
         return request_of(job.num_pods, job.pod.milli, job.pod.cpu, job.pod.mem)
 
     def kueue_class(self, job: Job) -> tuple[Any, ...]:
-        """[Kueue quotas] jobs that get the same answer: one queue's jobs of one request (demand, pods)."""
-        return (job.queue, self.class_key(job)[0], job.num_pods)
+        """[Kueue quotas] jobs that get the same answer: one queue's jobs of one request (demand, pods)
+        and preemption policy."""
+        return (job.queue, self.class_key(job)[0], job.num_pods, job.can_preempt)
+
+    def kueue_preempt(self, quotas: KueueQuotas, q: int, job: Job) -> bool:
+        """[Kueue preemption] evict the classical targets of ``job`` (ClusterQueue ``q``); whether it did.
+
+        No preemption when the job may not preempt, when no targets make it fit, or when a target was
+        evicted at this instant by another workload (Kueue skips overlapping preemptions in a cycle).
+        """
+        if not job.can_preempt or not preempts(quotas):
+            return False
+        index = {name: n for n, name in enumerate(self.queue_names)}
+        holders = {
+            j.job_id: j
+            for j in self.jobs
+            if j.placements and j.preemptible and j.state in ("running", "terminating")
+        }
+        admitted = [
+            Admitted(
+                job_id=j.job_id,
+                cluster_queue=index[j.queue],
+                priority=j.priority,
+                timestamp=j.key2,
+                admitted=j.start,
+                evicted=j.state == "terminating",
+                request=self.kueue_request(j),
+            )
+            for j in holders.values()
+        ]
+        targets = preemption_targets(
+            quotas, self.kueue_usage(), q, self.kueue_request(job), job.priority, job.key2, admitted
+        )
+        if not targets or any(t.evicted and holders[t.job_id].evicted_at == self.now for t in targets):
+            return False
+        for target in targets:
+            if not target.evicted:
+                self.evict(holders[target.job_id], job)
+        return True
 
     def kueue_cycle(self, quotas: KueueQuotas) -> None:
         """[Kueue quotas] rounds of one head per ClusterQueue until each pending job is admitted or set aside.
@@ -3219,7 +3257,13 @@ class _Replay:
                 any_head = True
                 request = self.kueue_request(job)
                 if not fits(quotas, usage, q, request):
-                    set_aside(q, job)
+                    if self.kueue_preempt(quotas, q, job):
+                        # Kueue keeps a preemptor as its queue's head until admitted: the queue waits for
+                        # its victims (their release ends the block).
+                        self.kueue_aside[self.kueue_class(job)] = now
+                        self.kueue_blocked[q] = now
+                    else:
+                        set_aside(q, job)
                     continue
                 entries.append((borrows(quotas, usage, q, request), self.queue_key(job), q, job))
             if not any_head:

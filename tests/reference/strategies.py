@@ -876,14 +876,17 @@ def _kueue_quota_lines(gpus: int, cpus: int, memory: str, limits: str) -> str:
 
 
 @st.composite
-def kueue_manifests(draw: st.DrawFn, queues: tuple[str, ...]) -> str:
+def kueue_manifests(draw: st.DrawFn, queues: tuple[str, ...], preemption: bool = False) -> str:
     """Kueue manifests for ``queues`` (plus, sometimes, an idle ClusterQueue that only lends).
 
     No cohort, one flat cohort, or a two-level tree (a root Cohort with its own GPU quota and an inner
     one); nominal GPU, CPU and memory quotas, GPU borrowing and lending limits inside cohorts, and
-    either queueing strategy.
+    either queueing strategy. ``preemption``: no nested tree (not modelled with preemption), and each
+    ClusterQueue draws its ``spec.preemption`` (withinClusterQueue, reclaimWithinCohort,
+    borrowWithinCohort with or without a maxPriorityThreshold).
     """
-    shape = draw(st.sampled_from(["none", "flat", "flat", "nested"]))
+    shapes = ["none", "flat", "flat"] if preemption else ["none", "flat", "flat", "nested"]
+    shape = draw(st.sampled_from(shapes))
     names = list(queues) + (["idle"] if draw(st.booleans()) else [])
     docs = [_KUEUE_FLAVOR]
     if shape == "nested":
@@ -908,9 +911,20 @@ def kueue_manifests(draw: st.DrawFn, queues: tuple[str, ...]) -> str:
             if lend is not None:
                 limits += f"        lendingLimit: {lend}\n"
         strategy = draw(st.sampled_from(["BestEffortFIFO", "BestEffortFIFO", "StrictFIFO"]))
+        preempt = ""
+        if preemption:
+            within = draw(st.sampled_from(["Never", "LowerPriority", "LowerOrNewerEqualPriority"]))
+            reclaim = draw(st.sampled_from(["Never", "LowerPriority", "Any"]))
+            preempt = f"  preemption:\n    withinClusterQueue: {within}\n    reclaimWithinCohort: {reclaim}\n"
+            if reclaim != "Never" and draw(st.booleans()):
+                threshold = draw(st.sampled_from([None, 0, 1, 3]))
+                preempt += "    borrowWithinCohort:\n      policy: LowerPriority\n" + (
+                    "" if threshold is None else f"      maxPriorityThreshold: {threshold}\n"
+                )
         docs.append(
             f"apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata:\n  name: {name}\nspec:\n"
             + (f"  cohort: {cohort}\n" if cohort else "")
+            + preempt
             + f"  fairSharing:\n    weight: {draw(st.sampled_from([1, 1, 0, 0.5, 2]))}\n"
             + f"  queueingStrategy: {strategy}\n"
             + _kueue_quota_lines(

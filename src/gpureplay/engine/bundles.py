@@ -521,6 +521,14 @@ class Quotas(NamedTuple):
         Fair sharing's work space: ``[entry, node]`` the weighted (``share``) and unweighted share of the
         entry's child on the path below ``node``, its workload included; each cohort's tournament winner
         (an entry); each ClusterQueue's entry (-1: none); ``[resource, node]`` usage with a workload added.
+    pre, pre_on
+        ``[KP_* row, cluster queue]`` ``spec.preemption``; ``[1]``: 1 when some ClusterQueue may preempt.
+    adm_head, adm_next, adm_listed
+        Per ClusterQueue a list of the jobs that took its quota (first job; per job the next, -1 ends it;
+        whether listed), pruned of jobs that no longer hold quota as it is walked.
+    need, cand, cand_wb, order, targets
+        Preemption's work space: ``[resource]`` 1 where the preemptor needs preemption; candidates, whether
+        each may be reclaimed only without borrowing; their order; the targets chosen.
     """
 
     parent: Int64Array
@@ -549,6 +557,16 @@ class Quotas(NamedTuple):
     winner: Int64Array
     entry_of: Int64Array
     path_used: Int64Array
+    pre: Int64Array
+    pre_on: Int64Array
+    adm_head: Int64Array
+    adm_next: Int64Array
+    adm_listed: Int64Array
+    need: Int64Array
+    cand: Int64Array
+    cand_wb: Int64Array
+    order: Int64Array
+    targets: Int64Array
 
 
 def quota_state(
@@ -564,10 +582,20 @@ def quota_state(
     present: Int64Array | None = None,
     lendable: Int64Array | None = None,
     weight: Float64Array | None = None,
+    preemption: Int64Array | None = None,
+    num_jobs: int = 0,
 ) -> Quotas:
-    """The :class:`Quotas` bundle of a quota tree (arrays as ``gpureplay.queues.kueue_quota.KueueQuotas``)."""
+    """The :class:`Quotas` bundle of a quota tree (arrays as ``gpureplay.queues.kueue_quota.KueueQuotas``).
+
+    ``preemption``: ``[KP_* row, cluster queue]`` (None: Never everywhere); ``num_jobs``: the trace's jobs
+    (preemption candidates).
+    """
     num_nodes = parent.shape[0]
     num_cq = strict.shape[0]
+    if preemption is None:
+        preemption = np.zeros((L.KP_ROWS, num_cq), dtype=np.int64)
+    preempting = bool((preemption[L.KP_WITHIN] != 0).any() or (preemption[L.KP_RECLAIM] != 0).any())
+    room = max(num_jobs, 1)
     return Quotas(
         parent=parent.astype(np.int64),
         nominal=nominal.astype(np.int64),
@@ -595,6 +623,16 @@ def quota_state(
         winner=np.full(num_nodes, -1, dtype=np.int64),
         entry_of=np.full(max(num_cq, 1), -1, dtype=np.int64),
         path_used=np.zeros((3, num_nodes), dtype=np.int64),
+        pre=preemption.astype(np.int64),
+        pre_on=np.array([1 if preempting else 0], dtype=np.int64),
+        adm_head=np.full(max(num_cq, 1), -1, dtype=np.int64),
+        adm_next=np.full(room, -1, dtype=np.int64),
+        adm_listed=np.zeros(room, dtype=np.int64),
+        need=np.zeros(3, dtype=np.int64),
+        cand=np.zeros(room, dtype=np.int64),
+        cand_wb=np.zeros(room, dtype=np.int64),
+        order=np.zeros(room, dtype=np.int64),
+        targets=np.zeros(room, dtype=np.int64),
     )
 
 

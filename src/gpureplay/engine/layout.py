@@ -481,6 +481,14 @@ QU_MEM = 4  # MiB of memory its placed pods request
 QUEUE_FIELDS = 5
 QUOTA_UNSET = -1  # a Kueue borrowingLimit / lendingLimit left unset (gpureplay.engine.quota)
 
+# Rows of the per-ClusterQueue spec.preemption table (Quotas.pre; gpureplay.queues.kueue_quota PR_*): each
+# policy as the index of its value in Kueue's list (Never first), then borrowWithinCohort's threshold.
+KP_WITHIN = 0  # withinClusterQueue: Never, LowerPriority, LowerOrNewerEqualPriority
+KP_RECLAIM = 1  # reclaimWithinCohort: Never, LowerPriority, Any
+KP_BORROW = 2  # borrowWithinCohort.policy: Never, LowerPriority
+KP_THRESHOLD = 3  # maxPriorityThreshold (int64 max: unset)
+KP_ROWS = 4
+
 # --- attempts rows -----------------------------------------------------------------------------------
 A_JOB = 0  # job index
 A_NUMBER = 1  # attempt number, 0-based

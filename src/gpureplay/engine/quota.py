@@ -31,94 +31,23 @@ from gpureplay.engine.config import inline_kernel, kernel
 from gpureplay.engine.gang import try_gang
 from gpureplay.engine.heaps import merge_pop, merge_push
 from gpureplay.engine.jobs import start_job
+from gpureplay.engine.kueue_preempt import kueue_preempt, list_admitted
 from gpureplay.engine.layout import (
     C_TENANT,
     CD_FAIL,
     D_STATUS,
     J_CLASS,
-    J_CPU,
     J_ID,
-    J_MEM,
-    J_MILLI,
-    J_PODS,
     J_TENANT,
     K_NACTIVE,
     K_VERSION,
-    QU_CPU,
-    QU_MEM,
-    QU_MILLI,
-    QUOTA_UNSET,
     S_QUEUED,
+    S_RUNNING,
     T_KEY1,
     T_KEY2,
 )
 from gpureplay.engine.pending import cursor_job, cursor_reset, cursor_step, key_before
-
-RESOURCE_ROWS = (QU_MILLI, QU_CPU, QU_MEM)
-
-
-@inline_kernel
-def _request(jobs: Jobs, j: int, r: int) -> int:
-    per_pod = jobs.ints[J_MILLI, j] if r == 0 else (jobs.ints[J_CPU, j] if r == 1 else jobs.ints[J_MEM, j])
-    return int(jobs.ints[J_PODS, j] * per_pod)
-
-
-@inline_kernel
-def _local(qt: Quotas, r: int, n: int) -> int:
-    # resource_node.go guaranteedQuota: the part of the subtree quota not lent to the parent.
-    lend = qt.lend[r, n]
-    if lend == QUOTA_UNSET:
-        return 0
-    return max(0, int(qt.subtree[r, n] - lend))
-
-
-@kernel
-def node_usage(qt: Quotas, run: Run, r: int) -> None:
-    """Fill ``qt.used[r]``: the ClusterQueues' usage of resource ``r`` and, up the tree, the cohorts'.
-
-    Notes
-    -----
-    A cohort uses what its children use beyond their local quotas (``resource_node.go``
-    ``updateCohortResourceNode``); nodes are listed children before parents, so one pass suffices.
-    """
-    num_cq = run.queues.shape[1]
-    for n in range(qt.parent.shape[0]):
-        qt.used[r, n] = run.queues[RESOURCE_ROWS[r], n] if n < num_cq else 0
-    for n in range(qt.parent.shape[0]):
-        p = qt.parent[n]
-        if p >= 0:
-            qt.used[r, p] += max(0, int(qt.used[r, n] - _local(qt, r, n)))
-
-
-@kernel
-def available(qt: Quotas, r: int, q: int) -> int:
-    """How much of resource ``r`` ClusterQueue ``q`` may still take (``qt.used[r]``: :func:`node_usage`).
-
-    Notes
-    -----
-    kubernetes-sigs/kueue ``pkg/cache/scheduler/resource_node.go`` ``available`` (reference §4.2), unrolled
-    from the root down: at a root ``subtreeQuota − usage``; at each node below,
-    ``max(0, localQuota − usage) + A``, ``A`` the parent's value capped by a set ``borrowingLimit`` at
-    ``(subtreeQuota − localQuota) − max(0, usage − localQuota) + borrowingLimit``.
-    """
-    # The path from q to its root, in qt.path (root last).
-    depth = 0
-    n = q
-    while n >= 0:
-        qt.path[depth] = n
-        depth += 1
-        n = qt.parent[n]
-    root = qt.path[depth - 1]
-    value = int(qt.subtree[r, root] - qt.used[r, root])
-    for i in range(depth - 2, -1, -1):
-        n = qt.path[i]
-        local = _local(qt, r, n)
-        limit = qt.borrow[r, n]
-        if limit != QUOTA_UNSET:
-            cap = int(qt.subtree[r, n] - local) - max(0, int(qt.used[r, n] - local)) + int(limit)
-            value = min(value, cap)
-        value = max(0, local - int(qt.used[r, n])) + value
-    return value
+from gpureplay.engine.quota_tree import RESOURCE_ROWS, available, local_quota, node_usage, request_amount
 
 
 @kernel
@@ -132,7 +61,7 @@ def quota_fits(qt: Quotas, jobs: Jobs, run: Run, j: int) -> bool:
     """
     q = jobs.ints[J_TENANT, j]
     for r in range(3):
-        need = _request(jobs, j, r)
+        need = request_amount(jobs, j, r)
         if need == 0 or qt.covered[r, q] == 0:
             continue
         node_usage(qt, run, r)
@@ -146,7 +75,7 @@ def quota_borrows(qt: Quotas, jobs: Jobs, run: Run, j: int) -> bool:
     """Whether admitting job ``j`` now takes its ClusterQueue above nominal quota on a covered resource."""
     q = jobs.ints[J_TENANT, j]
     for r in range(3):
-        need = _request(jobs, j, r)
+        need = request_amount(jobs, j, r)
         if need > 0 and qt.covered[r, q] != 0 and run.queues[RESOURCE_ROWS[r], q] + need > qt.nominal[r, q]:
             return True
     return False
@@ -193,13 +122,13 @@ def _path_shares(qt: Quotas, jobs: Jobs, i: int) -> None:
     j = qt.entries[i]
     x = jobs.ints[J_TENANT, j]
     for r in range(3):
-        qt.path_used[r, x] = qt.used[r, x] + _request(jobs, j, r)
+        qt.path_used[r, x] = qt.used[r, x] + request_amount(jobs, j, r)
     p = qt.parent[x]
     while p >= 0:
         qt.share[i, p], qt.share2[i, p] = _drs(qt, x)
         for r in range(3):
-            before = max(0, int(qt.used[r, x] - _local(qt, r, x)))
-            after = max(0, int(qt.path_used[r, x] - _local(qt, r, x)))
+            before = max(0, int(qt.used[r, x] - local_quota(qt, r, x)))
+            after = max(0, int(qt.path_used[r, x] - local_quota(qt, r, x)))
             qt.path_used[r, p] = qt.used[r, p] - before + after
         x = p
         p = qt.parent[x]
@@ -376,7 +305,15 @@ def kueue_cycle(
                 continue
             heads += 1
             if not quota_fits(qt, jobs, run, j):
-                _set_aside(pend, qt, run, q, jobs.ints[J_CLASS, j])
+                c = jobs.ints[J_CLASS, j]
+                if qt.pre_on[0] != 0 and kueue_preempt(qt, params, jobs, cs, cl, js, pend, tm, sc, run, j, t):
+                    # Kueue keeps a preemptor as its queue's head until admitted: the queue waits for its
+                    # victims (their release ends the block).
+                    pend.cls[CD_FAIL, c] = run.counters[K_VERSION]
+                    qt.blocked[q] = run.counters[K_VERSION]
+                    qt.hsize[q] = 0
+                else:
+                    _set_aside(pend, qt, run, q, c)
                 continue
             qt.entries[n] = j
             qt.entry_cls[n] = jobs.ints[J_CLASS, j]
@@ -409,6 +346,8 @@ def kueue_cycle(
             # (A class set aside at this release version never reaches here: _head drops it.)
             if try_gang(tas, numa, params, jobs, cs, cl, ix, js, pend, tm, sc, run, j, t):
                 start_job(params, jobs, cs, cl, js, pend, tm, sc, run, j, t)
+                if js.dyn[D_STATUS, j] == S_RUNNING:
+                    list_admitted(qt, jobs, j)
             elif js.dyn[D_STATUS, j] == S_QUEUED:
                 _set_aside(pend, qt, run, q, c)
                 continue

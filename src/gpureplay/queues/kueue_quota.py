@@ -20,10 +20,18 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from gpureplay.engine.layout import Int64Array
+from gpureplay.engine.layout import KP_BORROW, KP_RECLAIM, KP_ROWS, KP_THRESHOLD, KP_WITHIN, Int64Array
 from gpureplay.errors import InputError, Problem
 from gpureplay.queues.manifests import ManifestSet
-from gpureplay.queues.tree import GPU_RESOURCE, ClusterQueue, Cohort, QueueTree
+from gpureplay.queues.tree import (
+    GPU_RESOURCE,
+    KUEUE_BORROW,
+    KUEUE_RECLAIM,
+    KUEUE_WITHIN_CQ,
+    ClusterQueue,
+    Cohort,
+    QueueTree,
+)
 
 __all__ = [
     "RESOURCES",
@@ -46,6 +54,14 @@ RESOURCES: tuple[tuple[str, str, float], ...] = (
 
 #: An unset ``borrowingLimit`` / ``lendingLimit``, or a resource a node has no quota for.
 UNSET = -1
+
+#: Rows of :attr:`KueueQuotas.preemption`: per ClusterQueue, its three policies (the index of the value in
+#: ``tree.KUEUE_WITHIN_CQ`` / ``KUEUE_RECLAIM`` / ``KUEUE_BORROW``) and ``maxPriorityThreshold``.
+PR_WITHIN, PR_RECLAIM, PR_BORROW, PR_THRESHOLD = KP_WITHIN, KP_RECLAIM, KP_BORROW, KP_THRESHOLD
+PREEMPTION_ROWS = KP_ROWS
+
+#: An unset ``borrowWithinCohort.maxPriorityThreshold``: every priority below the preemptor's qualifies.
+NO_THRESHOLD = int(np.iinfo(np.int64).max)
 
 
 @dataclass(frozen=True)
@@ -77,6 +93,9 @@ class KueueQuotas:
     fair_sharing
         Kueue's fair sharing (``fairSharing.enable`` in its configuration): the tournament orders each
         round's heads instead of the classical iterator.
+    preemption
+        ``[row, cluster queue]`` ``spec.preemption`` policies (:mod:`gpureplay.queues.kueue_preemption`
+        ``PR_*`` rows); None: ``Never`` everywhere.
     """
 
     names: tuple[str, ...]
@@ -91,6 +110,7 @@ class KueueQuotas:
     queue_map: Mapping[str, str]
     source: str
     fair_sharing: bool = False
+    preemption: np.ndarray | None = None
 
     @property
     def cluster_queues(self) -> tuple[str, ...]:
@@ -275,23 +295,18 @@ def _flavor_problems(
     return problems
 
 
-def _cluster_queue_problems(cq: ClusterQueue) -> list[Problem]:
-    problems: list[Problem] = []
-    preemption = cq.preemption
-    for value, key in (
-        (preemption.within_cluster_queue, "withinClusterQueue"),
-        (preemption.reclaim_within_cohort, "reclaimWithinCohort"),
-        (preemption.borrow_within_cohort, "borrowWithinCohort.policy"),
-    ):
-        if value != "Never":
-            problems.append(
-                cq.origin.problem(
-                    f"{key}: {value}: Kueue's preemption is not modelled yet; set Never (the default) or "
-                    "leave it out",
-                    f"spec.preemption.{key}",
-                )
-            )
-    return problems
+def _preemption_rows(cqs: Sequence[ClusterQueue]) -> Int64Array:
+    """``[PR_* row, cluster queue]`` of the ClusterQueues' ``spec.preemption``."""
+    table = np.zeros((PREEMPTION_ROWS, len(cqs)), dtype=np.int64)
+    for q, cq in enumerate(cqs):
+        p = cq.preemption
+        table[PR_WITHIN, q] = KUEUE_WITHIN_CQ.index(p.within_cluster_queue)
+        table[PR_RECLAIM, q] = KUEUE_RECLAIM.index(p.reclaim_within_cohort)
+        table[PR_BORROW, q] = KUEUE_BORROW.index(p.borrow_within_cohort)
+        table[PR_THRESHOLD, q] = (
+            NO_THRESHOLD if p.max_priority_threshold is None else p.max_priority_threshold
+        )
+    return table
 
 
 def _fill(node: ClusterQueue | Cohort, n: int, arrays: tuple[Int64Array, Int64Array, Int64Array]) -> None:
@@ -372,7 +387,7 @@ def manifest_quotas(
     ------
     InputError
         When the manifests are not Kueue's, use what is not modelled yet (several flavors in a resource
-        group, a flavor that selects some of the cluster's GPU models, Kueue preemption), name a resource
+        group, a flavor that selects some of the cluster's GPU models), name a resource
         the jobs cannot request, or a job's queue names no queue of them (naming the file and document,
         or the job row).
     """
@@ -385,7 +400,6 @@ def manifest_quotas(
     problems: list[Problem] = []
     for cq in tree.cluster_queues:
         problems += _flavor_problems(cq, gpu_models, tree)
-        problems += _cluster_queue_problems(cq)
     for cohort in tree.cohorts:
         problems += _flavor_problems(cohort, gpu_models, tree)
     if problems:
@@ -440,6 +454,7 @@ def manifest_quotas(
         weight=weight,
         queue_map=queue_map,
         source=source,
+        preemption=_preemption_rows(cqs),
     )
 
 

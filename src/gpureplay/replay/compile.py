@@ -1267,8 +1267,11 @@ def compile_replay(
     if codes[L.P_TAS] != L.TAS_NONE:
         shape += ["tas_mode", "tas_level", "tas_slice_level", "tas_slice_size"]
     if codes[L.P_QUEUES]:
-        # A queue model admits per tenant: a class is one tenant's jobs of one shape (same quota answer).
+        # A queue model admits per tenant: a class is one tenant's jobs of one shape (same quota answer) and
+        # preemption policy (under Kueue preemption, preemptionPolicy Never does not preempt).
         shape.append("tenant")
+        if not preempting:
+            shape.append("can_preempt")
     (qclass, num_classes), (rclass, num_rclasses) = _dense_classes(
         df, shape, ["gpu_milli", "gpu_mem", "cpu_milli", "mem_mib", "mask", "mig_key", "num_pods"]
     )

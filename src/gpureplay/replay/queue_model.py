@@ -16,11 +16,13 @@ import polars as pl
 
 from gpureplay.errors import InputError
 from gpureplay.paths import bundled_traces_dir, resolve_data_path
+from gpureplay.queues.kueue_preemption import preemption_problems, uniform_table
 from gpureplay.queues.kueue_quota import KueueQuotas, generated_quotas, manifest_quotas
-from gpureplay.queues.manifests import read_manifests
+from gpureplay.queues.manifests import ManifestSet, read_manifests
 from gpureplay.queues.quotas import gpu_time_quotas, quota_of_each_queue, read_vc_nodes, vc_node_quotas
 from gpureplay.schedulers.policy import (
     Backfill,
+    BorrowWithinCohort,
     GangMode,
     GpuSharing,
     MigStrategy,
@@ -30,6 +32,8 @@ from gpureplay.schedulers.policy import (
     QueueModel,
     QueueOrder,
     QuotaSource,
+    ReclaimWithinCohort,
+    WithinClusterQueue,
 )
 
 __all__ = ["kueue_quotas", "queue_model_problems", "tenant_jobs"]
@@ -65,6 +69,7 @@ def queue_model_problems(
             ("quota_missing", MissingQuota[_name(policy.quota_missing)] is MissingQuota.error),
             ("quota_cohort", bool(policy.quota_cohort)),
             ("fair_sharing", not policy.fair_sharing),
+            *_preemption_keys_unset(policy),
         ):
             if not unset:
                 problems.append(
@@ -82,6 +87,20 @@ def queue_model_problems(
                 "give a manifests path exactly when quotas: manifests"
                 f" (quotas: {source.name}, manifests: {policy.manifests!r})",
             )
+        )
+    if source is QuotaSource.manifests:
+        for key, unset in _preemption_keys_unset(policy):
+            if not unset:
+                problems.append(
+                    (
+                        f"scheduler.{key}",
+                        "applies to derived quotas only: the manifests state each ClusterQueue's "
+                        "spec.preemption",
+                    )
+                )
+    elif policy.borrow_max_priority is not None and _name(policy.borrow_within_cohort) == "never":
+        problems.append(
+            ("scheduler.borrow_max_priority", "is read with borrow_within_cohort: lower_priority only")
         )
     if gang is not GangMode.gang:
         problems.append(("scheduler.gang", "Kueue admits whole workloads: use gang: gang"))
@@ -104,8 +123,8 @@ def queue_model_problems(
         problems.append(
             (
                 "scheduler.preemption",
-                "Kueue preempts by its ClusterQueues' own policies (withinClusterQueue, "
-                "reclaimWithinCohort), not modelled yet: use preemption: none",
+                "Kueue preempts by its ClusterQueues' own policies: use preemption: none with "
+                "within_cluster_queue / reclaim_within_cohort (or the manifests' spec.preemption)",
             )
         )
     if _name(policy.topology_aware) != "none":
@@ -127,6 +146,15 @@ def queue_model_problems(
     return problems
 
 
+def _preemption_keys_unset(policy: Policy) -> list[tuple[str, bool]]:
+    return [
+        ("within_cluster_queue", _name(policy.within_cluster_queue) == "never"),
+        ("reclaim_within_cohort", _name(policy.reclaim_within_cohort) == "never"),
+        ("borrow_within_cohort", _name(policy.borrow_within_cohort) == "never"),
+        ("borrow_max_priority", policy.borrow_max_priority is None),
+    ]
+
+
 def kueue_quotas(policy: Policy, jobs: pl.DataFrame, nodes: pl.DataFrame) -> KueueQuotas | None:
     """The Kueue quota tree of a replay (``None`` unless ``scheduler.queues: kueue``).
 
@@ -140,6 +168,7 @@ def kueue_quotas(policy: Policy, jobs: pl.DataFrame, nodes: pl.DataFrame) -> Kue
         return None
     source = QuotaSource[_name(policy.quotas)]
     missing = MissingQuota[_name(policy.quota_missing)]
+    manifests: ManifestSet | None = None
     if source is QuotaSource.manifests:
         # A folder of manifests is read whole; a file not found here is looked up in the data roots.
         given = Path(str(policy.manifests))
@@ -167,7 +196,17 @@ def kueue_quotas(policy: Policy, jobs: pl.DataFrame, nodes: pl.DataFrame) -> Kue
         )
     else:
         raise InputError.single("queues: kueue needs quotas", "config", column="scheduler.quotas")
+    if source is not QuotaSource.manifests:
+        table = uniform_table(
+            quotas.num_cluster_queues,
+            WithinClusterQueue[_name(policy.within_cluster_queue)],
+            ReclaimWithinCohort[_name(policy.reclaim_within_cohort)],
+            BorrowWithinCohort[_name(policy.borrow_within_cohort)],
+            policy.borrow_max_priority,
+        )
+        quotas = dataclasses.replace(quotas, preemption=table)
     quotas = dataclasses.replace(quotas, fair_sharing=bool(policy.fair_sharing))
+    _refuse_unmodelled_preemption(quotas, manifests)
     log.info(
         "queues: kueue%s, %d ClusterQueues (%s), %s",
         " with fair sharing" if quotas.fair_sharing else "",
@@ -176,6 +215,25 @@ def kueue_quotas(policy: Policy, jobs: pl.DataFrame, nodes: pl.DataFrame) -> Kue
         "one cohort" if (quotas.parent[: quotas.num_cluster_queues] >= 0).any() else "no cohort",
     )
     return quotas
+
+
+def _refuse_unmodelled_preemption(quotas: KueueQuotas, manifests: ManifestSet | None) -> None:
+    problems = preemption_problems(quotas)
+    if not problems:
+        return
+    if manifests is None:
+        q, key, message = problems[0]
+        raise InputError.single(
+            f"{message} (ClusterQueue {quotas.names[q]})", "config", column=f"scheduler.{key}"
+        )
+    by_name = {cq.name: cq for cq in manifests.tree.cluster_queues}
+    field = {"borrow_within_cohort": "spec.preemption.borrowWithinCohort"}
+    raise InputError(
+        [
+            by_name[quotas.names[q]].origin.problem(message, field.get(key, "spec.preemption"))
+            for q, key, message in problems
+        ]
+    )
 
 
 def _gpu_time_or_even(jobs: pl.DataFrame, total: int) -> dict[str, float]:

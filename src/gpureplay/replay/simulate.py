@@ -32,6 +32,7 @@ from gpureplay.engine.resources import rejection_codes
 from gpureplay.engine.scoring import build_index
 from gpureplay.errors import InputError
 from gpureplay.interrupts import PendingSignal, deferred
+from gpureplay.queues.kueue_preemption import preemption_table
 from gpureplay.queues.kueue_quota import KueueQuotas, lendable, model_columns, present
 from gpureplay.replay.compile import Compiled, compile_replay, policy_params
 from gpureplay.replay.progress import Progress
@@ -465,6 +466,8 @@ def _initial(compiled: Compiled, timeline_capacity: int, quotas: KueueQuotas | N
             present(quotas),
             lendable(quotas),
             quotas.weight,
+            preemption_table(quotas),
+            compiled.jobs.ints.shape[1],
         )
     return initial_state(
         compiled.params,

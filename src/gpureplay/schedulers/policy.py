@@ -223,6 +223,41 @@ class QuotaSource(Enum):
     philly_vc_nodes = 3
 
 
+class WithinClusterQueue(Enum):
+    """Kueue ``spec.preemption.withinClusterQueue`` of every derived ClusterQueue (manifests give their own).
+
+    ``never`` (Kueue's default); ``lower_priority``: evict its own lower-priority workloads;
+    ``lower_or_newer_equal_priority``: also equal-priority ones queued later.
+    """
+
+    never = 0
+    lower_priority = 1
+    lower_or_newer_equal_priority = 2
+
+
+class ReclaimWithinCohort(Enum):
+    """Kueue ``spec.preemption.reclaimWithinCohort`` of every derived ClusterQueue.
+
+    ``never`` (Kueue's default); ``lower_priority`` / ``any``: evict lower-priority (or any) workloads of
+    cohort members that use more than their nominal quota, to get back what it lent.
+    """
+
+    never = 0
+    lower_priority = 1
+    any = 2
+
+
+class BorrowWithinCohort(Enum):
+    """Kueue ``spec.preemption.borrowWithinCohort.policy`` of every derived ClusterQueue.
+
+    ``lower_priority``: a workload that will borrow may still reclaim lower-priority workloads (at most
+    ``borrow_max_priority``, Kueue's ``maxPriorityThreshold``); needs ``reclaim_within_cohort``.
+    """
+
+    never = 0
+    lower_priority = 1
+
+
 class MissingQuota(Enum):
     """A trace queue a derived quota table does not name: ``error`` refuses it, ``zero`` gives it 0 GPUs."""
 
@@ -473,6 +508,10 @@ class Policy:
         ``queues: kueue`` only: Kueue's fair sharing (its configuration's ``fairSharing.enable``): each
         round's heads are ordered by the tournament of dominant resource shares (``fairSharing.weight``
         read from the manifests) instead of the classical iterator.
+    within_cluster_queue, reclaim_within_cohort, borrow_within_cohort, borrow_max_priority
+        Derived quotas only: every ClusterQueue's ``spec.preemption`` (see :class:`WithinClusterQueue`,
+        :class:`ReclaimWithinCohort`, :class:`BorrowWithinCohort`; ``borrow_max_priority`` is
+        ``borrowWithinCohort.maxPriorityThreshold``, null: unset). Manifests state their own.
     """
 
     name: str = "fifo"
@@ -520,6 +559,10 @@ class Policy:
     quota_missing: MissingQuota = MissingQuota.error
     quota_cohort: bool = True
     fair_sharing: bool = False
+    within_cluster_queue: WithinClusterQueue = WithinClusterQueue.never
+    reclaim_within_cohort: ReclaimWithinCohort = ReclaimWithinCohort.never
+    borrow_within_cohort: BorrowWithinCohort = BorrowWithinCohort.never
+    borrow_max_priority: int | None = None
 
     def devices_per_gpu(self) -> int:
         """``nvidia.com/gpu`` devices per GPU: ``replicas`` when shared by replicas, else 1."""

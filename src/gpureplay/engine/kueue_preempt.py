@@ -1,0 +1,368 @@
+"""Kueue's classical preemption on the engine's arrays: the twin of :mod:`gpureplay.queues.kueue_preemption`.
+
+When a ClusterQueue's head does not fit its quota and the queue's ``spec.preemption`` allows it, the cycle
+(:func:`gpureplay.engine.quota.kueue_cycle`) asks :func:`kueue_preempt` for the workloads to evict:
+kubernetes-sigs/kueue ``pkg/scheduler/preemption`` (``preemption.go`` ``classicalPreemptions``,
+``fillBackWorkloads``; ``classical/candidate_generator.go``; ``common/ordering.go``). The rule, stated once in
+plain Python, is in that module's docstring; this kernel follows it step for step:
+
+1. the resources that need preemption (above ``available``, within ``potentialAvailable`` and the nominal
+   quota, or ``borrowWithinCohort`` / ``withinClusterQueue`` set); none: no preemption;
+2. candidates: jobs holding quota (running or terminating, preemptible) that request such a resource, from
+   the ClusterQueue itself (``withinClusterQueue``) and from cohort members above nominal on one of them
+   (``reclaimWithinCohort``); each ClusterQueue keeps the jobs that took its quota in a list pruned as it
+   is walked (``Quotas.adm_*``);
+3. ordered: evicted first, other ClusterQueues first, lower priority, latest admitted, job id (a heap
+   sort: kernels allocate nothing);
+4. greedy runs with and without borrowing, removing candidates from the ClusterQueues' usage
+   (``run.queues``) until the job fits, then minimised from the next-to-last target back; the usage is
+   restored before returning.
+"""
+
+from __future__ import annotations
+
+from gpureplay.engine.bundles import (
+    Classes,
+    Cluster,
+    Jobs,
+    JobState,
+    Params,
+    Pending,
+    Quotas,
+    Run,
+    Scratch,
+    Timers,
+)
+from gpureplay.engine.config import inline_kernel, kernel
+from gpureplay.engine.jobs import evict_job
+from gpureplay.engine.layout import (
+    D_PLACED,
+    D_STATUS,
+    J_CAN_PREEMPT,
+    J_ID,
+    J_PREEMPTIBLE,
+    J_PRIO,
+    J_TENANT,
+    KP_BORROW,
+    KP_RECLAIM,
+    KP_THRESHOLD,
+    KP_WITHIN,
+    QUOTA_UNSET,
+    S_RUNNING,
+    S_TERMINATING,
+    T_EVICTED,
+    T_KEY2,
+    T_START,
+)
+from gpureplay.engine.quota_tree import RESOURCE_ROWS, available, node_usage, request_amount
+
+
+@inline_kernel
+def _move(jobs: Jobs, run: Run, v: int, sign: int) -> None:
+    # Add (sign 1) or remove (-1) job v's request to / from its ClusterQueue's usage.
+    c = jobs.ints[J_TENANT, v]
+    for r in range(3):
+        run.queues[RESOURCE_ROWS[r], c] += sign * request_amount(jobs, v, r)
+
+
+@kernel
+def list_admitted(qt: Quotas, jobs: Jobs, j: int) -> None:
+    """Job ``j`` took its ClusterQueue's quota: a preemption candidate from now on (listed once)."""
+    if qt.adm_listed[j] == 0:
+        q = jobs.ints[J_TENANT, j]
+        qt.adm_listed[j] = 1
+        qt.adm_next[j] = qt.adm_head[q]
+        qt.adm_head[q] = j
+
+
+@kernel
+def _prune(qt: Quotas, js: JobState, q: int) -> None:
+    # Drop the jobs that no longer hold quota (finished, or requeued after their eviction).
+    prev = -1
+    v = qt.adm_head[q]
+    while v >= 0:
+        nxt = qt.adm_next[v]
+        status = js.dyn[D_STATUS, v]
+        if (status in (S_RUNNING, S_TERMINATING)) and js.dyn[D_PLACED, v] > 0:
+            prev = v
+        else:
+            qt.adm_listed[v] = 0
+            if prev < 0:
+                qt.adm_head[q] = nxt
+            else:
+                qt.adm_next[prev] = nxt
+        v = nxt
+
+
+@kernel
+def _potential(qt: Quotas, r: int, q: int) -> int:
+    # resource_node.go potentialAvailable: the root's subtree quota, then down the path
+    # localQuota + the parent's, capped at subtreeQuota + borrowingLimit.
+    depth = 0
+    n = q
+    while n >= 0:
+        qt.path[depth] = n
+        depth += 1
+        n = qt.parent[n]
+    value = int(qt.subtree[r, qt.path[depth - 1]])
+    for i in range(depth - 2, -1, -1):
+        n = qt.path[i]
+        lend = qt.lend[r, n]
+        local = 0 if lend == QUOTA_UNSET else max(0, int(qt.subtree[r, n] - lend))
+        value = local + value
+        limit = qt.borrow[r, n]
+        if limit != QUOTA_UNSET:
+            value = min(value, int(qt.subtree[r, n] + limit))
+    return value
+
+
+@kernel
+def _fits(qt: Quotas, jobs: Jobs, run: Run, j: int, borrowing: bool) -> bool:
+    # preemption.go workloadFits: within available; without borrowing, within the nominal quota too.
+    q = jobs.ints[J_TENANT, j]
+    for r in range(3):
+        need = request_amount(jobs, j, r)
+        if need == 0 or qt.covered[r, q] == 0:
+            continue
+        if not borrowing and run.queues[RESOURCE_ROWS[r], q] + need > qt.nominal[r, q]:
+            return False
+        node_usage(qt, run, r)
+        if need > available(qt, r, q):
+            return False
+    return True
+
+
+@kernel
+def _needs_preemption(qt: Quotas, jobs: Jobs, run: Run, j: int) -> bool:
+    # Fill qt.need: flavorassigner.go fitsResourceQuota's Preempt mode per resource; False on NoFit.
+    q = jobs.ints[J_TENANT, j]
+    found = False
+    for r in range(3):
+        qt.need[r] = 0
+        need = request_amount(jobs, j, r)
+        if need == 0 or qt.covered[r, q] == 0:
+            continue
+        node_usage(qt, run, r)
+        if need <= available(qt, r, q):
+            continue
+        if need > _potential(qt, r, q):
+            return False
+        if need <= qt.nominal[r, q] or qt.pre[KP_BORROW, q] != 0 or qt.pre[KP_WITHIN, q] != 0:
+            qt.need[r] = 1
+            found = True
+        else:
+            return False
+    return found
+
+
+@inline_kernel
+def _uses_needed(qt: Quotas, jobs: Jobs, v: int) -> bool:
+    for r in range(3):  # noqa: SIM110 (no generators in kernels)
+        if qt.need[r] != 0 and request_amount(jobs, v, r) > 0:
+            return True
+    return False
+
+
+@inline_kernel
+def _above_nominal(qt: Quotas, run: Run, c: int) -> bool:
+    # On some resource that needs preemption, ClusterQueue c uses more than its nominal quota.
+    for r in range(3):  # noqa: SIM110 (no generators in kernels)
+        if qt.need[r] != 0 and run.queues[RESOURCE_ROWS[r], c] > qt.nominal[r, c]:
+            return True
+    return False
+
+
+@kernel
+def _candidates(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int) -> int:
+    # Fill qt.cand / qt.cand_wb (reclaimable only without borrowing); returns how many.
+    q = jobs.ints[J_TENANT, j]
+    prio = jobs.ints[J_PRIO, j]
+    stamp = js.time[T_KEY2, j]
+    within = qt.pre[KP_WITHIN, q]
+    reclaim = qt.pre[KP_RECLAIM, q]
+    borrow = qt.pre[KP_BORROW, q]
+    threshold = qt.pre[KP_THRESHOLD, q]
+    cohort = qt.parent[q]
+    # The preemptor stays within its nominal quota on all it requests ("hierarchical advantage").
+    advantage = True
+    for r in range(3):
+        need = request_amount(jobs, j, r)
+        if need > 0 and qt.covered[r, q] != 0 and run.queues[RESOURCE_ROWS[r], q] + need > qt.nominal[r, q]:
+            advantage = False
+    k = 0
+    for c in range(run.queues.shape[1]):
+        if c == q:
+            if within == 0:
+                continue
+        elif reclaim == 0 or cohort < 0 or qt.parent[c] != cohort or not _above_nominal(qt, run, c):
+            continue
+        _prune(qt, js, c)
+        v = qt.adm_head[c]
+        while v >= 0:
+            if jobs.ints[J_PREEMPTIBLE, v] != 0 and _uses_needed(qt, jobs, v):
+                pv = jobs.ints[J_PRIO, v]
+                if c == q:
+                    newer = within == 2 and pv == prio and stamp < js.time[T_KEY2, v]
+                    if pv < prio or newer:
+                        qt.cand[k] = v
+                        qt.cand_wb[k] = 0
+                        k += 1
+                elif reclaim == 2 or pv < prio:
+                    qt.cand[k] = v
+                    qt.cand_wb[k] = 0 if advantage or not (borrow == 0 or pv >= prio or pv > threshold) else 1
+                    k += 1
+            v = qt.adm_next[v]
+    return k
+
+
+@inline_kernel
+def _before(qt: Quotas, jobs: Jobs, js: JobState, q: int, a: int, b: int) -> bool:
+    # common/ordering.go CandidatesOrdering on candidates a, b (indices into qt.cand): evicted first,
+    # other ClusterQueues first, lower priority, most recently admitted, then job id.
+    va = qt.cand[a]
+    vb = qt.cand[b]
+    ea = js.dyn[D_STATUS, va] == S_TERMINATING
+    eb = js.dyn[D_STATUS, vb] == S_TERMINATING
+    if ea != eb:
+        return bool(ea)
+    oa = jobs.ints[J_TENANT, va] == q
+    ob = jobs.ints[J_TENANT, vb] == q
+    if oa != ob:
+        return bool(ob)
+    if jobs.ints[J_PRIO, va] != jobs.ints[J_PRIO, vb]:
+        return bool(jobs.ints[J_PRIO, va] < jobs.ints[J_PRIO, vb])
+    if js.time[T_START, va] != js.time[T_START, vb]:
+        return bool(js.time[T_START, va] > js.time[T_START, vb])
+    return bool(jobs.ints[J_ID, va] < jobs.ints[J_ID, vb])
+
+
+@kernel
+def _sift(qt: Quotas, jobs: Jobs, js: JobState, q: int, root: int, size: int) -> None:
+    # Max-heap on the candidate order (the last in order at the top) over qt.order[0 .. size-1].
+    while True:
+        child = 2 * root + 1
+        if child >= size:
+            return
+        if child + 1 < size and _before(qt, jobs, js, q, qt.order[child], qt.order[child + 1]):
+            child += 1
+        if not _before(qt, jobs, js, q, qt.order[root], qt.order[child]):
+            return
+        qt.order[root], qt.order[child] = qt.order[child], qt.order[root]
+        root = child
+
+
+@kernel
+def _sort_candidates(qt: Quotas, jobs: Jobs, js: JobState, q: int, k: int) -> None:
+    """Put the ``k`` candidates' indices in ``qt.order`` in Kueue's candidate order (heap sort)."""
+    for i in range(k):
+        qt.order[i] = i
+    for root in range(k // 2 - 1, -1, -1):
+        _sift(qt, jobs, js, q, root, k)
+    for end in range(k - 1, 0, -1):
+        qt.order[0], qt.order[end] = qt.order[end], qt.order[0]
+        _sift(qt, jobs, js, q, 0, end)
+
+
+@kernel
+def _targets(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, k: int, borrowing: bool) -> int:
+    # One greedy run; the targets (minimised) in qt.targets; 0 when the job never fits. Usage restored.
+    q = jobs.ints[J_TENANT, j]
+    nt = 0
+    fit = False
+    for i in range(k):
+        v = qt.cand[qt.order[i]]
+        c = jobs.ints[J_TENANT, v]
+        if c != q:
+            if borrowing and qt.cand_wb[qt.order[i]] != 0:
+                continue
+            if not _above_nominal(qt, run, c):
+                continue  # its ClusterQueue is back within its nominal quota
+        _move(jobs, run, v, -1)
+        qt.targets[nt] = v
+        nt += 1
+        if _fits(qt, jobs, run, j, borrowing):
+            fit = True
+            break
+    if fit:
+        # fillBackWorkloads: from the next-to-last back, a target whose return still lets the job fit goes.
+        for i in range(nt - 2, -1, -1):
+            v = qt.targets[i]
+            _move(jobs, run, v, 1)
+            if _fits(qt, jobs, run, j, borrowing):
+                qt.targets[i] = qt.targets[nt - 1]
+                nt -= 1
+            else:
+                _move(jobs, run, v, -1)
+    for i in range(nt):
+        _move(jobs, run, qt.targets[i], 1)
+    return nt if fit else 0
+
+
+@kernel
+def kueue_preempt(
+    qt: Quotas,
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    js: JobState,
+    pend: Pending,
+    tm: Timers,
+    sc: Scratch,
+    run: Run,
+    j: int,
+    t: float,
+) -> bool:
+    """Evict the classical preemption targets of pending job ``j`` at ``t``; whether it did.
+
+    Notes
+    -----
+    kubernetes-sigs/kueue ``preemption.go`` ``classicalPreemptions`` (run order: borrowing first unless
+    ``borrowWithinCohort`` is unset and the ClusterQueue is above nominal, or every other-queue candidate
+    may be reclaimed only without borrowing) and ``scheduler.go`` (a preemption whose targets another
+    workload evicted in this cycle, i.e. at ``t``, is skipped). Targets already terminating are not evicted
+    again. A job whose PriorityClass ``preemptionPolicy`` is ``Never`` does not preempt.
+    """
+    if jobs.ints[J_CAN_PREEMPT, j] == 0 or not _needs_preemption(qt, jobs, run, j):
+        return False
+    k = _candidates(qt, jobs, js, run, j)
+    if k == 0:
+        return False
+    q = jobs.ints[J_TENANT, j]
+    _sort_candidates(qt, jobs, js, q, k)
+    others = 0
+    all_without = True
+    for i in range(k):
+        if jobs.ints[J_TENANT, qt.cand[i]] != q:
+            others += 1
+            if qt.cand_wb[i] == 0:
+                all_without = False
+    under = True
+    for r in range(3):
+        if qt.need[r] != 0 and run.queues[RESOURCE_ROWS[r], q] >= qt.nominal[r, q]:
+            under = False
+    forbidden = qt.pre[KP_BORROW, q] == 0
+    first = True
+    second = -1  # -1: a single run
+    if others > 0 and not (forbidden and not under):
+        if forbidden and all_without:
+            first, second = False, 1
+        else:
+            second = 0
+    nt = _targets(qt, jobs, js, run, j, k, first)
+    if nt == 0 and second >= 0:
+        nt = _targets(qt, jobs, js, run, j, k, second == 1)
+    if nt == 0:
+        return False
+    for i in range(nt):
+        v = qt.targets[i]
+        if js.dyn[D_STATUS, v] == S_TERMINATING and js.time[T_EVICTED, v] == t:
+            return False  # another preemption of this cycle chose it: Kueue skips overlapping targets
+    for i in range(nt):
+        v = qt.targets[i]
+        if js.dyn[D_STATUS, v] != S_TERMINATING:
+            evict_job(params, jobs, cs, cl, js, pend, tm, sc, run, v, t, j)
+    return True
+
+
+__all__ = ["kueue_preempt", "list_admitted"]

@@ -1,0 +1,83 @@
+"""A Kueue quota tree's resource-node arithmetic on the engine's arrays: usage up the tree, ``available``.
+
+kubernetes-sigs/kueue ``pkg/cache/scheduler/resource_node.go`` (reference §4.2); the plain-Python statement
+is :mod:`gpureplay.queues.kueue_quota`. Shared by the cycle (:mod:`gpureplay.engine.quota`) and preemption
+(:mod:`gpureplay.engine.kueue_preempt`).
+"""
+
+from __future__ import annotations
+
+from gpureplay.engine.bundles import Jobs, Quotas, Run
+from gpureplay.engine.config import inline_kernel, kernel
+from gpureplay.engine.layout import J_CPU, J_MEM, J_MILLI, J_PODS, QU_CPU, QU_MEM, QU_MILLI, QUOTA_UNSET
+
+#: ``run.queues`` rows of each quota resource (GPU milli, CPU milli, memory MiB).
+RESOURCE_ROWS = (QU_MILLI, QU_CPU, QU_MEM)
+
+
+@inline_kernel
+def request_amount(jobs: Jobs, j: int, r: int) -> int:
+    """Job ``j``'s whole request of resource ``r`` (0 GPU milli, 1 CPU milli, 2 memory MiB)."""
+    per_pod = jobs.ints[J_MILLI, j] if r == 0 else (jobs.ints[J_CPU, j] if r == 1 else jobs.ints[J_MEM, j])
+    return int(jobs.ints[J_PODS, j] * per_pod)
+
+
+@inline_kernel
+def local_quota(qt: Quotas, r: int, n: int) -> int:
+    """``resource_node.go`` ``guaranteedQuota``: node ``n``'s subtree quota it does not lend."""
+    lend = qt.lend[r, n]
+    if lend == QUOTA_UNSET:
+        return 0
+    return max(0, int(qt.subtree[r, n] - lend))
+
+
+@kernel
+def node_usage(qt: Quotas, run: Run, r: int) -> None:
+    """Fill ``qt.used[r]``: the ClusterQueues' usage of resource ``r`` and, up the tree, the cohorts'.
+
+    Notes
+    -----
+    A cohort uses what its children use beyond their local quotas (``resource_node.go``
+    ``updateCohortResourceNode``); nodes are listed children before parents, so one pass suffices.
+    """
+    num_cq = run.queues.shape[1]
+    for n in range(qt.parent.shape[0]):
+        qt.used[r, n] = run.queues[RESOURCE_ROWS[r], n] if n < num_cq else 0
+    for n in range(qt.parent.shape[0]):
+        p = qt.parent[n]
+        if p >= 0:
+            qt.used[r, p] += max(0, int(qt.used[r, n] - local_quota(qt, r, n)))
+
+
+@kernel
+def available(qt: Quotas, r: int, q: int) -> int:
+    """How much of resource ``r`` ClusterQueue ``q`` may still take (``qt.used[r]``: :func:`node_usage`).
+
+    Notes
+    -----
+    kubernetes-sigs/kueue ``pkg/cache/scheduler/resource_node.go`` ``available`` (reference §4.2), unrolled
+    from the root down: at a root ``subtreeQuota − usage``; at each node below,
+    ``max(0, localQuota − usage) + A``, ``A`` the parent's value capped by a set ``borrowingLimit`` at
+    ``(subtreeQuota − localQuota) − max(0, usage − localQuota) + borrowingLimit``.
+    """
+    # The path from q to its root, in qt.path (root last).
+    depth = 0
+    n = q
+    while n >= 0:
+        qt.path[depth] = n
+        depth += 1
+        n = qt.parent[n]
+    root = qt.path[depth - 1]
+    value = int(qt.subtree[r, root] - qt.used[r, root])
+    for i in range(depth - 2, -1, -1):
+        n = qt.path[i]
+        local = local_quota(qt, r, n)
+        limit = qt.borrow[r, n]
+        if limit != QUOTA_UNSET:
+            cap = int(qt.subtree[r, n] - local) - max(0, int(qt.used[r, n] - local)) + int(limit)
+            value = min(value, cap)
+        value = max(0, local - int(qt.used[r, n])) + value
+    return value
+
+
+__all__ = ["RESOURCE_ROWS", "available", "local_quota", "node_usage", "request_amount"]
