@@ -875,7 +875,9 @@ def quota_figure(collection: Collection, lay: Layout) -> Drawn | None:
                 ax.plot(x, part.get_column("usage_gpu").to_numpy(), color=style.colour, lw=style.width * 0.7)
                 ax.plot(x, part.get_column("nominal_gpu").to_numpy(), color=style.colour, lw=1.0, ls="--")
             ax.set_title(f"{setting}\nqueue {queue}" if setting else f"queue {queue}", fontsize=9)
-            ax.set_xlim(0.0, max(span / unit_seconds, 1e-9))
+            # Each setting on its own time span (a scaled load ends sooner).
+            row_span = min(span, float(mine.get_column("_bin").max()) + width)  # type: ignore[arg-type]
+            ax.set_xlim(0.0, max(row_span / unit_seconds, 1e-9))
             ax.set_ylim(bottom=0.0)
             ax.grid(True, alpha=0.3)
             if col == 0:
