@@ -222,10 +222,9 @@ def _refuse_unmodelled_preemption(quotas: KueueQuotas, manifests: ManifestSet | 
     if not problems:
         return
     if manifests is None:
-        q, key, message = problems[0]
-        raise InputError.single(
-            f"{message} (ClusterQueue {quotas.names[q]})", "config", column=f"scheduler.{key}"
-        )
+        # Derived quotas give every ClusterQueue the same policies: the first problem stands for all.
+        _, key, message = problems[0]
+        raise InputError.single(message, "config", column=f"scheduler.{key}")
     by_name = {cq.name: cq for cq in manifests.tree.cluster_queues}
     field = {"borrow_within_cohort": "spec.preemption.borrowWithinCohort"}
     raise InputError(
