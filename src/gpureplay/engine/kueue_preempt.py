@@ -54,7 +54,7 @@ from gpureplay.engine.layout import (
     T_KEY2,
     T_START,
 )
-from gpureplay.engine.quota_tree import RESOURCE_ROWS, available, node_usage, request_amount
+from gpureplay.engine.quota_tree import RESOURCE_ROWS, available, fits_quota, node_usage, request_amount
 
 
 @inline_kernel
@@ -114,22 +114,6 @@ def _potential(qt: Quotas, r: int, q: int) -> int:
         if limit != QUOTA_UNSET:
             value = min(value, int(qt.subtree[r, n] + limit))
     return value
-
-
-@kernel
-def _fits(qt: Quotas, jobs: Jobs, run: Run, j: int, borrowing: bool) -> bool:
-    # preemption.go workloadFits: within available; without borrowing, within the nominal quota too.
-    q = jobs.ints[J_TENANT, j]
-    for r in range(3):
-        need = request_amount(jobs, j, r)
-        if need == 0 or qt.covered[r, q] == 0:
-            continue
-        if not borrowing and run.queues[RESOURCE_ROWS[r], q] + need > qt.nominal[r, q]:
-            return False
-        node_usage(qt, run, r)
-        if need > available(qt, r, q):
-            return False
-    return True
 
 
 @kernel
@@ -280,7 +264,7 @@ def _targets(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, k: int, bor
         _move(jobs, run, v, -1)
         qt.targets[nt] = v
         nt += 1
-        if _fits(qt, jobs, run, j, borrowing):
+        if fits_quota(qt, jobs, run, j, borrowing):
             fit = True
             break
     if fit:
@@ -288,7 +272,7 @@ def _targets(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, k: int, bor
         for i in range(nt - 2, -1, -1):
             v = qt.targets[i]
             _move(jobs, run, v, 1)
-            if _fits(qt, jobs, run, j, borrowing):
+            if fits_quota(qt, jobs, run, j, borrowing):
                 qt.targets[i] = qt.targets[nt - 1]
                 nt -= 1
             else:

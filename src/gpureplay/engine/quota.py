@@ -47,7 +47,13 @@ from gpureplay.engine.layout import (
     T_KEY2,
 )
 from gpureplay.engine.pending import cursor_job, cursor_reset, cursor_step, key_before
-from gpureplay.engine.quota_tree import RESOURCE_ROWS, available, local_quota, node_usage, request_amount
+from gpureplay.engine.quota_tree import (
+    RESOURCE_ROWS,
+    fits_quota,
+    local_quota,
+    node_usage,
+    request_amount,
+)
 
 
 @kernel
@@ -59,15 +65,7 @@ def quota_fits(qt: Quotas, jobs: Jobs, run: Run, j: int) -> bool:
     Kueue's flavor assigner (``flavorassigner.go`` ``fitsResourceQuota``): a request fits when it is at
     most what the ClusterQueue has available, nominal quota and what the cohort can lend together.
     """
-    q = jobs.ints[J_TENANT, j]
-    for r in range(3):
-        need = request_amount(jobs, j, r)
-        if need == 0 or qt.covered[r, q] == 0:
-            continue
-        node_usage(qt, run, r)
-        if need > available(qt, r, q):
-            return False
-    return True
+    return fits_quota(qt, jobs, run, j, True)
 
 
 @inline_kernel

@@ -9,7 +9,17 @@ from __future__ import annotations
 
 from gpureplay.engine.bundles import Jobs, Quotas, Run
 from gpureplay.engine.config import inline_kernel, kernel
-from gpureplay.engine.layout import J_CPU, J_MEM, J_MILLI, J_PODS, QU_CPU, QU_MEM, QU_MILLI, QUOTA_UNSET
+from gpureplay.engine.layout import (
+    J_CPU,
+    J_MEM,
+    J_MILLI,
+    J_PODS,
+    J_TENANT,
+    QU_CPU,
+    QU_MEM,
+    QU_MILLI,
+    QUOTA_UNSET,
+)
 
 #: ``run.queues`` rows of each quota resource (GPU milli, CPU milli, memory MiB).
 RESOURCE_ROWS = (QU_MILLI, QU_CPU, QU_MEM)
@@ -80,4 +90,27 @@ def available(qt: Quotas, r: int, q: int) -> int:
     return value
 
 
-__all__ = ["RESOURCE_ROWS", "available", "local_quota", "node_usage", "request_amount"]
+@kernel
+def fits_quota(qt: Quotas, jobs: Jobs, run: Run, j: int, borrowing: bool) -> bool:
+    """Whether job ``j``'s whole request fits its ClusterQueue: within ``available`` on each covered resource,
+    and, unless ``borrowing``, within its nominal quota too.
+
+    Notes
+    -----
+    Kueue's flavor assigner (``flavorassigner.go`` ``fitsResourceQuota``: nominal quota plus what the cohort
+    can lend) with ``borrowing``; ``preemption.go`` ``workloadFits`` either way.
+    """
+    q = jobs.ints[J_TENANT, j]
+    for r in range(3):
+        need = request_amount(jobs, j, r)
+        if need == 0 or qt.covered[r, q] == 0:
+            continue
+        if not borrowing and run.queues[RESOURCE_ROWS[r], q] + need > qt.nominal[r, q]:
+            return False
+        node_usage(qt, run, r)
+        if need > available(qt, r, q):
+            return False
+    return True
+
+
+__all__ = ["RESOURCE_ROWS", "available", "fits_quota", "local_quota", "node_usage", "request_amount"]
