@@ -224,11 +224,12 @@ def _head(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: Quotas, run:
 
 
 @kernel
-def _set_aside(pend: Pending, qt: Quotas, run: Run, q: int, c: int) -> None:
+def _set_aside(pend: Pending, qt: Quotas, run: Run, q: int, c: int, block: bool) -> None:
     # BestEffortFIFO: the head's class leaves the cycle (known inadmissible until a release);
-    # StrictFIFO: the ClusterQueue takes nothing more until a release.
+    # StrictFIFO, or a head that preempted (Kueue keeps it as its queue's head until admitted): the
+    # ClusterQueue takes nothing more until a release.
     pend.cls[CD_FAIL, c] = run.counters[K_VERSION]
-    if qt.strict[q] != 0:
+    if block or qt.strict[q] != 0:
         qt.blocked[q] = run.counters[K_VERSION]
         qt.hsize[q] = 0
     else:
@@ -303,15 +304,11 @@ def kueue_cycle(
                 continue
             heads += 1
             if not quota_fits(qt, jobs, run, j):
-                c = jobs.ints[J_CLASS, j]
-                if qt.pre_on[0] != 0 and kueue_preempt(qt, params, jobs, cs, cl, js, pend, tm, sc, run, j, t):
-                    # Kueue keeps a preemptor as its queue's head until admitted: the queue waits for its
-                    # victims (their release ends the block).
-                    pend.cls[CD_FAIL, c] = run.counters[K_VERSION]
-                    qt.blocked[q] = run.counters[K_VERSION]
-                    qt.hsize[q] = 0
-                else:
-                    _set_aside(pend, qt, run, q, c)
+                # A preemptor's queue waits for its victims (their release ends the block).
+                preempted = qt.pre_on[0] != 0 and kueue_preempt(
+                    qt, params, jobs, cs, cl, js, pend, tm, sc, run, j, t
+                )
+                _set_aside(pend, qt, run, q, jobs.ints[J_CLASS, j], preempted)
                 continue
             qt.entries[n] = j
             qt.entry_cls[n] = jobs.ints[J_CLASS, j]
@@ -347,7 +344,7 @@ def kueue_cycle(
                 if js.dyn[D_STATUS, j] == S_RUNNING:
                     list_admitted(qt, jobs, j)
             elif js.dyn[D_STATUS, j] == S_QUEUED:
-                _set_aside(pend, qt, run, q, c)
+                _set_aside(pend, qt, run, q, c, False)
                 continue
             # Started, or placed and rejected by a kubelet (it left the queue): its class's next job.
             changes += 1
