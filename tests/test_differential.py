@@ -652,3 +652,66 @@ def test_kueue_quotas_agree(
 ) -> None:
     jobs, nodes, policy = case
     assert_agree(jobs, nodes, policy, seed=seed, sample_interval=sample_interval)
+
+
+@st.composite
+def volcano_manifests(draw: st.DrawFn, queues: tuple[str, ...]) -> str:
+    """Volcano ``Queue`` manifests: weights, sometimes a GPU (and CPU) capability, a GPU guarantee, a
+    priority; a queue with no jobs sometimes, whose guarantee still reserves capacity."""
+    docs = []
+    for name in (*queues, *(["idle"] if draw(st.booleans()) else [])):
+        spec = [f"  weight: {draw(st.integers(1, 5))}"]
+        most = 6
+        if draw(st.integers(0, 3)) == 0:
+            most = draw(st.integers(1, 12))
+            cap = [f"    nvidia.com/gpu: {most}"]
+            if draw(st.booleans()):
+                cap.append(f'    cpu: "{draw(st.integers(1, 64))}"')
+            spec.append("  capability:\n" + "\n".join(cap))
+        if draw(st.integers(0, 3)) == 0:
+            # Volcano's webhook refuses a guarantee above the capability.
+            given = draw(st.integers(1, min(6, most)))
+            spec.append(f"  guarantee:\n    resource:\n      nvidia.com/gpu: {given}")
+        if draw(st.integers(0, 3)) == 0:
+            spec.append(f"  priority: {draw(st.integers(0, 2))}")
+        docs.append(
+            "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\n"
+            f"metadata:\n  name: {name}\nspec:\n" + "\n".join(spec) + "\n"
+        )
+    return "---\n".join(docs)
+
+
+@st.composite
+def volcano_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
+    """A small case under Volcano's queues (weights, capability, guarantee, priority, overcommit factor)."""
+    jobs, nodes = draw(cases(max_jobs=40))
+    names = ("vc-a", "vc-b", "vc-c")[: draw(st.integers(2, 3))]
+    picks = draw(st.lists(st.sampled_from(names), min_size=jobs.height, max_size=jobs.height))
+    grain = draw(st.sampled_from([None, 4.0, 16.0, 64.0]))
+    jobs = jobs.with_columns(pl.Series("queue", picks, dtype=pl.String))
+    if grain is not None:
+        jobs = jobs.with_columns(((pl.col("submit_time") / grain).floor() * grain).alias("submit_time"))
+    queues = tuple(sorted(set(jobs["queue"].to_list())))
+    policy = Policy(
+        name="volcano",
+        queue_order=QueueOrder.priority,
+        backfill=Backfill.skip,
+        node_placement=draw(st.sampled_from(["best_fit", "first_fit", "worst_fit", "random"])),
+        gpu_placement=draw(st.sampled_from(["best_fit", "first_fit"])),
+        session_interval=draw(st.sampled_from([0.0, 0.0, 2.0])),
+        queues=QueueModel.volcano,
+        quotas=QuotaSource.manifests,
+        manifests=_manifest_file(draw(volcano_manifests(queues))),
+        overcommit_factor=draw(st.sampled_from([1.0, 1.2, 1.2, 2.0])),
+    )
+    return jobs, nodes, policy
+
+
+# Volcano's proportion, enqueue and allocate (tests/test_volcano_queues.py holds the hand-computed cases).
+@settings(max_examples=60, **SETTINGS)
+@given(case=volcano_cases(), sample_interval=sample_intervals, seed=seeds)
+def test_volcano_queues_agree(
+    case: tuple[pl.DataFrame, pl.DataFrame, Policy], sample_interval: float, seed: int
+) -> None:
+    jobs, nodes, policy = case
+    assert_agree(jobs, nodes, policy, seed=seed, sample_interval=sample_interval)

@@ -706,7 +706,8 @@ def test_queue_model_runs_draw_each_queues_usage_against_its_nominal_quota(tmp_p
         assert set(solid.get_ydata()) == {usage_value} and set(dashed.get_ydata()) == {quota_value}
         assert dashed.get_linestyle() == "--"
     out = build_report([tmp_path / "runs"], tmp_path / "out").parent
-    assert "![GPU usage against nominal quota, by queue](quota_usage.png)" in (out / "report.md").read_text()
+    title = "GPU usage against nominal quota / deserved share, by queue"
+    assert f"![{title}](quota_usage.png)" in (out / "report.md").read_text()
     (tmp_path / "runs" / "gang-binpack" / "queues.parquet").unlink()
     build_report([tmp_path / "runs"], out)
     assert not (out / "quota_usage.png").exists()  # no run under a queue model any more

@@ -44,6 +44,7 @@ from tests.reference.scoring import (
 from gpureplay.mig.devices import single_strategy_devices, smallest_profile
 from gpureplay.mig.geometry import MigGeometry, MigProfile, mig_geometry
 from gpureplay.mig.parted import find_placement, standard_configs
+from gpureplay.queues.fair_share import VOLCANO_MIN_RESOURCE, volcano_proportion, volcano_share
 from gpureplay.queues.kueue_preemption import Admitted, preemption_targets, preempts
 from gpureplay.queues.kueue_quota import (
     KueueQuotas,
@@ -54,7 +55,8 @@ from gpureplay.queues.kueue_quota import (
     request_of,
     share,
 )
-from gpureplay.replay.queue_model import kueue_quotas, tenant_jobs
+from gpureplay.queues.volcano_queues import VOLCANO_RESOURCES, VolcanoQueues
+from gpureplay.replay.queue_model import kueue_quotas, tenant_jobs, volcano_queues
 from gpureplay.replay.simulate import (
     ATTEMPT_SCHEMA,
     JOB_RESULT_SCHEMA,
@@ -62,6 +64,7 @@ from gpureplay.replay.simulate import (
     TIMELINE_SCHEMA,
     Replay,
     queue_rows,
+    volcano_total,
 )
 from gpureplay.schedulers.policy import (
     Backfill,
@@ -2384,6 +2387,11 @@ def backoff_seconds(failures: int) -> float:
 # --------------------------------------------------------------------------------------------------
 
 
+#: [Volcano queues] resource names in the engine's order, and bytes per MiB (Volcano counts bytes).
+VOLCANO_NAMES = tuple(name for name, _ in VOLCANO_RESOURCES)
+MIB = float(2**20)
+
+
 class _Replay:
     def __init__(
         self,
@@ -2394,6 +2402,8 @@ class _Replay:
         debug: bool,
         tasks: tuple[TaskClass, ...] = (),
         kueue: KueueQuotas | None = None,
+        volcano: VolcanoQueues | None = None,
+        volcano_total: Any = None,
     ) -> None:
         for key, known in (("node_placement", tuple(SCORERS)), ("gpu_placement", GPU_SCORERS)):
             if getattr(policy, key) not in known:
@@ -2425,6 +2435,19 @@ class _Replay:
         self.kueue_blocked: dict[int, int] = {}
         if kueue is not None:
             self.queue_names = list(kueue.cluster_queues)
+        # [Volcano queues] every queue is a queue, in name order; a job is Inqueue once enqueued, until it
+        # leaves the pending set; a class whose placement failed is set aside until the next release. Each
+        # queue's deserved milli-GPU and share x 10^6 at the last session, for the samples.
+        self.volcano = volcano
+        self.volcano_inqueue: set[int] = set()
+        self.volcano_aside: dict[tuple[Any, ...], int] = {}
+        self.volcano_deserved: list[int] = []
+        self.volcano_share: list[int] = []
+        if volcano is not None:
+            self.queue_names = list(volcano.names)
+            self.volcano_deserved = [0] * len(volcano.names)
+            self.volcano_share = [0] * len(volcano.names)
+            self.volcano_total = volcano_total
         # [Spreading cost] "Levels": each node's (nvlink_domain, rack, spine), by node index.
         self.topology = [tuple(int(row[col]) for col, _ in SPREAD_LEVELS) for row in nodes]
         # [Topology-aware scheduling] "Tree": each node's (spine, rack, nvlink_domain, node index) path.
@@ -3103,7 +3126,9 @@ class _Replay:
 
     def cycle(self) -> None:
         self.cycles += 1
-        if self.kueue is not None:
+        if self.volcano is not None:
+            self.volcano_cycle(self.volcano)
+        elif self.kueue is not None:
             self.kueue_cycle(self.kueue)
             if self.debug:
                 # [Kueue quotas] admissions never take a queue past what its quota tree allows.
@@ -3280,6 +3305,139 @@ class _Replay:
                     heads[q] += 1
                 else:
                     set_aside(q, job)
+
+    def volcano_request(self, job: Job, pods: int) -> dict[str, float]:
+        """[Volcano queues] ``pods`` of ``job``'s pods in Volcano's units (milli-GPU, milli-CPU, bytes)."""
+        return {
+            VOLCANO_NAMES[0]: float(pods * job.pod.milli),
+            VOLCANO_NAMES[1]: float(pods * job.pod.cpu),
+            VOLCANO_NAMES[2]: float(pods * job.pod.mem) * MIB,
+        }
+
+    def volcano_cycle(self, vq: VolcanoQueues) -> None:
+        """[Volcano queues] one session: the proportion plugin's deserved, then enqueue, then allocate.
+
+        Deserved: :func:`volcano_proportion` over the queues with running or pending jobs (their requests:
+        what they hold plus every pending job's). Queue order: higher priority, lower share, then index.
+        Enqueue: queues in that order, each one's Pending jobs in queue order, Inqueue when the overcommit
+        test (Inqueue requests + own within total x factor - used) and the proportion test (own + queue's
+        allocated + Inqueue within realCapability) pass. Allocate: again and again the first queue in order
+        that is not overused (deserved <= allocated, every resource) and has Inqueue jobs not yet tried;
+        its next one is placed as a gang if each pod in turn fits deserved - allocated.
+        """
+        names = VOLCANO_NAMES
+        total = {name: float(self.volcano_total[r]) for r, name in enumerate(names)}
+        index = {name: q for q, name in enumerate(self.queue_names)}
+        num = len(self.queue_names)
+        alloc = [dict.fromkeys(names, 0.0) for _ in range(num)]
+        request = [dict.fromkeys(names, 0.0) for _ in range(num)]
+        on = [False] * num
+        for job in self.jobs:
+            q = index[job.queue]
+            if job.state in ("running", "pending"):
+                on[q] = True
+            for name, amount in self.volcano_request(job, len(job.placements)).items():
+                alloc[q][name] += amount
+                request[q][name] += amount
+        queued = self.pending_in_queue_order()
+        for job in queued:
+            for name, amount in self.volcano_request(job, job.num_pods).items():
+                request[index[job.queue]][name] += amount
+
+        def capability(q: int) -> dict[str, float] | None:
+            found = {n: float(vq.capability[r, q]) for r, n in enumerate(names)}
+            return {n: v for n, v in found.items() if math.isfinite(v)} or None
+
+        def guarantee(q: int) -> dict[str, float]:
+            return {n: float(vq.guarantee[r, q]) for r, n in enumerate(names) if vq.guarantee[r, q] > 0}
+
+        part = [q for q in range(num) if on[q]]
+        found = volcano_proportion(
+            total,
+            [int(vq.weight[q]) for q in part],
+            [request[q] for q in part],
+            [capability(q) for q in part],
+            [guarantee(q) for q in part],
+            [guarantee(q) for q in range(num) if not on[q]],
+        )
+        deserved = [dict.fromkeys(names, 0.0) for _ in range(num)]
+        for q, values in zip(part, found, strict=True):
+            deserved[q] = values
+        share = [volcano_share(alloc[q], deserved[q]) for q in range(num)]
+        real = vq.real_capability(self.volcano_total)
+
+        def le(a: float, b: float) -> bool:
+            return a < b or abs(a - b) < VOLCANO_MIN_RESOURCE
+
+        def order(q: int) -> tuple[int, float, int]:
+            return (-int(vq.priority[q]), share[q], q)
+
+        per_queue: list[list[Job]] = [[] for _ in range(num)]
+        for job in queued:
+            per_queue[index[job.queue]].append(job)
+        # enqueue
+        for q in sorted(range(num), key=order):
+            for job in per_queue[q]:
+                if job.job_id in self.volcano_inqueue:
+                    continue
+                own = self.volcano_request(job, job.num_pods)
+                inqueued = [
+                    self.volcano_request(j, j.num_pods) for j in queued if j.job_id in self.volcano_inqueue
+                ]
+                ok = True
+                for r, n in enumerate(names):
+                    used = sum(a[n] for a in alloc)
+                    everyone = sum(i[n] for i in inqueued)
+                    mine = sum(
+                        self.volcano_request(j, j.num_pods)[n]
+                        for j in per_queue[q]
+                        if j.job_id in self.volcano_inqueue
+                    )
+                    if not le(everyone + own[n], total[n] * vq.overcommit - used):
+                        ok = False
+                    if not le(own[n] + alloc[q][n] + mine, float(real[r, q])):
+                        ok = False
+                if ok:
+                    self.volcano_inqueue.add(job.job_id)
+        # allocate
+        now = self.release_version
+        tried = [0] * num
+        candidates = [[job for job in per_queue[q] if job.job_id in self.volcano_inqueue] for q in range(num)]
+
+        def overused(q: int) -> bool:
+            return all(le(deserved[q][n], alloc[q][n]) for n in names)
+
+        while True:
+            ready = [q for q in range(num) if tried[q] < len(candidates[q]) and not overused(q)]
+            if not ready:
+                break
+            q = min(ready, key=order)
+            job = candidates[q][tried[q]]
+            tried[q] += 1
+            if self.volcano_aside.get(self.kueue_class(job)) == now:
+                continue
+            pod = self.volcano_request(job, 1)
+            fits = True
+            for n in names:
+                held = alloc[q][n]
+                for _ in range(job.num_pods):
+                    if not le(pod[n], max(0.0, deserved[q][n] - held)):
+                        fits = False
+                    held += pod[n]
+            if not fits:
+                continue
+            if not self.try_gang(job):
+                self.volcano_aside[self.kueue_class(job)] = now
+                continue
+            if self.kubelets_admit(job):
+                self.start(job)
+            self.volcano_inqueue.discard(job.job_id)
+            for n, amount in self.volcano_request(job, len(job.placements)).items():
+                alloc[q][n] += amount
+            share[q] = volcano_share(alloc[q], deserved[q])
+        for q in range(num):
+            self.volcano_deserved[q] = math.floor(deserved[q][names[0]] + 0.5)
+            self.volcano_share[q] = math.floor(share[q] * 1e6 + 0.5)
 
     def fair_order(self, quotas: KueueQuotas, entries: list[Any]) -> Iterator[Any]:
         """[Kueue quotas] fair sharing: each next head is the tournament's winner at the current usage."""
@@ -3661,6 +3819,9 @@ class _Replay:
                     "usage_mem": sum(len(job.placements) * job.pod.mem for job in mine),
                     "pending_jobs": sum(1 for job in mine if job.state == "pending"),
                     "running_jobs": sum(1 for job in mine if job.state == "running"),
+                    # [Volcano queues] the last session's deserved milli-GPU and share x 10^6.
+                    "deserved": self.volcano_deserved[len(rows)] if self.volcano is not None else 0,
+                    "share_ppm": self.volcano_share[len(rows)] if self.volcano is not None else 0,
                 }
             )
         return rows
@@ -3952,24 +4113,35 @@ def simulate(
         window = (float(min(submits)), float(max(submits))) if submits else (0.0, 0.0)
     # [Queues] the quota tree, and each job's queue as its ClusterQueue.
     quotas = kueue_quotas(policy, jobs, nodes)
+    volcano = volcano_queues(policy, jobs, nodes)
     jobs = tenant_jobs(jobs, quotas)
     job_list = _jobs_from_table(jobs, policy)
     classes: tuple[TaskClass, ...] = ()
     if tasks is not None or "fgd" in (policy.node_placement, policy.gpu_placement):
         classes = task_classes(jobs, nodes, tasks)
-    replay = _Replay(job_list, list(nodes.iter_rows(named=True)), policy, seed, debug, classes, quotas)
+    total = None if volcano is None else volcano_total(nodes)
+    node_rows = list(nodes.iter_rows(named=True))
+    replay = _Replay(job_list, node_rows, policy, seed, debug, classes, quotas, volcano, total)
     rows, integral, window_integral, interval = replay.run(sample_interval, horizon, window, max_samples)
     end = replay.now
     per_sample = [row.pop("queues") for row in rows]
     num_queues = len(replay.queue_names)
     usage = np.zeros((3, num_queues, len(rows)), dtype=np.int64)
-    counts = np.zeros((2, num_queues, len(rows)), dtype=np.int64)
+    counts = np.zeros((4, num_queues, len(rows)), dtype=np.int64)
     for s, sample in enumerate(per_sample):
         for q, queue in enumerate(sample):
             usage[:, q, s] = (queue["usage_milli"], queue["usage_cpu"], queue["usage_mem"])
-            counts[:, q, s] = (queue["pending_jobs"], queue["running_jobs"])
+            counts[:, q, s] = (
+                queue["pending_jobs"],
+                queue["running_jobs"],
+                queue["deserved"],
+                queue["share_ppm"],
+            )
     times = np.array([row["time"] for row in rows], dtype=np.float64)
-    queues = queue_rows(times, tuple(replay.queue_names), usage, counts[0], counts[1], quotas)
+    model = quotas if quotas is not None else volcano
+    queues = queue_rows(
+        times, tuple(replay.queue_names), usage, counts[0], counts[1], model, (counts[2], counts[3])
+    )
 
     attempt_rows = [row for job in job_list for row in _attempt_rows(job, end)]
     # Only the columns the engine's schema has (the sharing columns land there with the engine change).

@@ -529,6 +529,21 @@ class Quotas(NamedTuple):
     need, cand, cand_wb, order, targets
         Preemption's work space: ``[resource]`` 1 where the preemptor needs preemption; candidates, whether
         each may be reclaimed only without borrowing; their order; the targets chosen.
+    model
+        ``[1]``: ``QM_KUEUE`` or ``QM_VOLCANO`` (:mod:`gpureplay.engine.proportion`; the Kueue arrays are
+        unused there, and ``weight`` is each queue's ``spec.weight``).
+    v_real, v_guar, v_prio, v_total
+        Volcano, in its units (milli-GPU, milli-CPU, bytes): ``[resource, queue]`` ``realCapability``
+        (``inf``: unbounded) and ``guarantee``; ``[queue]`` ``spec.priority``; ``[resource]`` the cluster's
+        total, then at ``[3]`` the ``overcommit-factor``.
+    v_des, v_req, v_alloc, v_share, v_on, v_met
+        A session's proportion state: ``deserved``, ``request`` and ``allocated`` per resource and queue; the
+        queue's share; whether it takes part (has jobs); whether its water-filling is met.
+    v_inq, v_cinq, v_qinq
+        The enqueue action's state: per job 1 while Inqueue and pending; per class its Inqueue pending jobs;
+        ``[resource, queue]`` their requests (engine units).
+    v_seen
+        Work space: per class the Inqueue jobs the allocate action went past.
     """
 
     parent: Int64Array
@@ -567,6 +582,73 @@ class Quotas(NamedTuple):
     cand_wb: Int64Array
     order: Int64Array
     targets: Int64Array
+    model: Int64Array
+    v_real: Float64Array
+    v_guar: Float64Array
+    v_prio: Int64Array
+    v_total: Float64Array
+    v_des: Float64Array
+    v_req: Float64Array
+    v_alloc: Float64Array
+    v_share: Float64Array
+    v_on: Int64Array
+    v_met: Int64Array
+    v_inq: Int64Array
+    v_cinq: Int64Array
+    v_qinq: Int64Array
+    v_seen: Int64Array
+
+
+def _volcano_arrays(num_queues: int, num_classes: int, num_jobs: int) -> dict[str, np.ndarray]:
+    q = max(num_queues, 1)
+    return {
+        "model": np.array([L.QM_KUEUE], dtype=np.int64),
+        "v_real": np.full((3, q), np.inf),
+        "v_guar": np.zeros((3, q)),
+        "v_prio": np.zeros(q, dtype=np.int64),
+        "v_total": np.zeros(4),
+        "v_des": np.zeros((3, q)),
+        "v_req": np.zeros((3, q)),
+        "v_alloc": np.zeros((3, q)),
+        "v_share": np.zeros(q),
+        "v_on": np.zeros(q, dtype=np.int64),
+        "v_met": np.zeros(q, dtype=np.int64),
+        "v_inq": np.zeros(max(num_jobs, 1), dtype=np.int64),
+        "v_cinq": np.zeros(max(num_classes, 1), dtype=np.int64),
+        "v_qinq": np.zeros((3, q), dtype=np.int64),
+        "v_seen": np.zeros(max(num_classes, 1), dtype=np.int64),
+    }
+
+
+def volcano_state(
+    weight: Int64Array,
+    real_capability: Float64Array,
+    guarantee: Float64Array,
+    priority: Int64Array,
+    total: Float64Array,
+    overcommit: float,
+    class_tenant: Int64Array,
+    num_jobs: int,
+) -> Quotas:
+    """The :class:`Quotas` bundle of Volcano's queues (``queues: volcano``), in Volcano's units.
+
+    ``real_capability``, ``guarantee``: ``[resource, queue]``; ``total``: ``[resource]`` the cluster's.
+    """
+    num_q = weight.shape[0]
+    flat = np.full(num_q, -1, dtype=np.int64)
+    zeros = np.zeros((3, num_q), dtype=np.int64)
+    base = quota_state(
+        flat, zeros, zeros, zeros, zeros, zeros, np.zeros(num_q, dtype=np.int64), class_tenant,
+        weight=weight.astype(np.float64),
+    )  # fmt: skip
+    arrays = _volcano_arrays(num_q, len(class_tenant), num_jobs)
+    arrays["model"][0] = L.QM_VOLCANO
+    arrays["v_real"][:, :num_q] = real_capability
+    arrays["v_guar"][:, :num_q] = guarantee
+    arrays["v_prio"][:num_q] = priority
+    arrays["v_total"][:3] = total
+    arrays["v_total"][3] = overcommit
+    return base._replace(**arrays)
 
 
 def quota_state(
@@ -633,6 +715,7 @@ def quota_state(
         cand_wb=np.zeros(room, dtype=np.int64),
         order=np.zeros(room, dtype=np.int64),
         targets=np.zeros(room, dtype=np.int64),
+        **_volcano_arrays(0, 0, 0),
     )
 
 

@@ -62,6 +62,7 @@ from gpureplay.engine.layout import (
     P_NODE,
     P_PREEMPT,
     PREEMPT_NONE,
+    QM_VOLCANO,
     S_QUEUED,
     T_FIRST_START,
     T_KEY1,
@@ -71,6 +72,7 @@ from gpureplay.engine.layout import (
 from gpureplay.engine.nomination import end_nomination, end_stale_nominations
 from gpureplay.engine.pending import admissible, build_merge, cursor_job, cursor_step, push_head
 from gpureplay.engine.preemption import preempt_for
+from gpureplay.engine.proportion import volcano_cycle
 from gpureplay.engine.quota import kueue_cycle
 from gpureplay.engine.resources import capacity_bound
 from gpureplay.engine.scoring import RANDOM, choose_node
@@ -445,8 +447,36 @@ def _gang_cycle_of(
     return gang_cycle(pods, params, jobs, cs, cl, ix, js, pend, tm, sc, run, easy, pre, tas, numa, t)
 
 
-#: Gang mode: Kueue's cycle when its quota tree is given, else :func:`gang_cycle`.
-_gang_kind = when_given(kueue_cycle, none_body=_gang_cycle_of)
+@kernel
+def _queue_model_cycle(
+    quota: Quotas,
+    pods: None,
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    ix: FitIndex,
+    js: JobState,
+    pend: Pending,
+    tm: Timers,
+    sc: Scratch,
+    run: Run,
+    easy: None,
+    pre: None,
+    tas: Topology | None,
+    numa: Numa | None,
+    t: float,
+) -> int:
+    """Gang mode under a queue model: Volcano's session or Kueue's cycle (``quota.model``)."""
+    if quota.model[0] == QM_VOLCANO:
+        return volcano_cycle(
+            quota, pods, params, jobs, cs, cl, ix, js, pend, tm, sc, run, easy, pre, tas, numa, t
+        )
+    return kueue_cycle(quota, pods, params, jobs, cs, cl, ix, js, pend, tm, sc, run, easy, pre, tas, numa, t)
+
+
+#: Gang mode: the queue model's cycle when its queues are given, else :func:`gang_cycle`.
+_gang_kind = when_given(_queue_model_cycle, none_body=_gang_cycle_of)
 
 
 @kernel

@@ -108,6 +108,7 @@ from gpureplay.engine.layout import (
     P_DEBUG,
     P_GANG,
     P_NODE,
+    QU_COUNTED,
     QU_CPU,
     QU_MEM,
     QU_MILLI,
@@ -393,7 +394,7 @@ def _check_full(
     ):
         return _fail(err, E_COUNTS, -1)
     for q in range(queues.shape[1]):
-        for f in range(queues.shape[0]):
+        for f in range(QU_COUNTED):
             if queues[f, q] != run.queues[f, q]:
                 return _fail(err, E_QUEUE_COUNTS, q)
     for c in range(cs.ints.shape[1]):

@@ -478,7 +478,12 @@ QU_PENDING = 1  # jobs in the pending set
 QU_RUNNING = 2  # jobs running
 QU_CPU = 3  # milli-CPU its placed pods request
 QU_MEM = 4  # MiB of memory its placed pods request
-QUEUE_FIELDS = 5
+QU_COUNTED = 5  # the fields above are counts the debug checks recompute; those below, a queue model's values
+QU_DESERVED = 5  # queues: volcano: the proportion plugin's deserved milli-GPU at the last session (rounded)
+QU_SHARE = 6  # queues: volcano: its share (allocated / deserved, dominant resource) x 10^6, rounded
+QUEUE_FIELDS = 7
+QM_KUEUE = 0  # Quotas.model: Kueue's quota tree (gpureplay.engine.quota)
+QM_VOLCANO = 1  # Volcano's queues (gpureplay.engine.proportion)
 QUOTA_UNSET = -1  # a Kueue borrowingLimit / lendingLimit left unset (gpureplay.engine.quota)
 
 # Rows of the per-ClusterQueue spec.preemption table (Quotas.pre; gpureplay.queues.kueue_quota PR_*): each

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 from pathlib import Path
 
 import polars as pl
@@ -20,6 +21,7 @@ from gpureplay.queues.kueue_preemption import preemption_problems, uniform_table
 from gpureplay.queues.kueue_quota import KueueQuotas, generated_quotas, manifest_quotas
 from gpureplay.queues.manifests import ManifestSet, read_manifests
 from gpureplay.queues.quotas import gpu_time_quotas, quota_of_each_queue, read_vc_nodes, vc_node_quotas
+from gpureplay.queues.volcano_queues import VolcanoQueues, generated_volcano_queues, manifest_volcano_queues
 from gpureplay.schedulers.policy import (
     Backfill,
     BorrowWithinCohort,
@@ -36,7 +38,10 @@ from gpureplay.schedulers.policy import (
     WithinClusterQueue,
 )
 
-__all__ = ["kueue_quotas", "queue_model_problems", "tenant_jobs"]
+__all__ = ["DEFAULT_OVERCOMMIT", "kueue_quotas", "queue_model_problems", "tenant_jobs", "volcano_queues"]
+
+#: Volcano's overcommit plugin's default ``overcommit-factor`` (``plugins/overcommit/overcommit.go``).
+DEFAULT_OVERCOMMIT = 1.2
 
 log = logging.getLogger(__name__)
 
@@ -62,23 +67,27 @@ def queue_model_problems(
     model = QueueModel[_name(policy.queues)]
     source = QuotaSource[_name(policy.quotas)]
     problems: list[tuple[str, str]] = []
+    if model is not QueueModel.volcano and policy.overcommit_factor != DEFAULT_OVERCOMMIT:
+        problems.append(("scheduler.overcommit_factor", "is read under queues: volcano only"))
     if model is QueueModel.none:
         for key, unset in (
             ("quotas", source is QuotaSource.none),
             ("manifests", policy.manifests is None),
             ("quota_missing", MissingQuota[_name(policy.quota_missing)] is MissingQuota.error),
-            ("quota_cohort", bool(policy.quota_cohort)),
-            ("fair_sharing", not policy.fair_sharing),
-            *_preemption_keys_unset(policy),
+            *_kueue_keys_unset(policy),
         ):
             if not unset:
                 problems.append(
                     (f"scheduler.{key}", "is read under a queue model only: set scheduler.queues")
                 )
         return problems
+    system = "Kueue" if model is QueueModel.kueue else "Volcano"
     if source is QuotaSource.none:
         problems.append(
-            ("scheduler.quotas", "queues: kueue needs quotas: manifests, gpu_time_share or philly_vc_nodes")
+            (
+                "scheduler.quotas",
+                f"queues: {model.name} needs quotas: manifests, gpu_time_share or philly_vc_nodes",
+            )
         )
     if (source is QuotaSource.manifests) != (policy.manifests is not None):
         problems.append(
@@ -88,7 +97,9 @@ def queue_model_problems(
                 f" (quotas: {source.name}, manifests: {policy.manifests!r})",
             )
         )
-    if source is QuotaSource.manifests:
+    if model is QueueModel.volcano:
+        problems += _volcano_key_problems(policy)
+    elif source is QuotaSource.manifests:
         for key, unset in _preemption_keys_unset(policy):
             if not unset:
                 problems.append(
@@ -103,35 +114,38 @@ def queue_model_problems(
             ("scheduler.borrow_max_priority", "is read with borrow_within_cohort: lower_priority only")
         )
     if gang is not GangMode.gang:
-        problems.append(("scheduler.gang", "Kueue admits whole workloads: use gang: gang"))
+        problems.append(("scheduler.gang", f"{system} admits whole workloads (gangs): use gang: gang"))
     if backfill is not Backfill.skip or policy.backfill_depth != 0:
-        problems.append(
-            (
-                "scheduler.backfill",
-                "Kueue's cycle passes over inadmissible heads (BestEffortFIFO) or blocks per ClusterQueue "
-                "(StrictFIFO, from the manifests): use backfill: skip with backfill_depth: 0",
-            )
+        passes = (
+            "Kueue's cycle passes over inadmissible heads (BestEffortFIFO) or blocks per ClusterQueue "
+            "(StrictFIFO, from the manifests)"
+            if model is QueueModel.kueue
+            else "Volcano's allocate action drops a job that does not fit and goes on (dequeueStrategy "
+            "traverse)"
         )
+        problems.append(("scheduler.backfill", f"{passes}: use backfill: skip with backfill_depth: 0"))
     if order is not QueueOrder.priority:
         problems.append(
             (
                 "scheduler.queue_order",
-                f"Kueue orders by priority, then FIFO: use priority (found {order.name})",
+                f"{system} orders a queue's jobs by priority, then creation time: use priority "
+                f"(found {order.name})",
             )
         )
     if preemption is not Preemption.none:
-        problems.append(
-            (
-                "scheduler.preemption",
-                "Kueue preempts by its ClusterQueues' own policies: use preemption: none with "
-                "within_cluster_queue / reclaim_within_cohort (or the manifests' spec.preemption)",
-            )
+        how = (
+            "Kueue preempts by its ClusterQueues' own policies: use preemption: none with "
+            "within_cluster_queue / reclaim_within_cohort (or the manifests' spec.preemption)"
+            if model is QueueModel.kueue
+            else "Volcano's default actions (enqueue, allocate, backfill) do not preempt; its preempt and "
+            "reclaim actions are not modelled yet: use preemption: none"
         )
+        problems.append(("scheduler.preemption", how))
     if _name(policy.topology_aware) != "none":
         problems.append(
             (
                 "scheduler.topology_aware",
-                "Kueue quotas with topology-aware placement are not modelled together yet: use "
+                f"{system} queues with topology-aware placement are not modelled together yet: use "
                 "topology_aware: none",
             )
         )
@@ -139,11 +153,36 @@ def queue_model_problems(
         problems.append(
             (
                 "scheduler.queues",
-                "Kueue quotas over shared GPUs or MIG resources are not modelled: use gpu_sharing: none "
-                "and mig_strategy: none",
+                f"{system} queues over shared GPUs or MIG resources are not modelled: use gpu_sharing: "
+                "none and mig_strategy: none",
             )
         )
     return problems
+
+
+def _volcano_key_problems(policy: Policy) -> list[tuple[str, str]]:
+    problems = [
+        (f"scheduler.{key}", "is Kueue's: read under queues: kueue only")
+        for key, unset in _kueue_keys_unset(policy)
+        if not unset
+    ]
+    factor = policy.overcommit_factor
+    if not (math.isfinite(factor) and factor >= 1.0):
+        problems.append(
+            (
+                "scheduler.overcommit_factor",
+                f"must be a number >= 1 (Volcano's overcommit-factor; found {factor})",
+            )
+        )
+    return problems
+
+
+def _kueue_keys_unset(policy: Policy) -> list[tuple[str, bool]]:
+    return [
+        ("quota_cohort", bool(policy.quota_cohort)),
+        ("fair_sharing", not policy.fair_sharing),
+        *_preemption_keys_unset(policy),
+    ]
 
 
 def _preemption_keys_unset(policy: Policy) -> list[tuple[str, bool]]:
@@ -170,32 +209,19 @@ def kueue_quotas(policy: Policy, jobs: pl.DataFrame, nodes: pl.DataFrame) -> Kue
     missing = MissingQuota[_name(policy.quota_missing)]
     manifests: ManifestSet | None = None
     if source is QuotaSource.manifests:
-        # A folder of manifests is read whole; a file not found here is looked up in the data roots.
-        given = Path(str(policy.manifests))
-        path = given if given.is_dir() else resolve_data_path(given)
+        path = _manifest_path(policy)
         manifests = read_manifests(path)
         models = sorted(set(nodes.filter(pl.col("num_gpus") > 0)["gpu_model"].drop_nulls().to_list()))
         quotas = manifest_quotas(manifests, jobs, models, str(path))
         for ignored in manifests.ignored:
             log.info("manifests: ignored (does not change scheduling): %s", ignored)
-    elif source is QuotaSource.gpu_time_share:
-        total = int(nodes["num_gpus"].sum())
-        derived = _gpu_time_or_even(jobs, total)
-        quotas = generated_quotas(
-            quota_of_each_queue(jobs, derived, "zero" if missing is MissingQuota.zero else "error"),
-            cohort=bool(policy.quota_cohort),
-            source=f"gpu_time_share of {total:,} GPUs",
-        )
-    elif source is QuotaSource.philly_vc_nodes:
-        path = bundled_traces_dir() / "philly" / "philly_vc_nodes.csv"
-        derived = vc_node_quotas(read_vc_nodes(path))
-        quotas = generated_quotas(
-            quota_of_each_queue(jobs, derived, "zero" if missing is MissingQuota.zero else "error"),
-            cohort=bool(policy.quota_cohort),
-            source=f"philly_vc_nodes ({path.name}) x 8 GPUs",
-        )
     else:
-        raise InputError.single("queues: kueue needs quotas", "config", column="scheduler.quotas")
+        derived, described = _derived_quotas(source, jobs, nodes)
+        quotas = generated_quotas(
+            quota_of_each_queue(jobs, derived, "zero" if missing is MissingQuota.zero else "error"),
+            cohort=bool(policy.quota_cohort),
+            source=described,
+        )
     if source is not QuotaSource.manifests:
         table = uniform_table(
             quotas.num_cluster_queues,
@@ -215,6 +241,58 @@ def kueue_quotas(policy: Policy, jobs: pl.DataFrame, nodes: pl.DataFrame) -> Kue
         "one cohort" if (quotas.parent[: quotas.num_cluster_queues] >= 0).any() else "no cohort",
     )
     return quotas
+
+
+def volcano_queues(policy: Policy, jobs: pl.DataFrame, nodes: pl.DataFrame) -> VolcanoQueues | None:
+    """Volcano's queues of a replay (``None`` unless ``scheduler.queues: volcano``).
+
+    Raises
+    ------
+    InputError
+        On unreadable or unmodelled manifests, or a job whose queue names no queue (naming file, document
+        and field, or the job row).
+    """
+    if QueueModel[_name(policy.queues)] is not QueueModel.volcano:
+        return None
+    source = QuotaSource[_name(policy.quotas)]
+    missing = MissingQuota[_name(policy.quota_missing)]
+    factor = float(policy.overcommit_factor)
+    if source is QuotaSource.manifests:
+        path = _manifest_path(policy)
+        manifests = read_manifests(path)
+        queues = manifest_volcano_queues(manifests, jobs, overcommit=factor, source=str(path))
+        for ignored in manifests.ignored:
+            log.info("manifests: ignored (does not change scheduling): %s", ignored)
+    else:
+        derived, described = _derived_quotas(source, jobs, nodes)
+        queues = generated_volcano_queues(
+            quota_of_each_queue(jobs, derived, "zero" if missing is MissingQuota.zero else "error"),
+            overcommit=factor,
+            source=f"weights from {described}",
+        )
+    log.info(
+        "queues: volcano, %d queues (%s), overcommit-factor %g", len(queues.names), queues.source, factor
+    )
+    return queues
+
+
+def _manifest_path(policy: Policy) -> Path:
+    # A folder of manifests is read whole; a file not found here is looked up in the data roots.
+    given = Path(str(policy.manifests))
+    return given if given.is_dir() else resolve_data_path(given)
+
+
+def _derived_quotas(
+    source: QuotaSource, jobs: pl.DataFrame, nodes: pl.DataFrame
+) -> tuple[dict[str, float], str]:
+    """Each trace queue's quota in GPUs from a declared source, and how it was derived."""
+    if source is QuotaSource.gpu_time_share:
+        total = int(nodes["num_gpus"].sum())
+        return _gpu_time_or_even(jobs, total), f"gpu_time_share of {total:,} GPUs"
+    if source is QuotaSource.philly_vc_nodes:
+        path = bundled_traces_dir() / "philly" / "philly_vc_nodes.csv"
+        return vc_node_quotas(read_vc_nodes(path)), f"philly_vc_nodes ({path.name}) x 8 GPUs"
+    raise InputError.single("a queue model needs quotas", "config", column="scheduler.quotas")
 
 
 def _refuse_unmodelled_preemption(quotas: KueueQuotas, manifests: ManifestSet | None) -> None:

@@ -24,7 +24,7 @@ import numpy as np
 import polars as pl
 
 from gpureplay.engine import layout as L
-from gpureplay.engine.bundles import JobState, Run, State, initial_state, quota_state
+from gpureplay.engine.bundles import JobState, Run, State, initial_state, quota_state, volcano_state
 from gpureplay.engine.config import is_cached
 from gpureplay.engine.fitindex import index_layout
 from gpureplay.engine.loop import advance
@@ -34,12 +34,13 @@ from gpureplay.errors import InputError
 from gpureplay.interrupts import PendingSignal, deferred
 from gpureplay.queues.kueue_preemption import preemption_table
 from gpureplay.queues.kueue_quota import KueueQuotas, lendable, model_columns, present
+from gpureplay.queues.volcano_queues import VolcanoQueues, volcano_columns
 from gpureplay.replay.compile import Compiled, compile_replay, policy_params
 from gpureplay.replay.progress import Progress
-from gpureplay.replay.queue_model import kueue_quotas, tenant_jobs
+from gpureplay.replay.queue_model import kueue_quotas, tenant_jobs, volcano_queues
 from gpureplay.results.schemas import QUEUE_SAMPLE_SCHEMA
 from gpureplay.schedulers.policy import Policy
-from gpureplay.traces.schema import JOBS_SCHEMA, NODES_SCHEMA
+from gpureplay.traces.schema import JOBS_SCHEMA, NODES_SCHEMA, UNKNOWN_CAPACITY
 from gpureplay.workload.typical_pods import TypicalPods, typical_pods
 
 __all__ = [
@@ -326,10 +327,12 @@ def simulate(
     if tasks is None and not slices and "fgd" in (policy.node_placement, policy.gpu_placement):
         tasks = typical_pods(jobs)
     quotas = kueue_quotas(policy, jobs, nodes)
+    volcano = volcano_queues(policy, jobs, nodes)
     jobs = tenant_jobs(jobs, quotas)
-    tenants = None if quotas is None else quotas.cluster_queues
+    model = quotas if quotas is not None else volcano
+    tenants = None if model is None else model.cluster_queues
     compiled = compile_replay(jobs, nodes, params, tasks, policy.mig_reconfigure_layouts, tenants)
-    state = _initial(compiled, min(TIMELINE_START_CAPACITY, max_samples), quotas)
+    state = _initial(compiled, min(TIMELINE_START_CAPACITY, max_samples), model, nodes)
     started = time.perf_counter()
     adaptive = chunk_seconds is None
     if chunk_seconds is None:
@@ -364,7 +367,7 @@ def simulate(
         jobs=_job_results(compiled, js, end_time),
         attempts=attempts,
         timeline=_timeline(run, samples),
-        queues=_queues(run, samples, compiled.tenants, quotas),
+        queues=_queues(run, samples, compiled.tenants, model),
         gpu_milli_seconds=gpu_milli_seconds,
         window_gpu_milli_seconds=None if window is None else float(clock[L.X_WINDOW_INTEGRAL]),
         sample_interval=used_interval,
@@ -447,12 +450,34 @@ def warm_up_tables() -> tuple[pl.DataFrame, pl.DataFrame]:
     return jobs, nodes
 
 
-def _initial(compiled: Compiled, timeline_capacity: int, quotas: KueueQuotas | None = None) -> State:
-    """The replay's mutable state at time 0 (fit trees built when the node scorer is indexable)."""
+def _initial(
+    compiled: Compiled,
+    timeline_capacity: int,
+    quotas: KueueQuotas | VolcanoQueues | None = None,
+    nodes: pl.DataFrame | None = None,
+) -> State:
+    """The replay's mutable state at time 0 (fit trees built when the node scorer is indexable).
+
+    ``nodes``: the cluster's node table (needed under Volcano's queues: its total resources).
+    """
     ix = index_layout(compiled.cluster.node_int, len(compiled.models), compiled.hist_width)
     build_index(compiled.params, compiled.cluster, ix)
     quota = None
-    if quotas is not None:
+    if isinstance(quotas, VolcanoQueues):
+        if nodes is None:
+            raise ValueError("Volcano's queues need the node table (the cluster's total resources)")
+        total = volcano_total(nodes)
+        quota = volcano_state(
+            quotas.weight,
+            quotas.real_capability(total),
+            quotas.guarantee,
+            quotas.priority,
+            total,
+            quotas.overcommit,
+            compiled.classes.ints[L.C_TENANT],
+            compiled.jobs.ints.shape[1],
+        )
+    elif quotas is not None:
         quota = quota_state(
             quotas.parent,
             quotas.nominal,
@@ -844,7 +869,9 @@ def _job_results(compiled: Compiled, js: JobState, end_time: float) -> pl.DataFr
     )
 
 
-def _queues(run: Run, samples: int, tenants: tuple[str, ...], quotas: KueueQuotas | None) -> pl.DataFrame:
+def _queues(
+    run: Run, samples: int, tenants: tuple[str, ...], quotas: KueueQuotas | VolcanoQueues | None
+) -> pl.DataFrame:
     """Each queue's ``QU_*`` rows of the timeline as one row per (sample, queue), with its quota columns."""
     num = len(tenants)
     base = L.TIMELINE_FIELDS
@@ -858,7 +885,20 @@ def _queues(run: Run, samples: int, tenants: tuple[str, ...], quotas: KueueQuota
         rows[:, L.QU_PENDING, :],
         rows[:, L.QU_RUNNING, :],
         quotas,
+        (rows[:, L.QU_DESERVED, :], rows[:, L.QU_SHARE, :]),
     )
+
+
+def volcano_total(nodes: pl.DataFrame) -> np.ndarray:
+    """The cluster's total in Volcano's units (milli-GPU, milli-CPU, bytes): ``ssn.TotalResource``."""
+    # A node whose CPU or memory the node list does not give (UNKNOWN_CAPACITY) bounds nothing: nor does the
+    # cluster's total of that resource.
+    totals = [float(nodes["num_gpus"].cast(pl.Float64).fill_null(0.0).sum()) * 1000.0]
+    for column, factor in (("cpu_milli", 1.0), ("mem_mib", float(2**20))):
+        values = nodes[column].cast(pl.Float64).fill_null(0.0)
+        unknown = bool((nodes[column] == UNKNOWN_CAPACITY).any())
+        totals.append(math.inf if unknown else float(values.sum()) * factor)
+    return np.array(totals)
 
 
 def queue_rows(
@@ -867,12 +907,14 @@ def queue_rows(
     usage: np.ndarray,
     pending: np.ndarray,
     running: np.ndarray,
-    quotas: KueueQuotas | None,
+    quotas: KueueQuotas | VolcanoQueues | None,
+    proportion: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> pl.DataFrame:
     """``queues.parquet`` rows from per-queue samples (``usage[resource, queue, sample]`` in engine units).
 
-    The quota columns come from :func:`gpureplay.queues.kueue_quota.model_columns` under a queue model and
-    are null without one.
+    The quota columns come from :func:`gpureplay.queues.kueue_quota.model_columns` under Kueue; under
+    Volcano from ``proportion``: ``[queue, sample]`` deserved milli-GPU and share x 10^6 at each sample
+    (:func:`gpureplay.queues.volcano_queues.volcano_columns`). They are null without a queue model.
     """
     num, samples = len(tenants), len(times)
     columns: dict[str, object] = {
@@ -882,9 +924,16 @@ def queue_rows(
         "pending_jobs": np.asarray(pending).reshape(-1),
         "running_jobs": np.asarray(running).reshape(-1),
     }
-    if quotas is not None:
-        for name, values in model_columns(quotas, np.asarray(usage)).items():
-            columns[name] = values.reshape(-1)
+    if isinstance(quotas, VolcanoQueues):
+        if proportion is None:
+            raise ValueError("Volcano's queue columns need the sampled deserved and share")
+        found = volcano_columns(np.asarray(usage), np.asarray(proportion[0]), np.asarray(proportion[1]))
+    elif quotas is not None:
+        found = model_columns(quotas, np.asarray(usage))
+    else:
+        found = {}
+    for name, values in found.items():
+        columns[name] = values.reshape(-1)
     return (
         pl.DataFrame(columns)
         .with_columns(

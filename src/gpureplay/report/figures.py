@@ -810,9 +810,10 @@ def quota_figure(collection: Collection, lay: Layout) -> Drawn | None:
 
     One row of panels per setting (at most ``MAX_QUOTA_SETTINGS``), one panel per queue (the
     ``MAX_QUOTA_QUEUES`` with most GPU usage in that setting), one solid curve per treatment (its usage,
-    mean of seeds per time bin) and a dashed one of the same style (its nominal quota). Usage above the
-    dashed line is borrowed from the cohort (Kueue ``borrowingLimit``); a queue waiting while below it is
-    held back by placement or by another queue's borrowing (no preemption reclaims it).
+    mean of seeds per time bin) and a dashed one of the same style (its nominal quota; under Volcano its
+    deserved share, which moves with the queues' requests). Usage above the dashed line is borrowed from
+    the cohort (Kueue ``borrowingLimit``) or kept after the deserved share fell (Volcano); a queue waiting
+    while below it is held back by placement or by another queue's use (no preemption reclaims it).
     """
     samples = collection.queue_samples
     if samples is None:
@@ -884,7 +885,7 @@ def quota_figure(collection: Collection, lay: Layout) -> Drawn | None:
                 ax.set_ylabel("GPUs", fontsize=9)
             if row == len(shown_settings) - 1:
                 ax.set_xlabel(f"simulated time ({unit})", fontsize=9)
-    fig.suptitle("GPU usage against nominal quota, by queue", fontsize=11)
+    fig.suptitle("GPU usage against nominal quota / deserved share, by queue", fontsize=11)
     _legend(fig, drawn_lay)
     left = (
         f"; the first {MAX_QUOTA_SETTINGS} of {len(settings)} settings"
@@ -894,10 +895,12 @@ def quota_figure(collection: Collection, lay: Layout) -> Drawn | None:
     return Drawn(
         fig,
         "quota_usage.png",
-        "GPU usage against nominal quota, by queue",
+        "GPU usage against nominal quota / deserved share, by queue",
         f"Runs under a queue model only: the {columns} queues with most GPU usage per setting; solid: GPUs "
-        "the queue's placed pods request, dashed: its nominal quota (queues.parquet), mean of seeds per "
-        f"{_duration(width)} bin{left}. Above the dashed line a queue borrows its cohort's unused quota.",
+        "the queue's placed pods request, dashed: its nominal quota (Kueue) or deserved share (Volcano; "
+        f"queues.parquet nominal_gpu), mean of seeds per {_duration(width)} bin{left}. Above the dashed line "
+        "a Kueue queue borrows its cohort's unused quota; a Volcano queue holds what it took before its "
+        "deserved share fell.",
     )
 
 

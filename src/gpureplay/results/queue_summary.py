@@ -74,9 +74,10 @@ def queue_summary(
         The run's attempts (``attempts.parquet``) for the GPU-hours and the evictions caused; None:
         both are null.
     samples
-        The run's queue samples (``queues.parquet``): under a queue model their ``nominal_gpu`` gives each
-        queue's ``nominal_gpu`` and ``quota_share`` (its share of the queues' nominal GPUs, to set beside
-        ``gpu_time_share``); None, or no queue model: both null.
+        The run's queue samples (``queues.parquet``): under a queue model the mean of their ``nominal_gpu``
+        gives each queue's ``nominal_gpu`` (Kueue's nominal quota; under Volcano, whose deserved share moves,
+        its mean deserved GPUs over the samples) and ``quota_share`` (its share of the queues' nominal GPUs,
+        to set beside ``gpu_time_share``); None, or no queue model: both null.
     """
     counts = jobs.group_by("queue").agg(pl.len().alias("jobs"))
     figures = admitted.group_by("queue").agg(
@@ -118,7 +119,7 @@ def queue_summary(
         )
     quota = None if samples is None else samples.filter(pl.col("nominal_gpu").is_not_null())
     if quota is not None and quota.height:
-        nominal = quota.group_by("queue").agg(pl.col("nominal_gpu").first())
+        nominal = quota.group_by("queue").agg(pl.col("nominal_gpu").mean())
         quota_total = nominal["nominal_gpu"].sum()
         nominal = nominal.with_columns(
             (pl.col("nominal_gpu") / quota_total if quota_total else pl.lit(None, pl.Float64)).alias(

@@ -83,7 +83,8 @@ QUEUE_SAMPLE_SCHEMA: dict[str, pl.DataType] = {
     "usage_gpu": pl.Float64(),
     "pending_jobs": pl.Int32(),
     "running_jobs": pl.Int32(),
-    # Under a queue model (null without one): gpureplay.queues.kueue_quota.model_columns.
+    # Under a queue model (null without one): gpureplay.queues.kueue_quota.model_columns (Kueue) or
+    # gpureplay.queues.volcano_queues.volcano_columns (Volcano: nominal_gpu is the deserved share).
     "nominal_gpu": pl.Float64(),
     "borrowed_gpu": pl.Float64(),
     "lent_gpu": pl.Float64(),
@@ -105,7 +106,8 @@ QUEUE_SUMMARY_SCHEMA: dict[str, pl.DataType] = {
     "bounded_slowdown_mean": pl.Float64(),
     "gpu_hours": pl.Float64(),
     "gpu_time_share": pl.Float64(),
-    # Under a queue model (null without one): the nominal GPU quota and its share of all queues' nominal.
+    # Under a queue model (null without one): the nominal GPU quota (Volcano: the mean deserved share) and its
+    # share of all queues' nominal.
     "nominal_gpu": pl.Float64(),
     "quota_share": pl.Float64(),
     "preemptions": pl.Int64(),

@@ -201,11 +201,14 @@ class QueueModel(Enum):
 
     ``none``: no quotas; one queue order across tenants. ``kueue``: Kueue's ClusterQueues with nominal
     quotas, cohorts, borrowing and lending limits, admitted by its classical cycle (one head per
-    ClusterQueue, non-borrowing first), gang mode only.
+    ClusterQueue, non-borrowing first), gang mode only. ``volcano``: Volcano's queues under its default
+    actions (enqueue, allocate, backfill) and plugins: the proportion plugin's weighted ``deserved``, the
+    overcommit plugin's enqueue gate, queues taken by priority then share; gang mode only.
     """
 
     none = 0
     kueue = 1
+    volcano = 2
 
 
 class QuotaSource(Enum):
@@ -215,6 +218,7 @@ class QuotaSource(Enum):
     ``scheduler.manifests``. ``gpu_time_share``: one ClusterQueue per trace queue, its nominal GPUs the
     queue's share of the trace's GPU-time of the cluster's GPUs (whole GPUs, largest remainder).
     ``philly_vc_nodes``: Philly's real per-VC node counts x 8 GPUs (``traces/philly/philly_vc_nodes.csv``).
+    Under ``queues: volcano`` a derived quota is the queue's ``weight`` (its GPUs, at least 1).
     """
 
     none = 0
@@ -512,6 +516,10 @@ class Policy:
         Derived quotas only: every ClusterQueue's ``spec.preemption`` (see :class:`WithinClusterQueue`,
         :class:`ReclaimWithinCohort`, :class:`BorrowWithinCohort`; ``borrow_max_priority`` is
         ``borrowWithinCohort.maxPriorityThreshold``, null: unset). Manifests state their own.
+    overcommit_factor
+        ``queues: volcano`` only: the overcommit plugin's ``overcommit-factor`` (Volcano's default 1.2, at
+        least 1): a job enters Inqueue only while the Inqueue jobs' requests and its own fit in the
+        cluster's resources times this factor less what is allocated.
     """
 
     name: str = "fifo"
@@ -563,6 +571,7 @@ class Policy:
     reclaim_within_cohort: ReclaimWithinCohort = ReclaimWithinCohort.never
     borrow_within_cohort: BorrowWithinCohort = BorrowWithinCohort.never
     borrow_max_priority: int | None = None
+    overcommit_factor: float = 1.2
 
     def devices_per_gpu(self) -> int:
         """``nvidia.com/gpu`` devices per GPU: ``replicas`` when shared by replicas, else 1."""
