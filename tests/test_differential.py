@@ -611,18 +611,23 @@ def _manifest_file(text: str) -> str:
     return str(path)
 
 
-@st.composite
-def kueue_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
-    """A small case with a Kueue quota tree over its queues and a Kueue policy (scorer, periodic or not)."""
-    jobs, nodes = draw(cases(max_jobs=40))
-    # Two or three queues and coarse submit times: several queues' heads meet in one cycle, where the
-    # iterator's order (non-borrowing first) and the quotas decide.
+def _in_queues(draw: st.DrawFn, jobs: pl.DataFrame) -> pl.DataFrame:
+    """``jobs`` spread over two or three queues, with coarse submit times: several queues' heads meet in one
+    cycle, where the queue model's order (Kueue: non-borrowing first; Volcano: share) and quotas decide."""
     names = ("vc-a", "vc-b", "vc-c")[: draw(st.integers(2, 3))]
     picks = draw(st.lists(st.sampled_from(names), min_size=jobs.height, max_size=jobs.height))
     grain = draw(st.sampled_from([None, 4.0, 16.0, 64.0]))
     jobs = jobs.with_columns(pl.Series("queue", picks, dtype=pl.String))
     if grain is not None:
         jobs = jobs.with_columns(((pl.col("submit_time") / grain).floor() * grain).alias("submit_time"))
+    return jobs
+
+
+@st.composite
+def kueue_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
+    """A small case with a Kueue quota tree over its queues and a Kueue policy (scorer, periodic or not)."""
+    jobs, nodes = draw(cases(max_jobs=40))
+    jobs = _in_queues(draw, jobs)
     # Half the cases preempt by the ClusterQueues' spec.preemption (classical; not with fair sharing).
     preempting = draw(st.booleans())
     queues = tuple(sorted(set(jobs["queue"].to_list())))
@@ -685,12 +690,7 @@ def volcano_manifests(draw: st.DrawFn, queues: tuple[str, ...]) -> str:
 def volcano_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
     """A small case under Volcano's queues (weights, capability, guarantee, priority, overcommit factor)."""
     jobs, nodes = draw(cases(max_jobs=40))
-    names = ("vc-a", "vc-b", "vc-c")[: draw(st.integers(2, 3))]
-    picks = draw(st.lists(st.sampled_from(names), min_size=jobs.height, max_size=jobs.height))
-    grain = draw(st.sampled_from([None, 4.0, 16.0, 64.0]))
-    jobs = jobs.with_columns(pl.Series("queue", picks, dtype=pl.String))
-    if grain is not None:
-        jobs = jobs.with_columns(((pl.col("submit_time") / grain).floor() * grain).alias("submit_time"))
+    jobs = _in_queues(draw, jobs)
     queues = tuple(sorted(set(jobs["queue"].to_list())))
     policy = Policy(
         name="volcano",

@@ -41,7 +41,6 @@ from gpureplay.engine.bundles import (
 )
 from gpureplay.engine.config import inline_kernel, kernel
 from gpureplay.engine.gang import try_gang
-from gpureplay.engine.heaps import merge_pop, merge_push
 from gpureplay.engine.jobs import start_job
 from gpureplay.engine.layout import (
     C_CPU,
@@ -54,7 +53,6 @@ from gpureplay.engine.layout import (
     D_STATUS,
     J_CLASS,
     J_CPU,
-    J_ID,
     J_MEM,
     J_MILLI,
     J_PODS,
@@ -69,10 +67,9 @@ from gpureplay.engine.layout import (
     QU_RUNNING,
     QU_SHARE,
     S_QUEUED,
-    T_KEY1,
-    T_KEY2,
 )
 from gpureplay.engine.pending import cursor_job, cursor_reset, cursor_step
+from gpureplay.engine.quota_tree import drop_top, push_class_head
 
 #: Volcano's ``minResource`` (``resource_info.go``): amounts closer than this are equal.
 MIN_RESOURCE = 0.1
@@ -273,30 +270,6 @@ def enqueueable(qt: Quotas, cs: Classes, c: int) -> bool:
     return True
 
 
-@inline_kernel
-def _push(qt: Quotas, jobs: Jobs, js: JobState, q: int, c: int, j: int) -> None:
-    a = qt.seg[q]
-    b = qt.seg[q + 1]
-    qt.hsize[q] = merge_push(
-        qt.hf[:, a:b],
-        qt.hi[:, a:b],
-        qt.hsize[q],
-        0.0,
-        js.time[T_KEY1, j],
-        js.time[T_KEY2, j],
-        jobs.ints[J_ID, j],
-        c,
-        0,
-    )
-
-
-@inline_kernel
-def _pop(qt: Quotas, q: int) -> None:
-    a = qt.seg[q]
-    b = qt.seg[q + 1]
-    qt.hsize[q] = merge_pop(qt.hf[:, a:b], qt.hi[:, a:b], qt.hsize[q])
-
-
 @kernel
 def _next_pending(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: Quotas, c: int) -> int:
     # Class c's next job not yet Inqueue (-1: none); the Inqueue jobs it passes are usually none (a
@@ -359,7 +332,7 @@ def _enqueue_action(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: Qu
         cursor_reset(cs, pend, c)
         j = _next_pending(jobs, cs, js, pend, qt, c)
         if j >= 0:
-            _push(qt, jobs, js, cs.ints[C_TENANT, c], c, j)
+            push_class_head(qt, jobs, js, cs.ints[C_TENANT, c], c, j)
     for _ in range(num_q):
         q = -1
         for x in range(num_q):
@@ -370,7 +343,7 @@ def _enqueue_action(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: Qu
         while qt.hsize[q] > 0:
             c = qt.hi[1, qt.seg[q]]
             j = _next_pending(jobs, cs, js, pend, qt, c)
-            _pop(qt, q)
+            drop_top(qt, q)
             if not enqueueable(qt, cs, c):
                 continue
             qt.v_inq[j] = 1
@@ -380,7 +353,7 @@ def _enqueue_action(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: Qu
             cursor_step(jobs, cs, js, pend, c, j)
             j = _next_pending(jobs, cs, js, pend, qt, c)
             if j >= 0:
-                _push(qt, jobs, js, q, c, j)
+                push_class_head(qt, jobs, js, q, c, j)
 
 
 @kernel
@@ -439,7 +412,7 @@ def volcano_cycle(
         cursor_reset(cs, pend, c)
         j = _next_inqueue(jobs, cs, js, pend, qt, c)
         if j >= 0:
-            _push(qt, jobs, js, cs.ints[C_TENANT, c], c, j)
+            push_class_head(qt, jobs, js, cs.ints[C_TENANT, c], c, j)
     changes = 0
     while True:
         q = -1
@@ -452,7 +425,7 @@ def volcano_cycle(
         j = _next_inqueue(jobs, cs, js, pend, qt, c)
         qt.v_seen[c] += 1
         cursor_step(jobs, cs, js, pend, c, j)
-        _pop(qt, q)
+        drop_top(qt, q)
         if not allocatable(qt, cs, c):
             continue  # the class's later jobs would not fit the queue's deserved share either
         if try_gang(tas, numa, params, jobs, cs, cl, ix, js, pend, tm, sc, run, j, t):
@@ -466,7 +439,7 @@ def volcano_cycle(
         _update(qt, run, q)
         nxt = _next_inqueue(jobs, cs, js, pend, qt, c)
         if nxt >= 0:
-            _push(qt, jobs, js, q, c, nxt)
+            push_class_head(qt, jobs, js, q, c, nxt)
     for q in range(num_q):
         qt.hsize[q] = 0
         run.queues[QU_DESERVED, q] = math.floor(qt.v_des[0, q] + 0.5)

@@ -29,7 +29,6 @@ from gpureplay.engine.bundles import (
 )
 from gpureplay.engine.config import inline_kernel, kernel
 from gpureplay.engine.gang import try_gang
-from gpureplay.engine.heaps import merge_pop, merge_push
 from gpureplay.engine.jobs import start_job
 from gpureplay.engine.kueue_preempt import kueue_preempt, list_admitted
 from gpureplay.engine.layout import (
@@ -37,21 +36,20 @@ from gpureplay.engine.layout import (
     CD_FAIL,
     D_STATUS,
     J_CLASS,
-    J_ID,
     J_TENANT,
     K_NACTIVE,
     K_VERSION,
     S_QUEUED,
     S_RUNNING,
-    T_KEY1,
-    T_KEY2,
 )
 from gpureplay.engine.pending import cursor_job, cursor_reset, cursor_step, key_before
 from gpureplay.engine.quota_tree import (
     RESOURCE_ROWS,
+    drop_top,
     fits_quota,
     local_quota,
     node_usage,
+    push_class_head,
     request_amount,
 )
 
@@ -181,30 +179,10 @@ def tournament(qt: Quotas, jobs: Jobs, js: JobState, run: Run, first: int, n: in
 
 @inline_kernel
 def _push_class(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: Quotas, q: int, c: int) -> None:
-    # Class c's cursor job into ClusterQueue q's heap (keys: its queue key; payload: the class).
+    # Class c's cursor job into ClusterQueue q's heap.
     j = cursor_job(jobs, cs, js, pend, c)
-    if j < 0:
-        return
-    a = qt.seg[q]
-    b = qt.seg[q + 1]
-    qt.hsize[q] = merge_push(
-        qt.hf[:, a:b],
-        qt.hi[:, a:b],
-        qt.hsize[q],
-        0.0,
-        js.time[T_KEY1, j],
-        js.time[T_KEY2, j],
-        jobs.ints[J_ID, j],
-        c,
-        0,
-    )
-
-
-@inline_kernel
-def _drop_top(qt: Quotas, q: int) -> None:
-    a = qt.seg[q]
-    b = qt.seg[q + 1]
-    qt.hsize[q] = merge_pop(qt.hf[:, a:b], qt.hi[:, a:b], qt.hsize[q])
+    if j >= 0:
+        push_class_head(qt, jobs, js, q, c, j)
 
 
 @kernel
@@ -219,7 +197,7 @@ def _head(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: Quotas, run:
         c = qt.hi[1, qt.seg[q]]
         if pend.cls[CD_FAIL, c] != version:
             return cursor_job(jobs, cs, js, pend, c)
-        _drop_top(qt, q)
+        drop_top(qt, q)
     return -1
 
 
@@ -233,7 +211,7 @@ def _set_aside(pend: Pending, qt: Quotas, run: Run, q: int, c: int, block: bool)
         qt.blocked[q] = run.counters[K_VERSION]
         qt.hsize[q] = 0
     else:
-        _drop_top(qt, q)
+        drop_top(qt, q)
 
 
 @kernel
@@ -348,7 +326,7 @@ def kueue_cycle(
                 continue
             # Started, or placed and rejected by a kubelet (it left the queue): its class's next job.
             changes += 1
-            _drop_top(qt, q)
+            drop_top(qt, q)
             cursor_step(jobs, cs, js, pend, c, j)
             _push_class(jobs, cs, js, pend, qt, q, c)
     # No end_stale_nominations: a queue model refuses preemption, so no pod holds a nomination.

@@ -2,15 +2,18 @@
 
 kubernetes-sigs/kueue ``pkg/cache/scheduler/resource_node.go`` (reference §4.2); the plain-Python statement
 is :mod:`gpureplay.queues.kueue_quota`. Shared by the cycle (:mod:`gpureplay.engine.quota`) and preemption
-(:mod:`gpureplay.engine.kueue_preempt`).
+(:mod:`gpureplay.engine.kueue_preempt`); each queue's heap of class heads serves Volcano's session too
+(:mod:`gpureplay.engine.proportion`).
 """
 
 from __future__ import annotations
 
-from gpureplay.engine.bundles import Jobs, Quotas, Run
+from gpureplay.engine.bundles import Jobs, JobState, Quotas, Run
 from gpureplay.engine.config import inline_kernel, kernel
+from gpureplay.engine.heaps import merge_pop, merge_push
 from gpureplay.engine.layout import (
     J_CPU,
+    J_ID,
     J_MEM,
     J_MILLI,
     J_PODS,
@@ -19,6 +22,8 @@ from gpureplay.engine.layout import (
     QU_MEM,
     QU_MILLI,
     QUOTA_UNSET,
+    T_KEY1,
+    T_KEY2,
 )
 
 #: ``run.queues`` rows of each quota resource (GPU milli, CPU milli, memory MiB).
@@ -113,4 +118,37 @@ def fits_quota(qt: Quotas, jobs: Jobs, run: Run, j: int, borrowing: bool) -> boo
     return True
 
 
-__all__ = ["RESOURCE_ROWS", "available", "fits_quota", "local_quota", "node_usage", "request_amount"]
+@inline_kernel
+def push_class_head(qt: Quotas, jobs: Jobs, js: JobState, q: int, c: int, j: int) -> None:
+    """Push class ``c`` into queue ``q``'s heap of class heads, keyed by its head job ``j``'s queue key.
+
+    Each queue's heap (``qt.hf``, ``qt.hi`` columns ``qt.seg[q] .. qt.seg[q+1]``, ``qt.hsize[q]`` entries)
+    gives its next job in queue order (priority, then FIFO, then job id) across its classes.
+    """
+    a = qt.seg[q]
+    b = qt.seg[q + 1]
+    key1 = js.time[T_KEY1, j]
+    key2 = js.time[T_KEY2, j]
+    qt.hsize[q] = merge_push(
+        qt.hf[:, a:b], qt.hi[:, a:b], qt.hsize[q], 0.0, key1, key2, jobs.ints[J_ID, j], c, 0
+    )
+
+
+@inline_kernel
+def drop_top(qt: Quotas, q: int) -> None:
+    """Remove the top class of queue ``q``'s heap of class heads."""
+    a = qt.seg[q]
+    b = qt.seg[q + 1]
+    qt.hsize[q] = merge_pop(qt.hf[:, a:b], qt.hi[:, a:b], qt.hsize[q])
+
+
+__all__ = [
+    "RESOURCE_ROWS",
+    "available",
+    "drop_top",
+    "fits_quota",
+    "local_quota",
+    "node_usage",
+    "push_class_head",
+    "request_amount",
+]
