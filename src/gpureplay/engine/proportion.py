@@ -52,24 +52,17 @@ from gpureplay.engine.layout import (
     CD_PENDING,
     D_STATUS,
     J_CLASS,
-    J_CPU,
-    J_MEM,
-    J_MILLI,
-    J_PODS,
     J_TENANT,
     K_NACTIVE,
     K_VERSION,
-    QU_CPU,
     QU_DESERVED,
-    QU_MEM,
-    QU_MILLI,
     QU_PENDING,
     QU_RUNNING,
     QU_SHARE,
     S_QUEUED,
 )
 from gpureplay.engine.pending import cursor_job, cursor_reset, cursor_step
-from gpureplay.engine.quota_tree import drop_top, push_class_head
+from gpureplay.engine.quota_tree import RESOURCE_ROWS, drop_top, push_class_head, request_amount
 
 #: Volcano's ``minResource`` (``resource_info.go``): amounts closer than this are equal.
 MIN_RESOURCE = 0.1
@@ -90,12 +83,6 @@ def _to_volcano(amount: float, r: int) -> float:
 
 
 @inline_kernel
-def _per_pod(jobs: Jobs, j: int, r: int) -> int:
-    # Engine units: milli-GPU, milli-CPU, MiB.
-    return int(jobs.ints[J_MILLI, j] if r == 0 else (jobs.ints[J_CPU, j] if r == 1 else jobs.ints[J_MEM, j]))
-
-
-@inline_kernel
 def _class_pod(cs: Classes, c: int) -> tuple[int, int, int]:
     # A gang class's jobs all have C_PODS pods of its shape (engine units).
     return int(cs.ints[C_MILLI, c]), int(cs.ints[C_CPU, c]), int(cs.ints[C_MEM, c])
@@ -109,8 +96,7 @@ def _class_request(cs: Classes, c: int, r: int) -> float:
 
 @inline_kernel
 def _allocated(run: Run, q: int, r: int) -> float:
-    row = QU_MILLI if r == 0 else (QU_CPU if r == 1 else QU_MEM)
-    return _to_volcano(float(run.queues[row, q]), r)
+    return _to_volcano(float(run.queues[RESOURCE_ROWS[r], q]), r)
 
 
 @kernel
@@ -349,7 +335,7 @@ def _enqueue_action(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: Qu
             qt.v_inq[j] = 1
             qt.v_cinq[c] += 1
             for r in range(3):
-                qt.v_qinq[r, q] += jobs.ints[J_PODS, j] * _per_pod(jobs, j, r)
+                qt.v_qinq[r, q] += request_amount(jobs, j, r)
             cursor_step(jobs, cs, js, pend, c, j)
             j = _next_pending(jobs, cs, js, pend, qt, c)
             if j >= 0:
@@ -365,7 +351,7 @@ def _left_queue(jobs: Jobs, qt: Quotas, j: int) -> None:
     qt.v_cinq[c] -= 1
     qt.v_seen[c] -= 1
     for r in range(3):
-        qt.v_qinq[r, q] -= jobs.ints[J_PODS, j] * _per_pod(jobs, j, r)
+        qt.v_qinq[r, q] -= request_amount(jobs, j, r)
 
 
 @kernel
