@@ -82,6 +82,7 @@ from gpureplay.schedulers.policy import (
     QuotaSource,
     Requeue,
 )
+from gpureplay.workload.utilization import ReclaimIdlePolicy, policy_columns
 
 try:
     _engine_module: ModuleType | None = importlib.import_module("gpureplay.replay.simulate")
@@ -301,7 +302,7 @@ def _warm_engine() -> None:
     worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
     start = len(policies) * worker // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     for policy in policies[start:] + policies[:start]:
-        _engine_module.simulate(jobs, nodes, policy, debug=True)
+        _engine_module.simulate(as_taken_by(jobs, policy), nodes, policy, debug=True)
 
 
 def test_engine_is_importable() -> None:
@@ -715,3 +716,57 @@ def test_volcano_queues_agree(
 ) -> None:
     jobs, nodes, policy = case
     assert_agree(jobs, nodes, policy, seed=seed, sample_interval=sample_interval)
+
+
+@st.composite
+def reclaim_idle_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
+    """A small case under ReclaimIdleResource: two or three PriorityClasses with drawn annotations (short
+    tolerations and windows, thresholds, raised minimum preemptable priorities) and drawn per-job usage."""
+    jobs, nodes = draw(cases(max_jobs=40))
+    names = ("a", "b", "c")[: draw(st.integers(2, 3))]
+    values = {name: draw(st.sampled_from([0, 10, 10, 20])) for name in names}
+    policies_by_class = {
+        name: ReclaimIdlePolicy(
+            minimum_preemptable_priority=draw(st.sampled_from([None, None, 15, 1000])),
+            toleration_seconds=draw(st.sampled_from([0, 0, 3, 20, -1])),
+            cpu_idle_seconds=draw(st.sampled_from([0, 2, 5])),
+            gpu_idle_seconds=draw(st.sampled_from([0, 2, 5, 10])),
+            cpu_idle_usage_threshold=draw(st.sampled_from([0.0, 0.0, 1.0])),
+            gpu_idle_usage_threshold=draw(st.sampled_from([0.0, 0.0, 0.3])),
+        )
+        for name in names
+    }
+    n = jobs.height
+    picks = [draw(st.sampled_from(names)) for _ in range(n)]
+    jobs = jobs.with_columns(
+        priority_class=pl.Series(picks, dtype=pl.String),
+        priority=pl.Series([values[p] for p in picks], dtype=pl.Int32),
+        gpu_util=pl.Series([draw(st.sampled_from([0.0, 0.5, 1.0])) for _ in range(n)]),
+        cpu_util=pl.Series([draw(st.sampled_from([0.0, 0.0, 2.0])) for _ in range(n)]),
+        idle_after=pl.Series([draw(st.sampled_from([math.inf, 0.0, 1.5, 4.0, 9.0])) for _ in range(n)]),
+    ).with_columns(policy_columns(policies_by_class, values))
+    base = draw(policies())
+    if base.backfill is Backfill.easy:
+        base = replace(base, backfill=Backfill.skip, backfill_depth=0)
+    policy = replace(
+        base,
+        name="random+reclaim-idle",
+        preemption=Preemption.reclaim_idle,
+        queue_order=QueueOrder.priority,
+    )
+    return jobs, nodes, policy
+
+
+# ReclaimIdleResource's victims and wakes (tests/test_reclaim_idle.py holds the hand-computed cases).
+@settings(max_examples=60, **SETTINGS)
+@given(
+    case=reclaim_idle_cases(),
+    sample_interval=sample_intervals,
+    seed=seeds,
+    chunk=st.sampled_from([None, 3.0]),
+)
+def test_reclaim_idle_agrees(
+    case: tuple[pl.DataFrame, pl.DataFrame, Policy], sample_interval: float, seed: int, chunk: float | None
+) -> None:
+    jobs, nodes, policy = case
+    assert_agree(jobs, nodes, policy, seed=seed, sample_interval=sample_interval, chunk_seconds=chunk)

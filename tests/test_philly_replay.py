@@ -7,8 +7,11 @@ queues form (at 1x no Philly job ever waits on the pooled 2,490 GPUs).
 
 from __future__ import annotations
 
+from importlib.resources import files
+
 import polars as pl
 import pytest
+from omegaconf import OmegaConf
 from tests.reference.strategies import SHARING_PRESETS
 
 from gpureplay.cluster.philly import philly_nodes
@@ -18,7 +21,9 @@ from gpureplay.replay.simulate import simulate
 from gpureplay.schedulers.policy import GangMode
 from gpureplay.schedulers.presets import preset, preset_names
 from gpureplay.traces.philly import load_philly
+from gpureplay.workload.priorities import PriorityClass, assign_priority_classes
 from gpureplay.workload.transforms import apply_workload
+from gpureplay.workload.utilization import ReclaimIdlePolicy, Utilization, assign_utilization
 
 
 @pytest.fixture(scope="module")
@@ -35,10 +40,15 @@ def philly() -> tuple[pl.DataFrame, pl.DataFrame]:
 #: kueue-philly-vcs from kueue and kueue-philly-vcs-isolated in head order and cohort, all checked on
 #: generated cases against the reference: left out of the full replays too (suite time).
 SAME_MECHANICS = ("sjf", "gang-spread", "kueue-fair", "kueue-philly-vcs")
+#: Presets that need a workload of their own (tests below).
+OWN_WORKLOAD = ("reclaim-idle",)
 PHILLY_PRESETS = [
     name
     for name in preset_names()
-    if not name.startswith("fgd") and name not in SHARING_PRESETS and name not in SAME_MECHANICS
+    if not name.startswith("fgd")
+    and name not in SHARING_PRESETS
+    and name not in SAME_MECHANICS
+    and name not in OWN_WORKLOAD
 ]
 
 
@@ -84,3 +94,31 @@ def test_full_philly_replays_under_every_preset(philly: tuple[pl.DataFrame, pl.D
     if preset(name).gang == GangMode.gang and (checked.jobs["state"] == "finished").all():
         # Gang jobs hold GPUs exactly while they run; pod-by-pod pods also hold them waiting for siblings.
         assert checked.gpu_milli_seconds == pytest.approx(demand, rel=1e-9)
+
+
+@pytest.mark.slow
+def test_full_philly_reclaims_only_idle_notebooks(philly: tuple[pl.DataFrame, pl.DataFrame]) -> None:
+    """Philly at 6x under ``reclaim-idle`` with the shipped ``notebooks-idle`` workload (one priority).
+
+    Only ReclaimIdleResource lets a job take another's GPUs here: every eviction is of a notebook that went
+    idle, at least its toleration (1 h) after the attempt began and once its last 30 min were idle.
+    """
+    jobs, nodes = philly
+    conf = OmegaConf.create(files("gpureplay.conf").joinpath("workload", "notebooks-idle.yaml").read_text())
+    classes = [
+        PriorityClass(
+            str(c.name), int(c.value), float(c.share), reclaim_idle=ReclaimIdlePolicy(**c.reclaim_idle)
+        )
+        for c in conf.priority_classes
+    ]
+    u = conf.utilization
+    model = Utilization(
+        float(u.gpu_active), None, float(u.idle_share), float(u.idle_after), tuple(u.idle_classes)
+    )
+    jobs = assign_utilization(assign_priority_classes(jobs, classes, seed=0), model, seed=0)
+    replay = simulate(jobs, nodes, preset("reclaim-idle"), debug=True)
+    assert (replay.jobs["state"] == "finished").all()
+    evicted = replay.attempts.filter(pl.col("end_reason") == "preempted").join(jobs, on="job_id")
+    assert evicted.height > 0
+    assert (evicted["priority_class"] == "notebook").all() and evicted["idle_after"].is_finite().all()
+    assert (evicted["evicted"] - evicted["start"] >= 3600.0 - 1e-6).all()  # start + 3600, rounded

@@ -386,3 +386,14 @@ def test_flavor_fungibility_is_read_and_checked() -> None:
         "q.yaml, document 2, key 'spec.flavorFungibility.whenCanBorrow': "
         "must be one of ['Borrow', 'TryNextFlavor'] (found 'MayStopSearch')"
     )
+
+
+def test_reclaim_idle_annotations_on_a_priority_class_are_refused_not_dropped() -> None:
+    text = (
+        "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: notebook\n  annotations:\n"
+        '    reclaim-idle-resource.scheduling.x-k8s.io/toleration-seconds: "3600"\nvalue: 100\n'
+    )
+    message = error_of(text)
+    assert "q.yaml, document 1" in message
+    assert "metadata.annotations.reclaim-idle-resource.scheduling.x-k8s.io/toleration-seconds" in message
+    assert "workload.priority_classes[i].reclaim_idle" in message

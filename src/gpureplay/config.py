@@ -222,6 +222,22 @@ class HomogeneousClusterConf(ClusterConf):
 
 
 @dataclass
+class ReclaimIdleConf:
+    """ReclaimIdleResource annotations of a PriorityClass.
+
+    See :class:`gpureplay.workload.utilization.ReclaimIdlePolicy`. Read under
+    ``scheduler.preemption: reclaim_idle`` only (inert otherwise; a warning names them when set).
+    """
+
+    minimum_preemptable_priority: int | None = None
+    toleration_seconds: int = 0
+    cpu_idle_seconds: int = 0
+    gpu_idle_seconds: int = 0
+    cpu_idle_usage_threshold: float = 0.0
+    gpu_idle_usage_threshold: float = 0.0
+
+
+@dataclass
 class PriorityClassConf:
     """A PriorityClass and its share of jobs (:class:`gpureplay.workload.priorities.PriorityClass`)."""
 
@@ -230,6 +246,31 @@ class PriorityClassConf:
     share: float = MISSING
     preemptible: bool = True
     preemption_policy: str = "PreemptLowerPriority"
+    reclaim_idle: ReclaimIdleConf = field(default_factory=ReclaimIdleConf)
+
+
+@dataclass
+class UtilizationConf:
+    """The jobs' usage model (:class:`gpureplay.workload.utilization.Utilization`).
+
+    Read under ``scheduler.preemption: reclaim_idle`` only (inert otherwise; a warning names them when set).
+
+    Parameters
+    ----------
+    gpu_active
+        GPU engine-active ratio of a job's GPUs while it works (a trace's ``gpu_util`` wins).
+    cpu_active
+        CPU cores per pod while it works; null: the request (a trace's ``cpu_util`` wins).
+    idle_share
+        Seeded share of jobs (of ``idle_classes``; empty: all) whose usage drops to 0 ``idle_after``
+        seconds into each attempt, until they end.
+    """
+
+    gpu_active: float = 1.0
+    cpu_active: float | None = None
+    idle_share: float = 0.0
+    idle_after: float = 3600.0
+    idle_classes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -305,6 +346,9 @@ class WorkloadConf:
         Topology requests by job size, for a topology-aware scheduler
         (``scheduler.topology_aware``); a trace's own ``topology_mode`` /
         ``topology_level`` win. Empty: none.
+    utilization
+        The jobs' GPU / CPU usage over time, for idle-resource reclaim
+        (``scheduler.preemption: reclaim_idle``).
     """
 
     name: str = "none"
@@ -318,6 +362,7 @@ class WorkloadConf:
     checkpoint: CheckpointConf = field(default_factory=CheckpointConf)
     checkpoint_by_queue: dict[str, CheckpointConf] = field(default_factory=dict)
     topology_requests: list[TopologyRequestConf] = field(default_factory=list)
+    utilization: UtilizationConf = field(default_factory=UtilizationConf)
 
 
 # --- measurement window ------------------------------------------------------------------------

@@ -49,6 +49,12 @@ from gpureplay.workload.topology_requests import TopologyRequest, assign_topolog
 from gpureplay.workload.transforms import apply_workload
 from gpureplay.workload.tune import tune_pods
 from gpureplay.workload.typical_pods import typical_pods
+from gpureplay.workload.utilization import (
+    ReclaimIdlePolicy,
+    Utilization,
+    assign_utilization,
+    check_utilization,
+)
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +136,7 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
     )
 
     policy = _policy(cfg)
+    jobs = _usage(jobs, resolved["workload"], policy, seed)
     _note_topology_requests(jobs, policy)
     _note_topology_manager(policy)
     if cfg.mode.name == "packing":
@@ -371,10 +378,47 @@ def _check_run_keys(cfg: DictConfig) -> None:
 
 def _priorities_and_checkpoints(jobs: pl.DataFrame, workload: Mapping[str, Any], seed: int) -> pl.DataFrame:
     """The workload's PriorityClass mix (when it has one) and every job's checkpointing settings."""
-    classes = [PriorityClass(**c) for c in workload["priority_classes"]]
+    classes = [
+        PriorityClass(**{**c, "reclaim_idle": ReclaimIdlePolicy(**c["reclaim_idle"])})
+        for c in workload["priority_classes"]
+    ]
     jobs = assign_priority_classes(jobs, classes, seed, override=bool(workload["priority_override"]))
     by_queue = {q: Checkpointing(**c) for q, c in workload["checkpoint_by_queue"].items()}
     return assign_checkpointing(jobs, Checkpointing(**workload["checkpoint"]), by_queue)
+
+
+def _usage(jobs: pl.DataFrame, workload: Mapping[str, Any], policy: Policy, seed: int) -> pl.DataFrame:
+    """Every job's usage model under idle-resource reclaim; under any other preemption its keys are inert
+    (as the annotations are on a cluster without the plugin) and a warning names them."""
+    given = workload["utilization"]
+    model = Utilization(**{**given, "idle_classes": tuple(given["idle_classes"])})
+    reclaiming = str(getattr(policy.preemption, "name", policy.preemption)) == "reclaim_idle"
+    if not reclaiming:
+        keys = [] if model == Utilization() else ["workload.utilization"]
+        keys += [
+            f"workload.priority_classes[{i}].reclaim_idle"
+            for i, c in enumerate(workload["priority_classes"])
+            if ReclaimIdlePolicy(**c["reclaim_idle"]) != ReclaimIdlePolicy()
+        ]
+        if keys:
+            # Inert, as on a cluster without the plugin: a sweep compares one workload across schedulers.
+            log.warning(
+                "not read under scheduler.preemption: %s (only reclaim_idle reads them, as only the "
+                "ReclaimIdleResource plugin reads the annotations): %s",
+                str(getattr(policy.preemption, "name", policy.preemption)),
+                ", ".join(keys),
+            )
+        return jobs
+    check_utilization(model, [str(c["name"]) for c in workload["priority_classes"]])
+    jobs = assign_utilization(jobs, model, seed)
+    idle = jobs.filter(pl.col("idle_after").is_finite()).height
+    log.info(
+        "idle-resource reclaim: %s of %s jobs go idle %g s into each attempt",
+        f"{idle:,}",
+        f"{jobs.height:,}",
+        model.idle_after,
+    )
+    return jobs
 
 
 def _workload_args(workload: Mapping[str, Any]) -> dict[str, Any]:

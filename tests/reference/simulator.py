@@ -1173,6 +1173,52 @@ class Attempt:
     evicted_by: int | None = None  # [Results] the preemptor's job_id
 
 
+@dataclass(frozen=True)
+class IdleUse:
+    """[Idle-resource reclaim] a job's usage (levels while it works, then 0 from ``after`` s into each
+    attempt) and its PriorityClass's ReclaimIdleResource annotations (``policy``: it has a class)."""
+
+    gpu: float
+    cpu: float
+    after: float
+    policy: bool
+    min_prio: float
+    toleration: float
+    cpu_window: float
+    gpu_window: float
+    cpu_threshold: float
+    gpu_threshold: float
+
+
+def quiet(level: float, window: float, threshold: float, start: float, after: float) -> float:
+    """[Idle-resource reclaim] "quiet(u, W, h)": the first time the mean over the window is within ``h``."""
+    if level <= threshold or window <= 0.0:
+        return -math.inf
+    if math.isinf(after):
+        return math.inf
+    return start + after + window - threshold * window / level
+
+
+def mean_usage(level: float, window: float, start: float, after: float, now: float) -> float:
+    """The mean of a resource's usage over (now - window, now] (needs now - window >= start); 0 for an
+    empty window (the plugin's query then reads no sample): the definition ``quiet`` solves."""
+    if window <= 0.0:
+        return 0.0
+    active = min(max(start + after - (now - window), 0.0), window)
+    return level * active / window
+
+
+def eligible_from(use: IdleUse, start: float) -> float:
+    """[Idle-resource reclaim] rule 5: "eligible"."""
+    if use.toleration < 0:
+        return math.inf
+    return max(
+        start + max(use.cpu_window, use.gpu_window, use.toleration),
+        quiet(use.cpu, use.cpu_window, use.cpu_threshold, start, use.after),
+        quiet(use.gpu, use.gpu_window, use.gpu_threshold, start, use.after),
+    )
+
+
 @dataclass
 class Job:
     row: int  # position in the input table
@@ -1232,6 +1278,8 @@ class Job:
     topology: TasRequest | None = None
     # [Kubelet Topology Manager] "Results": kubelet rejections of its placements (TopologyAffinityError).
     admission_failures: int = 0
+    # [Idle-resource reclaim] its usage and PriorityClass annotations (None unless preemption: reclaim_idle).
+    idle: IdleUse | None = None
 
     @property
     def gpus(self) -> float:
@@ -1278,6 +1326,23 @@ class Job:
         self.since = t
         self.rate = rate
         self.finish = t + (self.work_left - self.done) / rate
+
+
+def idle_use(r: dict[str, Any]) -> IdleUse:
+    """[Idle-resource reclaim] a job row's usage columns and PriorityClass annotations."""
+    policy = bool(r.get("reclaim_policy") or False)
+    return IdleUse(
+        gpu=float(r["gpu_util"]),
+        cpu=float(r["cpu_util"]),
+        after=float(r["idle_after"]),
+        policy=policy,
+        min_prio=float(r["minimum_preemptable_priority"]) if policy else 0.0,
+        toleration=float(r["toleration_seconds"]) if policy else 0.0,
+        cpu_window=float(r["cpu_idle_seconds"]) if policy else 0.0,
+        gpu_window=float(r["gpu_idle_seconds"]) if policy else 0.0,
+        cpu_threshold=float(r["cpu_idle_usage_threshold"]) if policy else 0.0,
+        gpu_threshold=float(r["gpu_idle_usage_threshold"]) if policy else 0.0,
+    )
 
 
 def _jobs_from_table(jobs: pl.DataFrame, policy: Policy | None = None) -> list[Job]:
@@ -1342,6 +1407,9 @@ def _jobs_from_table(jobs: pl.DataFrame, policy: Policy | None = None) -> list[J
                 work_left=float(r["duration"]),
                 demand=demand,
                 topology=topology,
+                idle=idle_use(r)
+                if policy is not None and policy.preemption is Preemption.reclaim_idle
+                else None,
             )
         )
     if policy is not None and policy.topology_aware is TopologyAware.volcano:
@@ -2501,6 +2569,7 @@ class _Replay:
         # [Priority preemption] "a class that failed to find victims is not searched again until a
         # job starts or resources are released": the version counts those events.
         self.version = 0
+        self.wake = math.inf  # [Idle-resource reclaim] "Wake"
         self.search_failed: dict[tuple[Any, ...], int] = {}
         self.nominees: list[Job] = []  # jobs with nominated pods
         # [Dynamic MIG] "Results": the placements the workload may take on each dynamic node.
@@ -3669,15 +3738,42 @@ class _Replay:
             self.search_failed[key] = self.version
 
     def eligible(self, victim: Job, preemptor: Job, chosen: list[Job]) -> bool:
-        """Victims: holding pods, preemptible, strictly lower priority, not terminating, not chosen yet."""
+        """Victims: holding pods, preemptible, strictly lower priority, not terminating, not chosen yet.
+
+        [Idle-resource reclaim] priority at most the preemptor's, and not exempt.
+        """
         holding = victim.state == "running" or (victim.state == "pending" and len(victim.placements) > 0)
-        return (
+        if not (
             victim is not preemptor
             and holding
             and victim.preemptible
-            and victim.priority < preemptor.priority
             and not any(victim is c for c in chosen)
-        )
+        ):
+            return False
+        if self.policy.preemption is Preemption.reclaim_idle:
+            return victim.priority <= preemptor.priority and not self.exempt(victim, preemptor)
+        return victim.priority < preemptor.priority
+
+    def exempt(self, victim: Job, preemptor: Job) -> bool:
+        """[Idle-resource reclaim] rules 1-5."""
+        use = victim.idle
+        assert use is not None
+        if not use.policy or preemptor.priority >= use.min_prio:
+            return False
+        if use.toleration < 0 or victim.state != "running":
+            return True
+        return self.now < eligible_from(use, victim.start)
+
+    def next_wake(self) -> float:
+        """[Idle-resource reclaim] "Wake": the smallest eligible > now, inf with nothing pending."""
+        if not self.with_state("pending"):
+            return math.inf
+        times = [
+            eligible_from(j.idle, j.start)
+            for j in self.with_state("running")
+            if j.preemptible and j.idle is not None and j.idle.policy
+        ]
+        return min((at for at in times if at > self.now), default=math.inf)
 
     def started_at(self, victim: Job) -> float:
         """A running job's attempt start; a partly placed job's hold start."""
@@ -3882,6 +3978,7 @@ class _Replay:
                     candidates.append(arrivals[next_arrival].submit)
                 if periodic:
                     candidates.append(tick * session)
+                candidates.append(self.wake)  # [Idle-resource reclaim] "Wake"
                 t = min(candidates)
                 if t == sample_k * interval and len(rows) == max_samples and t <= end:
                     # [Samples] the row would exceed max_samples: double the interval, keep even k.
@@ -3918,6 +4015,10 @@ class _Replay:
                     else:
                         self.terminate(timer[2])
                     changed = True
+                if self.wake == t:  # [Idle-resource reclaim] "Wake": a change and a release
+                    self.wake = math.inf
+                    self.version += 1
+                    changed = True
                 # 3. arrivals, in (submit_time, job_id) order
                 while first_pass and next_arrival < len(arrivals) and arrivals[next_arrival].submit == t:
                     self.admit(arrivals[next_arrival])
@@ -3928,6 +4029,8 @@ class _Replay:
                 if (periodic and t == tick * session) or (not periodic and changed):
                     self.cycle()
                     cycle_owed = False
+                    if self.policy.preemption is Preemption.reclaim_idle:
+                        self.wake = self.next_wake()
                 # 5. sample (once per time, in the first pass)
                 if first_pass and t == sample_k * interval:
                     rows.append(self.sample())

@@ -53,6 +53,7 @@ from gpureplay.traces.schema import (
     validate_jobs,
     validate_nodes,
 )
+from gpureplay.workload.utilization import ReclaimIdlePolicy, policy_columns
 
 #: Models the random clusters are built from (different memory sizes: 16, 40, 80, 24 GiB).
 CLUSTER_MODELS: tuple[str, ...] = ("V100", "T4", "A100-40GB", "A100-80GB", "A10")
@@ -296,9 +297,24 @@ PRESETS: dict[str, Policy] = {name: preset(name) for name in preset_names()}
 SHARING_PRESETS: tuple[str, ...] = ("hami-binpack", "hami-spread", "kai-shared", "gpushare")
 
 
+#: The annotations every PriorityClass gets in :func:`as_taken_by` under ``preemption: reclaim_idle``.
+TAKEN_IDLE_POLICY = ReclaimIdlePolicy(toleration_seconds=3, gpu_idle_seconds=2, cpu_idle_seconds=2)
+
+
 def as_taken_by(jobs: pl.DataFrame, policy: Policy) -> pl.DataFrame:
     """``jobs`` as ``policy`` can replay them: under a kubelet Topology Manager policy, which refuses a
-    fraction of a GPU, a fractional job asks the whole GPUs its fraction rounds up to."""
+    fraction of a GPU, a fractional job asks the whole GPUs its fraction rounds up to; under
+    ``preemption: reclaim_idle`` each priority is a PriorityClass (:data:`TAKEN_IDLE_POLICY`) and jobs of
+    odd id go idle 1 s into each attempt (the others work at full GPU, their CPU request in cores)."""
+    if policy.preemption is Preemption.reclaim_idle:
+        values = {f"p{v}": int(v) for v in jobs["priority"].unique().to_list()}
+        jobs = jobs.with_columns(
+            priority_class=pl.format("p{}", pl.col("priority")),
+            gpu_util=pl.when(pl.col("gpu_milli") > 0).then(1.0).otherwise(0.0),
+            cpu_util=pl.col("cpu_milli").cast(pl.Float64) / 1000.0,
+            idle_after=pl.when(pl.col("job_id") % 2 == 1).then(1.0).otherwise(math.inf),
+        )
+        jobs = jobs.with_columns(policy_columns(dict.fromkeys(values, TAKEN_IDLE_POLICY), values))
     if str(getattr(policy.topology_manager, "name", policy.topology_manager)) == "none":
         return jobs
     whole = ((pl.col("gpu_milli") + 999) // 1000 * 1000).cast(jobs.schema["gpu_milli"])
@@ -407,7 +423,8 @@ def policies(draw: st.DrawFn) -> Policy:
     scorers = st.sampled_from([*CLASSIC_SCORERS, "random"])
     gpu_scorers = scorers
     backfill = draw(st.sampled_from(list(Backfill)))
-    preemption = Preemption.none if backfill is Backfill.easy else draw(st.sampled_from(list(Preemption)))
+    preemptions = [Preemption.none, Preemption.priority]  # reclaim_idle: tests/test_reclaim_idle.py
+    preemption = Preemption.none if backfill is Backfill.easy else draw(st.sampled_from(preemptions))
     # Preemption is refused without the priority order (kube-scheduler's PrioritySort).
     orders = list(QueueOrder) if preemption is Preemption.none else [QueueOrder.priority]
     policy = Policy(

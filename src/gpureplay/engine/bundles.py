@@ -50,6 +50,10 @@ class Jobs(NamedTuple):
         On shared devices (time-slicing and MPS replicas, MIG instances): the
         share of a GPU one device of each job would use alone (1: all of it);
         read only when the replay shares (:mod:`gpureplay.engine.sharing`).
+    idle
+        ``I_*`` rows, one column per job under ``preemption: reclaim_idle``
+        (one column otherwise): each job's usage model and its PriorityClass's
+        ReclaimIdleResource annotations (:mod:`gpureplay.engine.idle`).
     """
 
     ints: Int64Array
@@ -59,6 +63,7 @@ class Jobs(NamedTuple):
     reject: Int64Array
     pod_job: Int64Array
     demand: Float64Array
+    idle: Float64Array
 
 
 class Tasks(NamedTuple):
@@ -730,12 +735,15 @@ class PreemptScratch(NamedTuple):
         Victims on the node being evaluated, and of the best node so far.
     chosen
         Victims chosen so far for one preemptor (a gang needs several nodes).
+    now
+        The time of the search under way (``reclaim_idle`` victims depend on it).
     """
 
     job_mark: Int64Array
     victims: Int64Array
     best: Int64Array
     chosen: Int64Array
+    now: Float64Array
 
 
 class DebugScratch(NamedTuple):
@@ -974,6 +982,7 @@ def initial_state(
             victims=np.zeros(max(num_jobs, 1) + 1, dtype=np.int64),
             best=np.zeros(max(num_jobs, 1) + 1, dtype=np.int64),
             chosen=np.zeros(max(num_jobs, 1) + 1, dtype=np.int64),
+            now=np.zeros(1),
         )
     # Always a work space (one column per array when checks are off): debug is a runtime switch,
     # so that debug and plain replays share one compiled engine.
@@ -991,6 +1000,7 @@ def initial_state(
     clock = np.zeros(L.CLOCK_FIELDS)
     clock[L.X_SAMPLE_INTERVAL] = params.flt[L.PF_SAMPLE]
     clock[L.X_MIG_READY] = np.inf
+    clock[L.X_WAKE] = np.inf
     cursor = np.zeros(L.CURSOR_FIELDS, dtype=np.int64)
     cursor[L.L_STATUS] = L.ADV_PAUSED
     attempts = 2 * num_jobs + 16

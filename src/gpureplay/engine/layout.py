@@ -80,6 +80,21 @@ JF_KEY1 = 4  # static queue key, first component (see gpureplay.engine.pending)
 JF_KEY2 = 5  # static queue key, second component
 JOB_FLOAT_FIELDS = 6
 
+# --- jobs.idle: ReclaimIdleResource's per-job inputs (preemption: reclaim_idle; one column otherwise) ---
+# A job's usage while it works (the workload's utilisation model), then 0 from I_AFTER seconds into each
+# attempt; and its PriorityClass's annotations (scheduler-semantics.md section 7).
+I_GPU = 0  # DCGM_FI_PROF_GR_ENGINE_ACTIVE of its GPUs while it works (ratio 0..1; 0 for GPU-less pods)
+I_CPU = 1  # CPU cores per pod while it works
+I_AFTER = 2  # seconds after each start when its usage drops to 0 (inf: never)
+I_POLICY = 3  # 1: it has a PriorityClass (whose annotations follow); 0: none (never exempt)
+I_MIN_PRIO = 4  # minimum-preemptable-priority
+I_TOLERATION = 5  # toleration-seconds (negative: tolerates forever)
+I_CPU_WINDOW = 6  # cpu-idle-seconds
+I_GPU_WINDOW = 7  # gpu-idle-seconds
+I_CPU_THRESHOLD = 8  # cpu-idle-usage-threshold (cores)
+I_GPU_THRESHOLD = 9  # gpu-idle-usage-threshold (ratio)
+IDLE_FIELDS = 10
+
 # --- js.dyn: per-job dynamic integers ----------------------------------------------------------------
 D_STATUS = 0  # S_* code
 D_PLACED = 1  # pods placed (gang: 0 or num_pods)
@@ -322,7 +337,8 @@ X_WINDOW_INTEGRAL = 6  # allocated milli-GPU x seconds inside the measurement wi
 X_SAMPLE_INTERVAL = 7  # current sample interval (widened when the timeline would exceed its bound)
 X_LOST = 8  # lost GPU-seconds so far
 X_MIG_READY = 9  # the earliest end of a MIG re-partitioning downtime (inf: none under way)
-CLOCK_FIELDS = 10
+X_WAKE = 10  # reclaim_idle: the next time a running job stops being exempt (inf: none)
+CLOCK_FIELDS = 11
 
 # --- run.cursor: int64 scalars of the event loop, kept between chunks -----------------------------------
 L_ARRIVAL = 0  # jobs admitted so far = position of the next one in arrival order
@@ -447,6 +463,7 @@ BF_SKIP = 2
 
 PREEMPT_NONE = 0
 PREEMPT_PRIORITY = 1  # kube-scheduler DefaultPreemption (gang: the whole gang must fit before evicting)
+PREEMPT_IDLE = 2  # scheduler-plugins ReclaimIdleResource: DefaultPreemption's search, its own victims
 
 REQUEUE_BACK = 0  # an evicted job re-enters its queue with a new timestamp (Kueue "Eviction", a new pod)
 REQUEUE_ORIGINAL = 1  # it keeps its original place (Kueue "Creation"; Tiresias/Lucid simulators)

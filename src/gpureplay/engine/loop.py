@@ -10,7 +10,9 @@ Total order of work (the one place it is written down)
 Time is float64 seconds from the trace start. Event times are the submit
 times, the finish times of running jobs, the timers (an evicted job's end of
 grace period), the sample times ``k * sample_interval`` and, in periodic mode,
-the cycle ticks ``k * session_interval``. The loop visits each distinct event
+the cycle ticks ``k * session_interval`` and, under ``preemption: reclaim_idle``, the
+next time a running job stops being exempt from reclaim (:mod:`gpureplay.engine.idle`; it
+counts as a change: the preemption searches that failed run again). The loop visits each distinct event
 time ``t`` once, in increasing order, and at ``t`` does, in this order:
 
 1. **completions**: every running job with ``finish_time == t`` finishes, in
@@ -18,14 +20,16 @@ time ``t`` once, in increasing order, and at ``t`` does, in this order:
    then every MIG GPU whose re-partitioning downtime ends at ``t`` gets its
    new config's instances (:mod:`gpureplay.engine.repartition`);
 2. **timers** due at ``t``, in ``(kind, sequence)`` order: an evicted job's
-   grace period ends (it releases and re-enters its queue);
+   grace period ends (it releases and re-enters its queue); then the
+   ``reclaim_idle`` wake, if due (a change);
 3. **arrivals**: every job with ``submit_time == t`` is admitted, in
    ``(submit_time, job_id)`` order: rejected if it cannot run on the empty
    cluster, queued otherwise;
 4. **scheduling cycle**: event-driven mode (``session_interval == 0``) runs one
    cycle iff step 1, 2 or 3 did anything (a rejected arrival counts);
    periodic mode runs one iff ``t`` is a tick, whatever changed; with
-   ``mig_reconfigure: idle`` the re-partitioning controller follows it;
+   ``mig_reconfigure: idle`` the re-partitioning controller follows it; under
+   ``reclaim_idle`` the next wake is set after it (:func:`gpureplay.engine.idle.next_wake`);
 5. **sample**: if ``t`` is the next sample time, one timeline row.
 
 If step 4 started jobs that finish at ``t`` (duration 0) or evicted jobs
@@ -63,6 +67,7 @@ import math
 from gpureplay.engine.bundles import Classes, Cluster, Jobs, Params, Run, State
 from gpureplay.engine.config import entry_kernel, inline_kernel, kernel
 from gpureplay.engine.cycles import cycle
+from gpureplay.engine.idle import next_wake
 from gpureplay.engine.invariants import check_full, check_touched
 from gpureplay.engine.jobs import admit_job, complete_job, requeue, terminate_job
 from gpureplay.engine.layout import (
@@ -78,6 +83,7 @@ from gpureplay.engine.layout import (
     K_NRUN,
     K_NTERM,
     K_PREEMPTIONS,
+    K_PVERSION,
     L_ARRIVAL,
     L_CYCLE_OWED,
     L_FIRST_PASS,
@@ -92,10 +98,12 @@ from gpureplay.engine.layout import (
     P_MAX_EVICTIONS,
     P_MAX_SAMPLES,
     P_MIG_RECONFIG,
+    P_PREEMPT,
     PF_HORIZON,
     PF_SESSION,
     PF_WINDOW0,
     PF_WINDOW1,
+    PREEMPT_IDLE,
     TM_BACKOFF,
     TM_TERMINATED,
     TOT_ALLOC,
@@ -107,6 +115,7 @@ from gpureplay.engine.layout import (
     X_NOW,
     X_SAMPLE_INTERVAL,
     X_TICK_T,
+    X_WAKE,
     X_WINDOW_INTEGRAL,
 )
 from gpureplay.engine.repartition import finish_repartitions, repartition_idle
@@ -185,6 +194,7 @@ def advance(params: Params, jobs: Jobs, cs: Classes, cl: Cluster, st: State, t_s
     w1 = params.flt[PF_WINDOW1]
     max_samples = params.codes[P_MAX_SAMPLES]
     repartitioning = params.codes[P_MIG_RECONFIG] != 0
+    reclaiming_idle = params.codes[P_PREEMPT] == PREEMPT_IDLE
     clock = run.clock
     cursor = run.cursor
     counters = run.counters
@@ -221,7 +231,8 @@ def advance(params: Params, jobs: Jobs, cs: Classes, cl: Cluster, st: State, t_s
                 status = ADV_DONE
                 break
             next_sample = clock[X_NEXT_SAMPLE]
-            t = min(next_sample, completion_t, timer_t, clock[X_MIG_READY])
+            t = min(min(next_sample, completion_t), min(timer_t, clock[X_MIG_READY]))
+            t = min(t, clock[X_WAKE])
             if next_arrival < num_jobs:
                 t = min(t, jobs.flts[JF_SUBMIT, jobs.arrival[next_arrival]])
             if periodic and not idle:
@@ -291,6 +302,11 @@ def advance(params: Params, jobs: Jobs, cs: Classes, cl: Cluster, st: State, t_s
                 elif kind == TM_BACKOFF:
                     requeue(params, jobs, cs, js, pend, sc, run, target, t)
                 changed = True
+            if clock[X_WAKE] == t:
+                # reclaim_idle: a running job stops being exempt now; failed searches may succeed.
+                clock[X_WAKE] = math.inf
+                counters[K_PVERSION] += 1
+                changed = True
             if first_pass:
                 while next_arrival < num_jobs and jobs.flts[JF_SUBMIT, jobs.arrival[next_arrival]] == t:
                     admit_job(jobs, cs, js, pend, sc, run, jobs.arrival[next_arrival], t)
@@ -309,6 +325,8 @@ def advance(params: Params, jobs: Jobs, cs: Classes, cl: Cluster, st: State, t_s
                     status = ADV_LIVELOCK
                     break
                 cycle_owed = False
+                if reclaiming_idle:
+                    clock[X_WAKE] = next_wake(jobs, js, tm, run, t)
                 if repartitioning:
                     changes += repartition_idle(params, cs, cl, pend, run, sc, t)
                 if periodic:

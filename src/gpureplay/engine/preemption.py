@@ -51,6 +51,7 @@ from gpureplay.engine.bundles import (
     Timers,
 )
 from gpureplay.engine.config import inline_kernel, kernel
+from gpureplay.engine.idle import idle_exempt
 from gpureplay.engine.jobs import attempt_of, evict_job, place_pod, touch_node, unlink_pod
 from gpureplay.engine.layout import (
     C_CPU,
@@ -84,7 +85,9 @@ from gpureplay.engine.layout import (
     N_MODEL,
     P_CANDIDATE_PCT,
     P_MIN_CANDIDATES,
+    P_PREEMPT,
     P_SEED,
+    PREEMPT_IDLE,
     QU_CPU,
     QU_MEM,
     QU_MILLI,
@@ -122,14 +125,24 @@ def could_ever_fit(cl: Cluster, cs: Classes, c: int, n: int) -> bool:
 
 
 @inline_kernel
-def victim_eligible(pre: PreemptScratch, jobs: Jobs, js: JobState, v: int, j: int, stamp: int) -> bool:
-    """Whether ``v`` may be evicted for job ``j``: lower priority, preemptible, holding, not yet chosen."""
-    if v == j or pre.job_mark[v] == stamp:
-        return False
-    if jobs.ints[J_PREEMPTIBLE, v] == 0 or jobs.ints[J_PRIO, v] >= jobs.ints[J_PRIO, j]:
+def victim_eligible(
+    pre: PreemptScratch, params: Params, jobs: Jobs, js: JobState, v: int, j: int, stamp: int
+) -> bool:
+    """Whether ``v`` may be evicted for ``j``: preemptible, holding, not yet chosen, and of lower priority.
+
+    Under ``reclaim_idle`` (ReclaimIdleResource) of a priority at most ``j``'s, unless its PriorityClass
+    exempts it (:func:`gpureplay.engine.idle.idle_exempt`).
+    """
+    if v == j or pre.job_mark[v] == stamp or jobs.ints[J_PREEMPTIBLE, v] == 0:
         return False
     status = js.dyn[D_STATUS, v]
-    return bool(status == S_RUNNING or (status == S_QUEUED and js.dyn[D_PLACED, v] > 0))
+    if not (status == S_RUNNING or (status == S_QUEUED and js.dyn[D_PLACED, v] > 0)):
+        return False
+    if params.codes[P_PREEMPT] == PREEMPT_IDLE:
+        if jobs.ints[J_PRIO, v] > jobs.ints[J_PRIO, j]:
+            return False
+        return not idle_exempt(jobs, js, v, j, pre.now[0])
+    return bool(jobs.ints[J_PRIO, v] < jobs.ints[J_PRIO, j])
 
 
 @kernel
@@ -198,6 +211,7 @@ def started_at(js: JobState, v: int) -> float:
 @kernel
 def victims_on_node(
     pre: PreemptScratch,
+    params: Params,
     jobs: Jobs,
     cs: Classes,
     cl: Cluster,
@@ -219,7 +233,7 @@ def victims_on_node(
     pod = js.node_pods[n]
     while pod >= 0:
         v = jobs.pod_job[pod]
-        if victim_eligible(pre, jobs, js, v, j, stamp):
+        if victim_eligible(pre, params, jobs, js, v, j, stamp):
             seen = False
             for i in range(count):
                 if pre.victims[i] == v:
@@ -320,7 +334,7 @@ def select_node(
         n = (offset + i) % num_nodes
         if not could_ever_fit(cl, cs, c, n):
             continue
-        count = victims_on_node(pre, jobs, cs, cl, js, j, c, n, stamp)
+        count = victims_on_node(pre, params, jobs, cs, cl, js, j, c, n, stamp)
         if count < 0:
             continue
         found += 1
@@ -335,20 +349,24 @@ def select_node(
 
 
 @kernel
-def victims_could_suffice(jobs: Jobs, cl: Cluster, js: JobState, sc: Scratch, j: int, pods: int) -> bool:
+def victims_could_suffice(
+    params: Params, jobs: Jobs, cl: Cluster, js: JobState, sc: Scratch, j: int, pods: int
+) -> bool:
     """A necessary condition for a search to succeed: some victim, and GPU enough with all of them gone.
 
     Notes
     -----
-    Possible victims are preemptible jobs of lower priority holding pods
-    (:class:`gpureplay.engine.bundles.Scratch` keeps them per priority rank).
-    The free GPU milli of the cluster plus theirs bounds what ``pods`` pods
-    of ``j`` could get; when it is short, the search could not succeed and
-    is skipped (its outcome would be the same: no victim).
+    Possible victims are preemptible jobs of lower priority (``reclaim_idle``:
+    at most equal) holding pods (:class:`gpureplay.engine.bundles.Scratch`
+    keeps them per priority rank). The free GPU milli of the cluster plus
+    theirs bounds what ``pods`` pods of ``j`` could get; when it is short, the
+    search could not succeed and is skipped (its outcome would be the same:
+    no victim).
     """
     victims = 0
     milli = 0
-    for rank in range(jobs.ints[J_PRIO_RANK, j]):
+    ranks = jobs.ints[J_PRIO_RANK, j] + (1 if params.codes[P_PREEMPT] == PREEMPT_IDLE else 0)
+    for rank in range(ranks):
         victims += sc.prio_jobs[rank]
         milli += sc.prio_milli[rank]
     if victims == 0:
@@ -392,8 +410,9 @@ def preempt_for(
     c = jobs.ints[J_CLASS, j]
     first = js.dyn[D_PLACED, j]
     target = jobs.ints[J_PODS, j]
-    if not victims_could_suffice(jobs, cl, js, sc, j, (target - first) if whole else 1):
+    if not victims_could_suffice(params, jobs, cl, js, sc, j, (target - first) if whole else 1):
         return 0
+    pre.now[0] = t
     run.counters[K_PREEMPT_TRIES] += 1
     stamp = run.counters[K_PREEMPT_TRIES]
     chosen = 0

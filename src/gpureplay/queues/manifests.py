@@ -563,6 +563,10 @@ def _build(doc: _Document, data: Mapping[str, Any], namespace: str | None) -> ob
     )
 
 
+#: The annotation prefix of scheduler-plugins' ReclaimIdleResource (``reclaim_idle_resource_policy.go``).
+RECLAIM_IDLE_PREFIX = "reclaim-idle-resource.scheduling.x-k8s.io/"
+
+
 @dataclass
 class _Collected:
     objects: list[tuple[Model | None, object]] = field(default_factory=list)
@@ -593,6 +597,14 @@ def _read_document(data: Any, origin: Origin, into: _Collected) -> None:
     namespace = metadata.get("namespace")
     doc.check(data.get("metadata", {}), _METADATA, "metadata")
     if kind == "PriorityClass":
+        for key in _mapping(metadata.get("annotations")):
+            if str(key).startswith(RECLAIM_IDLE_PREFIX):
+                # They change who ReclaimIdleResource may evict: not silently dropped.
+                doc.problem(
+                    "ReclaimIdleResource annotations are not read from manifests: give them as "
+                    "workload.priority_classes[i].reclaim_idle (scheduler.preemption: reclaim_idle)",
+                    f"metadata.annotations.{key}",
+                )
         for key, item in data.items():
             if key in ("apiVersion", "kind", "metadata"):
                 continue

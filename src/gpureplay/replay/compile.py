@@ -79,6 +79,7 @@ from gpureplay.workload.topology_requests import (
     with_request_columns,
 )
 from gpureplay.workload.typical_pods import TypicalPods
+from gpureplay.workload.utilization import idle_rows
 
 
 @dataclass(frozen=True)
@@ -1092,7 +1093,9 @@ def compile_replay(
         ``validate_nodes`` output). Optional job columns the workload adds:
         ``checkpoint_interval`` (s of progress between checkpoints; 0: taken
         at eviction, nothing lost; inf: never), ``restart_overhead`` (s) and
-        ``preemption_policy`` (``PreemptLowerPriority`` or ``Never``).
+        ``preemption_policy`` (``PreemptLowerPriority`` or ``Never``); under
+        ``preemption: reclaim_idle`` the usage and PriorityClass annotation
+        columns of :mod:`gpureplay.workload.utilization`.
     nodes
         Canonical nodes.
     params
@@ -1435,6 +1438,7 @@ def compile_replay(
             np.ascontiguousarray(pod_job),
             # A copy: polars may hand out a read-only view, a type of its own to numba (one more variant).
             np.array(df["demand"].to_numpy(), dtype=np.float64, order="C"),
+            idle_rows(jobs, codes[L.P_PREEMPT] == L.PREEMPT_IDLE),
         ),
         classes=classes,
         cluster=cluster,

@@ -42,6 +42,7 @@ from gpureplay.results.schemas import QUEUE_SAMPLE_SCHEMA
 from gpureplay.schedulers.policy import Policy
 from gpureplay.traces.schema import JOBS_SCHEMA, NODES_SCHEMA, UNKNOWN_CAPACITY
 from gpureplay.workload.typical_pods import TypicalPods, typical_pods
+from gpureplay.workload.utilization import ReclaimIdlePolicy, Utilization, assign_utilization, policy_columns
 
 __all__ = [
     "ATTEMPT_SCHEMA",
@@ -422,6 +423,11 @@ def warm_up(policy: Policy, *, debug: bool = False) -> None:
     milliseconds when numba's cache is warm.
     """
     jobs, nodes = warm_up_tables()
+    if str(getattr(policy.preemption, "name", policy.preemption)) == "reclaim_idle":
+        # ReclaimIdleResource reads its victims' PriorityClass and usage: one class, the default model.
+        classed = jobs.with_columns(priority_class=pl.lit("warm-up"))
+        classed = classed.with_columns(policy_columns({"warm-up": ReclaimIdlePolicy()}, {"warm-up": 0}))
+        jobs = assign_utilization(classed, Utilization(), seed=0)
     # The candidate MIG configs are data, not kernel types, and the warm-up node has no MIG to check them on.
     policy = dataclasses.replace(policy, mig_reconfigure_layouts=None)
     simulate(jobs, nodes, policy, sample_interval=1.0, window=(0.0, 1.0), debug=debug)

@@ -58,11 +58,16 @@ class Preemption(Enum):
     ``none``: nothing. ``priority``: kube-scheduler's DefaultPreemption: evict
     lower-priority, preemptible jobs (whole) so that it fits, choosing victims
     and node by kube's rules (scheduler-semantics.md §6.2); in gang mode only
-    when the whole gang then fits.
+    when the whole gang then fits. ``reclaim_idle``: scheduler-plugins'
+    ReclaimIdleResource in DefaultPreemption's place (§7): the same search
+    over victims of priority at most the preemptor's, less those their
+    PriorityClass's annotations exempt (recently scheduled, or busy over the
+    idle windows of the workload's usage model).
     """
 
     none = 0
     priority = 1
+    reclaim_idle = 2
 
 
 class Requeue(Enum):

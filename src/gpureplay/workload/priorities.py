@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
 
 from gpureplay.errors import InputError, Problem
 from gpureplay.traces.schema import PREEMPTION_POLICIES, lucid_overhead
+from gpureplay.workload.utilization import ReclaimIdlePolicy, check_policy, policy_columns
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,8 @@ class PriorityClass:
         Whether its jobs may be evicted by higher-priority ones.
     preemption_policy
         ``PreemptLowerPriority`` or ``Never`` (sorts ahead in the queue but never evicts).
+    reclaim_idle
+        Its ReclaimIdleResource annotations (read under ``preemption: reclaim_idle`` only).
     """
 
     name: str
@@ -44,6 +47,7 @@ class PriorityClass:
     share: float
     preemptible: bool = True
     preemption_policy: str = "PreemptLowerPriority"
+    reclaim_idle: ReclaimIdlePolicy = field(default_factory=ReclaimIdlePolicy)
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,7 @@ def check_classes(classes: Sequence[PriorityClass], key: str = "workload.priorit
                     column=f"{where}.preemption_policy",
                 )
             )
+        problems += check_policy(c.reclaim_idle, f"{where}.reclaim_idle")
     total = sum(c.share for c in classes)
     if classes and not math.isclose(total, 1.0, abs_tol=1e-9):
         problems.append(Problem(f"shares must sum to 1, they sum to {total:g}", "config", column=key))
@@ -130,7 +135,8 @@ def assign_priority_classes(
     polars.DataFrame
         ``jobs`` with ``priority``, ``preemptible``, ``preemption_policy`` and
         ``priority_class`` set (``priority_class`` null when the trace's own
-        priorities are kept).
+        priorities are kept); with a mix also each class's ReclaimIdleResource
+        annotations (:func:`gpureplay.workload.utilization.policy_columns`).
 
     Raises
     ------
@@ -168,6 +174,8 @@ def assign_priority_classes(
         priority_class=pick.replace_strict(
             {i: c.name for i, c in enumerate(classes)}, return_dtype=pl.String
         ),
+    ).with_columns(
+        policy_columns({c.name: c.reclaim_idle for c in classes}, {c.name: c.value for c in classes})
     )
 
 
