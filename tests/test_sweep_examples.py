@@ -51,6 +51,8 @@ OWN_PAIRS: dict[str, tuple[tuple[str, str], str]] = {
     "philly-numa": (("topology-blind", "kubelet-single-numa"), "failed"),
     # Philly at its own rate: nothing waits without quotas; VCs held to their own quotas wait
     "philly-queues": (("gang-binpack", "kueue-philly-vcs-isolated"), "wait_mean"),
+    # idle notebooks' GPUs reclaimed (ReclaimIdleResource) against kube-default, which never evicts
+    "philly-reclaim-idle": (("kube-default", "reclaim-idle"), "wait_mean"),
 }
 
 #: Sweeps that compare something else than schedulers: the key their pair is values of.
