@@ -116,6 +116,7 @@ def test_every_declared_sweep_is_checked() -> None:
         "philly-numa",
         "philly-preemption",
         "philly-queues",
+        "philly-reclaim-idle",
         "philly-schedulers",
         "philly-spread",
         "philly-tas",
