@@ -125,6 +125,16 @@ def test_values_out_of_range_name_the_key(csv_args: list[str], override: str, fr
     assert_usage_error(gpureplay(*csv_args, override), *fragments)
 
 
+def test_idle_reclaim_without_its_workload_is_refused_before_compiling(csv_args: list[str]) -> None:
+    proc = gpureplay(*csv_args, "scheduler=reclaim-idle")
+    assert_usage_error(proc, "config key 'workload.priority_classes'", "reclaim_idle")
+    proc = gpureplay(
+        *csv_args, "scheduler=reclaim-idle", "workload=notebooks-idle", "workload.utilization.idle_share=2"
+    )
+    assert_usage_error(proc, "config key 'workload.utilization.idle_share'", "found 2.0")
+    assert "compil" not in proc.stderr.lower()
+
+
 @pytest.mark.parametrize(
     ("overrides", "fragments"),
     [
