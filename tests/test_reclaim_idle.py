@@ -27,6 +27,7 @@ from gpureplay.workload.utilization import (
     ReclaimIdlePolicy,
     Utilization,
     assign_utilization,
+    check_usage,
     check_utilization,
     policy_columns,
 )
@@ -288,3 +289,22 @@ def test_reclaim_idle_without_priority_classes_is_refused() -> None:
             ONE_GPU,
             RECLAIM,
         )
+
+
+def test_a_generic_traces_usage_columns_are_read_and_checked() -> None:
+    """A generic CSV keeps ``gpu_util`` as ``source_gpu_util``: read; bad values name their row."""
+    base = jobs_frame(
+        [
+            {"job_id": i, "submit_time": 0.0, "duration": 10.0, "num_pods": 1, "gpu_milli": 1000}
+            for i in (1, 2)
+        ]
+    )
+    classed = assign_priority_classes(base, [PriorityClass("all", 100, 1.0)], seed=0)
+    given = classed.with_columns(source_gpu_util=pl.Series(["0.25", None]))
+    out = assign_utilization(given, Utilization(gpu_active=0.9), seed=0)
+    assert out["gpu_util"].to_list() == [0.25, 0.9]  # an empty cell takes the model's level
+    with pytest.raises(InputError, match=r"row 2, column 'source_gpu_util': not a number: 'busy'"):
+        assign_utilization(classed.with_columns(source_gpu_util=pl.Series(["0.5", "busy"])), Utilization(), 0)
+    too_busy = assign_utilization(classed.with_columns(gpu_util=pl.Series([0.5, 1.5])), Utilization(), 0)
+    with pytest.raises(InputError, match=r"row 2, column 'gpu_util': must be in \[0, 1\], found 1.5"):
+        check_usage(too_busy)

@@ -53,8 +53,8 @@ from gpureplay.workload.utilization import (
     ReclaimIdlePolicy,
     Utilization,
     assign_utilization,
+    check_usage,
     check_utilization,
-    idle_rows,
 )
 
 log = logging.getLogger(__name__)
@@ -412,7 +412,7 @@ def _usage(jobs: pl.DataFrame, workload: Mapping[str, Any], policy: Policy, seed
         return jobs
     check_utilization(model, [str(c["name"]) for c in workload["priority_classes"]])
     jobs = assign_utilization(jobs, model, seed)
-    idle_rows(jobs, reclaiming=True)  # its refusals now, before the kernels compile
+    check_usage(jobs)  # now, before the kernels compile
     idle = jobs.filter(pl.col("idle_after").is_finite()).height
     log.info(
         "idle-resource reclaim: %s of %s jobs go idle %g s into each attempt",

@@ -158,8 +158,34 @@ def check_utilization(model: Utilization, classes: Sequence[str], key: str = "wo
         raise InputError(problems)
 
 
+def _trace_usage(jobs: pl.DataFrame, name: str) -> pl.Expr:
+    """A trace's own usage: the column itself, or as a generic CSV keeps a non-canonical one (``source_*``).
+
+    Raises
+    ------
+    InputError
+        On a value that is not a number, naming its row.
+    """
+    for column in (name, f"source_{name}"):
+        if column not in jobs.columns:
+            continue
+        value = pl.col(column).cast(pl.Float64, strict=False)
+        bad = jobs.with_row_index("i").filter(value.is_null() & pl.col(column).is_not_null())
+        if bad.height:
+            first = bad.row(0, named=True)
+            raise InputError.single(
+                f"not a number: {first[column]!r} ({bad.height:,} rows)",
+                "trace",
+                row=int(first.get("source_row") or first["i"] + 1),
+                column=column,
+            )
+        return value
+    return pl.lit(None, pl.Float64)
+
+
 def assign_utilization(jobs: pl.DataFrame, model: Utilization, seed: int) -> pl.DataFrame:
-    """Add ``gpu_util``, ``cpu_util`` (a trace's own values win where given) and ``idle_after`` (inf: never).
+    """Add ``gpu_util``, ``cpu_util`` (a trace's own values win where given: the columns, or a generic
+    CSV's ``source_gpu_util`` / ``source_cpu_util``) and ``idle_after`` (inf: never).
 
     The draw of who goes idle is independent of row order (the i-th job in ``(submit_time, job_id)``
     order gets the i-th draw) and of the other seeded draws.
@@ -179,26 +205,22 @@ def assign_utilization(jobs: pl.DataFrame, model: Utilization, seed: int) -> pl.
         else pl.lit(float(model.cpu_active))
     )
     gpu_model = pl.when(pl.col("gpu_milli") > 0).then(pl.lit(float(model.gpu_active))).otherwise(0.0)
-    own_gpu = pl.col("gpu_util").cast(pl.Float64) if "gpu_util" in jobs.columns else pl.lit(None, pl.Float64)
-    own_cpu = pl.col("cpu_util").cast(pl.Float64) if "cpu_util" in jobs.columns else pl.lit(None, pl.Float64)
     return jobs.with_columns(
-        gpu_util=own_gpu.fill_null(gpu_model),
-        cpu_util=own_cpu.fill_null(cpu_model),
+        gpu_util=_trace_usage(jobs, "gpu_util").fill_null(gpu_model),
+        cpu_util=_trace_usage(jobs, "cpu_util").fill_null(cpu_model),
         idle_after=pl.when(idle).then(pl.lit(float(model.idle_after))).otherwise(math.inf),
     )
 
 
-def idle_rows(jobs: pl.DataFrame, reclaiming: bool) -> npt.NDArray[np.float64]:
-    """The engine's ``jobs.idle`` (``I_*`` rows, one column per job; one column when not ``reclaiming``).
+def check_usage(jobs: pl.DataFrame) -> None:
+    """Refuse jobs that ``preemption: reclaim_idle`` cannot replay.
 
     Raises
     ------
     InputError
-        When reclaiming and the jobs have no PriorityClass mix (the plugin reads its victims' classes) or
-        no usage columns, or a trace's own usage is out of range.
+        When the jobs have no usage columns or no PriorityClass mix (the plugin reads its victims'
+        classes), or a trace's own usage is out of range (naming its row).
     """
-    if not reclaiming:
-        return np.zeros((L.IDLE_FIELDS, 1))
     missing = [c for c in ("gpu_util", "cpu_util", "idle_after") if c not in jobs.columns]
     if missing:
         raise InputError.config(
@@ -222,6 +244,20 @@ def idle_rows(jobs: pl.DataFrame, reclaiming: bool) -> npt.NDArray[np.float64]:
                 row=int(first.get("source_row") or first["i"] + 1),
                 column=column,
             )
+
+
+def idle_rows(jobs: pl.DataFrame, reclaiming: bool) -> npt.NDArray[np.float64]:
+    """The engine's ``jobs.idle`` (``I_*`` rows, one column per job; one column when not ``reclaiming``).
+
+    Raises
+    ------
+    InputError
+        When reclaiming and the jobs have no PriorityClass mix (the plugin reads its victims' classes) or
+        no usage columns, or a trace's own usage is out of range.
+    """
+    if not reclaiming:
+        return np.zeros((L.IDLE_FIELDS, 1))
+    check_usage(jobs)
     rows = np.zeros((L.IDLE_FIELDS, jobs.height))
     sources: dict[int, Any] = {
         L.I_GPU: pl.col("gpu_util"),
@@ -247,6 +283,7 @@ __all__ = [
     "Utilization",
     "assign_utilization",
     "check_policy",
+    "check_usage",
     "check_utilization",
     "idle_rows",
     "policy_columns",
