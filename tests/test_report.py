@@ -23,6 +23,7 @@ from gpureplay.report import build_report
 from gpureplay.report.collect import SUMMARY_METRICS, collect, label_keys
 from gpureplay.report.figures import layout, quota_figure
 from gpureplay.report.published_queueing import philly_queueing
+from gpureplay.report.queue_waits import longest_waits, why
 from gpureplay.report.stats import choose_baseline, effect_sentences, effects, summarize, t_quantile
 from gpureplay.results.schemas import JOB_STATES
 from gpureplay.results.writer import mark_done, write_parquet_atomic
@@ -743,3 +744,88 @@ def test_unscaled_philly_runs_stand_beside_the_real_clusters_queueing_delays(tmp
 def test_the_published_philly_figures_come_from_the_bundled_summary() -> None:
     real = philly_queueing()
     assert (real.gpu_jobs, real.mean_s, real.median_s) == (112_956, 3760.604, 189.0)
+
+
+def test_the_queues_that_wait_longest_are_named_with_what_held_them(tmp_path: Path) -> None:
+    """Per configuration the queues by mean wait (tiny ones left out), each read as quota- or GPU-bound.
+
+    Hand-computed from the samples: prod waits with 2, 1 and 3 jobs pending at 0 h, 2 h and 3 h; its
+    quota of 6 GPUs has no room for its smallest job (1 GPU) at 0 h and 3 h (weights 2 + 3 of 6: 5/6 of
+    its waiting), when it borrows 0 and 4 GPUs (12/6 = 2 GPUs while waiting); research (quota 2, using 1)
+    always has room: it waits for free GPUs. A queue of no admitted jobs is left out.
+    """
+    rng = np.random.default_rng(19)
+    for scheduler, quota in (("fifo", False), ("gang-binpack", True)):
+        folder = tmp_path / "runs" / scheduler
+        headline = {k: v[0] for k, v in HEADLINES[scheduler].items()} | {"queues": 2}
+        write_run(folder, run_config(scheduler, 0), headline, rng)
+        per_queue = pl.DataFrame(
+            {
+                "queue": ["prod", "research", "tiny"],
+                "admitted": [30, 30, 0],
+                "wait_mean": [7200.0, 3600.0, 99_999.0],
+                "quota_share": [0.75, 0.25, 0.0] if quota else [None, None, None],
+                "preemptions": [4, 0, 0],
+                "lost_gpu_hours": [10.0, 0.0, 0.0],
+                "preemptions_caused": [0, 4, 0],
+            },
+            schema_overrides={"quota_share": pl.Float64},
+        )
+        write_parquet_atomic(per_queue, folder / "queue_summary.parquet", {})
+        samples = pl.DataFrame(
+            {
+                "time": np.repeat(np.arange(4) * 3600.0, 2),
+                "queue": ["prod", "research"] * 4,
+                "usage_gpu": [6.0, 1.0, 6.0, 1.0, 5.0, 1.0, 7.0, 1.0],
+                "pending_jobs": np.array([2, 1, 0, 1, 1, 0, 3, 2], dtype=np.int32),
+                "running_jobs": np.ones(8, dtype=np.int32),
+                "nominal_gpu": [6.0, 2.0] * 4 if quota else [None] * 8,
+                "borrowed_gpu": [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 4.0, 0.0] if quota else [None] * 8,
+            },
+            schema_overrides={"nominal_gpu": pl.Float64, "borrowed_gpu": pl.Float64},
+        )
+        write_parquet_atomic(samples, folder / "queues.parquet", {})
+    jobs = pl.read_parquet(tmp_path / "runs" / "gang-binpack" / "jobs.parquet")
+    asked = jobs.group_by("queue").agg((pl.col("gpus") * pl.col("duration")).sum())
+    demand = {q: a / float(asked["gpus"].sum()) for q, a in asked.iter_rows()}
+    mean_gpus = dict(jobs.group_by("queue").agg(pl.col("gpus").mean()).iter_rows())
+    timeline = pl.read_parquet(tmp_path / "runs" / "gang-binpack" / "timeline.parquet")
+    allocated = dict(timeline.select("time", "allocated_fraction").iter_rows())
+
+    waits = longest_waits(collect([tmp_path / "runs"]))
+    assert waits.select("config", "queue").rows() == [
+        ("scheduler=fifo", "prod"),
+        ("scheduler=fifo", "research"),
+        ("scheduler=gang-binpack", "prod"),
+        ("scheduler=gang-binpack", "research"),
+    ]
+    prod = waits.row(2, named=True)
+    assert prod["at_quota"] == pytest.approx(5 / 6)
+    assert prod["borrowed_waiting"] == pytest.approx(2.0)
+    assert prod["allocated_waiting"] == pytest.approx(
+        (2 * allocated[0.0] + allocated[7200.0] + 3 * allocated[10800.0]) / 6
+    )
+    assert prod["demand_share"] == pytest.approx(demand["prod"])
+    assert why(prod) == (
+        f"quota: asks {100 * demand['prod']:.0f}% of the GPU-time on 75% of the quota; "
+        "at its quota in 83% of its waiting (borrowing 2 GPUs then); evicted 4 times, 10 GPU-h lost"
+    )
+    research = waits.row(3, named=True)
+    assert research["at_quota"] == 0.0
+    assert research["others_borrowed_waiting"] == pytest.approx(2.0)  # prod's 4 GPUs at 3 h, weight 2 of 4
+    research_allocated = (allocated[0.0] + allocated[3600.0] + 2 * allocated[10800.0]) / 4
+    assert why(research) == (
+        f"free GPUs: cluster {100 * research_allocated:.0f}% allocated while it waited; "
+        f"asks {100 * demand['research']:.0f}% of the GPU-time on 25% of the quota; "
+        "below its quota in 100% of its waiting, while other queues held 2 GPUs above theirs; "
+        f"its jobs ask {mean_gpus['research']:.1f} GPUs on average (all queues' {jobs['gpus'].mean():.1f})"
+    )
+    assert why(waits.row(0, named=True)).startswith("free GPUs (no quotas): cluster ")
+
+    md = (build_report([tmp_path / "runs"], tmp_path / "out").parent / "report.md").read_text()
+    section = md.split("### Which queues wait longest, and why", 1)[1].split("##", 1)[0]
+    assert (
+        f"| scheduler=gang-binpack | prod | 30 | 2.00 | {100 * demand['prod']:.1f}% | 75.0% | 83.3% | 4 |"
+        in (section)
+    )
+    assert "tiny" not in section

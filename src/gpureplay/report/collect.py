@@ -33,6 +33,7 @@ from gpureplay.report.folders import LeftOut, counts, describe, scan
 from gpureplay.results.schemas import (
     JOBS_RESULT_SCHEMA,
     QUEUE_SAMPLE_SCHEMA,
+    QUEUE_SUMMARY_SCHEMA,
     SUMMARY_METRICS_SCHEMA,
     TIMELINE_SCHEMA,
 )
@@ -109,13 +110,26 @@ PACKING_METRICS: dict[str, pl.DataType] = {
 #: (the job state as text, so a version with more states still reads).
 JOB_COLUMNS: dict[str, pl.DataType] = {
     **{c: JOBS_RESULT_SCHEMA[c] for c in ("queue", "gpus", "submit_time", "start_time", "finish_time")},
-    **{c: JOBS_RESULT_SCHEMA[c] for c in ("wait_time", "jct", "run_time")},
+    **{c: JOBS_RESULT_SCHEMA[c] for c in ("wait_time", "jct", "run_time", "duration")},
     **{c: JOBS_RESULT_SCHEMA[c] for c in ("priority", "priority_class", "preemptions", "pending_time")},
     "lost_gpu_seconds": JOBS_RESULT_SCHEMA["lost_gpu_seconds"],
     "state": pl.String(),
 }
 QUEUE_SAMPLE_COLUMNS: dict[str, pl.DataType] = {
-    c: QUEUE_SAMPLE_SCHEMA[c] for c in ("time", "queue", "usage_gpu", "nominal_gpu", "borrowed_gpu")
+    c: QUEUE_SAMPLE_SCHEMA[c]
+    for c in ("time", "queue", "usage_gpu", "pending_jobs", "nominal_gpu", "borrowed_gpu")
+}
+QUEUE_SUMMARY_COLUMNS: dict[str, pl.DataType] = {
+    c: QUEUE_SUMMARY_SCHEMA[c]
+    for c in (
+        "queue",
+        "admitted",
+        "wait_mean",
+        "quota_share",
+        "preemptions",
+        "lost_gpu_hours",
+        "preemptions_caused",
+    )
 }
 TIMELINE_COLUMNS: dict[str, pl.DataType] = {
     c: TIMELINE_SCHEMA[c]
@@ -154,6 +168,9 @@ class Collection:
     queue_samples
         Lazy scan of the runs' ``queues.parquet`` (``run`` / ``config`` added as for ``jobs``);
         None when no run has one (written before per-queue samples existed).
+    queue_summaries
+        Lazy scan of the runs' ``queue_summary.parquet`` (:data:`QUEUE_SUMMARY_COLUMNS`, ``run`` /
+        ``config`` added); None when no run has one.
     left_out
         Run folders under the inputs that are not in the report: failed,
         incomplete (killed) or unreadable, each with its reason.
@@ -171,6 +188,7 @@ class Collection:
     timeline: pl.LazyFrame
     notes: tuple[str, ...] = field(default=())
     queue_samples: pl.LazyFrame | None = None
+    queue_summaries: pl.LazyFrame | None = None
     left_out: tuple[LeftOut, ...] = field(default=())
     baseline: tuple[tuple[str, str], ...] = field(default=())
 
@@ -508,18 +526,25 @@ def collect_summaries(summaries: Sequence[RunSummary], left_out: Sequence[LeftOu
         timeline=_scan_all(pairs, "timeline.parquet", TIMELINE_COLUMNS, run_enum, config_enum),
         notes=tuple(notes),
         left_out=tuple(left_out),
-        queue_samples=_queue_samples(pairs, run_enum, config_enum),
+        queue_samples=_scan_present(pairs, "queues.parquet", QUEUE_SAMPLE_COLUMNS, run_enum, config_enum),
+        queue_summaries=_scan_present(
+            pairs, "queue_summary.parquet", QUEUE_SUMMARY_COLUMNS, run_enum, config_enum
+        ),
     )
 
 
-def _queue_samples(
-    pairs: Sequence[tuple[str, str]], run_enum: pl.Enum, config_enum: pl.Enum
+def _scan_present(
+    pairs: Sequence[tuple[str, str]],
+    name: str,
+    columns: dict[str, pl.DataType],
+    run_enum: pl.Enum,
+    config_enum: pl.Enum,
 ) -> pl.LazyFrame | None:
-    """The runs' ``queues.parquet`` that exist (older runs have none), or None."""
-    present = [(run, config) for run, config in pairs if (Path(run) / "queues.parquet").is_file()]
+    """:func:`_scan_all` of the runs that have the file ``name`` (older runs lack the per-queue ones)."""
+    present = [(run, config) for run, config in pairs if (Path(run) / name).is_file()]
     if not present:
         return None
-    return _scan_all(present, "queues.parquet", QUEUE_SAMPLE_COLUMNS, run_enum, config_enum)
+    return _scan_all(present, name, columns, run_enum, config_enum)
 
 
 __all__ = [

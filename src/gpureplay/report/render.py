@@ -39,6 +39,7 @@ from gpureplay.report.metrics import (
     runs_with_mig,
 )
 from gpureplay.report.published_queueing import comparable_runs, philly_queueing
+from gpureplay.report.queue_waits import longest_waits, why
 from gpureplay.report.stats import format_count, format_value
 
 #: Constant config keys worth naming in the report's opening line, when present.
@@ -298,6 +299,45 @@ def queue_table(data: ReportData) -> Table:
     return _metrics_table(data, QUEUE_METRICS)
 
 
+def waits_table(data: ReportData) -> Table:
+    """The queues that wait longest in each configuration, with what held them (:mod:`queue_waits`)."""
+    rows = []
+    for row in longest_waits(data.collection).iter_rows(named=True):
+        quota = row["quota_share"]
+        at_quota = row["at_quota"]
+        rows.append(
+            [
+                (str(row[CONFIG_COLUMN]), ""),
+                (str(row["queue"]), ""),
+                (format_count(row["admitted"]), "num"),
+                (f"{row['wait_mean'] / 3600.0:,.2f}", "num"),
+                (_percent(row["demand_share"]), "num"),
+                (_percent(quota), "num"),
+                (_percent(at_quota), "num"),
+                (format_count(row["preemptions"]), "num"),
+                (why(row), ""),
+            ]
+        )
+    header = [
+        "configuration",
+        "queue",
+        "jobs",
+        "mean wait (h)",
+        "GPU-time asked",
+        "quota share",
+        "waiting at quota",
+        "evictions",
+        "what it waits for",
+    ]
+    return Table(header, rows, [":---", ":---", "---:", "---:", "---:", "---:", "---:", "---:", ":---"])
+
+
+def _percent(value: float | None) -> str:
+    if value is None or math.isnan(value):
+        return NOT_AVAILABLE
+    return f"{100.0 * value:.1f}%"
+
+
 def has_real_queueing(data: ReportData) -> bool:
     """True when some run replays the Philly trace unscaled (the real-cluster comparison is shown then)."""
     return comparable_runs(data.collection.runs).height > 0
@@ -544,6 +584,19 @@ _QUEUE_NOTE = (
     "(whole run, mean over seeds; every queue's figures are in its run's queue_summary.parquet)."
 )
 
+_WAITS_NOTE = (
+    "The queues with the longest mean wait in each configuration (at least 1% of the admitted jobs and a "
+    "mean wait of a minute or more; mean over seeds) and what held them. GPU-time asked: the queue's share "
+    "of the GPU-time its jobs request (GPUs x trace duration); quota share: its share of the queues' nominal "
+    "quotas (Volcano: deserved shares). Waiting at quota: of its pending jobs counted at every timeline "
+    "sample, the part seen while its quota had no room left for its smallest job (borrowing from the cohort "
+    "included): those jobs wait for quota, which only finishing jobs or reclaim free. The rest waited below "
+    "quota, for free GPUs or a placement for the whole gang: the cluster's allocated share then, the GPUs "
+    "other queues held above their own quotas (borrowed, or kept after a deserved share fell) that reclaim "
+    "could have freed, and the queue's mean job size beside all queues' tell which. Evictions: what "
+    "preemption or reclaim took from the queue's jobs (docs: gpureplay.report.queue_waits)."
+)
+
 _REAL_QUEUEING_NOTE = (
     "The runs that replay the Philly trace at its own arrival rate (no load factor, sample or window), "
     "beside the queueing delays measured on the real cluster (AcmeTrace cluster summary, Hu et al., NSDI "
@@ -636,6 +689,10 @@ def render_markdown(data: ReportData) -> str:
     if has_queues(data):
         out += ["", "## Queues: fairness across tenants", "", _QUEUE_NOTE, ""]
         out += _md_table(queue_table(data))
+        waits = waits_table(data)
+        if waits.rows:
+            out += ["", "### Which queues wait longest, and why", "", _WAITS_NOTE, ""]
+            out += _md_table(waits)
     if has_real_queueing(data):
         out += ["", "## Queueing delay beside the real Philly cluster", "", _REAL_QUEUEING_NOTE, ""]
         out += _md_table(real_queueing_table(data))
@@ -787,6 +844,13 @@ def render_html(data: ReportData) -> str:
             f'<p class="note">{_e(_QUEUE_NOTE)}</p>',
             _html_table(queue_table(data)),
         ]
+        waits = waits_table(data)
+        if waits.rows:
+            parts += [
+                "<h3>Which queues wait longest, and why</h3>",
+                f'<p class="note">{_e(_WAITS_NOTE)}</p>',
+                _html_table(waits),
+            ]
     if has_real_queueing(data):
         parts += [
             "<h2>Queueing delay beside the real Philly cluster</h2>",
@@ -864,4 +928,5 @@ __all__ = [
     "sharing_table",
     "significant_decimals",
     "topology_table",
+    "waits_table",
 ]
