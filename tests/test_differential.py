@@ -72,6 +72,7 @@ from tests.reference.strategies import (
 from gpureplay.errors import InputError
 from gpureplay.schedulers.policy import (
     Backfill,
+    FairSharingStrategies,
     GangMode,
     GpuSharing,
     MigStrategy,
@@ -629,8 +630,9 @@ def kueue_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
     """A small case with a Kueue quota tree over its queues and a Kueue policy (scorer, periodic or not)."""
     jobs, nodes = draw(cases(max_jobs=40))
     jobs = _in_queues(draw, jobs)
-    # Half the cases preempt by the ClusterQueues' spec.preemption (classical; not with fair sharing).
+    # Half the cases preempt by the ClusterQueues' spec.preemption (classical, or fair sharing's strategies).
     preempting = draw(st.booleans())
+    fair = draw(st.booleans())
     queues = tuple(sorted(set(jobs["queue"].to_list())))
     text = draw(kueue_manifests(queues, preemption=preempting))
     policy = Policy(
@@ -643,7 +645,10 @@ def kueue_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
         queues=QueueModel.kueue,
         quotas=QuotaSource.manifests,
         manifests=_manifest_file(text),
-        fair_sharing=not preempting and draw(st.booleans()),
+        fair_sharing=fair,
+        fair_sharing_strategies=draw(st.sampled_from(list(FairSharingStrategies)))
+        if fair
+        else FairSharingStrategies.both,
         graceful_termination=draw(st.sampled_from([0.0, 2.5, 30.0])),
         requeue=draw(st.sampled_from(list(Requeue))),
     )
@@ -654,6 +659,78 @@ def kueue_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
 @settings(max_examples=60, **SETTINGS)
 @given(case=kueue_cases(), sample_interval=sample_intervals, seed=seeds)
 def test_kueue_quotas_agree(
+    case: tuple[pl.DataFrame, pl.DataFrame, Policy], sample_interval: float, seed: int
+) -> None:
+    jobs, nodes, policy = case
+    assert_agree(jobs, nodes, policy, seed=seed, sample_interval=sample_interval)
+
+
+@st.composite
+def fair_preemption_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
+    """Kueue with fair sharing where preemption happens: three ClusterQueues in a flat cohort (weights
+    drawn, some 0), one of which fills the cohort at 0 (borrowing the others' quota), then the others' jobs
+    of mixed priority arrive and preempt under fair sharing's strategies; sometimes within a queue too."""
+    names = ("vc-a", "vc-b", "vc-c")
+    nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": 8}] * draw(st.integers(1, 3)))
+    docs = ["apiVersion: kueue.x-k8s.io/v1beta1\nkind: ResourceFlavor\nmetadata:\n  name: f\n"]
+    for name in names:
+        within = draw(st.sampled_from(["Never", "LowerPriority"]))
+        reclaim = draw(st.sampled_from(["Any", "Any", "LowerPriority"]))
+        docs.append(
+            f"apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata:\n  name: {name}\nspec:\n"
+            f"  cohort: c\n  preemption:\n    withinClusterQueue: {within}\n"
+            f"    reclaimWithinCohort: {reclaim}\n"
+            f"  fairSharing:\n    weight: {draw(st.sampled_from([1, 1, 2, 0.5, 0]))}\n"
+            '  resourceGroups:\n  - coveredResources: ["nvidia.com/gpu"]\n    flavors:\n    - name: f\n'
+            "      resources:\n      - name: nvidia.com/gpu\n"
+            f"        nominalQuota: {draw(st.sampled_from([2, 4, 8]))}\n"
+        )
+    hog = draw(st.sampled_from(names))
+    rows = []
+    sizes = st.sampled_from([(1, 1000), (1, 2000), (1, 4000), (2, 2000), (1, 500)])
+    for _ in range(draw(st.integers(3, 10))):
+        pods, milli = draw(sizes)
+        rows.append((0.0, hog, pods, milli))
+    for _ in range(draw(st.integers(2, 10))):
+        pods, milli = draw(sizes)
+        rows.append((float(draw(st.integers(1, 60))), draw(st.sampled_from(names)), pods, milli))
+    jobs = jobs_frame(
+        [
+            {
+                "job_id": i + 1,
+                "submit_time": t,
+                "duration": float(draw(st.sampled_from([30, 80, 200]))),
+                "num_pods": pods,
+                "gpu_milli": milli,
+                "queue": queue,
+                "priority": draw(st.integers(0, 2)),
+                "preemptible": draw(st.sampled_from([True, True, True, False])),
+            }
+            for i, (t, queue, pods, milli) in enumerate(rows)
+        ]
+    )
+    policy = Policy(
+        name="kueue-fair-preempt",
+        queue_order=QueueOrder.priority,
+        backfill=Backfill.skip,
+        node_placement=draw(st.sampled_from(["best_fit", "first_fit"])),
+        gpu_placement="best_fit",
+        session_interval=draw(st.sampled_from([0.0, 0.0, 2.0])),
+        queues=QueueModel.kueue,
+        quotas=QuotaSource.manifests,
+        manifests=_manifest_file("---\n".join(docs)),
+        fair_sharing=True,
+        fair_sharing_strategies=draw(st.sampled_from(list(FairSharingStrategies))),
+        graceful_termination=draw(st.sampled_from([0.0, 5.0])),
+        requeue=draw(st.sampled_from(list(Requeue))),
+    )
+    return jobs, nodes, policy
+
+
+# Kueue's preemption under fair sharing (tests/test_kueue_fair_preemption.py holds Kueue's own cases).
+@settings(max_examples=40, **SETTINGS)
+@given(case=fair_preemption_cases(), sample_interval=sample_intervals, seed=seeds)
+def test_kueue_fair_preemption_agrees(
     case: tuple[pl.DataFrame, pl.DataFrame, Policy], sample_interval: float, seed: int
 ) -> None:
     jobs, nodes, policy = case

@@ -26,6 +26,7 @@ from gpureplay.results.queue_summary import queue_summary
 from gpureplay.schedulers.policy import (
     Backfill,
     BorrowWithinCohort,
+    FairSharingStrategies,
     GangMode,
     Policy,
     Preemption,
@@ -319,9 +320,9 @@ def test_available_follows_the_lending_and_borrowing_limits() -> None:
             "queue model only",
         ),
         (
-            {"reclaim_within_cohort": RECLAIM_LOWER, "fair_sharing": True},
-            "scheduler.fair_sharing",
-            "fair sharing .* not modelled yet",
+            {"fair_sharing_strategies": FairSharingStrategies.less_than_initial_share},
+            "scheduler.fair_sharing_strategies",
+            "fair_sharing: true only",
         ),
         ({"borrow_max_priority": 5}, "scheduler.borrow_max_priority", "lower_priority only"),
         (

@@ -23,6 +23,7 @@ import itertools
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -45,6 +46,7 @@ from gpureplay.mig.devices import single_strategy_devices, smallest_profile
 from gpureplay.mig.geometry import MigGeometry, MigProfile, mig_geometry
 from gpureplay.mig.parted import find_placement, standard_configs
 from gpureplay.queues.fair_share import VOLCANO_MIN_RESOURCE, volcano_proportion, volcano_share
+from gpureplay.queues.kueue_fair_preemption import fair_preemption_targets
 from gpureplay.queues.kueue_preemption import Admitted, preemption_targets, preempts
 from gpureplay.queues.kueue_quota import (
     KueueQuotas,
@@ -3296,7 +3298,13 @@ class _Replay:
             )
             for j in holders.values()
         ]
-        targets = preemption_targets(
+        # [Kueue preemption] fair sharing's strategies in place of the classical targets.
+        search = (
+            partial(fair_preemption_targets, strategies=quotas.fair_strategies)
+            if quotas.fair_sharing
+            else preemption_targets
+        )
+        targets = search(
             quotas, self.kueue_usage(), q, self.kueue_request(job), job.priority, job.key2, admitted
         )
         if not targets or any(t.evicted and holders[t.job_id].evicted_at == self.now for t in targets):

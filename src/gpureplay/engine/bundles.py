@@ -518,7 +518,8 @@ class Quotas(NamedTuple):
     entries, entry_cls, borrowing
         Work space: one round's nominated heads, their classes and whether each borrows.
     fair
-        ``[1]``: 1 under Kueue's fair sharing (the tournament orders a round's heads).
+        ``[2]``: 1 under Kueue's fair sharing (the tournament orders a round's heads); its
+        ``fairSharing.preemptionStrategies`` (``FairSharingStrategies`` value).
     present, lendable, weight
         Fair sharing: ``[resource, node]`` resources named by the node's subtree quota, and what its parent
         could lend at no usage; ``[node]`` ``fairSharing.weight``.
@@ -533,7 +534,11 @@ class Quotas(NamedTuple):
         whether listed), pruned of jobs that no longer hold quota as it is walked.
     need, cand, cand_wb, order, targets
         Preemption's work space: ``[resource]`` 1 where the preemptor needs preemption; candidates, whether
-        each may be reclaimed only without borrowing; their order; the targets chosen.
+        each may be reclaimed only without borrowing (fair sharing: each one's state in the search); their
+        order; the targets chosen.
+    fs_drop, fs_next
+        Fair sharing's preemption work space, per ClusterQueue: dropped from the search; the position (in
+        ``order``) from which its next candidate is looked for.
     model
         ``[1]``: ``QM_KUEUE`` or ``QM_VOLCANO`` (:mod:`gpureplay.engine.proportion`; the Kueue arrays are
         unused there, and ``weight`` is each queue's ``spec.weight``).
@@ -587,6 +592,8 @@ class Quotas(NamedTuple):
     cand_wb: Int64Array
     order: Int64Array
     targets: Int64Array
+    fs_drop: Int64Array
+    fs_next: Int64Array
     model: Int64Array
     v_real: Float64Array
     v_guar: Float64Array
@@ -671,11 +678,12 @@ def quota_state(
     weight: Float64Array | None = None,
     preemption: Int64Array | None = None,
     num_jobs: int = 0,
+    fair_strategies: int = 0,
 ) -> Quotas:
     """The :class:`Quotas` bundle of a quota tree (arrays as ``gpureplay.queues.kueue_quota.KueueQuotas``).
 
     ``preemption``: ``[KP_* row, cluster queue]`` (None: Never everywhere); ``num_jobs``: the trace's jobs
-    (preemption candidates).
+    (preemption candidates); ``fair_strategies``: ``FairSharingStrategies`` value.
     """
     num_nodes = parent.shape[0]
     num_cq = strict.shape[0]
@@ -701,7 +709,7 @@ def quota_state(
         entries=np.zeros(max(num_cq, 1), dtype=np.int64),
         entry_cls=np.zeros(max(num_cq, 1), dtype=np.int64),
         borrowing=np.zeros(max(num_cq, 1), dtype=np.int64),
-        fair=np.array([1 if fair else 0], dtype=np.int64),
+        fair=np.array([1 if fair else 0, fair_strategies], dtype=np.int64),
         present=(np.zeros((3, num_nodes)) if present is None else present).astype(np.int64),
         lendable=(np.zeros((3, num_nodes)) if lendable is None else lendable).astype(np.int64),
         weight=(np.ones(num_nodes) if weight is None else weight).astype(np.float64),
@@ -720,6 +728,8 @@ def quota_state(
         cand_wb=np.zeros(room, dtype=np.int64),
         order=np.zeros(room, dtype=np.int64),
         targets=np.zeros(room, dtype=np.int64),
+        fs_drop=np.zeros(max(num_cq, 1), dtype=np.int64),
+        fs_next=np.zeros(max(num_cq, 1), dtype=np.int64),
         **_volcano_arrays(0, 0, 0),
     )
 

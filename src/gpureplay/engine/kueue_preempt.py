@@ -16,10 +16,14 @@ plain Python, is in that module's docstring; this kernel follows it step for ste
    sort: kernels allocate nothing);
 4. greedy runs with and without borrowing, removing candidates from the ClusterQueues' usage
    (``run.queues``) until the job fits, then minimised from the next-to-last target back; the usage is
-   restored before returning.
+   restored before returning. Under fair sharing, :func:`_fair_targets` instead (the twin of
+   :mod:`gpureplay.queues.kueue_fair_preemption`): target ClusterQueues by highest share, each candidate
+   checked against the configured strategies.
 """
 
 from __future__ import annotations
+
+import math
 
 from gpureplay.engine.bundles import (
     Classes,
@@ -55,6 +59,17 @@ from gpureplay.engine.layout import (
     T_START,
 )
 from gpureplay.engine.quota_tree import RESOURCE_ROWS, available, fits_quota, node_usage, request_amount
+
+#: A candidate's state in fair sharing's search (``Quotas.cand_wb``): in the first strategy's pool, taken as a
+#: target, set aside for the second strategy, or passed over by it.
+FS_POOL = 0
+FS_TAKEN = 1
+FS_RETRY = 2
+FS_USED = 3
+
+#: ``FairSharingStrategies`` values (``Quotas.fair[1]``).
+FS_BOTH = 0
+FS_INITIAL_SHARE = 2
 
 
 @inline_kernel
@@ -131,7 +146,9 @@ def _needs_preemption(qt: Quotas, jobs: Jobs, run: Run, j: int) -> bool:
             continue
         if need > _potential(qt, r, q):
             return False
-        if need <= qt.nominal[r, q] or qt.pre[KP_BORROW, q] != 0 or qt.pre[KP_WITHIN, q] != 0:
+        # canPreemptWhileBorrowing: borrowWithinCohort, or under fair sharing reclaimWithinCohort.
+        while_borrowing = qt.pre[KP_BORROW, q] != 0 or (qt.fair[0] != 0 and qt.pre[KP_RECLAIM, q] != 0)
+        if need <= qt.nominal[r, q] or while_borrowing or qt.pre[KP_WITHIN, q] != 0:
             qt.need[r] = 1
             found = True
         else:
@@ -268,18 +285,215 @@ def _targets(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, k: int, bor
             fit = True
             break
     if fit:
-        # fillBackWorkloads: from the next-to-last back, a target whose return still lets the job fit goes.
-        for i in range(nt - 2, -1, -1):
-            v = qt.targets[i]
-            _move(jobs, run, v, 1)
-            if fits_quota(qt, jobs, run, j, borrowing):
-                qt.targets[i] = qt.targets[nt - 1]
-                nt -= 1
-            else:
-                _move(jobs, run, v, -1)
+        nt = _fill_back(qt, jobs, run, j, nt, borrowing)
     for i in range(nt):
         _move(jobs, run, qt.targets[i], 1)
     return nt if fit else 0
+
+
+@kernel
+def _fill_back(qt: Quotas, jobs: Jobs, run: Run, j: int, nt: int, borrowing: bool) -> int:
+    """``fillBackWorkloads``: from the next-to-last target back, one whose return still lets ``j`` fit goes.
+
+    The targets' usage is removed on entry and on return (the kept ones'); returns how many are kept.
+    """
+    for i in range(nt - 2, -1, -1):
+        v = qt.targets[i]
+        _move(jobs, run, v, 1)
+        if fits_quota(qt, jobs, run, j, borrowing):
+            qt.targets[i] = qt.targets[nt - 1]
+            nt -= 1
+        else:
+            _move(jobs, run, v, -1)
+    return nt
+
+
+@kernel
+def _share_of(qt: Quotas, run: Run, x: int) -> tuple[float, float]:
+    """ClusterQueue ``x``'s dominant resource share at ``run.queues`` (weighted, unweighted).
+
+    ``fair_sharing.go`` ``dominantResourceShare`` in a flat cohort (a ClusterQueue's subtree quota is its
+    nominal quota); ``DRS.IsZero`` (ratio 0, e.g. not borrowing) gives ``(0, 0)``; a zero-weight borrower
+    ``(inf, ratio)``.
+    """
+    if qt.parent[x] < 0:
+        return 0.0, 0.0
+    ratio = 0.0
+    for r in range(3):
+        if qt.present[r, x] == 0:
+            continue
+        borrowed = run.queues[RESOURCE_ROWS[r], x] - qt.subtree[r, x]
+        if borrowed > 0 and qt.lendable[r, x] > 0:
+            ratio = max(ratio, borrowed * 1000.0 / float(qt.lendable[r, x]))
+    if ratio == 0.0:
+        return 0.0, 0.0
+    if qt.weight[x] == 0.0:
+        return math.inf, ratio
+    return ratio / qt.weight[x], ratio
+
+
+@inline_kernel
+def _compare(aw: float, au: float, bw: float, bu: float) -> int:
+    # CompareDRS: zero-weight borrowers (weighted inf) above all others, among themselves by ratio.
+    a_inf = math.isinf(aw)
+    b_inf = math.isinf(bw)
+    x = aw
+    y = bw
+    if a_inf and b_inf:
+        x = au
+        y = bu
+    elif a_inf:
+        return 1
+    elif b_inf:
+        return -1
+    if x > y:
+        return 1
+    if x < y:
+        return -1
+    return 0
+
+
+@kernel
+def _next_of(qt: Quotas, jobs: Jobs, k: int, c: int, state: int) -> int:
+    """Position in ``qt.order`` of ClusterQueue ``c``'s next candidate in ``state`` (-1: none left)."""
+    p: int = qt.fs_next[c]
+    while p < k:
+        i = qt.order[p]
+        if qt.cand_wb[i] == state and jobs.ints[J_TENANT, qt.cand[i]] == c:
+            qt.fs_next[c] = p
+            return p
+        p += 1
+    qt.fs_next[c] = k
+    return -1
+
+
+@kernel
+def _next_queue(qt: Quotas, jobs: Jobs, run: Run, q: int, k: int, state: int) -> int:
+    """``TargetClusterQueueOrdering.nextTarget`` over a flat cohort: the ClusterQueue whose candidates (in
+    ``state``) come next, or -1 when every one is dropped.
+
+    A queue is dropped when it has no candidate left or does not borrow (the preemptor's own queue only
+    when it has none left); of the others the highest share wins, ties to the one whose next candidate
+    comes first in ``CandidatesOrdering``.
+    """
+    cohort = qt.parent[q]
+    best = -1
+    best_w = -1.0
+    best_u = -1.0
+    best_pos = -1
+    for c in range(run.queues.shape[1]):
+        if c != q and (cohort < 0 or qt.parent[c] != cohort):
+            continue
+        if qt.fs_drop[c] != 0:
+            continue
+        w, u = _share_of(qt, run, c)
+        pos = _next_of(qt, jobs, k, c, state)
+        if (u == 0.0 and c != q) or pos < 0:
+            qt.fs_drop[c] = 1
+            continue
+        order = 1 if best < 0 else _compare(w, u, best_w, best_u)
+        if order > 0 or (order == 0 and pos < best_pos):
+            best, best_w, best_u, best_pos = c, w, u, pos
+    return best
+
+
+@kernel
+def _take(qt: Quotas, jobs: Jobs, run: Run, j: int, i: int, nt: int) -> bool:
+    """Candidate ``i`` becomes target ``nt``; whether ``j`` fits now (its own usage set aside to check)."""
+    v = qt.cand[i]
+    qt.cand_wb[i] = FS_TAKEN
+    _move(jobs, run, v, -1)
+    qt.targets[nt] = v
+    _move(jobs, run, j, -1)
+    fits = fits_quota(qt, jobs, run, j, True)
+    _move(jobs, run, j, 1)
+    return fits
+
+
+@inline_kernel
+def _reset_search(qt: Quotas) -> None:
+    for c in range(qt.fs_drop.shape[0]):
+        qt.fs_drop[c] = 0
+        qt.fs_next[c] = 0
+
+
+@kernel
+def _fair_targets(qt: Quotas, jobs: Jobs, run: Run, j: int, k: int) -> int:
+    """Fair sharing's targets for job ``j`` among the ``k`` sorted candidates (0: it never fits).
+
+    Notes
+    -----
+    kubernetes-sigs/kueue ``preemption.go`` ``fairPreemptions``, ``fair_strategy.go``
+    (``iterateWithFirstFsStrategy``, ``iterateWithSecondFsStrategy``), ``fairsharing/ordering.go``,
+    ``fairsharing/strategy.go`` at the v0.20 feature-gate defaults; the plain statement is
+    :mod:`gpureplay.queues.kueue_fair_preemption`. The usage is restored before returning.
+    """
+    q = jobs.ints[J_TENANT, j]
+    for i in range(k):
+        qt.cand_wb[i] = FS_POOL
+    _move(jobs, run, j, 1)
+    # FairSharingPreemptWithinNominal: with its workload, q borrows none of what needs preemption.
+    within = True
+    for r in range(3):
+        if qt.need[r] != 0 and run.queues[RESOURCE_ROWS[r], q] > qt.nominal[r, q]:
+            within = False
+    initial_only = qt.fair[1] == FS_INITIAL_SHARE
+    nt = 0
+    fits = False
+    _reset_search(qt)
+    while not fits:
+        c = _next_queue(qt, jobs, run, q, k, FS_POOL)
+        if c < 0:
+            break
+        if c == q or within:
+            fits = _take(qt, jobs, run, j, qt.order[qt.fs_next[c]], nt)
+            nt += 1
+            continue
+        pw, pu = _share_of(qt, run, q)
+        tw, tu = _share_of(qt, run, c)
+        p = _next_of(qt, jobs, k, c, FS_POOL)
+        if math.isinf(pw) and not math.isinf(tw):
+            while p >= 0:  # fsStrategyUnsatisfiable: none of its candidates can pass
+                qt.cand_wb[qt.order[p]] = FS_RETRY
+                p = _next_of(qt, jobs, k, c, FS_POOL)
+            continue
+        while p >= 0:
+            i = qt.order[p]
+            if initial_only:
+                passed = _compare(pw, pu, tw, tu) < 0
+            else:
+                v = qt.cand[i]
+                _move(jobs, run, v, -1)
+                nw, nu = _share_of(qt, run, c)
+                _move(jobs, run, v, 1)
+                passed = _compare(pw, pu, nw, nu) <= 0
+            if passed:
+                fits = _take(qt, jobs, run, j, i, nt)
+                nt += 1
+                break
+            qt.cand_wb[i] = FS_RETRY
+            p = _next_of(qt, jobs, k, c, FS_POOL)
+    if not fits and qt.fair[1] == FS_BOTH:
+        _reset_search(qt)
+        while not fits:
+            c = _next_queue(qt, jobs, run, q, k, FS_RETRY)
+            if c < 0:
+                break
+            pw, pu = _share_of(qt, run, q)
+            tw, tu = _share_of(qt, run, c)
+            i = qt.order[qt.fs_next[c]]
+            if _compare(pw, pu, tw, tu) < 0:
+                fits = _take(qt, jobs, run, j, i, nt)
+                nt += 1
+            else:
+                qt.cand_wb[i] = FS_USED
+            qt.fs_drop[c] = 1
+    _move(jobs, run, j, -1)
+    if fits:
+        nt = _fill_back(qt, jobs, run, j, nt, True)
+    for i in range(nt):
+        _move(jobs, run, qt.targets[i], 1)
+    return nt if fits else 0
 
 
 @kernel
@@ -314,6 +528,10 @@ def kueue_preempt(
         return False
     q = jobs.ints[J_TENANT, j]
     _sort_candidates(qt, jobs, js, q, k)
+    if qt.fair[0] != 0:
+        return _evict_targets(
+            params, jobs, cs, cl, js, pend, tm, sc, run, qt, j, _fair_targets(qt, jobs, run, j, k), t
+        )
     others = 0
     all_without = True
     for i in range(k):
@@ -336,6 +554,27 @@ def kueue_preempt(
     nt = _targets(qt, jobs, js, run, j, k, first)
     if nt == 0 and second >= 0:
         nt = _targets(qt, jobs, js, run, j, k, second == 1)
+    return _evict_targets(params, jobs, cs, cl, js, pend, tm, sc, run, qt, j, nt, t)
+
+
+@kernel
+def _evict_targets(
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    js: JobState,
+    pend: Pending,
+    tm: Timers,
+    sc: Scratch,
+    run: Run,
+    qt: Quotas,
+    j: int,
+    nt: int,
+    t: float,
+) -> bool:
+    """Evict ``qt.targets[:nt]`` for job ``j``; whether it did (not when ``nt`` is 0 or a target was chosen
+    by another preemption of this cycle: Kueue skips overlapping targets)."""
     if nt == 0:
         return False
     for i in range(nt):

@@ -89,8 +89,8 @@ def preemption_problems(quotas: KueueQuotas) -> list[tuple[int, str, str]]:
     """``(cluster queue, config key, message)`` per ClusterQueue whose preemption the replay cannot model.
 
     Kueue itself refuses ``borrowWithinCohort`` without ``reclaimWithinCohort`` (``clusterqueue_webhook.go``);
-    the replay models ClusterQueues with no cohort or in a root cohort without its own quota, and the
-    classical strategies only (fair sharing's strategies are not modelled yet).
+    the replay models ClusterQueues with no cohort or in a root cohort without its own quota (classical
+    preemption here, fair sharing's in :mod:`gpureplay.queues.kueue_fair_preemption`).
     """
     table = preemption_table(quotas)
     problems: list[tuple[int, str, str]] = []
@@ -101,14 +101,6 @@ def preemption_problems(quotas: KueueQuotas) -> list[tuple[int, str, str]]:
             problems.append((q, "borrow_within_cohort", message))
         if within == 0 and reclaim == 0:
             continue
-        if quotas.fair_sharing:
-            problems.append(
-                (
-                    q,
-                    "fair_sharing",
-                    "preemption under fair sharing (its preemptionStrategies) is not modelled yet",
-                )
-            )
         p = int(quotas.parent[q])
         if p >= 0 and (int(quotas.parent[p]) >= 0 or bool((quotas.nominal[:, p] != 0).any())):
             problems.append(
@@ -160,7 +152,8 @@ def needs_preemption(
 
     ``FlavorAssigner.fitsResourceQuota``: a covered resource above ``available`` needs preemption when it
     is at most ``potentialAvailable`` and at most the nominal quota, or the queue's ``borrowWithinCohort``
-    or ``withinClusterQueue`` is set; any other resource above ``available`` makes the workload ``NoFit``.
+    or ``withinClusterQueue`` is set, or under fair sharing its ``reclaimWithinCohort``
+    (``canPreemptWhileBorrowing``); any other resource above ``available`` makes the workload ``NoFit``.
     """
     table = preemption_table(quotas)
     subtree = quotas.subtree_quota()
@@ -170,7 +163,8 @@ def needs_preemption(
             continue
         if request[r] > potential_available(quotas, subtree, q, r):
             return []
-        if request[r] <= quotas.nominal[r, q] or table[PR_BORROW, q] != 0 or table[PR_WITHIN, q] != 0:
+        while_borrowing = table[PR_BORROW, q] != 0 or (quotas.fair_sharing and table[PR_RECLAIM, q] != 0)
+        if request[r] <= quotas.nominal[r, q] or while_borrowing or table[PR_WITHIN, q] != 0:
             need.append(r)
         else:
             return []
@@ -194,7 +188,7 @@ def _reclaim_allows(policy: int, candidate: Admitted, priority: int) -> bool:
     return policy == ReclaimWithinCohort.lower_priority.value and candidate.priority < priority
 
 
-def _fits(
+def workload_fits(
     quotas: KueueQuotas, usage: list[list[int]], q: int, request: Sequence[int], borrowing: bool
 ) -> bool:
     # preemption.go workloadFits: the request within available; without borrowing, within nominal too.
@@ -206,6 +200,62 @@ def _fits(
         if request[r] > available(quotas, usage, q, r):
             return False
     return True
+
+
+def candidates_of(
+    quotas: KueueQuotas,
+    usage: Sequence[Sequence[int]],
+    q: int,
+    request: Sequence[int],
+    priority: int,
+    timestamp: float,
+    admitted: Sequence[Admitted],
+    need: Sequence[int],
+) -> list[tuple[Admitted, bool]]:
+    """The preemption candidates of a workload of ClusterQueue ``q``, in ``CandidatesOrdering``.
+
+    Each comes with whether it may be reclaimed only without borrowing (classical preemption's
+    ``borrowWithinCohort`` rule; fair sharing ignores it). ``need``: :func:`needs_preemption`.
+    """
+    table = preemption_table(quotas)
+    within, reclaim, borrow = (int(table[row, q]) for row in (PR_WITHIN, PR_RECLAIM, PR_BORROW))
+    threshold = int(table[PR_THRESHOLD, q])
+    cohort = int(quotas.parent[q])
+    # The preemptor stays within its nominal quota on everything it requests ("hierarchical advantage").
+    advantage = all(
+        usage[r][q] + request[r] <= quotas.nominal[r, q]
+        for r in range(len(RESOURCES))
+        if quotas.covered[r, q] and request[r] > 0
+    )
+    candidates: list[tuple[Admitted, bool]] = []
+    for c in admitted:
+        if not any(c.request[r] > 0 for r in need):
+            continue
+        if c.cluster_queue == q:
+            if _within_allows(within, c, priority, timestamp):
+                candidates.append((c, False))
+            continue
+        other = c.cluster_queue
+        if cohort < 0 or int(quotas.parent[other]) != cohort:
+            continue
+        if not any(usage[r][other] > quotas.nominal[r, other] for r in need):
+            continue
+        if not _reclaim_allows(reclaim, c, priority):
+            continue
+        without_borrowing = not advantage and (
+            borrow == 0 or c.priority >= priority or c.priority > threshold
+        )
+        candidates.append((c, without_borrowing))
+    candidates.sort(
+        key=lambda e: (
+            not e[0].evicted,
+            e[0].cluster_queue == q,
+            e[0].priority,
+            -e[0].admitted,
+            e[0].job_id,
+        )
+    )
+    return candidates
 
 
 def preemption_targets(
@@ -237,43 +287,8 @@ def preemption_targets(
     if not need:
         return []
     table = preemption_table(quotas)
-    within, reclaim, borrow = (int(table[row, q]) for row in (PR_WITHIN, PR_RECLAIM, PR_BORROW))
-    threshold = int(table[PR_THRESHOLD, q])
-    cohort = int(quotas.parent[q])
-    # The preemptor stays within its nominal quota on everything it requests ("hierarchical advantage").
-    advantage = all(
-        usage[r][q] + request[r] <= quotas.nominal[r, q]
-        for r in range(len(RESOURCES))
-        if quotas.covered[r, q] and request[r] > 0
-    )
-    candidates: list[tuple[Admitted, bool]] = []  # (candidate, reclaimable only without borrowing)
-    for c in admitted:
-        if not any(c.request[r] > 0 for r in need):
-            continue
-        if c.cluster_queue == q:
-            if _within_allows(within, c, priority, timestamp):
-                candidates.append((c, False))
-            continue
-        other = c.cluster_queue
-        if cohort < 0 or int(quotas.parent[other]) != cohort:
-            continue
-        if not any(usage[r][other] > quotas.nominal[r, other] for r in need):
-            continue
-        if not _reclaim_allows(reclaim, c, priority):
-            continue
-        without_borrowing = not advantage and (
-            borrow == 0 or c.priority >= priority or c.priority > threshold
-        )
-        candidates.append((c, without_borrowing))
-    candidates.sort(
-        key=lambda e: (
-            not e[0].evicted,
-            e[0].cluster_queue == q,
-            e[0].priority,
-            -e[0].admitted,
-            e[0].job_id,
-        )
-    )
+    borrow = int(table[PR_BORROW, q])
+    candidates = candidates_of(quotas, usage, q, request, priority, timestamp, admitted, need)
     others = [e for e in candidates if e[0].cluster_queue != q]
     under_nominal = all(usage[r][q] < quotas.nominal[r, q] for r in need)
     if not others or (borrow == 0 and not under_nominal):
@@ -294,12 +309,12 @@ def preemption_targets(
             for r in range(len(RESOURCES)):
                 left[r][c.cluster_queue] -= c.request[r]
             targets.append(c)
-            if _fits(quotas, left, q, request, borrowing):
-                return _minimised(quotas, left, q, request, borrowing, targets)
+            if workload_fits(quotas, left, q, request, borrowing):
+                return minimised(quotas, left, q, request, borrowing, targets)
     return []
 
 
-def _minimised(
+def minimised(
     quotas: KueueQuotas,
     left: list[list[int]],
     q: int,
@@ -313,7 +328,7 @@ def _minimised(
         c = kept[i]
         for r in range(len(RESOURCES)):
             left[r][c.cluster_queue] += c.request[r]
-        if _fits(quotas, left, q, request, borrowing):
+        if workload_fits(quotas, left, q, request, borrowing):
             kept[i] = kept[-1]
             kept.pop()
         else:
@@ -324,10 +339,13 @@ def _minimised(
 
 __all__ = [
     "Admitted",
+    "candidates_of",
+    "minimised",
     "needs_preemption",
     "preemption_problems",
     "preemption_table",
     "preemption_targets",
     "preempts",
     "uniform_table",
+    "workload_fits",
 ]

@@ -32,6 +32,7 @@ from gpureplay.queues.tree import (
     Cohort,
     QueueTree,
 )
+from gpureplay.schedulers.policy import FairSharingStrategies
 
 __all__ = [
     "RESOURCES",
@@ -92,7 +93,10 @@ class KueueQuotas:
         Where the tree came from, for logs and results.
     fair_sharing
         Kueue's fair sharing (``fairSharing.enable`` in its configuration): the tournament orders each
-        round's heads instead of the classical iterator.
+        round's heads instead of the classical iterator, and preemption follows its strategies
+        (:mod:`gpureplay.queues.kueue_fair_preemption`).
+    fair_strategies
+        ``fairSharing.preemptionStrategies`` (read under fair sharing).
     preemption
         ``[row, cluster queue]`` ``spec.preemption`` policies (:mod:`gpureplay.queues.kueue_preemption`
         ``PR_*`` rows); None: ``Never`` everywhere.
@@ -110,6 +114,7 @@ class KueueQuotas:
     queue_map: Mapping[str, str]
     source: str
     fair_sharing: bool = False
+    fair_strategies: FairSharingStrategies = FairSharingStrategies.both
     preemption: np.ndarray | None = None
 
     @property

@@ -25,6 +25,7 @@ from gpureplay.queues.volcano_queues import VolcanoQueues, generated_volcano_que
 from gpureplay.schedulers.policy import (
     Backfill,
     BorrowWithinCohort,
+    FairSharingStrategies,
     GangMode,
     GpuSharing,
     MigStrategy,
@@ -113,6 +114,14 @@ def queue_model_problems(
         problems.append(
             ("scheduler.borrow_max_priority", "is read with borrow_within_cohort: lower_priority only")
         )
+    strategies = _name(policy.fair_sharing_strategies)
+    if model is QueueModel.kueue and not policy.fair_sharing and strategies != "both":
+        problems.append(
+            (
+                "scheduler.fair_sharing_strategies",
+                "is read with fair_sharing: true only (Kueue's fairSharing.preemptionStrategies)",
+            )
+        )
     if gang is not GangMode.gang:
         problems.append(("scheduler.gang", f"{system} admits whole workloads (gangs): use gang: gang"))
     if backfill is not Backfill.skip or policy.backfill_depth != 0:
@@ -181,6 +190,7 @@ def _kueue_keys_unset(policy: Policy) -> list[tuple[str, bool]]:
     return [
         ("quota_cohort", bool(policy.quota_cohort)),
         ("fair_sharing", not policy.fair_sharing),
+        ("fair_sharing_strategies", _name(policy.fair_sharing_strategies) == "both"),
         *_preemption_keys_unset(policy),
     ]
 
@@ -231,7 +241,11 @@ def kueue_quotas(policy: Policy, jobs: pl.DataFrame, nodes: pl.DataFrame) -> Kue
             policy.borrow_max_priority,
         )
         quotas = dataclasses.replace(quotas, preemption=table)
-    quotas = dataclasses.replace(quotas, fair_sharing=bool(policy.fair_sharing))
+    quotas = dataclasses.replace(
+        quotas,
+        fair_sharing=bool(policy.fair_sharing),
+        fair_strategies=FairSharingStrategies[_name(policy.fair_sharing_strategies)],
+    )
     _refuse_unmodelled_preemption(quotas, manifests)
     log.info(
         "queues: kueue%s, %d ClusterQueues (%s), %s",

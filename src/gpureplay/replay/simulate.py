@@ -499,6 +499,7 @@ def _initial(
             quotas.weight,
             preemption_table(quotas),
             compiled.jobs.ints.shape[1],
+            quotas.fair_strategies.value,
         )
     return initial_state(
         compiled.params,

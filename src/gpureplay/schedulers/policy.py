@@ -267,6 +267,20 @@ class BorrowWithinCohort(Enum):
     lower_priority = 1
 
 
+class FairSharingStrategies(Enum):
+    """Kueue's ``fairSharing.preemptionStrategies`` (its Configuration; KEP-1714 rules S2-a, S2-b).
+
+    ``both`` (Kueue's default): ``[LessThanOrEqualToFinalShare, LessThanInitialShare]``; or one alone. A
+    preemptor may evict a workload of another ClusterQueue when its share with its workload admitted is at
+    most that queue's share after the eviction (``less_than_or_equal_to_final_share``), or below that
+    queue's share before it (``less_than_initial_share``).
+    """
+
+    both = 0
+    less_than_or_equal_to_final_share = 1
+    less_than_initial_share = 2
+
+
 class MissingQuota(Enum):
     """A trace queue a derived quota table does not name: ``error`` refuses it, ``zero`` gives it 0 GPUs."""
 
@@ -516,7 +530,10 @@ class Policy:
     fair_sharing
         ``queues: kueue`` only: Kueue's fair sharing (its configuration's ``fairSharing.enable``): each
         round's heads are ordered by the tournament of dominant resource shares (``fairSharing.weight``
-        read from the manifests) instead of the classical iterator.
+        read from the manifests) instead of the classical iterator, and preemption follows fair sharing's
+        strategies instead of the classical targets.
+    fair_sharing_strategies
+        See :class:`FairSharingStrategies` (read with ``fair_sharing: true``).
     within_cluster_queue, reclaim_within_cohort, borrow_within_cohort, borrow_max_priority
         Derived quotas only: every ClusterQueue's ``spec.preemption`` (see :class:`WithinClusterQueue`,
         :class:`ReclaimWithinCohort`, :class:`BorrowWithinCohort`; ``borrow_max_priority`` is
@@ -572,6 +589,7 @@ class Policy:
     quota_missing: MissingQuota = MissingQuota.error
     quota_cohort: bool = True
     fair_sharing: bool = False
+    fair_sharing_strategies: FairSharingStrategies = FairSharingStrategies.both
     within_cluster_queue: WithinClusterQueue = WithinClusterQueue.never
     reclaim_within_cohort: ReclaimWithinCohort = ReclaimWithinCohort.never
     borrow_within_cohort: BorrowWithinCohort = BorrowWithinCohort.never
