@@ -37,12 +37,14 @@ def test_a_tiny_queue_does_not_decide_the_fairness() -> None:
             "admitted": [500, 500, 1],
             "bounded_slowdown_mean": [2.0, 4.0, 1000.0],
             "wait_mean": [60.0, 600.0, 90_000.0],
+            "ftf_mean": [1.2, 0.9, 50.0],
         }
     )
     fairness = queue_fairness(per_queue)
     assert fairness["queues"] == 3
     assert fairness["queue_slowdown_jain"] == pytest.approx(36.0 / 40.0)
     assert fairness["queue_wait_mean_max"] == 600.0
+    assert fairness["queue_ftf_max"] == 1.2
 
 
 def test_each_queue_gets_its_waits_evictions_and_gpu_hours() -> None:
@@ -89,3 +91,14 @@ def test_each_queue_gets_its_waits_evictions_and_gpu_hours() -> None:
         sum(slowdowns) ** 2 / (2 * sum(x * x for x in slowdowns))
     )
     assert fairness["queue_wait_mean_max"] == a["wait_mean"] == 0.0 or fairness["queue_wait_mean_max"] == 30.0
+    # Finish-time fairness on the node's 2 GPUs: vc-b's job contends with vc-a's (2 + 1 GPUs asked) all
+    # its life (10 to 90): its share is 2/3 of its GPU, isolated JCT 50 / (2/3) = 75, rho = 80 / 75. vc-a's
+    # job asks 2 alone (0-10), 3 (10-90), then 2 again until it finishes at F.
+    assert (a["ftf_mean"], b["ftf_mean"]) == (None, None)  # no device count given
+    per_queue = queue_summary(
+        table, admitted_jobs(table, run_span(jobs, replay.stats["end_time"])), attempts, devices=2
+    )
+    a, b, _ = per_queue.iter_rows(named=True)
+    assert b["ftf_mean"] == b["ftf_max"] == pytest.approx(80.0 / 75.0)
+    demand = (2 * 10 + 3 * 80 + 2 * (finish - 90.0)) / finish
+    assert a["ftf_mean"] == pytest.approx(finish / (100.0 / min(1.0, 2 / demand)))

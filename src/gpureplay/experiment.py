@@ -179,7 +179,7 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
     stranded = replay.stats["mig_stranded_pct"]
     timeline = timeline_results(replay.timeline, devices)
     span = run_span(jobs, replay.stats["end_time"])
-    per_queue = queue_summary(job_table, admitted_jobs(job_table, span), attempts, replay.queues)
+    per_queue = queue_summary(job_table, admitted_jobs(job_table, span), attempts, replay.queues, devices)
     metrics = summary_metrics(
         job_table,
         timeline,

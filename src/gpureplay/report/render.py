@@ -581,7 +581,11 @@ _QUEUE_NOTE = (
     "queues' mean bounded slowdowns is 1 when every queue's jobs are slowed alike and 1/n when one of n "
     "queues bears it all; the worst queue's mean wait names the tenant that waits longest. Both count the "
     "queues holding at least 1% of the admitted jobs, so a tenant of one or two jobs cannot decide them "
-    "(whole run, mean over seeds; every queue's figures are in its run's queue_summary.parquet)."
+    "(whole run, mean over seeds; every queue's figures are in its run's queue_summary.parquet). Finish-time "
+    "fairness (Themis, NSDI'20) is a job's JCT over the JCT it would have on an even share of the cluster "
+    "among the jobs it contended with (Gavel's isolated allocation; gpureplay.results.finish_time_fairness): "
+    "above 1 the job fared worse than on its fair share; the worst queue's mean treats the queues as "
+    "Themis's apps."
 )
 
 _WAITS_NOTE = (

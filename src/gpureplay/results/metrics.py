@@ -130,9 +130,13 @@ figures. ``admission_failures`` sums the kubelet rejections over all jobs and
 
 Queues
 ------
-``queues``, ``queue_slowdown_jain`` and ``queue_wait_mean_max``: the fairness
-across the jobs' queues (:mod:`gpureplay.results.queue_summary`, which also
-gives each queue's figures, ``queue_summary.parquet``).
+``queues``, ``queue_slowdown_jain``, ``queue_wait_mean_max`` and
+``queue_ftf_max``: the fairness across the jobs' queues
+(:mod:`gpureplay.results.queue_summary`, which also gives each queue's
+figures, ``queue_summary.parquet``). ``ftf_max`` and ``ftf_unfair_share``: the
+jobs' finish-time fairness (Themis; the largest ``rho`` and the share of jobs
+with ``rho > 1``, :mod:`gpureplay.results.finish_time_fairness`), over the
+cluster's devices.
 """
 
 from __future__ import annotations
@@ -147,6 +151,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.nodes import AnyNode, BooleanNode, FloatNode, IntegerNode
 
 from gpureplay.errors import InputError
+from gpureplay.results.finish_time_fairness import fairness_figures, finish_time_fairness
 from gpureplay.results.queue_summary import queue_fairness, queue_summary
 from gpureplay.results.schemas import (
     ATTEMPTS_RESULT_SCHEMA,
@@ -458,7 +463,10 @@ def summary_metrics(
         "failed": jobs.filter(pl.col("state") == "failed").height,
         "admission_failures": int(jobs["admission_failures"].sum()),
         "admission_failed_jobs": jobs.filter(pl.col("admission_failures") > 0).height,
-        **queue_fairness(queue_summary(jobs, admitted, attempts) if per_queue is None else per_queue),
+        **fairness_figures(finish_time_fairness(admitted, devices)),
+        **queue_fairness(
+            queue_summary(jobs, admitted, attempts, devices=devices) if per_queue is None else per_queue
+        ),
     }
     return pl.DataFrame([row], schema=SUMMARY_METRICS_SCHEMA)
 

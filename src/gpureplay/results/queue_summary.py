@@ -11,6 +11,8 @@ with waits and JCTs censored at the run's end as the whole-run figures of
 - ``gpu_hours``: GPU-time its jobs' attempts held (``attempts.parquet``
   ``gpu_seconds``, evicted attempts and grace periods included), and
   ``gpu_time_share``, its share of all queues' GPU-hours;
+- ``ftf_mean``, ``ftf_max``: its jobs' finish-time fairness (Themis;
+  :mod:`gpureplay.results.finish_time_fairness`);
 - ``preemptions`` (evictions its jobs suffered), ``preempted_jobs`` and
   ``lost_gpu_hours`` (what those evictions cost them); ``preemptions_caused``
   (evictions its jobs' preemptions made, of any queue's jobs: ``attempts.parquet``
@@ -21,9 +23,10 @@ and Hawe, DEC-TR-301, 1984) of the queues' mean bounded slowdowns,
 ``(sum x)^2 / (n sum x^2)``: 1 when every queue's jobs are slowed alike, down
 to ``1/n`` when one queue bears all of it. Slowdown, not wait, is compared
 because queues run jobs of different lengths. ``queue_wait_mean_max`` is the
-worst queue's mean wait. Both take the queues holding at least 1% of the
-admitted jobs (:data:`MIN_QUEUE_SHARE`): real traces have tenants of one or
-two jobs (Philly has three VCs of at most 3 jobs), whose one slowdown would
+worst queue's mean wait, ``queue_ftf_max`` the worst queue's mean finish-time
+fairness (Themis's app-level objective, with the queues as its apps). All take
+the queues holding at least 1% of the admitted jobs (:data:`MIN_QUEUE_SHARE`):
+real traces have tenants of one or two jobs (Philly has three VCs of at most 3 jobs), whose one slowdown would
 otherwise decide the index (a squared term; weighting by jobs does not help).
 """
 
@@ -33,6 +36,7 @@ from typing import Any
 
 import polars as pl
 
+from gpureplay.results.finish_time_fairness import finish_time_fairness
 from gpureplay.results.schemas import QUEUE_SUMMARY_SCHEMA
 from gpureplay.results.writer import conform
 
@@ -60,6 +64,7 @@ def queue_summary(
     admitted: pl.DataFrame,
     attempts: pl.DataFrame | None,
     samples: pl.DataFrame | None = None,
+    devices: int = 0,
 ) -> pl.DataFrame:
     """One row per queue (:data:`QUEUE_SUMMARY_SCHEMA`), sorted by queue name.
 
@@ -78,7 +83,11 @@ def queue_summary(
         gives each queue's ``nominal_gpu`` (Kueue's nominal quota; under Volcano, whose deserved share moves,
         its mean deserved GPUs over the samples) and ``quota_share`` (its share of the queues' nominal GPUs,
         to set beside ``gpu_time_share``); None, or no queue model: both null.
+    devices
+        The cluster's ``nvidia.com/gpu`` devices, for each queue's finish-time fairness (``ftf_mean``,
+        ``ftf_max``: :mod:`gpureplay.results.finish_time_fairness`); 0: both null.
     """
+    admitted = admitted.with_columns(finish_time_fairness(admitted, devices))
     counts = jobs.group_by("queue").agg(pl.len().alias("jobs"))
     figures = admitted.group_by("queue").agg(
         pl.len().alias("admitted"),
@@ -93,6 +102,8 @@ def queue_summary(
         pl.col("preemptions").sum().alias("preemptions"),
         (pl.col("preemptions") > 0).sum().alias("preempted_jobs"),
         (pl.col("lost_gpu_seconds").sum() / 3600.0).alias("lost_gpu_hours"),
+        pl.col("ftf").mean().alias("ftf_mean"),
+        pl.col("ftf").max().alias("ftf_max"),
     )
     table = counts.join(figures, on="queue", how="left")
     if attempts is not None:
@@ -141,12 +152,14 @@ def queue_summary(
 
 
 def queue_fairness(per_queue: pl.DataFrame) -> dict[str, Any]:
-    """``queues`` (with admitted jobs), ``queue_slowdown_jain`` and ``queue_wait_mean_max`` (the queues with
-    at least :data:`MIN_QUEUE_SHARE` of the admitted jobs) of :func:`queue_summary`'s table."""
+    """``queues`` (with admitted jobs), ``queue_slowdown_jain``, ``queue_wait_mean_max`` and ``queue_ftf_max``
+    (the queues with at least :data:`MIN_QUEUE_SHARE` of the admitted jobs) of :func:`queue_summary`'s
+    table."""
     served = per_queue.filter(pl.col("admitted") > 0)
     large = served.filter(pl.col("admitted") >= MIN_QUEUE_SHARE * int(served["admitted"].sum()))
     return {
         "queues": served.height,
         "queue_slowdown_jain": jain_index(large["bounded_slowdown_mean"]),
         "queue_wait_mean_max": large["wait_mean"].max(),
+        "queue_ftf_max": large["ftf_mean"].max(),
     }

@@ -114,6 +114,9 @@ QUEUE_SUMMARY_SCHEMA: dict[str, pl.DataType] = {
     "preempted_jobs": pl.Int64(),
     "lost_gpu_hours": pl.Float64(),
     "preemptions_caused": pl.Int64(),
+    # Finish-time fairness of its jobs (gpureplay.results.finish_time_fairness): mean and largest rho.
+    "ftf_mean": pl.Float64(),
+    "ftf_max": pl.Float64(),
 }
 
 #: Why a run attempt ended (``attempts.parquet``): finished; evicted (``preempted``); still running when the
@@ -241,4 +244,9 @@ SUMMARY_METRICS_SCHEMA: dict[str, pl.DataType] = {
     "queues": pl.Int64(),
     "queue_slowdown_jain": pl.Float64(),
     "queue_wait_mean_max": pl.Float64(),
+    # Finish-time fairness (Themis; gpureplay.results.finish_time_fairness): the largest rho over jobs, the
+    # share of jobs with rho > 1, and the worst queue's mean rho (the queues counted as for the wait).
+    "ftf_max": pl.Float64(),
+    "ftf_unfair_share": pl.Float64(),
+    "queue_ftf_max": pl.Float64(),
 }
