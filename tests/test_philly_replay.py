@@ -7,23 +7,20 @@ queues form (at 1x no Philly job ever waits on the pooled 2,490 GPUs).
 
 from __future__ import annotations
 
-from importlib.resources import files
-
 import polars as pl
 import pytest
-from omegaconf import OmegaConf
 from tests.reference.strategies import SHARING_PRESETS
 
 from gpureplay.cluster.philly import philly_nodes
+from gpureplay.config import compose_config
+from gpureplay.experiment import prepare_inputs
 from gpureplay.paths import bundled_traces_dir
 from gpureplay.queues.quotas import read_vc_nodes
 from gpureplay.replay.simulate import simulate
 from gpureplay.schedulers.policy import GangMode
 from gpureplay.schedulers.presets import preset, preset_names
 from gpureplay.traces.philly import load_philly
-from gpureplay.workload.priorities import PriorityClass, assign_priority_classes
 from gpureplay.workload.transforms import apply_workload
-from gpureplay.workload.utilization import ReclaimIdlePolicy, Utilization, assign_utilization
 
 
 @pytest.fixture(scope="module")
@@ -97,26 +94,17 @@ def test_full_philly_replays_under_every_preset(philly: tuple[pl.DataFrame, pl.D
 
 
 @pytest.mark.slow
-def test_full_philly_reclaims_only_idle_notebooks(philly: tuple[pl.DataFrame, pl.DataFrame]) -> None:
-    """Philly at 6x under ``reclaim-idle`` with the shipped ``notebooks-idle`` workload (one priority).
+def test_full_philly_reclaims_only_idle_notebooks() -> None:
+    """Philly at 6x under ``reclaim-idle`` with the shipped ``notebooks-idle`` workload (one priority), as
+    ``gpureplay run`` builds it (``experiment.prepare_inputs``).
 
     Only ReclaimIdleResource lets a job take another's GPUs here: every eviction is of a notebook that went
     idle, at least its toleration (1 h) after the attempt began and once its last 30 min were idle.
     """
-    jobs, nodes = philly
-    conf = OmegaConf.create(files("gpureplay.conf").joinpath("workload", "notebooks-idle.yaml").read_text())
-    classes = [
-        PriorityClass(
-            str(c.name), int(c.value), float(c.share), reclaim_idle=ReclaimIdlePolicy(**c.reclaim_idle)
-        )
-        for c in conf.priority_classes
-    ]
-    u = conf.utilization
-    model = Utilization(
-        float(u.gpu_active), None, float(u.idle_share), float(u.idle_after), tuple(u.idle_classes)
-    )
-    jobs = assign_utilization(assign_priority_classes(jobs, classes, seed=0), model, seed=0)
-    replay = simulate(jobs, nodes, preset("reclaim-idle"), debug=True)
+    overrides = ["trace=philly", "cluster=philly", "scheduler=reclaim-idle", "workload=notebooks-idle"]
+    inputs = prepare_inputs(compose_config([*overrides, "workload.load=6"]))
+    jobs = inputs.jobs
+    replay = simulate(jobs, inputs.cluster.nodes, inputs.policy, debug=True)
     assert (replay.jobs["state"] == "finished").all()
     evicted = replay.attempts.filter(pl.col("end_reason") == "preempted").join(jobs, on="job_id")
     assert evicted.height > 0

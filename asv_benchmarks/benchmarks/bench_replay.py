@@ -16,6 +16,7 @@ from gpureplay.replay.simulate import simulate
 from gpureplay.workload.transforms import scale_load
 
 from .common import (
+    PHILLY_IDLE_PRESETS,
     PHILLY_PREEMPT_PRESETS,
     PHILLY_PRESETS,
     PHILLY_QUEUE_LOAD,
@@ -28,6 +29,7 @@ from .common import (
     philly_jobs,
     philly_jobs_with_priorities,
     philly_jobs_with_topology_requests,
+    philly_with_idle_notebooks,
     superpod_cluster,
     synthetic_inputs,
     warm_engine,
@@ -98,6 +100,31 @@ class PhillyPreemptReplay:
         self.jobs = philly_jobs_with_priorities()
         self.nodes = philly_cluster()
         self.policy = PRESETS[preset]
+        warm_engine()
+
+    def time_replay(self, preset: str) -> None:
+        simulate(self.jobs, self.nodes, self.policy, seed=SEED)
+
+    def track_preemptions(self, preset: str) -> float:
+        return float(simulate(self.jobs, self.nodes, self.policy, seed=SEED).stats["preemptions"])
+
+    track_preemptions.unit = "evictions"  # type: ignore[attr-defined]
+
+
+class PhillyReclaimIdleReplay:
+    """Full Philly at 6x with 30% notebooks, half of them idle 30 min into each attempt (``notebooks-idle``):
+    kube-default against ``reclaim-idle`` (ReclaimIdleResource), whose wakes at each notebook's reclaim time
+    run preemption searches that kube-default never does."""
+
+    params: ClassVar[list[list[str]]] = [PHILLY_IDLE_PRESETS]
+    param_names: ClassVar[list[str]] = ["preset"]
+    timeout = 900
+    number = 1
+    repeat = (1, 3, 120.0)
+    warmup_time = 0.0
+
+    def setup(self, preset: str) -> None:
+        self.jobs, self.nodes, self.policy = philly_with_idle_notebooks(preset)
         warm_engine()
 
     def time_replay(self, preset: str) -> None:

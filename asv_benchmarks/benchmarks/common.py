@@ -90,6 +90,22 @@ def warm_engine() -> None:
         simulate(jobs, nodes, policy, seed=SEED)
 
 
+#: Presets timed on Philly at 6x with the ``notebooks-idle`` workload: kube's own preemption against
+#: ReclaimIdleResource (``reclaim-idle``), which evicts the notebooks that went idle.
+PHILLY_IDLE_PRESETS = ["kube-default", "reclaim-idle"]
+
+
+def philly_with_idle_notebooks(name: str) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
+    """``(jobs, nodes, policy)`` of ``gpureplay run trace=philly cluster=philly scheduler=<name>
+    workload=notebooks-idle workload.load=6`` (the ``philly-reclaim-idle`` sweep), as the CLI builds them."""
+    from gpureplay.config import compose_config
+    from gpureplay.experiment import prepare_inputs
+
+    overrides = ["trace=philly", "cluster=philly", f"scheduler={name}", "workload=notebooks-idle"]
+    inputs = prepare_inputs(compose_config([*overrides, "workload.load=6"]))
+    return inputs.jobs, inputs.cluster.nodes, inputs.policy
+
+
 #: Presets with priority preemption, timed on Philly with a 20% high-priority mix (engine v2).
 PHILLY_PREEMPT_PRESETS = ["gang-binpack-preempt", "kube-default-preempt"]
 

@@ -19,6 +19,7 @@ import polars as pl
 from omegaconf import DictConfig, OmegaConf
 
 from gpureplay import __version__
+from gpureplay.cluster.nodes import ClusterNodes
 from gpureplay.cluster.registry import build_cluster
 from gpureplay.errors import InputError
 from gpureplay.results.metrics import (
@@ -84,6 +85,48 @@ def _policy(cfg: DictConfig) -> Policy:
     return cast(Policy, OmegaConf.to_object(cfg.scheduler))
 
 
+@dataclass(frozen=True)
+class ReplayInputs:
+    """What a composed config replays: the adapted trace, its jobs after the workload, cluster and policy."""
+
+    trace: AdaptedTrace
+    jobs: pl.DataFrame
+    cluster: ClusterNodes
+    policy: Policy
+
+
+def prepare_inputs(cfg: DictConfig) -> ReplayInputs:
+    """Load ``cfg.trace``, apply ``cfg.workload`` (load, window, priority classes, checkpoints, topology
+    requests, usage under idle-resource reclaim) and build ``cfg.cluster`` and the policy, logging each.
+
+    Raises
+    ------
+    gpureplay.errors.InputError
+        On any bad trace, node list or workload value.
+    """
+    resolved = cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))
+    seed = int(cfg.seed)
+    with max_time_limit(float(cfg.max_time)):
+        trace = load_trace(resolved["trace"], seed)
+    log.info("trace %s: %s jobs from %s", cfg.trace.name, f"{trace.jobs.height:,}", trace.source)
+    for reason, count in trace.changes.most_common():
+        log.info("  adapter: %s rows: %s", f"{count:,}", reason)
+    jobs = apply_workload(trace.jobs, **_workload_args(resolved["workload"]), seed=seed)
+    jobs = _priorities_and_checkpoints(jobs, resolved["workload"], seed)
+    rules = [TopologyRequest(**r) for r in resolved["workload"]["topology_requests"]]
+    jobs = assign_topology_requests(jobs, rules)
+    cluster = build_cluster(resolved["cluster"])
+    total_gpus = int(cluster.nodes["num_gpus"].sum())
+    log.info(
+        "cluster %s: %s nodes, %s GPUs", cfg.cluster.name, f"{cluster.nodes.height:,}", f"{total_gpus:,}"
+    )
+    policy = _policy(cfg)
+    jobs = _usage(jobs, resolved["workload"], policy, seed)
+    _note_topology_requests(jobs, policy)
+    _note_topology_manager(policy)
+    return ReplayInputs(trace, jobs, cluster, policy)
+
+
 def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
     """Replay ``cfg.trace`` on ``cfg.cluster`` under ``cfg.scheduler`` and write results to ``out_dir``.
 
@@ -117,29 +160,11 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     clear_run(out_dir, (*RESULT_FILES, *PACKING_FILES, TIMING_FILE))
-    resolved = cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))
     seed = int(cfg.seed)
     _check_run_keys(cfg)
-
-    with max_time_limit(float(cfg.max_time)):
-        trace = load_trace(resolved["trace"], seed)
-    log.info("trace %s: %s jobs from %s", cfg.trace.name, f"{trace.jobs.height:,}", trace.source)
-    for reason, count in trace.changes.most_common():
-        log.info("  adapter: %s rows: %s", f"{count:,}", reason)
-    jobs = apply_workload(trace.jobs, **_workload_args(resolved["workload"]), seed=seed)
-    jobs = _priorities_and_checkpoints(jobs, resolved["workload"], seed)
-    rules = [TopologyRequest(**r) for r in resolved["workload"]["topology_requests"]]
-    jobs = assign_topology_requests(jobs, rules)
-    cluster = build_cluster(resolved["cluster"])
+    inputs = prepare_inputs(cfg)
+    trace, jobs, cluster, policy = inputs.trace, inputs.jobs, inputs.cluster, inputs.policy
     total_gpus = int(cluster.nodes["num_gpus"].sum())
-    log.info(
-        "cluster %s: %s nodes, %s GPUs", cfg.cluster.name, f"{cluster.nodes.height:,}", f"{total_gpus:,}"
-    )
-
-    policy = _policy(cfg)
-    jobs = _usage(jobs, resolved["workload"], policy, seed)
-    _note_topology_requests(jobs, policy)
-    _note_topology_manager(policy)
     if cfg.mode.name == "packing":
         return _run_packing(cfg, out_dir, trace, jobs, cluster.nodes, cluster.sha256 or "", run_started)
     window = measurement_window(jobs, cfg.measure.start, cfg.measure.end)
@@ -428,4 +453,12 @@ def _workload_args(workload: Mapping[str, Any]) -> dict[str, Any]:
     return {k: workload[k] for k in keys}
 
 
-__all__ = ["PACKING_FILES", "RESULT_FILES", "RunOutcome", "load_summary", "run_experiment"]
+__all__ = [
+    "PACKING_FILES",
+    "RESULT_FILES",
+    "ReplayInputs",
+    "RunOutcome",
+    "load_summary",
+    "prepare_inputs",
+    "run_experiment",
+]
