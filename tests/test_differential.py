@@ -666,20 +666,25 @@ def test_kueue_quotas_agree(
 
 
 @st.composite
-def fair_preemption_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
-    """Kueue with fair sharing where preemption happens: three ClusterQueues in a flat cohort (weights
-    drawn, some 0), one of which fills the cohort at 0 (borrowing the others' quota), then the others' jobs
-    of mixed priority arrive and preempt under fair sharing's strategies; sometimes within a queue too."""
+def cohort_preemption_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
+    """Kueue where preemption happens: three ClusterQueues in a flat cohort (weights drawn, some 0), one of
+    which fills the cohort at 0 (borrowing the others' quota), then the others' jobs of mixed priority
+    arrive and preempt, under fair sharing's strategies or (a third of the cases) the classical targets,
+    sometimes with borrowWithinCohort; sometimes within a queue too."""
+    fair = draw(st.integers(0, 2)) > 0
     names = ("vc-a", "vc-b", "vc-c")
     nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": 8}] * draw(st.integers(1, 3)))
     docs = ["apiVersion: kueue.x-k8s.io/v1beta1\nkind: ResourceFlavor\nmetadata:\n  name: f\n"]
     for name in names:
         within = draw(st.sampled_from(["Never", "LowerPriority"]))
         reclaim = draw(st.sampled_from(["Any", "Any", "LowerPriority"]))
+        borrow = ""
+        if not fair and draw(st.booleans()):
+            borrow = "    borrowWithinCohort:\n      policy: LowerPriority\n"
         docs.append(
             f"apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata:\n  name: {name}\nspec:\n"
             f"  cohort: c\n  preemption:\n    withinClusterQueue: {within}\n"
-            f"    reclaimWithinCohort: {reclaim}\n"
+            f"    reclaimWithinCohort: {reclaim}\n{borrow}"
             f"  fairSharing:\n    weight: {draw(st.sampled_from([1, 1, 2, 0.5, 0]))}\n"
             '  resourceGroups:\n  - coveredResources: ["nvidia.com/gpu"]\n    flavors:\n    - name: f\n'
             "      resources:\n      - name: nvidia.com/gpu\n"
@@ -710,7 +715,7 @@ def fair_preemption_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, 
         ]
     )
     policy = Policy(
-        name="kueue-fair-preempt",
+        name="kueue-fair-preempt" if fair else "kueue-preempt",
         queue_order=QueueOrder.priority,
         backfill=Backfill.skip,
         node_placement=draw(st.sampled_from(["best_fit", "first_fit"])),
@@ -719,18 +724,21 @@ def fair_preemption_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, 
         queues=QueueModel.kueue,
         quotas=QuotaSource.manifests,
         manifests=_manifest_file("---\n".join(docs)),
-        fair_sharing=True,
-        fair_sharing_strategies=draw(st.sampled_from(list(FairSharingStrategies))),
+        fair_sharing=fair,
+        fair_sharing_strategies=draw(st.sampled_from(list(FairSharingStrategies)))
+        if fair
+        else FairSharingStrategies.both,
         graceful_termination=draw(st.sampled_from([0.0, 5.0])),
         requeue=draw(st.sampled_from(list(Requeue))),
     )
     return jobs, nodes, policy
 
 
-# Kueue's preemption under fair sharing (tests/test_kueue_fair_preemption.py holds Kueue's own cases).
+# Kueue's preemption in a cohort, fair sharing's and classical (tests/test_kueue_fair_preemption.py and
+# tests/test_kueue_preemption.py hold the hand-computed cases).
 @settings(max_examples=40, **SETTINGS)
-@given(case=fair_preemption_cases(), sample_interval=sample_intervals, seed=seeds)
-def test_kueue_fair_preemption_agrees(
+@given(case=cohort_preemption_cases(), sample_interval=sample_intervals, seed=seeds)
+def test_kueue_cohort_preemption_agrees(
     case: tuple[pl.DataFrame, pl.DataFrame, Policy], sample_interval: float, seed: int
 ) -> None:
     jobs, nodes, policy = case
