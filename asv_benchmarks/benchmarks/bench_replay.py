@@ -111,29 +111,17 @@ class PhillyPreemptReplay:
     track_preemptions.unit = "evictions"  # type: ignore[attr-defined]
 
 
-class PhillyReclaimIdleReplay:
+class PhillyReclaimIdleReplay(PhillyPreemptReplay):
     """Full Philly at 6x with 30% notebooks, half of them idle 30 min into each attempt (``notebooks-idle``):
     kube-default against ``reclaim-idle`` (ReclaimIdleResource), whose wakes at each notebook's reclaim time
     run preemption searches that kube-default never does."""
 
     params: ClassVar[list[list[str]]] = [PHILLY_IDLE_PRESETS]
-    param_names: ClassVar[list[str]] = ["preset"]
-    timeout = 900
-    number = 1
     repeat = (1, 3, 120.0)
-    warmup_time = 0.0
 
     def setup(self, preset: str) -> None:
         self.jobs, self.nodes, self.policy = philly_with_idle_notebooks(preset)
         warm_engine()
-
-    def time_replay(self, preset: str) -> None:
-        simulate(self.jobs, self.nodes, self.policy, seed=SEED)
-
-    def track_preemptions(self, preset: str) -> float:
-        return float(simulate(self.jobs, self.nodes, self.policy, seed=SEED).stats["preemptions"])
-
-    track_preemptions.unit = "evictions"  # type: ignore[attr-defined]
 
 
 class PhillySpreadReplay:
