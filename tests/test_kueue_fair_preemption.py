@@ -20,6 +20,7 @@ from tests.reference.strategies import jobs_frame, nodes_frame
 from tests.test_kueue_preemption import evictions, preempting
 from tests.test_kueue_quota import both, cluster_queue, job, manifests, starts
 
+from gpureplay.engine.kueue_preempt import FS_BOTH, FS_INITIAL_SHARE
 from gpureplay.errors import InputError
 from gpureplay.queues.kueue_fair_preemption import fair_preemption_targets
 from gpureplay.queues.kueue_preemption import Admitted, uniform_table
@@ -398,3 +399,12 @@ def test_the_second_strategy_evicts_what_the_first_refuses(tmp_path: Path) -> No
         for replay in both(jobs, NODES, fair(tmp_path, *queues, strategies=strategies)):
             assert evictions(replay) == evicted, strategies
             assert starts(replay)[3] == start, strategies
+
+
+def test_the_kernel_reads_the_strategies_as_the_config_numbers_them() -> None:
+    """The engine takes ``fair_sharing_strategies`` as its enum value (``Quotas.fair[1]``) without importing
+    the config: its constants must stay those values."""
+    assert (
+        FairSharingStrategies.both.value,
+        FairSharingStrategies.less_than_initial_share.value,
+    ) == (FS_BOTH, FS_INITIAL_SHARE)
