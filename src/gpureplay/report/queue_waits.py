@@ -69,7 +69,7 @@ def longest_waits(collection: Collection, shown: int = QUEUES_SHOWN) -> pl.DataF
 
     Empty when no run wrote ``queue_summary.parquet``. Rows follow the report's configuration
     order, then the mean wait, longest first. ``quota_share``, ``at_quota`` and
-    ``borrowed_waiting`` are null without a queue model; ``at_quota`` and the two ``*_waiting``
+    ``borrowed_waiting`` are null without a queue model; ``at_quota`` and the ``*_waiting``
     columns are null for a queue whose jobs never waited at a sample time.
     """
     summaries = collection.queue_summaries
