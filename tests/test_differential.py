@@ -625,6 +625,10 @@ def _in_queues(draw: st.DrawFn, jobs: pl.DataFrame) -> pl.DataFrame:
     return jobs
 
 
+#: The ``spec.preemption`` fields that let a ClusterQueue preempt (with a value other than ``Never``).
+_PREEMPTING = ("withinClusterQueue", "reclaimWithinCohort")
+
+
 @st.composite
 def kueue_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
     """A small case with a Kueue quota tree over its queues and a Kueue policy (scorer, periodic or not)."""
@@ -646,8 +650,9 @@ def kueue_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
         quotas=QuotaSource.manifests,
         manifests=_manifest_file(text),
         fair_sharing=fair,
+        # A strategy is read (and may be chosen) only where some ClusterQueue may preempt.
         fair_sharing_strategies=draw(st.sampled_from(list(FairSharingStrategies)))
-        if fair
+        if fair and any(f"{key}: {value}" in text for key in _PREEMPTING for value in ("Lower", "Any"))
         else FairSharingStrategies.both,
         graceful_termination=draw(st.sampled_from([0.0, 2.5, 30.0])),
         requeue=draw(st.sampled_from(list(Requeue))),

@@ -362,7 +362,7 @@ def test_fair_sharing_reclaims_from_the_queue_with_the_highest_share(tmp_path: P
             assert evictions(replay) == []
 
 
-def test_strategies_are_refused_without_fair_sharing(tmp_path: Path) -> None:
+def test_strategies_are_refused_where_nothing_reads_them(tmp_path: Path) -> None:
     policy = replace(
         manifests(tmp_path, cluster_queue("team-a", 4)),
         fair_sharing_strategies=FairSharingStrategies.less_than_initial_share,
@@ -373,6 +373,12 @@ def test_strategies_are_refused_without_fair_sharing(tmp_path: Path) -> None:
     derived = replace(policy, quotas=QuotaSource.gpu_time_share, manifests=None)
     with pytest.raises(InputError, match=r"scheduler\.fair_sharing_strategies"):
         simulate(jobs.with_columns(pl.lit("team-a").alias("queue")), NODES, derived)
+    # With fair sharing but no ClusterQueue that may preempt, a chosen strategy would change nothing.
+    idle = replace(policy, fair_sharing=True)
+    with pytest.raises(InputError, match=r"scheduler\.fair_sharing_strategies.*none does here"):
+        simulate(jobs, NODES, idle)
+    preempting_queue = preempting(cluster_queue("team-a", 4), withinClusterQueue="LowerPriority")
+    simulate(jobs, NODES, fair(tmp_path, preempting_queue, strategies="less_than_initial_share"))
 
 
 def test_the_second_strategy_evicts_what_the_first_refuses(tmp_path: Path) -> None:

@@ -39,6 +39,7 @@ from collections.abc import Sequence
 
 from gpureplay.queues.kueue_preemption import (
     Admitted,
+    candidate_rank,
     candidates_of,
     minimised,
     needs_preemption,
@@ -69,11 +70,6 @@ def compare_shares(a: Share, b: Share) -> int:
     else:
         x, y = a[0], b[0]
     return (x > y) - (x < y)
-
-
-def _rank(c: Admitted, q: int) -> tuple[bool, bool, int, float, int]:
-    # common/ordering.go CandidatesOrdering, as candidates_of sorts.
-    return (not c.evicted, c.cluster_queue == q, c.priority, -c.admitted, c.job_id)
 
 
 class _Search:
@@ -127,9 +123,9 @@ class _Search:
                 continue
             if best is None or compare_shares(found, best_share) > 0:
                 best, best_share = cq, found
-            elif compare_shares(found, best_share) == 0 and _rank(by_queue[cq][0], self.q) < _rank(
-                by_queue[best][0], self.q
-            ):
+            elif compare_shares(found, best_share) == 0 and candidate_rank(
+                by_queue[cq][0], self.q
+            ) < candidate_rank(by_queue[best][0], self.q):
                 best = cq
         return best
 
@@ -206,7 +202,8 @@ def fair_preemption_targets(
                 break
             retry.append(c)
     if not fits and strategies is FairSharingStrategies.both:
-        by_queue = _grouped(sorted(retry, key=lambda c: _rank(c, q)), members)
+        # Each queue's set-aside candidates are still in candidate order (popped in it).
+        by_queue = _grouped(retry, members)
         dropped = set()
         while not fits:
             cq = search.next_queue(by_queue, dropped)

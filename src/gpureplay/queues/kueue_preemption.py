@@ -246,16 +246,14 @@ def candidates_of(
             borrow == 0 or c.priority >= priority or c.priority > threshold
         )
         candidates.append((c, without_borrowing))
-    candidates.sort(
-        key=lambda e: (
-            not e[0].evicted,
-            e[0].cluster_queue == q,
-            e[0].priority,
-            -e[0].admitted,
-            e[0].job_id,
-        )
-    )
+    candidates.sort(key=lambda e: candidate_rank(e[0], q))
     return candidates
+
+
+def candidate_rank(c: Admitted, q: int) -> tuple[bool, bool, int, float, int]:
+    """``common/ordering.go`` ``CandidatesOrdering`` for a preemptor of ClusterQueue ``q`` (lower first):
+    evicted first, other ClusterQueues first, lower priority, most recently admitted, then job id."""
+    return (not c.evicted, c.cluster_queue == q, c.priority, -c.admitted, c.job_id)
 
 
 def preemption_targets(
@@ -339,6 +337,7 @@ def minimised(
 
 __all__ = [
     "Admitted",
+    "candidate_rank",
     "candidates_of",
     "minimised",
     "needs_preemption",

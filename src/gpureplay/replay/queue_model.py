@@ -17,7 +17,7 @@ import polars as pl
 
 from gpureplay.errors import InputError
 from gpureplay.paths import bundled_traces_dir, resolve_data_path
-from gpureplay.queues.kueue_preemption import preemption_problems, uniform_table
+from gpureplay.queues.kueue_preemption import preemption_problems, preempts, uniform_table
 from gpureplay.queues.kueue_quota import KueueQuotas, generated_quotas, manifest_quotas
 from gpureplay.queues.manifests import ManifestSet, read_manifests
 from gpureplay.queues.quotas import gpu_time_quotas, quota_of_each_queue, read_vc_nodes, vc_node_quotas
@@ -247,6 +247,14 @@ def kueue_quotas(policy: Policy, jobs: pl.DataFrame, nodes: pl.DataFrame) -> Kue
         fair_strategies=FairSharingStrategies[_name(policy.fair_sharing_strategies)],
     )
     _refuse_unmodelled_preemption(quotas, manifests)
+    if quotas.fair_strategies is not FairSharingStrategies.both and not preempts(quotas):
+        # Read only by a preempting ClusterQueue: with none, a chosen strategy would change nothing.
+        raise InputError.single(
+            "is read when some ClusterQueue may preempt (within_cluster_queue / reclaim_within_cohort, or "
+            "the manifests' spec.preemption); none does here",
+            "config",
+            column="scheduler.fair_sharing_strategies",
+        )
     log.info(
         "queues: kueue%s, %d ClusterQueues (%s), %s",
         " with fair sharing" if quotas.fair_sharing else "",
