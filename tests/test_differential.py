@@ -809,6 +809,76 @@ def test_volcano_queues_agree(
 
 
 @st.composite
+def kai_manifests(draw: st.DrawFn, queues: tuple[str, ...]) -> str:
+    """KAI ``Queue`` manifests: GPU quota, overQuotaWeight and limit (sometimes -1), a priority; the leaf
+    queues top-level or under one or two parents (with quotas and limits of their own), sometimes an idle
+    leaf; CPU and memory sometimes bounded too."""
+
+    def amounts(most: int) -> str:
+        quota = draw(st.sampled_from([-1, 0, *range(1, most + 1)]))
+        weight = draw(st.sampled_from([0, 1, 1, 2, 3]))
+        low = max(quota, 0)
+        limit = draw(st.sampled_from([-1, -1, *range(max(low, 1), most + 4)]))
+        return f"{{quota: {quota}, overQuotaWeight: {weight}, limit: {limit}}}"
+
+    unlimited = "{quota: -1, overQuotaWeight: 1, limit: -1}"
+    leaves = (*queues, *(["idle"] if draw(st.booleans()) else []))
+    parents = ("dept-x", "dept-y")[: draw(st.integers(0, 2))]
+    docs = []
+    for name in (*parents, *leaves):
+        spec = []
+        if name in leaves and parents:
+            spec.append(f"  parentQueue: {draw(st.sampled_from(parents))}")
+        if draw(st.integers(0, 2)) == 0:
+            spec.append(f"  priority: {draw(st.sampled_from([50, 100, 200]))}")
+        cpu = f"{{quota: -1, overQuotaWeight: 1, limit: {draw(st.sampled_from([-1, -1, 8000, 64000]))}}}"
+        spec.append(f"  resources:\n    gpu: {amounts(12)}\n    cpu: {cpu}\n    memory: {unlimited}")
+        docs.append(
+            f"apiVersion: scheduling.run.ai/v2\nkind: Queue\nmetadata:\n  name: {name}\nspec:\n"
+            + "\n".join(spec)
+            + "\n"
+        )
+    order = draw(st.permutations(range(len(docs))))
+    return "---\n".join(docs[i] for i in order)
+
+
+@st.composite
+def kai_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
+    """A small case under KAI's queues (quota, overQuotaWeight, limit, priority, a parent level), jobs of
+    drawn priorities (100 and above are non-preemptible)."""
+    jobs, nodes = draw(cases(max_jobs=40))
+    jobs = _in_queues(draw, jobs)
+    priorities = draw(
+        st.lists(st.sampled_from([0, 50, 100, 125]), min_size=jobs.height, max_size=jobs.height)
+    )
+    jobs = jobs.with_columns(pl.Series("priority", priorities, dtype=pl.Int32))
+    queues = tuple(sorted(set(jobs["queue"].to_list())))
+    policy = Policy(
+        name="kai",
+        queue_order=QueueOrder.priority,
+        backfill=Backfill.skip,
+        node_placement=draw(st.sampled_from(["best_fit", "first_fit", "worst_fit", "random", "kai_binpack"])),
+        gpu_placement=draw(st.sampled_from(["best_fit", "first_fit"])),
+        session_interval=draw(st.sampled_from([0.0, 0.0, 2.0])),
+        queues=QueueModel.kai,
+        quotas=QuotaSource.manifests,
+        manifests=_manifest_file(draw(kai_manifests(queues))),
+    )
+    return jobs, nodes, policy
+
+
+# KAI's division, queue order, capacity policy and allocate (tests/test_kai_queues.py holds the hand-computed
+# cases).
+@settings(max_examples=60, **SETTINGS)
+@given(case=kai_cases(), sample_interval=sample_intervals, seed=seeds)
+def test_kai_queues_agree(
+    case: tuple[pl.DataFrame, pl.DataFrame, Policy], sample_interval: float, seed: int
+) -> None:
+    jobs, nodes, policy = case
+    assert_agree(jobs, nodes, policy, seed=seed, sample_interval=sample_interval)
+
+
+@st.composite
 def reclaim_idle_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
     """A small case under ReclaimIdleResource: two or three PriorityClasses with drawn annotations (short
     tolerations and windows, thresholds, raised minimum preemptable priorities) and drawn per-job usage."""

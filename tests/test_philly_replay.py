@@ -34,9 +34,10 @@ def philly() -> tuple[pl.DataFrame, pl.DataFrame]:
 #: openb's timed replay (tests/test_sweep_examples.py); Philly's whole-GPU gangs go through the same
 #: gang / pod-by-pod mechanics as the presets kept here, and add nothing but minutes.
 #: sjf and gang-spread differ from fifo and gang-binpack only in queue key and scorer, kueue-fair and
-#: kueue-philly-vcs from kueue and kueue-philly-vcs-isolated in head order and cohort, all checked on
+#: kueue-philly-vcs from kueue and kueue-philly-vcs-isolated in head order and cohort, kai from
+#: kai-philly-vcs in its quotas only, all checked on
 #: generated cases against the reference: left out of the full replays too (suite time).
-SAME_MECHANICS = ("sjf", "gang-spread", "kueue-fair", "kueue-philly-vcs")
+SAME_MECHANICS = ("sjf", "gang-spread", "kueue-fair", "kueue-philly-vcs", "kai")
 #: Presets that need a workload of their own (tests below).
 OWN_WORKLOAD = ("reclaim-idle",)
 PHILLY_PRESETS = [

@@ -45,7 +45,15 @@ from tests.reference.scoring import (
 from gpureplay.mig.devices import single_strategy_devices, smallest_profile
 from gpureplay.mig.geometry import MigGeometry, MigProfile, mig_geometry
 from gpureplay.mig.parted import find_placement, standard_configs
-from gpureplay.queues.fair_share import VOLCANO_MIN_RESOURCE, volcano_proportion, volcano_share
+from gpureplay.queues.fair_share import (
+    VOLCANO_MIN_RESOURCE,
+    KaiQueueShare,
+    kai_fair_share_tree,
+    volcano_proportion,
+    volcano_share,
+)
+from gpureplay.queues.kai_order import KaiQueueState, dominant_share, queue_before, within_capacity
+from gpureplay.queues.kai_queues import ENGINE_TO_KAI, KaiQueues, kai_preemptibility, kai_total
 from gpureplay.queues.kueue_fair_preemption import fair_preemption_targets
 from gpureplay.queues.kueue_preemption import Admitted, preemption_targets, preempts
 from gpureplay.queues.kueue_quota import (
@@ -58,7 +66,7 @@ from gpureplay.queues.kueue_quota import (
     share,
 )
 from gpureplay.queues.volcano_queues import VOLCANO_RESOURCES, VolcanoQueues
-from gpureplay.replay.queue_model import kueue_quotas, tenant_jobs, volcano_queues
+from gpureplay.replay.queue_model import kai_queues, kueue_quotas, tenant_jobs, volcano_queues
 from gpureplay.replay.simulate import (
     ATTEMPT_SCHEMA,
     JOB_RESULT_SCHEMA,
@@ -2474,6 +2482,7 @@ class _Replay:
         kueue: KueueQuotas | None = None,
         volcano: VolcanoQueues | None = None,
         volcano_total: Any = None,
+        kai: KaiQueues | None = None,
     ) -> None:
         for key, known in (("node_placement", tuple(SCORERS)), ("gpu_placement", GPU_SCORERS)):
             if getattr(policy, key) not in known:
@@ -2517,6 +2526,16 @@ class _Replay:
             self.queue_names = list(volcano.names)
             self.volcano_deserved = [0] * len(volcano.names)
             self.volcano_share = [0] * len(volcano.names)
+            self.volcano_total = volcano_total
+        # [KAI queues] the leaf queues are the queues, in name order; a job class (queue and class key)
+        # whose placement failed is set aside until the next release. The last session's fair share
+        # (milli-GPU) and dominant share x 10^6 go to the samples, as Volcano's deserved and share.
+        self.kai = kai
+        self.kai_aside: dict[tuple[Any, ...], int] = {}
+        if kai is not None:
+            self.queue_names = list(kai.cluster_queues)
+            self.volcano_deserved = [0] * kai.num_leaves
+            self.volcano_share = [0] * kai.num_leaves
             self.volcano_total = volcano_total
         # [Spreading cost] "Levels": each node's (nvlink_domain, rack, spine), by node index.
         self.topology = [tuple(int(row[col]) for col, _ in SPREAD_LEVELS) for row in nodes]
@@ -3199,6 +3218,8 @@ class _Replay:
         self.cycles += 1
         if self.volcano is not None:
             self.volcano_cycle(self.volcano)
+        elif self.kai is not None:
+            self.kai_cycle(self.kai)
         elif self.kueue is not None:
             self.kueue_cycle(self.kueue)
             if self.debug:
@@ -3515,6 +3536,174 @@ class _Replay:
         for q in range(num):
             self.volcano_deserved[q] = math.floor(deserved[q][names[0]] + 0.5)
             self.volcano_share[q] = math.floor(share[q] * 1e6 + 0.5)
+
+    def kai_cycle(self, kq: KaiQueues) -> None:
+        """[KAI queues] one session: fair shares, then allocate.
+
+        Requests: per leaf queue what its jobs hold plus its pending jobs' whole requests, summed in engine
+        units and then turned into KAI's (GPUs, millicores, MB); a parent's are its children's sums (in
+        queue order). Fair shares: :func:`kai_fair_share_tree` per resource. Allocate: again and again the
+        leaf whose best pending job (first in job order not set aside) wins the queue order from the top of
+        the tree down (children compared in queue order, the first kept unless a later one goes before it);
+        that job is popped and allocated as a gang when :func:`within_capacity` allows; a class refused for
+        capacity is dropped for the session, one refused placement set aside until the next release.
+        """
+        num = len(kq.names)
+        leaves = kq.num_leaves
+        index = {name: q for q, name in enumerate(kq.cluster_queues)}
+
+        def holdings(name: str) -> tuple[list[int], list[int]]:
+            # What the queue's jobs hold, and its non-preemptible jobs, in engine units.
+            found = [0, 0, 0]
+            fixed = [0, 0, 0]
+            for job in self.jobs:
+                if job.queue == name:
+                    n = len(job.placements)
+                    for r, amount in enumerate((n * job.pod.milli, n * job.pod.cpu, n * job.pod.mem)):
+                        found[r] += amount
+                        if not job.preemptible:
+                            fixed[r] += amount
+            return found, fixed
+
+        held, fixed = map(list, zip(*(holdings(name) for name in kq.cluster_queues), strict=True))
+        queued = self.pending_in_queue_order()
+        asked = [list(h) for h in held]
+        for job in queued:
+            for r, amount in enumerate(self.kueue_request(job)):
+                asked[index[job.queue]][r] += amount
+
+        def kai(amount: int, r: int) -> float:
+            if r == 0:
+                return float(amount) / 1000.0
+            return float(amount) * 1.048576 if r == 2 else float(amount)
+
+        assert ENGINE_TO_KAI == (1e-3, 1.0, 1.048576)
+        alloc = [[kai(held[n][r], r) if n < leaves else 0.0 for r in range(3)] for n in range(num)]
+        np_alloc = [[kai(fixed[n][r], r) if n < leaves else 0.0 for r in range(3)] for n in range(num)]
+        request = [[kai(asked[n][r], r) if n < leaves else 0.0 for r in range(3)] for n in range(num)]
+        for n in range(num):
+            p = int(kq.parent[n])
+            if p >= 0:
+                for r in range(3):
+                    alloc[p][r] += alloc[n][r]
+                    np_alloc[p][r] += np_alloc[n][r]
+        parents = {
+            kq.names[n]: (kq.names[int(kq.parent[n])] if kq.parent[n] >= 0 else None) for n in range(num)
+        }
+        fair = [[0.0, 0.0, 0.0] for _ in range(num)]
+        total = [float(v) for v in self.volcano_total]
+        for r in range(3):
+            shares = kai_fair_share_tree(
+                total[r],
+                [
+                    KaiQueueShare(
+                        kq.names[n],
+                        float(kq.quota[r, n]),
+                        float(kq.over_quota_weight[r, n]),
+                        float(kq.limit[r, n]),
+                        request[n][r],
+                        int(kq.priority[n]),
+                        created=float(kq.created[n]),
+                    )
+                    for n in range(num)
+                ],
+                parents,
+            )
+            for n in range(num):
+                fair[n][r] = shares[kq.names[n]]
+        state = [
+            KaiQueueState(
+                quota=(float(kq.quota[0, n]), float(kq.quota[1, n]), float(kq.quota[2, n])),
+                limit=(float(kq.limit[0, n]), float(kq.limit[1, n]), float(kq.limit[2, n])),
+                fair=(fair[n][0], fair[n][1], fair[n][2]),
+                allocated=(alloc[n][0], alloc[n][1], alloc[n][2]),
+                non_preemptible=(np_alloc[n][0], np_alloc[n][1], np_alloc[n][2]),
+                priority=int(kq.priority[n]),
+                created=int(kq.created[n]),
+                parent=int(kq.parent[n]),
+            )
+            for n in range(num)
+        ]
+        per_queue: list[list[Job]] = [[] for _ in range(leaves)]
+        for job in queued:
+            per_queue[index[job.queue]].append(job)
+        now = self.release_version
+        tried = [0] * leaves
+        dropped: set[tuple[Any, ...]] = set()
+
+        def klass(job: Job) -> tuple[Any, ...]:
+            # The engine's class: one queue's jobs of one demand, preemption policy and preemptibility.
+            demand, pods, _, can_preempt = self.class_key(job)
+            return (job.queue, demand, pods, can_preempt, job.preemptible)
+
+        def head(q: int) -> Job | None:
+            while tried[q] < len(per_queue[q]):
+                job = per_queue[q][tried[q]]
+                if klass(job) not in dropped and self.kai_aside.get(klass(job)) != now:
+                    return job
+                tried[q] += 1
+            return None
+
+        def need(job: Job) -> tuple[float, float, float]:
+            milli, cpu, mem = self.kueue_request(job)
+            return (kai(milli, 0), kai(cpu, 1), kai(mem, 2))
+
+        def pick() -> int | None:
+            best: list[int | None] = [None] * num  # best leaf in each subtree
+            chosen: dict[int, int] = {}  # parent (num: the top) -> best child
+            for n in range(num):
+                if n < leaves and head(n) is not None:
+                    best[n] = n
+                leaf = best[n]
+                if leaf is None:
+                    continue
+                up = num if kq.parent[n] < 0 else int(kq.parent[n])
+                other = chosen.get(up)
+                if other is None:
+                    chosen[up] = n
+                else:
+                    mine, theirs = head(leaf), head(best[other])  # type: ignore[arg-type]
+                    assert mine is not None and theirs is not None
+                    if queue_before(state[n], need(mine), state[other], need(theirs), total):
+                        chosen[up] = n
+                if up < num and chosen[up] == n:
+                    best[up] = leaf
+            top = chosen.get(num)
+            return None if top is None else best[top]
+
+        while True:
+            q = pick()
+            if q is None:
+                break
+            job = head(q)
+            assert job is not None
+            tried[q] += 1
+            if not within_capacity(state, q, need(job), job.preemptible):
+                dropped.add(klass(job))
+                continue
+            if not self.try_gang(job):
+                self.kai_aside[klass(job)] = now
+                continue
+            if self.kubelets_admit(job):
+                self.start(job)
+            # Its usage moves, and its ancestors' by the same amounts.
+            now_held, now_fixed = holdings(job.queue)
+            for r in range(3):
+                new = kai(now_held[r], r)
+                new_np = kai(now_fixed[r], r)
+                delta = new - alloc[q][r]
+                delta_np = new_np - np_alloc[q][r]
+                n = q
+                while n >= 0:
+                    alloc[n][r] = new if n == q else alloc[n][r] + delta
+                    np_alloc[n][r] = new_np if n == q else np_alloc[n][r] + delta_np
+                    n = int(kq.parent[n])
+            for n in range(num):
+                state[n].allocated = (alloc[n][0], alloc[n][1], alloc[n][2])
+                state[n].non_preemptible = (np_alloc[n][0], np_alloc[n][1], np_alloc[n][2])
+        for q in range(leaves):
+            self.volcano_deserved[q] = math.floor(fair[q][0] * 1000.0 + 0.5)
+            self.volcano_share[q] = math.floor(dominant_share(state[q], total) * 1e6 + 0.5)
 
     def fair_order(self, quotas: KueueQuotas, entries: list[Any]) -> Iterator[Any]:
         """[Kueue quotas] fair sharing: each next head is the tournament's winner at the current usage."""
@@ -3924,8 +4113,8 @@ class _Replay:
                     "pending_jobs": sum(1 for job in mine if job.state == "pending"),
                     "running_jobs": sum(1 for job in mine if job.state == "running"),
                     # [Volcano queues] the last session's deserved milli-GPU and share x 10^6.
-                    "deserved": self.volcano_deserved[len(rows)] if self.volcano is not None else 0,
-                    "share_ppm": self.volcano_share[len(rows)] if self.volcano is not None else 0,
+                    "deserved": self.volcano_deserved[len(rows)] if self.volcano_deserved else 0,
+                    "share_ppm": self.volcano_share[len(rows)] if self.volcano_share else 0,
                 }
             )
         return rows
@@ -4225,14 +4414,17 @@ def simulate(
     # [Queues] the quota tree, and each job's queue as its ClusterQueue.
     quotas = kueue_quotas(policy, jobs, nodes)
     volcano = volcano_queues(policy, jobs, nodes)
+    kai = kai_queues(policy, jobs, nodes)
     jobs = tenant_jobs(jobs, quotas)
+    if kai is not None:
+        jobs = kai_preemptibility(jobs)
     job_list = _jobs_from_table(jobs, policy)
     classes: tuple[TaskClass, ...] = ()
     if tasks is not None or "fgd" in (policy.node_placement, policy.gpu_placement):
         classes = task_classes(jobs, nodes, tasks)
-    total = None if volcano is None else volcano_total(nodes)
+    total = volcano_total(nodes) if volcano is not None else (kai_total(nodes) if kai is not None else None)
     node_rows = list(nodes.iter_rows(named=True))
-    replay = _Replay(job_list, node_rows, policy, seed, debug, classes, quotas, volcano, total)
+    replay = _Replay(job_list, node_rows, policy, seed, debug, classes, quotas, volcano, total, kai)
     rows, integral, window_integral, interval = replay.run(sample_interval, horizon, window, max_samples)
     end = replay.now
     per_sample = [row.pop("queues") for row in rows]
@@ -4249,7 +4441,7 @@ def simulate(
                 queue["share_ppm"],
             )
     times = np.array([row["time"] for row in rows], dtype=np.float64)
-    model = quotas if quotas is not None else volcano
+    model = next((m for m in (quotas, volcano, kai) if m is not None), None)
     queues = queue_rows(
         times, tuple(replay.queue_names), usage, counts[0], counts[1], model, (counts[2], counts[3])
     )

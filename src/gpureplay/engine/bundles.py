@@ -554,6 +554,18 @@ class Quotas(NamedTuple):
         ``[resource, queue]`` their requests (engine units).
     v_seen
         Work space: per class the Inqueue jobs the allocate action went past.
+    k_quota, k_oqw, k_limit, k_created, k_kstart, k_kids
+        KAI (``QM_KAI``; :mod:`gpureplay.engine.kai`), in its units (GPUs, millicores, MB), over its queues
+        (leaves first, in tenant order, then parents children-first; ``parent`` links them, ``v_prio`` is
+        each one's priority, ``v_total[:3]`` the cluster's total): ``[resource, queue]`` ``quota``,
+        ``overQuotaWeight`` and ``limit`` (-1: unlimited); creation order; each queue's children
+        ``k_kids[k_kstart[q] : k_kstart[q + 1]]`` (index ``num queues``: the top level). A session's
+        ``v_alloc``, ``v_req`` and ``v_des`` (fair share) cover every queue.
+    k_np, k_ireq, k_w, k_left, k_lset, k_levels, k_best, k_bchild, k_req
+        KAI's work space: non-preemptible allocated per resource and queue; leaves' requests in engine
+        units; the division's weights, leftovers (set: 1, handed: 2) and priority levels; the queue
+        order's best leaf and best child per queue (index ``num queues``: the top level) and each leaf's
+        head job request.
     """
 
     parent: Int64Array
@@ -609,6 +621,77 @@ class Quotas(NamedTuple):
     v_cinq: Int64Array
     v_qinq: Int64Array
     v_seen: Int64Array
+    k_quota: Float64Array
+    k_oqw: Float64Array
+    k_limit: Float64Array
+    k_created: Int64Array
+    k_kstart: Int64Array
+    k_kids: Int64Array
+    k_np: Float64Array
+    k_ireq: Int64Array
+    k_w: Float64Array
+    k_left: Float64Array
+    k_lset: Int64Array
+    k_levels: Int64Array
+    k_best: Int64Array
+    k_bchild: Int64Array
+    k_req: Float64Array
+
+
+def _kai_arrays(num_queues: int, num_leaves: int) -> dict[str, np.ndarray]:
+    n = max(num_queues, 1)
+    return {
+        "k_quota": np.full((3, n), -1.0),
+        "k_oqw": np.zeros((3, n)),
+        "k_limit": np.full((3, n), -1.0),
+        "k_created": np.arange(n, dtype=np.int64),
+        "k_kstart": np.zeros(n + 2, dtype=np.int64),
+        "k_kids": np.zeros(n, dtype=np.int64),
+        "k_np": np.zeros((3, n)),
+        "k_ireq": np.zeros((3, max(num_leaves, 1)), dtype=np.int64),
+        "k_w": np.zeros(n),
+        "k_left": np.zeros(n),
+        "k_lset": np.zeros(n, dtype=np.int64),
+        "k_levels": np.zeros(n, dtype=np.int64),
+        "k_best": np.full(n + 1, -1, dtype=np.int64),
+        "k_bchild": np.full(n + 1, -1, dtype=np.int64),
+        "k_req": np.zeros((3, n)),
+    }
+
+
+def kai_state(
+    parent: Int64Array,
+    num_leaves: int,
+    priority: Int64Array,
+    quota: Float64Array,
+    over_quota_weight: Float64Array,
+    limit: Float64Array,
+    created: Int64Array,
+    total: Float64Array,
+    class_tenant: Int64Array,
+) -> Quotas:
+    """The :class:`Quotas` bundle of a KAI queue tree (``queues: kai``), arrays as
+    :class:`gpureplay.queues.kai_queues.KaiQueues` (leaves first, then parents children-first)."""
+    num = parent.shape[0]
+    zeros = np.zeros((3, num), dtype=np.int64)
+    base = quota_state(
+        parent, zeros, zeros, zeros, zeros, zeros[:, :num_leaves], np.zeros(num_leaves, dtype=np.int64),
+        class_tenant,
+    )  # fmt: skip
+    arrays: dict[str, np.ndarray] = {**_volcano_arrays(num, 0, 0), **_kai_arrays(num, num_leaves)}
+    arrays["model"][0] = L.QM_KAI
+    arrays["v_prio"][:num] = priority
+    arrays["v_total"][:3] = total
+    arrays["k_quota"][:, :num] = quota
+    arrays["k_oqw"][:, :num] = over_quota_weight
+    arrays["k_limit"][:, :num] = limit
+    arrays["k_created"][:num] = created
+    # Children lists, the top level (parent -1) at index num; children in queue order.
+    owner = np.where(parent < 0, num, parent)
+    counts = np.bincount(owner, minlength=num + 1)
+    arrays["k_kstart"][1:] = np.cumsum(counts)
+    arrays["k_kids"][:num] = np.argsort(owner, kind="stable")
+    return base._replace(**arrays)
 
 
 def _volcano_arrays(num_queues: int, num_classes: int, num_jobs: int) -> dict[str, np.ndarray]:
@@ -731,6 +814,7 @@ def quota_state(
         fs_drop=np.zeros(max(num_cq, 1), dtype=np.int64),
         fs_next=np.zeros(max(num_cq, 1), dtype=np.int64),
         **_volcano_arrays(0, 0, 0),
+        **_kai_arrays(0, 0),
     )
 
 

@@ -37,6 +37,7 @@ from gpureplay.engine.config import inline_kernel, kernel, when_given
 from gpureplay.engine.gang import backfill_past_shadow, keep_reservation, reserve, try_gang
 from gpureplay.engine.heaps import event_pop, event_push, merge_pop
 from gpureplay.engine.jobs import attempt_of, place_pod, start_job
+from gpureplay.engine.kai import kai_cycle
 from gpureplay.engine.layout import (
     BF_NONE,
     BF_SKIP,
@@ -62,6 +63,7 @@ from gpureplay.engine.layout import (
     P_NODE,
     P_PREEMPT,
     PREEMPT_NONE,
+    QM_KAI,
     QM_VOLCANO,
     S_QUEUED,
     T_FIRST_START,
@@ -467,9 +469,13 @@ def _queue_model_cycle(
     numa: Numa | None,
     t: float,
 ) -> int:
-    """Gang mode under a queue model: Volcano's session or Kueue's cycle (``quota.model``)."""
+    """Gang mode under a queue model: Volcano's or KAI's session, or Kueue's cycle (``quota.model``)."""
     if quota.model[0] == QM_VOLCANO:
         return volcano_cycle(
+            quota, pods, params, jobs, cs, cl, ix, js, pend, tm, sc, run, easy, pre, tas, numa, t
+        )
+    if quota.model[0] == QM_KAI:
+        return kai_cycle(
             quota, pods, params, jobs, cs, cl, ix, js, pend, tm, sc, run, easy, pre, tas, numa, t
         )
     return kueue_cycle(quota, pods, params, jobs, cs, cl, ix, js, pend, tm, sc, run, easy, pre, tas, numa, t)

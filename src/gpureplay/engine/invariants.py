@@ -84,6 +84,7 @@ from gpureplay.engine.layout import (
     J_POD0,
     J_PODS,
     J_POS,
+    J_PREEMPTIBLE,
     J_SLOT0,
     J_TENANT,
     K_NACTIVE,
@@ -112,6 +113,9 @@ from gpureplay.engine.layout import (
     QU_CPU,
     QU_MEM,
     QU_MILLI,
+    QU_NP_CPU,
+    QU_NP_MEM,
+    QU_NP_MILLI,
     QU_PENDING,
     QU_RUNNING,
     S_FAILED,
@@ -385,6 +389,10 @@ def _check_full(
         queues[QU_MILLI, q] += placed * jobs.ints[J_MILLI, j]
         queues[QU_CPU, q] += placed * jobs.ints[J_CPU, j]
         queues[QU_MEM, q] += placed * jobs.ints[J_MEM, j]
+        if jobs.ints[J_PREEMPTIBLE, j] == 0:
+            queues[QU_NP_MILLI, q] += placed * jobs.ints[J_MILLI, j]
+            queues[QU_NP_CPU, q] += placed * jobs.ints[J_CPU, j]
+            queues[QU_NP_MEM, q] += placed * jobs.ints[J_MEM, j]
         queues[QU_PENDING, q] += 1 if status == S_QUEUED else 0
         queues[QU_RUNNING, q] += 1 if status == S_RUNNING else 0
     if (

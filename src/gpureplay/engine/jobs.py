@@ -106,6 +106,9 @@ from gpureplay.engine.layout import (
     QU_CPU,
     QU_MEM,
     QU_MILLI,
+    QU_NP_CPU,
+    QU_NP_MEM,
+    QU_NP_MILLI,
     QU_RUNNING,
     R_NONE,
     REQUEUE_BACK,
@@ -181,6 +184,25 @@ def unlink_pod(js: JobState, pod: int, n: int) -> None:
 
 
 @inline_kernel
+def count_in_queue(jobs: Jobs, run: Run, j: int, pods: int) -> None:
+    """Add ``pods`` placed pods of job ``j`` (negative: removed) to its queue's ``run.queues`` resources.
+
+    Non-preemptible jobs' pods are counted apart too: KAI's capacity policy bounds them by the quota.
+    """
+    tenant = jobs.ints[J_TENANT, j]
+    milli = pods * jobs.ints[J_MILLI, j]
+    cpu = pods * jobs.ints[J_CPU, j]
+    mem = pods * jobs.ints[J_MEM, j]
+    run.queues[QU_MILLI, tenant] += milli
+    run.queues[QU_CPU, tenant] += cpu
+    run.queues[QU_MEM, tenant] += mem
+    if jobs.ints[J_PREEMPTIBLE, j] == 0:
+        run.queues[QU_NP_MILLI, tenant] += milli
+        run.queues[QU_NP_CPU, tenant] += cpu
+        run.queues[QU_NP_MEM, tenant] += mem
+
+
+@inline_kernel
 def attempt_of(js: JobState, j: int) -> int:
     """The run attempt a pod placed for job ``j`` now belongs to (0-based; the rng key's ``attempt``)."""
     if js.dyn[D_PLACED, j] > 0:
@@ -228,10 +250,7 @@ def place_pod(
     js.pod_time[pod] = t
     link_pod(js, pod, n)
     js.dyn[D_PLACED, j] = p + 1
-    tenant = jobs.ints[J_TENANT, j]
-    run.queues[QU_MILLI, tenant] += m
-    run.queues[QU_CPU, tenant] += jobs.ints[J_CPU, j]
-    run.queues[QU_MEM, tenant] += jobs.ints[J_MEM, j]
+    count_in_queue(jobs, run, j, 1)
     if js.dyn[D_STATUS, j] == S_QUEUED:
         sc.unplaced[c] -= 1
     if m > 0:
@@ -314,10 +333,7 @@ def release_job_pods(
         if jobs.ints[J_MILLI, j] > 0:
             refresh_index(params, cl, ix, n)
         touch_node(params, sc, run, n)
-    tenant = jobs.ints[J_TENANT, j]
-    run.queues[QU_MILLI, tenant] -= js.dyn[D_PLACED, j] * jobs.ints[J_MILLI, j]
-    run.queues[QU_CPU, tenant] -= js.dyn[D_PLACED, j] * jobs.ints[J_CPU, j]
-    run.queues[QU_MEM, tenant] -= js.dyn[D_PLACED, j] * jobs.ints[J_MEM, j]
+    count_in_queue(jobs, run, j, -js.dyn[D_PLACED, j])
     js.dyn[D_PLACED, j] = 0
 
 

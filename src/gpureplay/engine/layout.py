@@ -394,7 +394,7 @@ P_TOPO_MGR = 28  # TOPO_MGR_* kubelet Topology Manager policy
 P_CPU_MGR = 29  # 1: CPU manager static policy (exclusive CPUs give NUMA hints)
 P_NUMA_AWARE = 30  # 1: the scheduler filters nodes by NUMA fit (NodeResourceTopologyMatch)
 P_BACKOFF_LIMIT = 31  # a job fails after more admission failures than this
-P_QUEUES = 32  # 1: a queue model (Kueue) admits jobs: classes are kept per tenant
+P_QUEUES = 32  # 1: a queue model admits jobs: classes are kept per tenant; 2: KAI, also per preemptibility
 POLICY_FIELDS = 33
 
 TOPO_MGR_NONE = 0
@@ -495,12 +495,16 @@ QU_PENDING = 1  # jobs in the pending set
 QU_RUNNING = 2  # jobs running
 QU_CPU = 3  # milli-CPU its placed pods request
 QU_MEM = 4  # MiB of memory its placed pods request
-QU_COUNTED = 5  # the fields above are counts the debug checks recompute; those below, a queue model's values
-QU_DESERVED = 5  # queues: volcano: the proportion plugin's deserved milli-GPU at the last session (rounded)
-QU_SHARE = 6  # queues: volcano: its share (allocated / deserved, dominant resource) x 10^6, rounded
-QUEUE_FIELDS = 7
+QU_NP_MILLI = 5  # milli-GPU its placed non-preemptible pods request (KAI's AllocatedNotPreemptible)
+QU_NP_CPU = 6  # milli-CPU of the same
+QU_NP_MEM = 7  # MiB of memory of the same
+QU_COUNTED = 8  # the fields above are counts the debug checks recompute; those below, a queue model's values
+QU_DESERVED = 8  # volcano: the proportion plugin's deserved milli-GPU; kai: its fair share (rounded)
+QU_SHARE = 9  # volcano: allocated / deserved; kai: the dominant resource share; dominant resource, x 10^6
+QUEUE_FIELDS = 10
 QM_KUEUE = 0  # Quotas.model: Kueue's quota tree (gpureplay.engine.quota)
 QM_VOLCANO = 1  # Volcano's queues (gpureplay.engine.proportion)
+QM_KAI = 2  # KAI's queues (gpureplay.engine.kai)
 QUOTA_UNSET = -1  # a Kueue borrowingLimit / lendingLimit left unset (gpureplay.engine.quota)
 
 # Rows of the per-ClusterQueue spec.preemption table (Quotas.pre; gpureplay.queues.kueue_quota PR_*): each

@@ -52,7 +52,7 @@ from gpureplay.engine.bundles import (
 )
 from gpureplay.engine.config import inline_kernel, kernel
 from gpureplay.engine.idle import idle_exempt
-from gpureplay.engine.jobs import attempt_of, evict_job, place_pod, touch_node, unlink_pod
+from gpureplay.engine.jobs import attempt_of, count_in_queue, evict_job, place_pod, touch_node, unlink_pod
 from gpureplay.engine.layout import (
     C_CPU,
     C_GMEM,
@@ -63,10 +63,8 @@ from gpureplay.engine.layout import (
     D_PLACED,
     D_STATUS,
     J_CLASS,
-    J_CPU,
     J_ID,
     J_K,
-    J_MEM,
     J_MILLI,
     J_POD0,
     J_PODS,
@@ -74,7 +72,6 @@ from gpureplay.engine.layout import (
     J_PRIO,
     J_PRIO_RANK,
     J_SLOT0,
-    J_TENANT,
     K_PREEMPT_TRIES,
     KIND_NONE,
     KIND_WHOLE,
@@ -88,9 +85,6 @@ from gpureplay.engine.layout import (
     P_PREEMPT,
     P_SEED,
     PREEMPT_IDLE,
-    QU_CPU,
-    QU_MEM,
-    QU_MILLI,
     S_QUEUED,
     S_RUNNING,
     T_HOLD0,
@@ -451,9 +445,7 @@ def preempt_for(
         release_pod(cl, cs, c_j, n, js.slot_gpu, jobs.ints[J_SLOT0, j] + p * k)
         unlink_pod(js, pod0 + p, n)
         js.dyn[D_PLACED, j] = p
-        run.queues[QU_MILLI, jobs.ints[J_TENANT, j]] -= jobs.ints[J_MILLI, j]
-        run.queues[QU_CPU, jobs.ints[J_TENANT, j]] -= jobs.ints[J_CPU, j]
-        run.queues[QU_MEM, jobs.ints[J_TENANT, j]] -= jobs.ints[J_MEM, j]
+        count_in_queue(jobs, run, j, -1)
         if jobs.ints[J_MILLI, j] > 0:
             refresh_index(params, cl, ix, n)
     if began:

@@ -280,7 +280,8 @@ def policy_params(
     codes[L.P_MIN_CANDIDATES] = policy.min_candidate_nodes
     codes[L.P_CANDIDATE_PCT] = policy.candidate_nodes_percent
     codes[L.P_SELECTOR] = L.SELECT_GLOBAL
-    codes[L.P_QUEUES] = 0 if str(getattr(policy.queues, "name", policy.queues)) == "none" else 1
+    model = str(getattr(policy.queues, "name", policy.queues))
+    codes[L.P_QUEUES] = {"none": 0, "kai": 2}.get(model, 1)
     codes[L.P_DEBUG] = 1 if debug else 0
     codes[L.P_MAX_SAMPLES] = max_samples
     codes[L.P_SEED] = seed % (1 << 63)
@@ -1275,6 +1276,9 @@ def compile_replay(
         shape.append("tenant")
         if not preempting:
             shape.append("can_preempt")
+        if codes[L.P_QUEUES] == 2:
+            # KAI's capacity policy holds non-preemptible jobs to the quota: another answer.
+            shape.append("preemptible")
     (qclass, num_classes), (rclass, num_rclasses) = _dense_classes(
         df, shape, ["gpu_milli", "gpu_mem", "cpu_milli", "mem_mib", "mask", "mig_key", "num_pods"]
     )

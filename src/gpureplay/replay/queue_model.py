@@ -17,6 +17,7 @@ import polars as pl
 
 from gpureplay.errors import InputError
 from gpureplay.paths import bundled_traces_dir, resolve_data_path
+from gpureplay.queues.kai_queues import KaiQueues, generated_kai_queues, manifest_kai_queues
 from gpureplay.queues.kueue_preemption import preemption_problems, preempts, uniform_table
 from gpureplay.queues.kueue_quota import KueueQuotas, generated_quotas, manifest_quotas
 from gpureplay.queues.manifests import ManifestSet, read_manifests
@@ -39,7 +40,14 @@ from gpureplay.schedulers.policy import (
     WithinClusterQueue,
 )
 
-__all__ = ["DEFAULT_OVERCOMMIT", "kueue_quotas", "queue_model_problems", "tenant_jobs", "volcano_queues"]
+__all__ = [
+    "DEFAULT_OVERCOMMIT",
+    "kai_queues",
+    "kueue_quotas",
+    "queue_model_problems",
+    "tenant_jobs",
+    "volcano_queues",
+]
 
 #: Volcano's overcommit plugin's default ``overcommit-factor`` (``plugins/overcommit/overcommit.go``).
 DEFAULT_OVERCOMMIT = 1.2
@@ -82,7 +90,7 @@ def queue_model_problems(
                     (f"scheduler.{key}", "is read under a queue model only: set scheduler.queues")
                 )
         return problems
-    system = "Kueue" if model is QueueModel.kueue else "Volcano"
+    system = {QueueModel.kueue: "Kueue", QueueModel.volcano: "Volcano", QueueModel.kai: "KAI"}[model]
     if source is QuotaSource.none:
         problems.append(
             (
@@ -100,6 +108,12 @@ def queue_model_problems(
         )
     if model is QueueModel.volcano:
         problems += _volcano_key_problems(policy)
+    elif model is QueueModel.kai:
+        problems += [
+            (f"scheduler.{key}", "is Kueue's: read under queues: kueue only")
+            for key, unset in _kueue_keys_unset(policy)
+            if not unset
+        ]
     elif source is QuotaSource.manifests:
         for key, unset in _preemption_keys_unset(policy):
             if not unset:
@@ -129,8 +143,8 @@ def queue_model_problems(
             "Kueue's cycle passes over inadmissible heads (BestEffortFIFO) or blocks per ClusterQueue "
             "(StrictFIFO, from the manifests)"
             if model is QueueModel.kueue
-            else "Volcano's allocate action drops a job that does not fit and goes on (dequeueStrategy "
-            "traverse)"
+            else f"{system}'s allocate action drops a job that does not fit and goes on"
+            + (" (dequeueStrategy traverse)" if model is QueueModel.volcano else "")
         )
         problems.append(("scheduler.backfill", f"{passes}: use backfill: skip with backfill_depth: 0"))
     if order is not QueueOrder.priority:
@@ -148,6 +162,9 @@ def queue_model_problems(
             if model is QueueModel.kueue
             else "Volcano's default actions (enqueue, allocate, backfill) do not preempt; its preempt and "
             "reclaim actions are not modelled yet: use preemption: none"
+            if model is QueueModel.volcano
+            else "KAI's reclaim (between queues) and preempt (within a queue) actions are not modelled yet: "
+            "use preemption: none"
         )
         problems.append(("scheduler.preemption", how))
     if _name(policy.topology_aware) != "none":
@@ -295,6 +312,35 @@ def volcano_queues(policy: Policy, jobs: pl.DataFrame, nodes: pl.DataFrame) -> V
     log.info(
         "queues: volcano, %d queues (%s), overcommit-factor %g", len(queues.names), queues.source, factor
     )
+    return queues
+
+
+def kai_queues(policy: Policy, jobs: pl.DataFrame, nodes: pl.DataFrame) -> KaiQueues | None:
+    """KAI's queues of a replay (``None`` unless ``scheduler.queues: kai``).
+
+    Raises
+    ------
+    InputError
+        On unreadable or unmodelled manifests, or a job whose queue names no leaf queue (naming file,
+        document and field, or the job row).
+    """
+    if QueueModel[_name(policy.queues)] is not QueueModel.kai:
+        return None
+    source = QuotaSource[_name(policy.quotas)]
+    missing = MissingQuota[_name(policy.quota_missing)]
+    if source is QuotaSource.manifests:
+        path = _manifest_path(policy)
+        manifests = read_manifests(path)
+        queues = manifest_kai_queues(manifests, jobs, source=str(path))
+        for ignored in manifests.ignored:
+            log.info("manifests: ignored (does not change scheduling): %s", ignored)
+    else:
+        derived, described = _derived_quotas(source, jobs, nodes)
+        queues = generated_kai_queues(
+            quota_of_each_queue(jobs, derived, "zero" if missing is MissingQuota.zero else "error"),
+            source=f"GPU quotas from {described}",
+        )
+    log.info("queues: kai, %d leaf queues of %d (%s)", queues.num_leaves, len(queues.names), queues.source)
     return queues
 
 

@@ -24,7 +24,15 @@ import numpy as np
 import polars as pl
 
 from gpureplay.engine import layout as L
-from gpureplay.engine.bundles import JobState, Run, State, initial_state, quota_state, volcano_state
+from gpureplay.engine.bundles import (
+    JobState,
+    Run,
+    State,
+    initial_state,
+    kai_state,
+    quota_state,
+    volcano_state,
+)
 from gpureplay.engine.config import is_cached
 from gpureplay.engine.fitindex import index_layout
 from gpureplay.engine.loop import advance
@@ -32,12 +40,13 @@ from gpureplay.engine.resources import rejection_codes
 from gpureplay.engine.scoring import build_index
 from gpureplay.errors import InputError
 from gpureplay.interrupts import PendingSignal, deferred
+from gpureplay.queues.kai_queues import KaiQueues, kai_columns, kai_preemptibility, kai_total
 from gpureplay.queues.kueue_preemption import preemption_table
 from gpureplay.queues.kueue_quota import KueueQuotas, lendable, model_columns, present
 from gpureplay.queues.volcano_queues import VolcanoQueues, volcano_columns
 from gpureplay.replay.compile import Compiled, compile_replay, policy_params
 from gpureplay.replay.progress import Progress
-from gpureplay.replay.queue_model import kueue_quotas, tenant_jobs, volcano_queues
+from gpureplay.replay.queue_model import kai_queues, kueue_quotas, tenant_jobs, volcano_queues
 from gpureplay.results.schemas import QUEUE_SAMPLE_SCHEMA
 from gpureplay.schedulers.policy import Policy
 from gpureplay.traces.schema import JOBS_SCHEMA, NODES_SCHEMA, UNKNOWN_CAPACITY
@@ -59,6 +68,9 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+#: A replay's queues under a queue model (``scheduler.queues``).
+QueueModelQueues = KueueQuotas | VolcanoQueues | KaiQueues
 
 #: Chunks a replay is cut into by default (over the submit span).
 DEFAULT_CHUNKS = 200
@@ -329,8 +341,13 @@ def simulate(
         tasks = typical_pods(jobs)
     quotas = kueue_quotas(policy, jobs, nodes)
     volcano = volcano_queues(policy, jobs, nodes)
+    kai = kai_queues(policy, jobs, nodes)
     jobs = tenant_jobs(jobs, quotas)
-    model = quotas if quotas is not None else volcano
+    if kai is not None:
+        jobs = kai_preemptibility(jobs)
+    model: QueueModelQueues | None = (
+        quotas if quotas is not None else (volcano if volcano is not None else kai)
+    )
     tenants = None if model is None else model.cluster_queues
     compiled = compile_replay(jobs, nodes, params, tasks, policy.mig_reconfigure_layouts, tenants)
     state = _initial(compiled, min(TIMELINE_START_CAPACITY, max_samples), model, nodes)
@@ -459,7 +476,7 @@ def warm_up_tables() -> tuple[pl.DataFrame, pl.DataFrame]:
 def _initial(
     compiled: Compiled,
     timeline_capacity: int,
-    quotas: KueueQuotas | VolcanoQueues | None = None,
+    quotas: QueueModelQueues | None = None,
     nodes: pl.DataFrame | None = None,
 ) -> State:
     """The replay's mutable state at time 0 (fit trees built when the node scorer is indexable).
@@ -469,7 +486,21 @@ def _initial(
     ix = index_layout(compiled.cluster.node_int, len(compiled.models), compiled.hist_width)
     build_index(compiled.params, compiled.cluster, ix)
     quota = None
-    if isinstance(quotas, VolcanoQueues):
+    if isinstance(quotas, KaiQueues):
+        if nodes is None:
+            raise ValueError("KAI's queues need the node table (the cluster's total resources)")
+        quota = kai_state(
+            quotas.parent,
+            quotas.num_leaves,
+            quotas.priority,
+            quotas.quota,
+            quotas.over_quota_weight,
+            quotas.limit,
+            quotas.created,
+            kai_total(nodes),
+            compiled.classes.ints[L.C_TENANT],
+        )
+    elif isinstance(quotas, VolcanoQueues):
         if nodes is None:
             raise ValueError("Volcano's queues need the node table (the cluster's total resources)")
         total = volcano_total(nodes)
@@ -877,7 +908,7 @@ def _job_results(compiled: Compiled, js: JobState, end_time: float) -> pl.DataFr
 
 
 def _queues(
-    run: Run, samples: int, tenants: tuple[str, ...], quotas: KueueQuotas | VolcanoQueues | None
+    run: Run, samples: int, tenants: tuple[str, ...], quotas: QueueModelQueues | None
 ) -> pl.DataFrame:
     """Each queue's ``QU_*`` rows of the timeline as one row per (sample, queue), with its quota columns."""
     num = len(tenants)
@@ -914,7 +945,7 @@ def queue_rows(
     usage: np.ndarray,
     pending: np.ndarray,
     running: np.ndarray,
-    quotas: KueueQuotas | VolcanoQueues | None,
+    quotas: QueueModelQueues | None,
     proportion: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> pl.DataFrame:
     """``queues.parquet`` rows from per-queue samples (``usage[resource, queue, sample]`` in engine units).
@@ -931,10 +962,15 @@ def queue_rows(
         "pending_jobs": np.asarray(pending).reshape(-1),
         "running_jobs": np.asarray(running).reshape(-1),
     }
-    if isinstance(quotas, VolcanoQueues):
+    if isinstance(quotas, VolcanoQueues | KaiQueues):
         if proportion is None:
-            raise ValueError("Volcano's queue columns need the sampled deserved and share")
-        found = volcano_columns(np.asarray(usage), np.asarray(proportion[0]), np.asarray(proportion[1]))
+            raise ValueError("Volcano's and KAI's queue columns need the sampled fair share and share")
+        if isinstance(quotas, KaiQueues):
+            found = kai_columns(
+                quotas, np.asarray(usage), np.asarray(proportion[0]), np.asarray(proportion[1])
+            )
+        else:
+            found = volcano_columns(np.asarray(usage), np.asarray(proportion[0]), np.asarray(proportion[1]))
     elif quotas is not None:
         found = model_columns(quotas, np.asarray(usage))
     else:

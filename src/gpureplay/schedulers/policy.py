@@ -208,12 +208,16 @@ class QueueModel(Enum):
     quotas, cohorts, borrowing and lending limits, admitted by its classical cycle (one head per
     ClusterQueue, non-borrowing first), gang mode only. ``volcano``: Volcano's queues under its default
     actions (enqueue, allocate, backfill) and plugins: the proportion plugin's weighted ``deserved``, the
-    overcommit plugin's enqueue gate, queues taken by priority then share; gang mode only.
+    overcommit plugin's enqueue gate, queues taken by priority then share; gang mode only. ``kai``: KAI's
+    queue tree under its ``allocate`` action: the proportion plugin's fair share (quota, then over-quota by
+    priority and ``overQuotaWeight`` in whole GPUs), its eight-criterion queue order and its capacity
+    policy (``limit``; non-preemptible jobs within ``quota``); gang mode only.
     """
 
     none = 0
     kueue = 1
     volcano = 2
+    kai = 3
 
 
 class QuotaSource(Enum):
@@ -223,7 +227,8 @@ class QuotaSource(Enum):
     ``scheduler.manifests``. ``gpu_time_share``: one ClusterQueue per trace queue, its nominal GPUs the
     queue's share of the trace's GPU-time of the cluster's GPUs (whole GPUs, largest remainder).
     ``philly_vc_nodes``: Philly's real per-VC node counts x 8 GPUs (``traces/philly/philly_vc_nodes.csv``).
-    Under ``queues: volcano`` a derived quota is the queue's ``weight`` (its GPUs, at least 1).
+    Under ``queues: volcano`` a derived quota is the queue's ``weight`` (its GPUs, at least 1); under
+    ``queues: kai`` its GPU ``quota`` (``overQuotaWeight`` 1, no limit).
     """
 
     none = 0

@@ -1,0 +1,262 @@
+"""KAI's queues as the replay runs them (``scheduler.queues: kai``).
+
+One :class:`KaiQueues` holds a KAI queue tree (``scheduling.run.ai/v2`` ``Queue``, reference §4.3) in KAI's
+own units, so that the proportion plugin's division floors whole GPUs as KAI does: GPUs in devices, CPU in
+millicores, memory in MB (10^6 bytes). Only leaf queues hold jobs; they are the replay's tenants (name
+order), listed first, then the parent queues, each after all of its children. The queues come from KAI
+manifests or from a quota derived from the trace (:mod:`gpureplay.queues.quotas`): one top-level queue per
+trace queue, its GPU quota the derived one.
+
+The rules themselves are :func:`gpureplay.queues.fair_share.kai_fair_share_tree` (the division, used by the
+reference simulator) and :mod:`gpureplay.engine.kai` (the kernels).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from gpureplay.engine.layout import Float64Array, Int64Array
+from gpureplay.errors import InputError, Problem
+from gpureplay.queues.fair_share import KAI_UNLIMITED
+from gpureplay.queues.manifests import ManifestSet
+from gpureplay.queues.tree import KAI_RESOURCES, KaiQueue
+from gpureplay.traces.schema import UNKNOWN_CAPACITY
+
+__all__ = [
+    "KAI_DEFAULT_PRIORITY",
+    "KAI_NON_PREEMPTIBLE",
+    "KaiQueues",
+    "generated_kai_queues",
+    "kai_columns",
+    "kai_preemptibility",
+    "kai_total",
+    "manifest_kai_queues",
+]
+
+log = logging.getLogger(__name__)
+
+#: A queue's ``priority`` when its manifest leaves it out (``queue_types.go`` default).
+KAI_DEFAULT_PRIORITY = 100
+
+#: Jobs whose PriorityClass value is at least this are non-preemptible (``docs/priority``: ``build`` = 100,
+#: ``inference`` = 125; reference §4.3 "Preemptibility").
+KAI_NON_PREEMPTIBLE = 100
+
+#: Engine units to KAI's, per engine resource row (GPU milli -> devices, CPU milli -> millicores,
+#: memory MiB -> MB).
+ENGINE_TO_KAI = (1e-3, 1.0, 1.048576)
+
+
+@dataclass(frozen=True)
+class KaiQueues:
+    """A KAI queue tree in KAI's units (``[resource, node]`` arrays, resources GPU, CPU, memory).
+
+    Attributes
+    ----------
+    names
+        Every queue: the leaf queues first (the tenants, in name order), then the parent queues, each
+        after its children.
+    num_leaves
+        How many of ``names`` are leaf queues (tenants).
+    parent
+        Per queue, its parent's index (-1: a top-level queue).
+    priority
+        ``spec.priority`` (higher is divided over-quota resources first and ordered first).
+    quota, over_quota_weight, limit
+        ``spec.resources.{gpu,cpu,memory}``: ``quota`` and ``limit`` (-1: unlimited), ``overQuotaWeight``.
+    created
+        Creation order (the manifests' document order; name order when derived): the last tie-break of
+        the division's leftovers and of the queue order.
+    source
+        Where the queues came from, for logs and errors.
+    """
+
+    names: tuple[str, ...]
+    num_leaves: int
+    parent: Int64Array
+    priority: Int64Array
+    quota: Float64Array
+    over_quota_weight: Float64Array
+    limit: Float64Array
+    created: Int64Array
+    source: str
+
+    @property
+    def cluster_queues(self) -> tuple[str, ...]:
+        """The tenants (leaf queues), in tenant order."""
+        return self.names[: self.num_leaves]
+
+
+def generated_kai_queues(gpu_quota: Mapping[str, float], *, source: str) -> KaiQueues:
+    """A top-level queue per trace queue: GPU ``quota`` its derived quota, ``overQuotaWeight`` 1, no limit.
+
+    CPU and memory get quota and limit -1 (unlimited), as KAI's quickstart queues do: the derived quota
+    bounds GPUs only. Every queue has KAI's default priority 100.
+    """
+    names = tuple(sorted(gpu_quota))
+    num = len(names)
+    quota = np.full((len(KAI_RESOURCES), num), KAI_UNLIMITED)
+    quota[0] = [float(gpu_quota[n]) for n in names]
+    return KaiQueues(
+        names=names,
+        num_leaves=num,
+        parent=np.full(num, -1, dtype=np.int64),
+        priority=np.full(num, KAI_DEFAULT_PRIORITY, dtype=np.int64),
+        quota=quota,
+        over_quota_weight=np.ones((len(KAI_RESOURCES), num)),
+        limit=np.full((len(KAI_RESOURCES), num), KAI_UNLIMITED),
+        created=np.arange(num, dtype=np.int64),
+        source=source,
+    )
+
+
+def _tree_order(queues: list[KaiQueue]) -> list[KaiQueue]:
+    # Leaves by name, then parents children-first (deepest first, then by name).
+    parents = {q.parent_queue for q in queues if q.parent_queue is not None}
+    by_name = {q.name: q for q in queues}
+
+    def depth(q: KaiQueue) -> int:
+        found = 0
+        while q.parent_queue is not None:
+            q = by_name[q.parent_queue]
+            found += 1
+        return found
+
+    leaves = sorted((q for q in queues if q.name not in parents), key=lambda q: q.name)
+    inner = sorted((q for q in queues if q.name in parents), key=lambda q: (-depth(q), q.name))
+    return leaves + inner
+
+
+def manifest_kai_queues(manifests: ManifestSet, jobs: pl.DataFrame, *, source: str) -> KaiQueues:
+    """The :class:`KaiQueues` of KAI ``Queue`` manifests, for jobs whose ``queue`` names a leaf queue.
+
+    Raises
+    ------
+    InputError
+        When the manifests are not KAI's, or a job's queue names no queue or a parent queue (only leaf
+        queues hold jobs), naming file and document, or the job row.
+    """
+    tree = manifests.tree
+    if tree.model != "kai":
+        found = "no queue objects" if tree.model is None else f"{tree.model} queues"
+        raise InputError.single(
+            f"scheduler.queues: kai needs KAI Queue manifests; {source} holds {found}", source
+        )
+    ordered = _tree_order(list(tree.kai_queues))
+    index = {q.name: i for i, q in enumerate(ordered)}
+    document = {q.name: (q.origin.source, q.origin.document) for q in tree.kai_queues}
+    created_order = sorted(index, key=lambda name: document[name])
+    parents = {q.parent_queue for q in ordered if q.parent_queue is not None}
+    num_leaves = sum(1 for q in ordered if q.name not in parents)
+    num = len(ordered)
+    quota = np.zeros((len(KAI_RESOURCES), num))
+    weight = np.zeros((len(KAI_RESOURCES), num))
+    limit = np.zeros((len(KAI_RESOURCES), num))
+    for i, q in enumerate(ordered):
+        for r, name in enumerate(KAI_RESOURCES):
+            res = q.resource(name)
+            quota[r, i] = res.quota
+            weight[r, i] = res.over_quota_weight
+            limit[r, i] = res.limit
+    _refuse_job_queues(jobs, [q.name for q in ordered[:num_leaves]], parents, source)
+    return KaiQueues(
+        names=tuple(q.name for q in ordered),
+        num_leaves=num_leaves,
+        parent=np.array(
+            [-1 if q.parent_queue is None else index[q.parent_queue] for q in ordered], dtype=np.int64
+        ),
+        priority=np.array([q.priority for q in ordered], dtype=np.int64),
+        quota=quota,
+        over_quota_weight=weight,
+        limit=limit,
+        created=np.array([created_order.index(q.name) for q in ordered], dtype=np.int64),
+        source=source,
+    )
+
+
+def _refuse_job_queues(jobs: pl.DataFrame, leaves: list[str], parents: set[str], source: str) -> None:
+    used = sorted(set(jobs["queue"].to_list()))
+    problems: list[Problem] = []
+    numbered = jobs if "source_row" in jobs.columns else jobs.with_row_index("source_row", offset=1)
+    for name in used:
+        if name in leaves:
+            continue
+        first = numbered.filter(pl.col("queue") == name).row(0, named=True)
+        why = (
+            f"queue {name!r} is a parent queue of {source}: only leaf queues hold jobs (KAI docs/queues)"
+            if name in parents
+            else f"queue {name!r} names no KAI Queue of {source}; leaf queues: {', '.join(leaves[:8])}"
+        )
+        problems.append(Problem(why, "jobs", row=int(first["source_row"]), column="queue"))
+    if problems:
+        raise InputError(problems)
+
+
+def kai_total(nodes: pl.DataFrame) -> Float64Array:
+    """The cluster's total in KAI's units (GPU devices, CPU millicores, memory MB).
+
+    A resource the node list does not give (``UNKNOWN_CAPACITY``) bounds nothing: its total is ``inf``, so
+    a queue's unlimited quota of it covers whatever its jobs request.
+    """
+    totals = [float(nodes["num_gpus"].cast(pl.Float64).fill_null(0.0).sum())]
+    for column, factor in (("cpu_milli", ENGINE_TO_KAI[1]), ("mem_mib", ENGINE_TO_KAI[2])):
+        values = nodes[column].cast(pl.Float64).fill_null(0.0)
+        unknown = bool((nodes[column] == UNKNOWN_CAPACITY).any())
+        totals.append(math.inf if unknown else float(values.sum()) * factor)
+    return np.array(totals)
+
+
+def kai_preemptibility(jobs: pl.DataFrame) -> pl.DataFrame:
+    """``jobs`` with ``preemptible`` set by KAI's rule: a priority below 100 (reference §4.3).
+
+    KAI reads preemptibility from the PriorityClass value alone, so a ``preemptible`` column that says
+    otherwise is replaced, and the replacement is logged with its count.
+    """
+    rule = pl.col("priority") < KAI_NON_PREEMPTIBLE
+    changed = jobs.filter(pl.col("preemptible") != rule).height
+    if changed:
+        log.warning(
+            "queues: kai: %d jobs' preemptible column disagrees with KAI's rule (priority < %d is "
+            "preemptible); KAI's rule is used",
+            changed,
+            KAI_NON_PREEMPTIBLE,
+        )
+    return jobs.with_columns(rule.alias("preemptible"))
+
+
+def kai_columns(
+    queues: KaiQueues, usage: np.ndarray, fair_milli: np.ndarray, share_ppm: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Per leaf queue and sample, the quota columns of ``queues.parquet`` under KAI.
+
+    Parameters
+    ----------
+    usage
+        ``[resource, queue, sample]`` usage in engine units.
+    fair_milli, share_ppm
+        ``[queue, sample]``: the queue's GPU fair share in milli-GPU and its dominant resource share x 10^6
+        at the session before each sample.
+
+    Returns
+    -------
+    dict
+        ``nominal_gpu``: the GPU fair share (KAI's division of the cluster this session: quota first, then
+        over-quota by priority and weight); ``borrowed_gpu``: GPUs used above the queue's GPU quota
+        (over-quota use, what reclaim may take back; 0 under an unlimited quota); ``share``: KAI's dominant
+        resource share, ``max_r allocated_r / allocatable_r`` with ``allocatable = max(quota, fair share)``
+        capped by the limit (the queue order's fifth criterion); ``lent_gpu`` is not a KAI notion (null).
+    """
+    gpu = usage[0].astype(np.float64) / 1000.0
+    quota = queues.quota[0, : queues.num_leaves, None]
+    over = np.where(quota == KAI_UNLIMITED, 0.0, np.maximum(0.0, gpu - quota))
+    return {
+        "nominal_gpu": fair_milli.astype(np.float64) / 1000.0,
+        "borrowed_gpu": over,
+        "share": share_ppm.astype(np.float64) / 1e6,
+    }
