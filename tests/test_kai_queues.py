@@ -54,7 +54,7 @@ def manifests(tmp_path: Path, *queues: str) -> Policy:
 def at(replay_queues: pl.DataFrame, t: float) -> dict[str, tuple[float, float, float, float]]:
     """``queue -> (usage_gpu, fair share GPUs, over-quota GPUs, dominant share)`` at sample time ``t``."""
     rows = replay_queues.filter(pl.col("time") == t).select(
-        "queue", "usage_gpu", "nominal_gpu", "borrowed_gpu", "share"
+        "queue", "usage_gpu", "fair_gpu", "borrowed_gpu", "share"
     )
     return {name: (used, fair, over, round(share, 6)) for name, used, fair, over, share in rows.iter_rows()}
 
@@ -89,6 +89,9 @@ def test_the_example_tree_divides_with_flooring_and_allocates_by_kai_queue_order
             "team-nlp": (14.0, 13.0, 4.0, round(14 / 13, 6)),
             "team-vision": (10.0, 11.0, 4.0, round(10 / 11, 6)),
         }
+        # nominal_gpu is the GPU quota (KAI's deserved share).
+        quotas = replay.queues.filter(pl.col("time") == 0.0).select("queue", "nominal_gpu").rows()
+        assert quotas == [("team-nlp", 10.0), ("team-vision", 6.0)]
 
 
 def test_a_limit_holds_a_queue_back_on_an_idle_cluster(tmp_path: Path) -> None:
@@ -222,6 +225,16 @@ def test_philly_vcs_replay_with_their_node_counts_as_quotas() -> None:
     policy = replace(KAI, quotas=QuotaSource.philly_vc_nodes, manifests=None)
     for replay in both(jobs, gpus(3), policy):
         assert starts(replay) == {1: 0.0, 2: 0.0}
+        # Their quotas: 64 nodes each (x 8 GPUs).
+        quotas = dict(replay.queues.filter(pl.col("time") == 0.0).select("queue", "nominal_gpu").rows())
+        assert quotas == {"6214e9": 512.0, "ee9e8c": 512.0}
+
+
+def test_an_unlimited_quota_has_no_nominal_gpus(tmp_path: Path) -> None:
+    policy = manifests(tmp_path, queue("a", "{quota: -1, overQuotaWeight: 1, limit: -1}"))
+    for replay in both(jobs_frame([job(1, 0.0, "a", 1, 2)]), gpus(1), policy):
+        row = replay.queues.filter(pl.col("time") == 0.0).row(0, named=True)
+        assert row["nominal_gpu"] is None and row["borrowed_gpu"] == 0.0 and row["fair_gpu"] == 8.0
 
 
 def test_a_job_in_a_parent_queue_or_an_unknown_queue_names_its_row(tmp_path: Path) -> None:

@@ -65,4 +65,4 @@ def test_a_trace_without_queues_has_one_default_queue() -> None:
     nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": 1}])
     queues = simulate(jobs, nodes, GANG, sample_interval=10.0).queues
     # No queue model: its quota columns are null.
-    assert queues.rows() == [(0.0, "default", 1.0, 0, 1, None, None, None, None)]
+    assert queues.rows() == [(0.0, "default", 1.0, 0, 1, None, None, None, None, None)]

@@ -246,17 +246,19 @@ def kai_columns(
     Returns
     -------
     dict
-        ``nominal_gpu``: the GPU fair share (KAI's division of the cluster this session: quota first, then
-        over-quota by priority and weight); ``borrowed_gpu``: GPUs used above the queue's GPU quota
-        (over-quota use, what reclaim may take back; 0 under an unlimited quota); ``share``: KAI's dominant
-        resource share, ``max_r allocated_r / allocatable_r`` with ``allocatable = max(quota, fair share)``
-        capped by the limit (the queue order's fifth criterion); ``lent_gpu`` is not a KAI notion (null).
+        ``nominal_gpu``: the GPU ``quota`` (KAI's deserved share; null where unlimited); ``borrowed_gpu``:
+        GPUs used above it (over-quota use, what reclaim could take back; 0 under an unlimited quota);
+        ``fair_gpu``: the GPU fair share (KAI's division of the cluster this session: quota first, then
+        over-quota by priority and weight); ``share``: KAI's dominant resource share, ``max_r allocated_r /
+        allocatable_r`` with ``allocatable = max(quota, fair share)`` capped by the limit (the queue order's
+        sixth criterion); ``lent_gpu`` is not a KAI notion (null).
     """
     gpu = usage[0].astype(np.float64) / 1000.0
-    quota = queues.quota[0, : queues.num_leaves, None]
-    over = np.where(quota == KAI_UNLIMITED, 0.0, np.maximum(0.0, gpu - quota))
+    quota = np.broadcast_to(queues.quota[0, : queues.num_leaves, None], gpu.shape)
+    unlimited = quota == KAI_UNLIMITED
     return {
-        "nominal_gpu": fair_milli.astype(np.float64) / 1000.0,
-        "borrowed_gpu": over,
+        "nominal_gpu": np.where(unlimited, np.nan, quota),
+        "borrowed_gpu": np.where(unlimited, 0.0, np.maximum(0.0, gpu - quota)),
+        "fair_gpu": fair_milli.astype(np.float64) / 1000.0,
         "share": share_ppm.astype(np.float64) / 1e6,
     }

@@ -240,12 +240,14 @@ def volcano_columns(usage: np.ndarray, deserved: np.ndarray, share_ppm: np.ndarr
         ``nominal_gpu``: deserved GPUs (Volcano has no nominal quota: its deserved share moves with the
         queues' requests); ``borrowed_gpu``: GPUs used above it (a queue keeps what it was allocated when its
         deserved share falls; only the reclaim action, not modelled, would take it back); ``share``: the
-        proportion share, ``max_r allocated_r / deserved_r``; ``lent_gpu`` is not a Volcano notion (null).
+        proportion share, ``max_r allocated_r / deserved_r``; ``fair_gpu``: the deserved GPUs again (Volcano's
+        fair share); ``lent_gpu`` is not a Volcano notion (null).
     """
     gpu = usage[0].astype(np.float64)
     des = deserved.astype(np.float64)
     return {
         "nominal_gpu": des / 1000.0,
+        "fair_gpu": des / 1000.0,
         "borrowed_gpu": np.maximum(0.0, gpu - des) / 1000.0,
         "share": share_ppm.astype(np.float64) / 1e6,
     }

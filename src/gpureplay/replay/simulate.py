@@ -978,10 +978,10 @@ def queue_rows(
     for name, values in found.items():
         columns[name] = values.reshape(-1)
     return (
-        pl.DataFrame(columns)
+        pl.DataFrame(columns, nan_to_null=True)  # NaN: no quota (KAI's -1)
         .with_columns(
             pl.lit(None, pl.Float64).alias(name)
-            for name in ("nominal_gpu", "borrowed_gpu", "lent_gpu", "share")
+            for name in ("nominal_gpu", "borrowed_gpu", "lent_gpu", "share", "fair_gpu")
             if name not in columns
         )
         .cast(QUEUE_SAMPLE_SCHEMA)  # type: ignore[arg-type]

@@ -83,12 +83,16 @@ QUEUE_SAMPLE_SCHEMA: dict[str, pl.DataType] = {
     "usage_gpu": pl.Float64(),
     "pending_jobs": pl.Int32(),
     "running_jobs": pl.Int32(),
-    # Under a queue model (null without one): gpureplay.queues.kueue_quota.model_columns (Kueue) or
-    # gpureplay.queues.volcano_queues.volcano_columns (Volcano: nominal_gpu is the deserved share).
+    # Under a queue model (null without one): gpureplay.queues.kueue_quota.model_columns (Kueue),
+    # gpureplay.queues.volcano_queues.volcano_columns (Volcano: nominal_gpu is the deserved share) or
+    # gpureplay.queues.kai_queues.kai_columns (KAI: nominal_gpu is the GPU quota).
     "nominal_gpu": pl.Float64(),
     "borrowed_gpu": pl.Float64(),
     "lent_gpu": pl.Float64(),
     "share": pl.Float64(),
+    # The model's fair share of GPUs at the last session (Volcano's deserved, KAI's fair share; null under
+    # Kueue, whose entitlement is the nominal quota).
+    "fair_gpu": pl.Float64(),
 }
 
 #: ``queue_summary.parquet``: one row per queue, by name (:mod:`gpureplay.results.queue_summary`).
