@@ -148,10 +148,11 @@ def superpod_cluster() -> pl.DataFrame:
     ).nodes
 
 
-#: Presets the multi-tenant queue replay is timed under: no quotas, and Kueue and Volcano with derived and
-#: real quotas.
+#: Presets the multi-tenant queue replay is timed under: no quotas, and Kueue, Volcano and KAI with derived
+#: and real quotas.
 PHILLY_QUEUE_PRESETS = [
-    "gang-binpack", "kueue", "kueue-fair", "kueue-philly-vcs", "volcano", "volcano-philly-vcs",
+    "gang-binpack", "kueue", "kueue-fair", "kueue-philly-vcs", "volcano", "volcano-philly-vcs", "kai",
+    "kai-philly-vcs",
 ]  # fmt: skip
 
 #: Load factor of the queue replay: at the trace's own rate few jobs wait and quotas rarely bind.

@@ -167,7 +167,7 @@ def scorer_code(name: str) -> int:
 @inline_kernel
 def indexable(scorer: int) -> bool:
     """Whether a node scorer ranks nodes by a key of their own free capacity (fit-tree eligible)."""
-    return scorer in (FIRST_FIT, BEST_FIT, WORST_FIT)
+    return scorer in (FIRST_FIT, BEST_FIT, WORST_FIT, KAI_BINPACK)
 
 
 @inline_kernel
@@ -177,10 +177,13 @@ def index_key(scorer: int, cl: Cluster, n: int) -> int:
     Notes
     -----
     For a fixed pod, "free milli after placing" ranks nodes like their free
-    milli now, which is what the key holds.
+    milli now, which is what the key holds. ``kai_binpack`` ranks a whole-GPU
+    pod's nodes by their wholly free GPUs (:func:`kai_node`), its key.
     """
     if scorer == FIRST_FIT:
         return n
+    if scorer == KAI_BINPACK:
+        return int((cl.node_free[F_WHOLE, n] << 32) | n)
     free = cl.node_free[F_MILLI, n]
     if scorer == BEST_FIT:
         return int((free << 32) | n)
