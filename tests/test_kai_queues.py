@@ -18,7 +18,7 @@ from tests.test_kueue_quota import both, job, starts
 from gpureplay.errors import InputError
 from gpureplay.queues.kai_order import KaiQueueState, queue_before, within_capacity
 from gpureplay.queues.kai_queues import generated_kai_queues, kai_preemptibility
-from gpureplay.replay.simulate import simulate
+from gpureplay.replay.simulate import simulate, warm_up
 from gpureplay.schedulers.policy import Backfill, Policy, QueueModel, QueueOrder, QuotaSource
 
 KAI = Policy(
@@ -273,3 +273,9 @@ def test_settings_kai_does_not_read_are_refused(change: dict[str, object], key: 
     with pytest.raises(InputError) as raised:
         simulate(jobs_frame([job(1, 0.0, "a", 1, 1)]), gpus(1), policy)
     assert key in str(raised.value) and words in str(raised.value)
+
+
+def test_the_warm_up_replay_runs_under_kai_manifests() -> None:
+    """The one-job warm-up (queue ``default``, which the manifests do not name) stands in derived queues: an
+    error about the real jobs' queues must not be pre-empted by one about the warm-up's."""
+    warm_up(replace(KAI, manifests=str(EXAMPLE)))

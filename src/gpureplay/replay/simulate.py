@@ -48,7 +48,7 @@ from gpureplay.replay.compile import Compiled, compile_replay, policy_params
 from gpureplay.replay.progress import Progress
 from gpureplay.replay.queue_model import kai_queues, kueue_quotas, tenant_jobs, volcano_queues
 from gpureplay.results.schemas import QUEUE_SAMPLE_SCHEMA
-from gpureplay.schedulers.policy import Policy
+from gpureplay.schedulers.policy import Policy, QuotaSource
 from gpureplay.traces.schema import JOBS_SCHEMA, NODES_SCHEMA, UNKNOWN_CAPACITY
 from gpureplay.workload.typical_pods import TypicalPods, typical_pods
 from gpureplay.workload.utilization import ReclaimIdlePolicy, Utilization, assign_utilization, policy_columns
@@ -447,6 +447,10 @@ def warm_up(policy: Policy, *, debug: bool = False) -> None:
         jobs = assign_utilization(classed, Utilization(), seed=0)
     # The candidate MIG configs are data, not kernel types, and the warm-up node has no MIG to check them on.
     policy = dataclasses.replace(policy, mig_reconfigure_layouts=None)
+    if str(getattr(policy.queues, "name", policy.queues)) == "kai":
+        # KAI's manifests name no queue of the warm-up job, and its kernels do not depend on where the
+        # queues come from: derived ones stand in.
+        policy = dataclasses.replace(policy, quotas=QuotaSource.gpu_time_share, manifests=None)
     simulate(jobs, nodes, policy, sample_interval=1.0, window=(0.0, 1.0), debug=debug)
 
 
