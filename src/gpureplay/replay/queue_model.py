@@ -233,19 +233,15 @@ def kueue_quotas(policy: Policy, jobs: pl.DataFrame, nodes: pl.DataFrame) -> Kue
     if QueueModel[_name(policy.queues)] is not QueueModel.kueue:
         return None
     source = QuotaSource[_name(policy.quotas)]
-    missing = MissingQuota[_name(policy.quota_missing)]
     manifests: ManifestSet | None = None
     if source is QuotaSource.manifests:
-        path = _manifest_path(policy)
-        manifests = read_manifests(path)
+        manifests, path = _read_manifests(policy)
         models = sorted(set(nodes.filter(pl.col("num_gpus") > 0)["gpu_model"].drop_nulls().to_list()))
-        quotas = manifest_quotas(manifests, jobs, models, str(path))
-        for ignored in manifests.ignored:
-            log.info("manifests: ignored (does not change scheduling): %s", ignored)
+        quotas = manifest_quotas(manifests, jobs, models, path)
     else:
-        derived, described = _derived_quotas(source, jobs, nodes)
+        per_queue, described = _derived_per_queue(policy, jobs, nodes)
         quotas = generated_quotas(
-            quota_of_each_queue(jobs, derived, "zero" if missing is MissingQuota.zero else "error"),
+            per_queue,
             cohort=bool(policy.quota_cohort),
             source=described,
         )
@@ -293,22 +289,13 @@ def volcano_queues(policy: Policy, jobs: pl.DataFrame, nodes: pl.DataFrame) -> V
     """
     if QueueModel[_name(policy.queues)] is not QueueModel.volcano:
         return None
-    source = QuotaSource[_name(policy.quotas)]
-    missing = MissingQuota[_name(policy.quota_missing)]
     factor = float(policy.overcommit_factor)
-    if source is QuotaSource.manifests:
-        path = _manifest_path(policy)
-        manifests = read_manifests(path)
-        queues = manifest_volcano_queues(manifests, jobs, overcommit=factor, source=str(path))
-        for ignored in manifests.ignored:
-            log.info("manifests: ignored (does not change scheduling): %s", ignored)
+    if QuotaSource[_name(policy.quotas)] is QuotaSource.manifests:
+        manifests, path = _read_manifests(policy)
+        queues = manifest_volcano_queues(manifests, jobs, overcommit=factor, source=path)
     else:
-        derived, described = _derived_quotas(source, jobs, nodes)
-        queues = generated_volcano_queues(
-            quota_of_each_queue(jobs, derived, "zero" if missing is MissingQuota.zero else "error"),
-            overcommit=factor,
-            source=f"weights from {described}",
-        )
+        per_queue, described = _derived_per_queue(policy, jobs, nodes)
+        queues = generated_volcano_queues(per_queue, overcommit=factor, source=f"weights from {described}")
     log.info(
         "queues: volcano, %d queues (%s), overcommit-factor %g", len(queues.names), queues.source, factor
     )
@@ -326,22 +313,32 @@ def kai_queues(policy: Policy, jobs: pl.DataFrame, nodes: pl.DataFrame) -> KaiQu
     """
     if QueueModel[_name(policy.queues)] is not QueueModel.kai:
         return None
-    source = QuotaSource[_name(policy.quotas)]
-    missing = MissingQuota[_name(policy.quota_missing)]
-    if source is QuotaSource.manifests:
-        path = _manifest_path(policy)
-        manifests = read_manifests(path)
-        queues = manifest_kai_queues(manifests, jobs, source=str(path))
-        for ignored in manifests.ignored:
-            log.info("manifests: ignored (does not change scheduling): %s", ignored)
+    if QuotaSource[_name(policy.quotas)] is QuotaSource.manifests:
+        manifests, path = _read_manifests(policy)
+        queues = manifest_kai_queues(manifests, jobs, source=path)
     else:
-        derived, described = _derived_quotas(source, jobs, nodes)
-        queues = generated_kai_queues(
-            quota_of_each_queue(jobs, derived, "zero" if missing is MissingQuota.zero else "error"),
-            source=f"GPU quotas from {described}",
-        )
+        per_queue, described = _derived_per_queue(policy, jobs, nodes)
+        queues = generated_kai_queues(per_queue, source=f"GPU quotas from {described}")
     log.info("queues: kai, %d leaf queues of %d (%s)", queues.num_leaves, len(queues.names), queues.source)
     return queues
+
+
+def _read_manifests(policy: Policy) -> tuple[ManifestSet, str]:
+    """The manifests at ``scheduler.manifests`` and their path, the fields ignored logged."""
+    path = _manifest_path(policy)
+    manifests = read_manifests(path)
+    for ignored in manifests.ignored:
+        log.info("manifests: ignored (does not change scheduling): %s", ignored)
+    return manifests, str(path)
+
+
+def _derived_per_queue(
+    policy: Policy, jobs: pl.DataFrame, nodes: pl.DataFrame
+) -> tuple[dict[str, float], str]:
+    """Each trace queue's derived GPU quota (``scheduler.quotas``, ``quota_missing``), and its derivation."""
+    derived, described = _derived_quotas(QuotaSource[_name(policy.quotas)], jobs, nodes)
+    missing = MissingQuota[_name(policy.quota_missing)]
+    return quota_of_each_queue(jobs, derived, "zero" if missing is MissingQuota.zero else "error"), described
 
 
 def _manifest_path(policy: Policy) -> Path:
