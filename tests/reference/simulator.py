@@ -42,6 +42,7 @@ from tests.reference.scoring import (
     lowest_index,
 )
 
+from gpureplay.engine.layout import MB_PER_MIB
 from gpureplay.mig.devices import single_strategy_devices, smallest_profile
 from gpureplay.mig.geometry import MigGeometry, MigProfile, mig_geometry
 from gpureplay.mig.parted import find_placement, standard_configs
@@ -53,7 +54,7 @@ from gpureplay.queues.fair_share import (
     volcano_share,
 )
 from gpureplay.queues.kai_order import KaiQueueState, dominant_share, queue_before, within_capacity
-from gpureplay.queues.kai_queues import ENGINE_TO_KAI, KaiQueues, kai_preemptibility, kai_total
+from gpureplay.queues.kai_queues import KaiQueues, kai_preemptibility, kai_total
 from gpureplay.queues.kueue_fair_preemption import fair_preemption_targets
 from gpureplay.queues.kueue_preemption import Admitted, preemption_targets, preempts
 from gpureplay.queues.kueue_quota import (
@@ -3575,9 +3576,8 @@ class _Replay:
         def kai(amount: int, r: int) -> float:
             if r == 0:
                 return float(amount) / 1000.0
-            return float(amount) * 1.048576 if r == 2 else float(amount)
+            return float(amount) * MB_PER_MIB if r == 2 else float(amount)
 
-        assert ENGINE_TO_KAI == (1e-3, 1.0, 1.048576)
         alloc = [[kai(held[n][r], r) if n < leaves else 0.0 for r in range(3)] for n in range(num)]
         np_alloc = [[kai(fixed[n][r], r) if n < leaves else 0.0 for r in range(3)] for n in range(num)]
         request = [[kai(asked[n][r], r) if n < leaves else 0.0 for r in range(3)] for n in range(num)]

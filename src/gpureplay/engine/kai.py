@@ -52,6 +52,7 @@ from gpureplay.engine.layout import (
     J_PREEMPTIBLE,
     K_NACTIVE,
     K_VERSION,
+    MB_PER_MIB,
     QU_DESERVED,
     QU_NP_CPU,
     QU_NP_MEM,
@@ -82,7 +83,7 @@ def to_kai(amount: int, r: int) -> float:
     if r == 0:
         return float(amount) / 1000.0
     if r == 2:
-        return float(amount) * 1.048576
+        return float(amount) * MB_PER_MIB
     return float(amount)
 
 

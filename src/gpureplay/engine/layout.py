@@ -505,6 +505,7 @@ QUEUE_FIELDS = 10
 QM_KUEUE = 0  # Quotas.model: Kueue's quota tree (gpureplay.engine.quota)
 QM_VOLCANO = 1  # Volcano's queues (gpureplay.engine.proportion)
 QM_KAI = 2  # KAI's queues (gpureplay.engine.kai)
+MB_PER_MIB = 1.048576  # KAI counts memory in MB (10^6 bytes), the engine in MiB
 QUOTA_UNSET = -1  # a Kueue borrowingLimit / lendingLimit left unset (gpureplay.engine.quota)
 
 # Rows of the per-ClusterQueue spec.preemption table (Quotas.pre; gpureplay.queues.kueue_quota PR_*): each

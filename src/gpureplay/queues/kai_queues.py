@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from gpureplay.engine.layout import Float64Array, Int64Array
+from gpureplay.engine.layout import MB_PER_MIB, Float64Array, Int64Array
 from gpureplay.errors import InputError, Problem
 from gpureplay.queues.fair_share import KAI_UNLIMITED
 from gpureplay.queues.manifests import ManifestSet
@@ -47,10 +47,6 @@ KAI_DEFAULT_PRIORITY = 100
 #: Jobs whose PriorityClass value is at least this are non-preemptible (``docs/priority``: ``build`` = 100,
 #: ``inference`` = 125; reference §4.3 "Preemptibility").
 KAI_NON_PREEMPTIBLE = 100
-
-#: Engine units to KAI's, per engine resource row (GPU milli -> devices, CPU milli -> millicores,
-#: memory MiB -> MB).
-ENGINE_TO_KAI = (1e-3, 1.0, 1.048576)
 
 
 @dataclass(frozen=True)
@@ -205,7 +201,7 @@ def kai_total(nodes: pl.DataFrame) -> Float64Array:
     a queue's unlimited quota of it covers whatever its jobs request.
     """
     totals = [float(nodes["num_gpus"].cast(pl.Float64).fill_null(0.0).sum())]
-    for column, factor in (("cpu_milli", ENGINE_TO_KAI[1]), ("mem_mib", ENGINE_TO_KAI[2])):
+    for column, factor in (("cpu_milli", 1.0), ("mem_mib", MB_PER_MIB)):
         values = nodes[column].cast(pl.Float64).fill_null(0.0)
         unknown = bool((nodes[column] == UNKNOWN_CAPACITY).any())
         totals.append(math.inf if unknown else float(values.sum()) * factor)
