@@ -167,7 +167,12 @@ def test_the_queue_order_criteria_in_turn() -> None:
         )
 
     job = (2.0, 0.0, 0.0)
-    # 1: over its fair share in every resource (CPU and memory unused: 0 < 0 is false) never holds here.
+    # 1: over its fair share in every resource goes last, even at a higher priority; with CPU and memory
+    # unused (0 < 0 is false) no queue is ever "over".
+    over = replace(state(4, 10, 12, priority=200), fair=(10.0, 1.0, 1.0), allocated=(12.0, 2.0, 2.0))
+    assert queue_before(state(4, 10, 12), job, over, job, total)
+    # Over its fair share in GPUs only is not "over": priority decides (neither is within quota).
+    assert queue_before(state(4, 10, 12, priority=200), job, state(4, 10, 8), job, total)
     # 2: within quota with the job first, even at a higher dominant share.
     assert queue_before(state(10, 10, 8), job, state(4, 20, 3), job, total)
     # 3: priority, when both are within (or both beyond) quota.
