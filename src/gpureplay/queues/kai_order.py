@@ -14,18 +14,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from gpureplay.queues.tree import KAI_UNLIMITED as UNLIMITED
+
 __all__ = [
     "NO_SHARE_MULTIPLIER",
-    "UNLIMITED",
     "KaiQueueState",
     "allocatable",
     "dominant_share",
     "queue_before",
     "within_capacity",
 ]
-
-#: KAI's "no bound" (``commonconstants.UnlimitedResourceQuantity``).
-UNLIMITED = -1.0
 
 #: ``noFairShareDrfMultiplier``: a resource used with no allocatable share weighs 1000 x its use.
 NO_SHARE_MULTIPLIER = 1000.0

@@ -23,13 +23,11 @@ import polars as pl
 
 from gpureplay.engine.layout import MB_PER_MIB, Float64Array, Int64Array
 from gpureplay.errors import InputError, Problem
-from gpureplay.queues.fair_share import KAI_UNLIMITED
 from gpureplay.queues.manifests import ManifestSet
-from gpureplay.queues.tree import KAI_RESOURCES, KaiQueue
+from gpureplay.queues.tree import KAI_DEFAULT_PRIORITY, KAI_RESOURCES, KAI_UNLIMITED, KaiQueue
 from gpureplay.traces.schema import UNKNOWN_CAPACITY
 
 __all__ = [
-    "KAI_DEFAULT_PRIORITY",
     "KAI_NON_PREEMPTIBLE",
     "KaiQueues",
     "generated_kai_queues",
@@ -40,9 +38,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-#: A queue's ``priority`` when its manifest leaves it out (``queue_types.go`` default).
-KAI_DEFAULT_PRIORITY = 100
 
 #: Jobs whose PriorityClass value is at least this are non-preemptible (``docs/priority``: ``build`` = 100,
 #: ``inference`` = 125; reference §4.3 "Preemptibility").

@@ -31,6 +31,7 @@ from gpureplay.errors import InputError, Problem
 
 __all__ = [
     "GPU_RESOURCE",
+    "KAI_DEFAULT_PRIORITY",
     "KAI_UNLIMITED",
     "ClusterQueue",
     "Cohort",
@@ -56,6 +57,9 @@ GPU_RESOURCE = "nvidia.com/gpu"
 
 #: KAI's value for "no bound" in ``quota`` and ``limit`` (``commonconstants.UnlimitedResourceQuantity``).
 KAI_UNLIMITED = -1.0
+
+#: A KAI queue's ``priority`` when its manifest leaves it out (``queue_types.go`` default).
+KAI_DEFAULT_PRIORITY = 100
 
 Model = Literal["kueue", "volcano", "kai"]
 
@@ -249,7 +253,7 @@ class KaiQueue:
 
     name: str
     parent_queue: str | None = None
-    priority: int = 100
+    priority: int = KAI_DEFAULT_PRIORITY
     gpu: KaiResource = field(default_factory=KaiResource)
     cpu: KaiResource = field(default_factory=KaiResource)
     memory: KaiResource = field(default_factory=KaiResource)
