@@ -770,6 +770,8 @@ def volcano_manifests(draw: st.DrawFn, queues: tuple[str, ...]) -> str:
             spec.append(f"  guarantee:\n    resource:\n      nvidia.com/gpu: {given}")
         if draw(st.integers(0, 3)) == 0:
             spec.append(f"  priority: {draw(st.integers(0, 2))}")
+        if draw(st.integers(0, 4)) == 0:
+            spec.append("  reclaimable: false")
         docs.append(
             "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\n"
             f"metadata:\n  name: {name}\nspec:\n" + "\n".join(spec) + "\n"
@@ -782,8 +784,12 @@ def volcano_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
     """A small case under Volcano's queues (weights, capability, guarantee, priority, overcommit factor)."""
     jobs, nodes = draw(cases(max_jobs=40))
     jobs = _in_queues(draw, jobs)
+    return jobs, nodes, _volcano_policy(draw, jobs, None)
+
+
+def _volcano_policy(draw: st.DrawFn, jobs: pl.DataFrame, actions: str | None) -> Policy:
     queues = tuple(sorted(set(jobs["queue"].to_list())))
-    policy = Policy(
+    return Policy(
         name="volcano",
         queue_order=QueueOrder.priority,
         backfill=Backfill.skip,
@@ -793,9 +799,54 @@ def volcano_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
         queues=QueueModel.volcano,
         quotas=QuotaSource.manifests,
         manifests=_manifest_file(draw(volcano_manifests(queues))),
-        overcommit_factor=draw(st.sampled_from([1.0, 1.2, 1.2, 2.0])),
+        overcommit_factor=draw(
+            st.sampled_from([1.0, 1.2, 1.2, 2.0] if actions is None else [1.2, 2.0, 4.0, 4.0])
+        ),
+        actions=actions,
+        graceful_termination=draw(st.sampled_from([0.0, 30.0])),
     )
-    return jobs, nodes, policy
+
+
+@st.composite
+def volcano_reclaim_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
+    """A small contended case under Volcano's queues with the reclaim action: the first queues' jobs come
+    first and fill the cluster, the other queues' later arrivals cut their deserved shares. Whole-GPU pods,
+    sometimes CPU requests, priorities, non-preemptible jobs, ``preemptionPolicy: Never``, checkpoints."""
+    per_node = draw(st.sampled_from([4, 8]))
+    nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": per_node}] * draw(st.integers(1, 3)))
+    names = ("vc-a", "vc-b", "vc-c")[: draw(st.integers(2, 3))]
+    early = names[: draw(st.integers(1, len(names) - 1))]
+    rows = []
+    for i in range(draw(st.integers(3, 24))):
+        queue = draw(st.sampled_from((early[0], *names)))
+        first = queue in early
+        rows.append(
+            {
+                "job_id": i + 1,
+                "submit_time": float(draw(st.integers(0, 3) if first else st.integers(2, 60))),
+                "duration": float(draw(st.sampled_from([100, 300, 1000] if first else [20, 50, 100, 300]))),
+                "num_pods": draw(st.sampled_from([1, 1, 2, 3, 4])),
+                "gpu_milli": 1000 * draw(st.sampled_from([1, 1, 2, per_node])),
+                "cpu_milli": draw(st.sampled_from([0, 0, 0, 2000, 8000])),
+                "queue": queue,
+                "priority": draw(st.sampled_from([0, 0, 1, 2])),
+                "preemptible": draw(st.sampled_from([True, True, True, True, False])),
+                "checkpoint_interval": draw(st.sampled_from([0.0, 10.0, math.inf])),
+                "preemption_policy": "Never" if draw(st.integers(0, 7)) == 0 else "PreemptLowerPriority",
+            }
+        )
+    jobs = jobs_frame(rows)
+    return jobs, nodes, _volcano_policy(draw, jobs, "enqueue, allocate, reclaim, backfill")
+
+
+# Volcano's reclaim action (tests/test_volcano_reclaim.py holds the hand-computed cases).
+@settings(max_examples=60, **SETTINGS)
+@given(case=volcano_reclaim_cases(), sample_interval=sample_intervals, seed=seeds)
+def test_volcano_reclaim_agrees(
+    case: tuple[pl.DataFrame, pl.DataFrame, Policy], sample_interval: float, seed: int
+) -> None:
+    jobs, nodes, policy = case
+    assert_agree(jobs, nodes, policy, seed=seed, sample_interval=sample_interval)
 
 
 # Volcano's proportion, enqueue and allocate (tests/test_volcano_queues.py holds the hand-computed cases).

@@ -35,9 +35,9 @@ def philly() -> tuple[pl.DataFrame, pl.DataFrame]:
 #: gang / pod-by-pod mechanics as the presets kept here, and add nothing but minutes.
 #: sjf and gang-spread differ from fifo and gang-binpack only in queue key and scorer, kueue-fair and
 #: kueue-philly-vcs from kueue and kueue-philly-vcs-isolated in head order and cohort, kai from
-#: kai-philly-vcs in its quotas only, all checked on
-#: generated cases against the reference: left out of the full replays too (suite time).
-SAME_MECHANICS = ("sjf", "gang-spread", "kueue-fair", "kueue-philly-vcs", "kai")
+#: kai-philly-vcs in its quotas only, volcano-reclaim from volcano-philly-vcs-reclaim in its weights only,
+#: all checked on generated cases against the reference: left out of the full replays too (suite time).
+SAME_MECHANICS = ("sjf", "gang-spread", "kueue-fair", "kueue-philly-vcs", "kai", "volcano-reclaim")
 #: Presets that need a workload of their own (tests below).
 OWN_WORKLOAD = ("reclaim-idle",)
 PHILLY_PRESETS = [
@@ -89,6 +89,15 @@ def test_full_philly_replays_under_every_preset(philly: tuple[pl.DataFrame, pl.D
     demand = jobs.select(
         (pl.col("num_pods").cast(pl.Float64) * pl.col("gpu_milli") * pl.col("duration")).sum()
     ).item()
+    if name == "volcano-philly-vcs-reclaim":
+        # Volcano's reclaim evicts only other queues' jobs, for an Inqueue job of a queue below its share.
+        queue_of = dict(jobs.select("job_id", "queue").iter_rows())
+        evicted = checked.attempts.filter(pl.col("evicted_by").is_not_null())
+        assert evicted.height > 0
+        assert all(
+            queue_of[v] != queue_of[by] for v, by in evicted.select("job_id", "evicted_by").iter_rows()
+        )
+        return
     if preset(name).gang == GangMode.gang and (checked.jobs["state"] == "finished").all():
         # Gang jobs hold GPUs exactly while they run; pod-by-pod pods also hold them waiting for siblings.
         assert checked.gpu_milli_seconds == pytest.approx(demand, rel=1e-9)

@@ -42,7 +42,7 @@ from tests.reference.scoring import (
     lowest_index,
 )
 
-from gpureplay.engine.layout import MB_PER_MIB
+from gpureplay.engine.layout import MAX_SHARE, MB_PER_MIB
 from gpureplay.mig.devices import single_strategy_devices, smallest_profile
 from gpureplay.mig.geometry import MigGeometry, MigProfile, mig_geometry
 from gpureplay.mig.parted import find_placement, standard_configs
@@ -3435,6 +3435,8 @@ class _Replay:
             q = index[job.queue]
             if job.state in ("running", "pending"):
                 on[q] = True
+            if job.state == "terminating":
+                continue  # [Volcano reclaim] a Releasing victim is not allocated
             for name, amount in self.volcano_request(job, len(job.placements)).items():
                 alloc[q][name] += amount
                 request[q][name] += amount
@@ -3536,7 +3538,189 @@ class _Replay:
             share[q] = volcano_share(alloc[q], deserved[q])
         for q in range(num):
             self.volcano_deserved[q] = math.floor(deserved[q][names[0]] + 0.5)
-            self.volcano_share[q] = math.floor(share[q] * 1e6 + 0.5)
+            self.volcano_share[q] = math.floor(min(share[q], MAX_SHARE) * 1e6 + 0.5)
+        if vq.reclaim:
+            waiting = [
+                [j for j in candidates[q] if j.state == "pending" and j.job_id in self.volcano_inqueue]
+                for q in range(num)
+            ]
+            self.volcano_reclaim(vq, deserved, alloc, waiting)
+
+    def volcano_reclaim(
+        self,
+        vq: VolcanoQueues,
+        deserved: list[dict[str, float]],
+        alloc: list[dict[str, float]],
+        waiting: list[list[Job]],
+    ) -> None:
+        """[Volcano reclaim] the reclaim action after allocate (``reclaim.go``, gang-aware statements).
+
+        ``alloc`` is the session's allocation after allocate; ``waiting`` each queue's Inqueue pending jobs in
+        queue order. Queues by (priority, share, index); a queue's jobs by (priority, drf share of its
+        pipelined pods, creation, id), one pod per turn. A pod needs its queue within deserved with it;
+        nodes in index order; reclaimees: running, preemptible jobs of other reclaimable queues with pods on
+        the node, in victim order (reverse queue order, then reverse job order with the whole job's drf
+        share); the proportion filter walks them on per-queue copies of the allocation; the node qualifies
+        when the pod fits FutureIdle (free + releasing - pipelined) plus the victims; victims are taken
+        until they alone cover the pod. A job whose pods are all pipelined evicts its victims for real.
+        """
+        names = VOLCANO_NAMES
+        num = len(self.queue_names)
+        index = {name: q for q, name in enumerate(self.queue_names)}
+        total = [float(self.volcano_total[r]) for r in range(3)]
+
+        def le(a: float, b: float) -> bool:
+            return a < b or abs(a - b) < VOLCANO_MIN_RESOURCE
+
+        def amount(job: Job, pods: int) -> list[float]:
+            request = self.volcano_request(job, pods)
+            return [request[n] for n in names]
+
+        def share(q: int) -> float:
+            return volcano_share(alloc[q], deserved[q])
+
+        def queue_rank(q: int) -> tuple[int, float, int]:
+            return (-int(vq.priority[q]), share(q), q)
+
+        def drf(job: Job, pods: int) -> float:
+            found = 0.0
+            for r, a in enumerate(amount(job, pods)):
+                found = max(found, (0.0 if a == 0.0 else 1.0) if total[r] == 0.0 else a / total[r])
+            return found
+
+        def above(q: int, held: list[float]) -> bool:
+            return any(not le(held[r], deserved[q][n]) for r, n in enumerate(names))
+
+        marked: dict[int, Job] = {}  # victim job_id -> the reclaiming job whose statement evicted it
+        victims_of: dict[int, list[Job]] = {}
+        pipelined: dict[int, int] = {}
+        pipe = [[0.0, 0.0, 0.0] for _ in self.cluster]
+        open_jobs: list[Job] = []
+        untouched = [list(w) for w in waiting]
+        live = [bool(untouched[q]) for q in range(num)]
+
+        def anywhere() -> bool:
+            return any(vq.reclaimable[q] and above(q, [alloc[q][n] for n in names]) for q in range(num))
+
+        def next_job(q: int) -> Job | None:
+            while untouched[q] and untouched[q][0].waiting > 0:
+                untouched[q].pop(0)  # pipelined on its victims' resources: not starving
+            mine = [j for j in open_jobs if index[j.queue] == q]
+            options = [(j.key2, drf(j, pipelined[j.job_id]), j) for j in mine]
+            if untouched[q]:
+                options.append((untouched[q][0].key2, 0.0, untouched[q][0]))
+            if not options:
+                return None
+            _, _, best = min(options, key=lambda o: (-o[2].priority, o[1], o[0], o[2].job_id))
+            if untouched[q] and best is untouched[q][0]:
+                untouched[q].pop(0)
+                open_jobs.append(best)
+                pipelined[best.job_id] = 0
+            return best
+
+        def victim_rank(v: Job) -> tuple[Any, ...]:
+            q = index[v.queue]
+            rank = queue_rank(q)
+            # Reverse queue order, then reverse job order.
+            return (
+                (-rank[0], -rank[1], -rank[2]),
+                v.priority,
+                -drf(v, len(v.placements)),
+                -v.key2,
+                -v.job_id,
+            )
+
+        def try_node(job: Job, n: int, pod: list[float]) -> bool:
+            q = index[job.queue]
+            releasing = [0.0, 0.0, 0.0]
+            units: dict[int, tuple[Job, int]] = {}
+            for other in self.jobs:
+                here = sum(1 for p in other.placements if p.node == n)
+                if here == 0:
+                    continue
+                if other.state == "terminating" or other.job_id in marked:
+                    for r, a in enumerate(amount(other, here)):
+                        releasing[r] += a
+                    continue
+                if other.state != "running" or not other.preemptible:
+                    continue
+                oq = index[other.queue]
+                if oq == q or not vq.reclaimable[oq]:
+                    continue
+                units[other.job_id] = (other, here)
+            ordered = sorted(units.values(), key=lambda u: victim_rank(u[0]))
+            if not ordered:
+                return False
+            copies: dict[int, list[float]] = {}
+            chosen: list[tuple[Job, int]] = []
+            for victim, here in ordered:
+                vq_index = index[victim.queue]
+                held = copies.setdefault(vq_index, [alloc[vq_index][nm] for nm in names])
+                if any(held[r] < pod[r] for r in range(3)) or not above(vq_index, held):
+                    continue
+                for r, a in enumerate(amount(victim, here)):
+                    held[r] -= a
+                chosen.append((victim, here))
+            if not chosen:
+                return False
+            node = self.cluster[n]
+            free = [float(node.free_gpu_milli()), float(node.free_cpu), float(node.free_mem) * MIB]
+            for r in range(3):
+                future = free[r] + releasing[r] - pipe[n][r] + sum(amount(v, h)[r] for v, h in chosen)
+                if not le(pod[r], future):
+                    return False
+            got = [0.0, 0.0, 0.0]
+            for victim, here in chosen:
+                marked[victim.job_id] = job
+                victims_of.setdefault(job.job_id, []).append(victim)
+                vqi = index[victim.queue]
+                for r, a in enumerate(amount(victim, len(victim.placements))):
+                    alloc[vqi][names[r]] -= a
+                for r, a in enumerate(amount(victim, here)):
+                    got[r] += a
+                if all(le(pod[r], got[r]) for r in range(3)):
+                    break
+            if not all(le(pod[r], got[r]) for r in range(3)):
+                return False
+            for r in range(3):
+                pipe[n][r] += pod[r]
+                alloc[q][names[r]] += pod[r]
+            return True
+
+        while anywhere():
+            ready = [q for q in range(num) if live[q]]
+            if not ready:
+                break
+            q = min(ready, key=queue_rank)
+            if all(le(deserved[q][n], alloc[q][n]) for n in names):
+                live[q] = False  # overused
+                continue
+            job = next_job(q)
+            if job is None:
+                live[q] = False
+                continue
+            if not job.can_preempt:
+                open_jobs.remove(job)
+                live[q] = False
+                continue
+            pod = amount(job, 1)
+            if any(
+                pod[r] > 0.0 and not le(alloc[q][n] + pod[r], deserved[q][n]) for r, n in enumerate(names)
+            ):
+                open_jobs.remove(job)
+                live[q] = False
+                continue
+            if not any(
+                pod_fits(self.empty[n], job.pod) and try_node(job, n, pod) for n in range(len(self.cluster))
+            ):
+                open_jobs.remove(job)
+                continue
+            pipelined[job.job_id] += 1
+            if pipelined[job.job_id] == job.num_pods:
+                open_jobs.remove(job)
+                for victim in victims_of.get(job.job_id, []):
+                    if victim.state != "terminating":
+                        self.evict(victim, job)
 
     def kai_cycle(self, kq: KaiQueues) -> None:
         """[KAI queues] one session: fair shares, then allocate.

@@ -554,6 +554,18 @@ class Quotas(NamedTuple):
         ``[resource, queue]`` their requests (engine units).
     v_seen
         Work space: per class the Inqueue jobs the allocate action went past.
+    v_act, v_recl, v_rel, v_term, v_nterm
+        Volcano's reclaim action (:mod:`gpureplay.engine.volcano_reclaim`): on (1) or off; each queue's
+        ``spec.reclaimable``; what its terminating reclaim victims still hold (engine units; Volcano's
+        allocated leaves Releasing pods out) and the list of those victims.
+    v_mark, v_vict, v_nvict, v_pp, v_pst, v_part, v_npart, v_qin, v_pipe, v_node, v_walk, v_stamp, v_slot,
+    v_unit, v_ucnt, v_copy, v_copied, v_mut, v_cfail, v_over
+        The reclaim action's work space: each victim's statement (reclaiming job + 1) and the list of
+        victims; each reclaiming job's pipelined pods and state, and the list of those jobs; queues still in
+        the action; pipelined resources per node; a node's releasing resources; the node walk's reclaimee
+        jobs, their pods on the node and the proportion plugin's per-queue copy of the allocation; a counter
+        of the session's changes (evictions, pipelined pods) and, per class, the counter + 1 at which a job's
+        first pod found no room; the reclaimable queues above their deserved share at the last change.
     k_quota, k_oqw, k_limit, k_created, k_kstart, k_kids
         KAI (``QM_KAI``; :mod:`gpureplay.engine.kai`), in its units (GPUs, millicores, MB), over its queues
         (leaves first, in tenant order, then parents children-first; ``parent`` links them, ``v_prio`` is
@@ -621,6 +633,31 @@ class Quotas(NamedTuple):
     v_cinq: Int64Array
     v_qinq: Int64Array
     v_seen: Int64Array
+    v_act: Int64Array
+    v_recl: Int64Array
+    v_rel: Int64Array
+    v_term: Int64Array
+    v_nterm: Int64Array
+    v_mark: Int64Array
+    v_vict: Int64Array
+    v_nvict: Int64Array
+    v_pp: Int64Array
+    v_pst: Int64Array
+    v_part: Int64Array
+    v_npart: Int64Array
+    v_qin: Int64Array
+    v_pipe: Float64Array
+    v_node: Float64Array
+    v_walk: Int64Array
+    v_stamp: Int64Array
+    v_slot: Int64Array
+    v_unit: Int64Array
+    v_ucnt: Int64Array
+    v_copy: Float64Array
+    v_copied: Int64Array
+    v_mut: Int64Array
+    v_over: Int64Array
+    v_cfail: Int64Array
     k_quota: Float64Array
     k_oqw: Float64Array
     k_limit: Float64Array
@@ -694,7 +731,10 @@ def kai_state(
     return base._replace(**arrays)
 
 
-def _volcano_arrays(num_queues: int, num_classes: int, num_jobs: int) -> dict[str, np.ndarray]:
+def _volcano_arrays(
+    num_queues: int, num_classes: int, num_jobs: int, num_nodes: int = 0
+) -> dict[str, np.ndarray]:
+    # num_nodes > 0: Volcano's reclaim action is on (its per-job and per-node scratch is allocated).
     q = max(num_queues, 1)
     return {
         "model": np.array([L.QM_KUEUE], dtype=np.int64),
@@ -712,6 +752,37 @@ def _volcano_arrays(num_queues: int, num_classes: int, num_jobs: int) -> dict[st
         "v_cinq": np.zeros(max(num_classes, 1), dtype=np.int64),
         "v_qinq": np.zeros((3, q), dtype=np.int64),
         "v_seen": np.zeros(max(num_classes, 1), dtype=np.int64),
+        # Volcano's reclaim action (gpureplay.engine.volcano_reclaim): per-job arrays only when it is on.
+        "v_act": np.zeros(1, dtype=np.int64),
+        "v_recl": np.ones(q, dtype=np.int64),
+        "v_rel": np.zeros((3, q), dtype=np.int64),
+        "v_nterm": np.zeros(1, dtype=np.int64),
+        "v_nvict": np.zeros(1, dtype=np.int64),
+        "v_npart": np.zeros(1, dtype=np.int64),
+        "v_qin": np.zeros(q, dtype=np.int64),
+        "v_pipe": np.zeros((3, max(num_nodes, 1))),
+        "v_node": np.zeros(3),
+        "v_walk": np.zeros(1, dtype=np.int64),
+        "v_copy": np.zeros((3, q)),
+        "v_copied": np.zeros(q, dtype=np.int64),
+        "v_mut": np.zeros(1, dtype=np.int64),
+        "v_over": np.zeros(q, dtype=np.int64),
+        "v_cfail": np.zeros(max(num_classes, 1), dtype=np.int64),
+        **{
+            name: np.zeros(max(num_jobs, 1) if num_nodes > 0 else 1, dtype=np.int64)
+            for name in (
+                "v_term",
+                "v_mark",
+                "v_vict",
+                "v_pp",
+                "v_pst",
+                "v_part",
+                "v_stamp",
+                "v_slot",
+                "v_unit",
+                "v_ucnt",
+            )
+        },
     }
 
 
@@ -724,10 +795,14 @@ def volcano_state(
     overcommit: float,
     class_tenant: Int64Array,
     num_jobs: int,
+    reclaimable: Int64Array | None = None,
+    num_nodes: int = 0,
 ) -> Quotas:
     """The :class:`Quotas` bundle of Volcano's queues (``queues: volcano``), in Volcano's units.
 
-    ``real_capability``, ``guarantee``: ``[resource, queue]``; ``total``: ``[resource]`` the cluster's.
+    ``real_capability``, ``guarantee``: ``[resource, queue]``; ``total``: ``[resource]`` the cluster's;
+    ``reclaimable``: ``[queue]`` 1 where ``spec.reclaimable`` lets the reclaim action take from the queue;
+    ``num_nodes`` > 0 turns the reclaim action on (the cluster's node count).
     """
     num_q = weight.shape[0]
     flat = np.full(num_q, -1, dtype=np.int64)
@@ -736,8 +811,11 @@ def volcano_state(
         flat, zeros, zeros, zeros, zeros, zeros, np.zeros(num_q, dtype=np.int64), class_tenant,
         weight=weight.astype(np.float64),
     )  # fmt: skip
-    arrays = _volcano_arrays(num_q, len(class_tenant), num_jobs)
+    arrays = _volcano_arrays(num_q, len(class_tenant), num_jobs, num_nodes)
     arrays["model"][0] = L.QM_VOLCANO
+    arrays["v_act"][0] = 1 if num_nodes > 0 else 0
+    if reclaimable is not None:
+        arrays["v_recl"][:num_q] = reclaimable
     arrays["v_real"][:, :num_q] = real_capability
     arrays["v_guar"][:, :num_q] = guarantee
     arrays["v_prio"][:num_q] = priority

@@ -78,6 +78,7 @@ from gpureplay.engine.proportion import volcano_cycle
 from gpureplay.engine.quota import kueue_cycle
 from gpureplay.engine.resources import capacity_bound
 from gpureplay.engine.scoring import RANDOM, choose_node
+from gpureplay.engine.volcano_reclaim import reclaim_action
 
 
 @inline_kernel
@@ -471,9 +472,14 @@ def _queue_model_cycle(
 ) -> int:
     """Gang mode under a queue model: Volcano's or KAI's session, or Kueue's cycle (``quota.model``)."""
     if quota.model[0] == QM_VOLCANO:
-        return volcano_cycle(
+        changes = volcano_cycle(
             quota, pods, params, jobs, cs, cl, ix, js, pend, tm, sc, run, easy, pre, tas, numa, t
         )
+        if quota.v_act[0] != 0:
+            # Evictions change the next session (the victims no longer count as allocated): a periodic
+            # scheduler must not idle after them.
+            changes += reclaim_action(quota, params, jobs, cs, cl, js, pend, tm, sc, run, t)
+        return changes
     if quota.model[0] == QM_KAI:
         return kai_cycle(
             quota, pods, params, jobs, cs, cl, ix, js, pend, tm, sc, run, easy, pre, tas, numa, t

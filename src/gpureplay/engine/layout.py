@@ -501,6 +501,9 @@ QU_NP_MEM = 7  # MiB of memory of the same
 QU_COUNTED = 8  # the fields above are counts the debug checks recompute; those below, a queue model's values
 QU_DESERVED = 8  # volcano: the proportion plugin's deserved milli-GPU; kai: its fair share (rounded)
 QU_SHARE = 9  # volcano: allocated / deserved; kai: the dominant resource share; dominant resource, x 10^6
+#: The largest share QU_SHARE holds (x 10^6 of it): Volcano's share of a queue whose deserved share is a float
+#: residue of its water-filling (1e-16 milli-GPU) is astronomically large, and would not fit an int64.
+MAX_SHARE = 1e9
 QUEUE_FIELDS = 10
 QM_KUEUE = 0  # Quotas.model: Kueue's quota tree (gpureplay.engine.quota)
 QM_VOLCANO = 1  # Volcano's queues (gpureplay.engine.proportion)

@@ -50,16 +50,22 @@ from gpureplay.engine.layout import (
     C_TENANT,
     CD_FAIL,
     CD_PENDING,
+    D_PLACED,
     D_STATUS,
     J_CLASS,
+    J_CPU,
+    J_MEM,
+    J_MILLI,
     J_TENANT,
     K_NACTIVE,
     K_VERSION,
+    MAX_SHARE,
     QU_DESERVED,
     QU_PENDING,
     QU_RUNNING,
     QU_SHARE,
     S_QUEUED,
+    S_TERMINATING,
 )
 from gpureplay.engine.pending import cursor_job, cursor_reset, cursor_step
 from gpureplay.engine.quota_tree import RESOURCE_ROWS, drop_top, push_class_head, request_amount
@@ -95,8 +101,10 @@ def _class_request(cs: Classes, c: int, r: int) -> float:
 
 
 @inline_kernel
-def _allocated(run: Run, q: int, r: int) -> float:
-    return _to_volcano(float(run.queues[RESOURCE_ROWS[r], q]), r)
+def _allocated(qt: Quotas, run: Run, q: int, r: int) -> float:
+    # Volcano's allocated counts Allocated/Binding/Bound/Running pods: a terminating (Releasing) victim of the
+    # reclaim action no longer counts, though the engine keeps its pods placed until its grace ends.
+    return _to_volcano(float(run.queues[RESOURCE_ROWS[r], q] - qt.v_rel[r, q]), r)
 
 
 @kernel
@@ -183,7 +191,7 @@ def _share(qt: Quotas, q: int) -> float:
 @inline_kernel
 def _update(qt: Quotas, run: Run, q: int) -> None:
     for r in range(3):
-        qt.v_alloc[r, q] = _allocated(run, q, r)
+        qt.v_alloc[r, q] = _allocated(qt, run, q, r)
     qt.v_share[q] = _share(qt, q)
 
 
@@ -278,13 +286,33 @@ def _next_inqueue(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: Quot
 
 
 @kernel
-def _session_open(jobs: Jobs, cs: Classes, pend: Pending, qt: Quotas, run: Run) -> None:
+def _releasing(jobs: Jobs, js: JobState, qt: Quotas) -> None:
+    # qt.v_rel: each queue's reclaim victims still terminating (engine units); the others leave the list.
+    qt.v_rel[:, :] = 0
+    kept = 0
+    for i in range(qt.v_nterm[0]):
+        v = qt.v_term[i]
+        if js.dyn[D_STATUS, v] != S_TERMINATING:
+            continue
+        qt.v_term[kept] = v
+        kept += 1
+        q = jobs.ints[J_TENANT, v]
+        placed = js.dyn[D_PLACED, v]
+        qt.v_rel[0, q] += placed * jobs.ints[J_MILLI, v]
+        qt.v_rel[1, q] += placed * jobs.ints[J_CPU, v]
+        qt.v_rel[2, q] += placed * jobs.ints[J_MEM, v]
+    qt.v_nterm[0] = kept
+
+
+@kernel
+def _session_open(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: Quotas, run: Run) -> None:
     # Which queues take part (jobs running or pending), their allocated and request, deserved, shares.
     num_q = qt.v_on.shape[0]
+    _releasing(jobs, js, qt)
     for q in range(num_q):
         qt.v_on[q] = 1 if run.queues[QU_PENDING, q] + run.queues[QU_RUNNING, q] > 0 else 0
         for r in range(3):
-            qt.v_alloc[r, q] = _allocated(run, q, r)
+            qt.v_alloc[r, q] = _allocated(qt, run, q, r)
             qt.v_req[r, q] = qt.v_alloc[r, q]
     for a in range(run.counters[K_NACTIVE]):
         c = pend.active[a]
@@ -388,7 +416,7 @@ def volcano_cycle(
     """
     num_q = qt.v_on.shape[0]
     version = run.counters[K_VERSION]
-    _session_open(jobs, cs, pend, qt, run)
+    _session_open(jobs, cs, js, pend, qt, run)
     _enqueue_action(jobs, cs, js, pend, qt, run)
     for a in range(run.counters[K_NACTIVE]):
         c = pend.active[a]
@@ -429,5 +457,5 @@ def volcano_cycle(
     for q in range(num_q):
         qt.hsize[q] = 0
         run.queues[QU_DESERVED, q] = math.floor(qt.v_des[0, q] + 0.5)
-        run.queues[QU_SHARE, q] = math.floor(qt.v_share[q] * 1e6 + 0.5)
+        run.queues[QU_SHARE, q] = math.floor(min(qt.v_share[q], MAX_SHARE) * 1e6 + 0.5)
     return changes

@@ -63,6 +63,10 @@ class VolcanoQueues:
         The overcommit plugin's ``overcommit-factor``.
     source
         Where the queues came from, for logs and errors.
+    reclaimable
+        ``spec.reclaimable`` (1: the reclaim action may evict the queue's pods; Volcano's default).
+    reclaim
+        Whether the sessions run the ``reclaim`` action after ``allocate`` (``scheduler.actions``).
     """
 
     names: tuple[str, ...]
@@ -72,6 +76,8 @@ class VolcanoQueues:
     priority: Int64Array
     overcommit: float
     source: str
+    reclaimable: Int64Array
+    reclaim: bool = False
 
     @property
     def cluster_queues(self) -> tuple[str, ...]:
@@ -98,7 +104,7 @@ class VolcanoQueues:
 
 
 def generated_volcano_queues(
-    gpu_quota: Mapping[str, float], *, overcommit: float, source: str
+    gpu_quota: Mapping[str, float], *, overcommit: float, source: str, reclaim: bool = False
 ) -> VolcanoQueues:
     """A queue per trace queue, its ``weight`` its quota in GPUs (rounded, within Volcano's 1..65535).
 
@@ -116,6 +122,8 @@ def generated_volcano_queues(
         priority=np.zeros(num, dtype=np.int64),
         overcommit=overcommit,
         source=source,
+        reclaimable=np.ones(num, dtype=np.int64),
+        reclaim=reclaim,
     )
 
 
@@ -136,7 +144,7 @@ def _amounts(
 
 
 def manifest_volcano_queues(
-    manifests: ManifestSet, jobs: pl.DataFrame, *, overcommit: float, source: str
+    manifests: ManifestSet, jobs: pl.DataFrame, *, overcommit: float, source: str, reclaim: bool = False
 ) -> VolcanoQueues:
     """The :class:`VolcanoQueues` of Volcano ``Queue`` manifests, for jobs whose ``queue`` names them.
 
@@ -192,6 +200,7 @@ def manifest_volcano_queues(
     names = [queue.name for queue in queues]
     weights = [queue.weight for queue in queues]
     priorities = [queue.priority for queue in queues]
+    reclaimable = [int(queue.reclaimable) for queue in queues]
     used = sorted(set(jobs["queue"].to_list()))
     if "default" in used and "default" not in names:
         # Volcano's admission controller creates queue "default" (weight 1) at install.
@@ -199,6 +208,7 @@ def manifest_volcano_queues(
         names.insert(at, "default")
         weights.insert(at, 1)
         priorities.insert(at, 0)
+        reclaimable.insert(at, 1)
         capability = np.insert(capability, at, math.inf, axis=1)
         guarantee = np.insert(guarantee, at, 0.0, axis=1)
     unknown = [q for q in used if q not in names]
@@ -220,6 +230,8 @@ def manifest_volcano_queues(
         priority=np.array(priorities, dtype=np.int64),
         overcommit=overcommit,
         source=source,
+        reclaimable=np.array(reclaimable, dtype=np.int64),
+        reclaim=reclaim,
     )
 
 
@@ -239,7 +251,7 @@ def volcano_columns(usage: np.ndarray, deserved: np.ndarray, share_ppm: np.ndarr
     dict
         ``nominal_gpu``: deserved GPUs (Volcano has no nominal quota: its deserved share moves with the
         queues' requests); ``borrowed_gpu``: GPUs used above it (a queue keeps what it was allocated when its
-        deserved share falls; only the reclaim action, not modelled, would take it back); ``share``: the
+        deserved share falls, unless the reclaim action runs and takes it back); ``share``: the
         proportion share, ``max_r allocated_r / deserved_r``; ``fair_gpu``: the deserved GPUs again (Volcano's
         fair share); ``lent_gpu`` is not a Volcano notion (null).
     """

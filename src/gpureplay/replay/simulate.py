@@ -517,6 +517,8 @@ def _initial(
             quotas.overcommit,
             compiled.classes.ints[L.C_TENANT],
             compiled.jobs.ints.shape[1],
+            quotas.reclaimable,
+            compiled.cluster.node_int.shape[1] if quotas.reclaim else 0,
         )
     elif quotas is not None:
         quota = quota_state(

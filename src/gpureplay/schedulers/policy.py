@@ -547,6 +547,10 @@ class Policy:
         ``queues: volcano`` only: the overcommit plugin's ``overcommit-factor`` (Volcano's default 1.2, at
         least 1): a job enters Inqueue only while the Inqueue jobs' requests and its own fit in the
         cluster's resources times this factor less what is allocated.
+    actions
+        ``queues: volcano`` only: the session's actions as Volcano's scheduler configuration lists them
+        (null: Volcano's default ``enqueue, allocate, backfill``). ``enqueue, allocate, reclaim, backfill``
+        adds the reclaim action: a queue below its deserved share evicts pods of queues above theirs.
     """
 
     name: str = "fifo"
@@ -600,6 +604,7 @@ class Policy:
     borrow_within_cohort: BorrowWithinCohort = BorrowWithinCohort.never
     borrow_max_priority: int | None = None
     overcommit_factor: float = 1.2
+    actions: str | None = None
 
     def devices_per_gpu(self) -> int:
         """``nvidia.com/gpu`` devices per GPU: ``replicas`` when shared by replicas, else 1."""
