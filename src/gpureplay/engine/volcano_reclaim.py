@@ -310,6 +310,17 @@ def _preemptive(qt: Quotas, q: int, pod: tuple[float, float, float]) -> bool:
 
 
 @kernel
+def _pass(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: Quotas, q: int, c: int, j: int) -> None:
+    # Job j, head of queue q's class c, leaves the class heap; the class's next Inqueue job takes its place.
+    qt.v_seen[c] += 1
+    cursor_step(jobs, cs, js, pend, c, j)
+    drop_top(qt, q)
+    nxt = _next_inqueue(jobs, cs, js, pend, qt, c)
+    if nxt >= 0:
+        push_class_head(qt, jobs, js, q, c, nxt)
+
+
+@kernel
 def _next_reclaimer(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: Quotas, q: int) -> int:
     """Queue ``q``'s next job in job order: its best open job or the head of its untouched ones (-1: none)."""
     best = -1
@@ -330,21 +341,11 @@ def _next_reclaimer(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: Qu
             continue
         if js.dyn[D_WAITING, j] > 0:
             # Pipelined on its victims' resources: not starving.
-            qt.v_seen[c] += 1
-            cursor_step(jobs, cs, js, pend, c, j)
-            drop_top(qt, q)
-            nxt = _next_inqueue(jobs, cs, js, pend, qt, c)
-            if nxt >= 0:
-                push_class_head(qt, jobs, js, q, c, nxt)
+            _pass(jobs, cs, js, pend, qt, q, c, j)
             continue
         if best >= 0 and not _job_before(qt, jobs, js, j, 0.0, best, best_share):
             return best
-        qt.v_seen[c] += 1
-        cursor_step(jobs, cs, js, pend, c, j)
-        drop_top(qt, q)
-        nxt = _next_inqueue(jobs, cs, js, pend, qt, c)
-        if nxt >= 0:
-            push_class_head(qt, jobs, js, q, c, nxt)
+        _pass(jobs, cs, js, pend, qt, q, c, j)
         if qt.v_cfail[c] == qt.v_mut[0] + 1:
             # Its class found no room for a first pod and nothing changed since: it would fail the same way
             # (the class's jobs passed the Never and Preemptive checks then, with the same queue state).
