@@ -177,14 +177,17 @@ def water_fill(qt: Quotas) -> None:
 
 
 @inline_kernel
+def ratio(a: float, d: float) -> float:
+    """Volcano's ``helpers.Share``: ``a / d``, with 0/0 -> 0 and x/0 -> 1."""
+    return (0.0 if a == 0.0 else 1.0) if d == 0.0 else a / d
+
+
+@inline_kernel
 def _share(qt: Quotas, q: int) -> float:
-    # proportion.go updateShare with helpers.Share: 0/0 -> 0, x/0 -> 1.
+    # proportion.go updateShare: the largest ratio of allocated to deserved over the resources.
     share = 0.0
     for r in range(3):
-        d = qt.v_des[r, q]
-        a = qt.v_alloc[r, q]
-        s = (0.0 if a == 0.0 else 1.0) if d == 0.0 else a / d
-        share = max(share, s)
+        share = max(share, ratio(qt.v_alloc[r, q], qt.v_des[r, q]))
     return share
 
 

@@ -86,6 +86,7 @@ from gpureplay.engine.proportion import (
     _queue_before,
     _share,
     _to_volcano,
+    ratio,
 )
 from gpureplay.engine.quota_tree import drop_top, push_class_head
 
@@ -110,15 +111,12 @@ def _drf_share(qt: Quotas, jobs: Jobs, j: int, pods: int) -> float:
     # drf.go calculateShare: max_r allocated_r / total_r over the cluster's resources (0/0 -> 0, x/0 -> 1).
     share = 0.0
     for r in range(3):
-        a = _job_amount(jobs, j, pods, r)
-        total = qt.v_total[r]
-        s = (0.0 if a == 0.0 else 1.0) if total == 0.0 else a / total
-        share = max(share, s)
+        share = max(share, ratio(_job_amount(jobs, j, pods, r), qt.v_total[r]))
     return share
 
 
 @inline_kernel
-def _job_before(qt: Quotas, jobs: Jobs, js: JobState, a: int, sa: float, b: int, sb: float) -> bool:
+def _job_before(jobs: Jobs, js: JobState, a: int, sa: float, b: int, sb: float) -> bool:
     # JobOrderFn: priority (higher first), gang (both not ready), drf share (lower first), creation, uid.
     if js.time[T_KEY1, a] != js.time[T_KEY1, b]:
         return bool(js.time[T_KEY1, a] < js.time[T_KEY1, b])
@@ -330,7 +328,7 @@ def _next_reclaimer(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: Qu
         if qt.v_pst[j] != PST_OPEN or jobs.ints[J_TENANT, j] != q:
             continue
         s = _drf_share(qt, jobs, j, int(qt.v_pp[j]))
-        if best < 0 or _job_before(qt, jobs, js, j, s, best, best_share):
+        if best < 0 or _job_before(jobs, js, j, s, best, best_share):
             best = j
             best_share = s
     while qt.hsize[q] > 0:
@@ -343,7 +341,7 @@ def _next_reclaimer(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: Qu
             # Pipelined on its victims' resources: not starving.
             _pass(jobs, cs, js, pend, qt, q, c, j)
             continue
-        if best >= 0 and not _job_before(qt, jobs, js, j, 0.0, best, best_share):
+        if best >= 0 and not _job_before(jobs, js, j, 0.0, best, best_share):
             return best
         _pass(jobs, cs, js, pend, qt, q, c, j)
         if qt.v_cfail[c] == qt.v_mut[0] + 1:
