@@ -849,6 +849,59 @@ def test_volcano_reclaim_agrees(
     assert_agree(jobs, nodes, policy, seed=seed, sample_interval=sample_interval)
 
 
+@st.composite
+def volcano_preempt_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
+    """A small contended case under Volcano's queues with the preempt action (and sometimes reclaim after
+    it): one to three queues whose early, long jobs fill (and fragment) the cluster, later jobs of mixed
+    priorities and sizes; the preemptable plugins Volcano's built-in set, the Helm chart's, or any subset.
+    Whole-GPU pods, sometimes CPU requests, non-preemptible jobs, ``preemptionPolicy: Never``, checkpoints."""
+    per_node = draw(st.sampled_from([4, 8]))
+    nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": per_node}] * draw(st.integers(1, 4)))
+    names = ("vc-a", "vc-b", "vc-c")[: draw(st.integers(1, 3))]
+    rows = []
+    for i in range(draw(st.integers(3, 24))):
+        # Early jobs often alike (victim-order ties) and of several small pods (a victim's pods on one node).
+        early = draw(st.booleans())
+        rows.append(
+            {
+                "job_id": i + 1,
+                "submit_time": float(draw(st.sampled_from([0, 0, 0, 1, 3]) if early else st.integers(2, 60))),
+                "duration": float(draw(st.sampled_from([300, 1000] if early else [20, 50, 100, 300]))),
+                "num_pods": draw(st.sampled_from([1, 2, 2, 4] if early else [1, 1, 1, 2, 3])),
+                "gpu_milli": 1000 * draw(st.sampled_from([1, 2, 3] if early else [1, 2, 3, 5, per_node])),
+                "cpu_milli": draw(st.sampled_from([0, 0, 0, 2000, 8000])),
+                "queue": draw(st.sampled_from(names)),
+                "priority": draw(st.sampled_from([0, 0, 1] if early else [0, 1, 2, 10, 10])),
+                "preemptible": draw(st.sampled_from([True, True, True, True, False])),
+                "checkpoint_interval": draw(st.sampled_from([0.0, 10.0, math.inf])),
+                "preemption_policy": "Never" if draw(st.integers(0, 7)) == 0 else "PreemptLowerPriority",
+            }
+        )
+    jobs = jobs_frame(rows)
+    actions = draw(
+        st.sampled_from(
+            ["enqueue, allocate, preempt, backfill", "enqueue, allocate, preempt, reclaim, backfill"]
+        )
+    )
+    plugins = draw(
+        st.one_of(
+            st.sampled_from([None, "priority, conformance"]),
+            st.lists(st.sampled_from(["priority", "gang", "conformance", "drf"]), unique=True).map(", ".join),
+        )
+    )
+    return jobs, nodes, replace(_volcano_policy(draw, jobs, actions), preemptable_plugins=plugins)
+
+
+# Volcano's preempt action (tests/test_volcano_preempt.py holds the hand-computed cases).
+@settings(max_examples=50, **SETTINGS)
+@given(case=volcano_preempt_cases(), sample_interval=sample_intervals, seed=seeds)
+def test_volcano_preempt_agrees(
+    case: tuple[pl.DataFrame, pl.DataFrame, Policy], sample_interval: float, seed: int
+) -> None:
+    jobs, nodes, policy = case
+    assert_agree(jobs, nodes, policy, seed=seed, sample_interval=sample_interval)
+
+
 # Volcano's proportion, enqueue and allocate (tests/test_volcano_queues.py holds the hand-computed cases).
 @settings(max_examples=60, **SETTINGS)
 @given(case=volcano_cases(), sample_interval=sample_intervals, seed=seeds)

@@ -7,6 +7,8 @@ queues form (at 1x no Philly job ever waits on the pooled 2,490 GPUs).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import polars as pl
 import pytest
 from tests.reference.strategies import SHARING_PRESETS
@@ -37,7 +39,17 @@ def philly() -> tuple[pl.DataFrame, pl.DataFrame]:
 #: kueue-philly-vcs from kueue and kueue-philly-vcs-isolated in head order and cohort, kai from
 #: kai-philly-vcs in its quotas only, volcano-reclaim from volcano-philly-vcs-reclaim in its weights only,
 #: all checked on generated cases against the reference: left out of the full replays too (suite time).
-SAME_MECHANICS = ("sjf", "gang-spread", "kueue-fair", "kueue-philly-vcs", "kai", "volcano-reclaim")
+#: volcano-preempt's Helm plugins let only lower-priority jobs go, and Philly has one priority: on Philly it
+#: is volcano-reclaim; its preempt action runs on Philly under Volcano's built-in plugins below.
+SAME_MECHANICS = (
+    "sjf",
+    "gang-spread",
+    "kueue-fair",
+    "kueue-philly-vcs",
+    "kai",
+    "volcano-reclaim",
+    "volcano-preempt",
+)
 #: Presets that need a workload of their own (tests below).
 OWN_WORKLOAD = ("reclaim-idle",)
 PHILLY_PRESETS = [
@@ -101,6 +113,27 @@ def test_full_philly_replays_under_every_preset(philly: tuple[pl.DataFrame, pl.D
     if preset(name).gang == GangMode.gang and (checked.jobs["state"] == "finished").all():
         # Gang jobs hold GPUs exactly while they run; pod-by-pod pods also hold them waiting for siblings.
         assert checked.gpu_milli_seconds == pytest.approx(demand, rel=1e-9)
+
+
+@pytest.mark.slow
+def test_full_philly_preempts_within_queues_by_drf(philly: tuple[pl.DataFrame, pl.DataFrame]) -> None:
+    """Philly at 6x under ``volcano-preempt`` with Volcano's built-in plugins (every ``enablePreemptable``
+    on): the gang plugin ends tier 1 for whole gangs, so drf names the preempt action's victims, all of one
+    priority here. Some jobs are evicted by a job of their own queue (preempt), and each such victim held a
+    larger drf share, less one pod, than its evictor's one pod."""
+    jobs, nodes = philly
+    policy = replace(preset("volcano-preempt"), preemptable_plugins=None)
+    checked = simulate(jobs, nodes, policy, debug=True)
+    assert (checked.jobs["state"] == "finished").all()
+    evicted = checked.attempts.filter(pl.col("evicted_by").is_not_null()).select("job_id", "evicted_by")
+    shape = jobs.select("job_id", "queue", "num_pods", "gpu_milli")
+    pairs = evicted.join(shape, on="job_id").join(
+        shape.rename(lambda c: f"{c}_by"), left_on="evicted_by", right_on="job_id_by"
+    )
+    within = pairs.filter(pl.col("queue") == pl.col("queue_by"))
+    assert within.height > 0
+    # The GPU is the dominant resource of every Philly job (no CPU or memory requests).
+    assert (((within["num_pods"] - 1) * within["gpu_milli"]) >= within["gpu_milli_by"]).all()
 
 
 @pytest.mark.slow

@@ -236,7 +236,12 @@ def test_kueue_manifests_are_refused_under_volcano(tmp_path: Path) -> None:
         ({"overcommit_factor": 0.5}, "scheduler.overcommit_factor", "must be a number >= 1"),
         ({"fair_sharing": True}, "scheduler.fair_sharing", "Kueue's"),
         ({"reclaim_within_cohort": "any"}, "scheduler.reclaim_within_cohort", "Kueue's"),
-        ({"preemption": "priority"}, "scheduler.preemption", "its preempt action is not modelled yet"),
+        ({"preemption": "priority"}, "scheduler.preemption", "within a queue: 'enqueue, allocate, preempt"),
+        (
+            {"queues": "kueue", "preemptable_plugins": "priority"},
+            "scheduler.preemptable_plugins",
+            "is read under queues: volcano only",
+        ),
         (
             {"actions": "enqueue, allocate, shuffle, backfill"},
             "scheduler.actions",

@@ -20,7 +20,7 @@ from tests.test_kueue_quota import both, job, starts
 from tests.test_volcano_queues import VOLCANO, manifests, queue
 
 from gpureplay.errors import InputError
-from gpureplay.replay.queue_model import volcano_reclaims
+from gpureplay.queues.volcano_actions import volcano_actions
 from gpureplay.replay.simulate import simulate
 from gpureplay.schedulers.policy import Policy, QueueModel, QuotaSource
 
@@ -131,23 +131,28 @@ def test_victims_come_from_the_queue_last_in_queue_order_and_only_above_deserved
 
 
 @pytest.mark.parametrize(
-    ("actions", "reclaims", "words"),
+    ("actions", "runs", "words"),
     [
-        (None, False, ""),
-        ("enqueue, allocate, backfill", False, ""),
-        ("enqueue,allocate,reclaim,backfill", True, ""),
-        ("enqueue, allocate, backfill, reclaim", True, ""),
-        ("enqueue, allocate, preempt, reclaim, backfill", None, "preempt action is not modelled"),
-        ("enqueue, reclaim, allocate, backfill", None, "models the action lists"),
-        ("allocate, backfill", None, "models the action lists"),
+        (None, (False, False), ""),
+        ("enqueue, allocate, backfill", (False, False), ""),
+        ("enqueue,allocate,reclaim,backfill", (False, True), ""),
+        ("enqueue, allocate, backfill, reclaim", (False, True), ""),
+        ("enqueue, allocate, preempt, backfill", (True, False), ""),
+        ("enqueue, allocate, preempt, reclaim, backfill", (True, True), ""),
+        ("enqueue, allocate, backfill, preempt, reclaim", (True, True), ""),
+        ("enqueue, allocate, reclaim, preempt, backfill", None, "reclaim before preempt is not modelled"),
+        ("enqueue, allocate, gangpreempt, backfill", None, "gangpreempt action is not modelled"),
+        ("enqueue, reserve, allocate, backfill", None, "reserve action is not modelled"),
+        ("enqueue, reclaim, allocate, backfill", None, "the replay models enqueue, allocate, then"),
+        ("allocate, backfill", None, "the replay models enqueue, allocate, then"),
     ],
 )
-def test_action_lists(actions: str | None, reclaims: bool | None, words: str) -> None:
-    if reclaims is None:
+def test_action_lists(actions: str | None, runs: tuple[bool, bool] | None, words: str) -> None:
+    if runs is None:
         with pytest.raises(ValueError, match=words):
-            volcano_reclaims(actions)
+            volcano_actions(actions)
     else:
-        assert volcano_reclaims(actions) is reclaims
+        assert volcano_actions(actions) == runs
 
 
 def test_actions_are_refused_outside_volcano_and_when_not_modelled() -> None:
@@ -157,7 +162,7 @@ def test_actions_are_refused_outside_volcano_and_when_not_modelled() -> None:
     with pytest.raises(InputError, match=r"'scheduler\.actions': is read under queues: volcano only"):
         simulate(rows, nodes, kueue)
     wrong = replace(
-        VOLCANO, quotas=QuotaSource.gpu_time_share, actions="enqueue, allocate, preempt, backfill"
+        VOLCANO, quotas=QuotaSource.gpu_time_share, actions="enqueue, allocate, gangpreempt, backfill"
     )
-    with pytest.raises(InputError, match=r"'scheduler\.actions': Volcano's preempt action is not modelled"):
+    with pytest.raises(InputError, match=r"'scheduler\.actions': Volcano's gangpreempt action is not"):
         simulate(rows, nodes, wrong)

@@ -88,7 +88,8 @@ class PhillyQueueReplay:
 
 
 class PhillyPreemptReplay:
-    """Full Philly at 6x with 20% high-priority jobs under the preemption presets (evictions, restarts)."""
+    """Full Philly at 6x with 20% high-priority jobs under the preemption presets (evictions, restarts),
+    Volcano's preempt action (within a VC) among them."""
 
     params: ClassVar[list[list[str]]] = [PHILLY_PREEMPT_PRESETS]
     param_names: ClassVar[list[str]] = ["preset"]

@@ -107,7 +107,7 @@ def philly_with_idle_notebooks(name: str) -> tuple[pl.DataFrame, pl.DataFrame, P
 
 
 #: Presets with priority preemption, timed on Philly with a 20% high-priority mix (engine v2).
-PHILLY_PREEMPT_PRESETS = ["gang-binpack-preempt", "kube-default-preempt"]
+PHILLY_PREEMPT_PRESETS = ["gang-binpack-preempt", "kube-default-preempt", "volcano-preempt"]
 
 
 def philly_jobs_with_priorities() -> pl.DataFrame:

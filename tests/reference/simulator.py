@@ -3539,12 +3539,178 @@ class _Replay:
         for q in range(num):
             self.volcano_deserved[q] = math.floor(deserved[q][names[0]] + 0.5)
             self.volcano_share[q] = math.floor(min(share[q], MAX_SHARE) * 1e6 + 0.5)
-        if vq.reclaim:
+        if vq.actions.preempt or vq.actions.reclaim:
             waiting = [
                 [j for j in candidates[q] if j.state == "pending" and j.job_id in self.volcano_inqueue]
                 for q in range(num)
             ]
-            self.volcano_reclaim(vq, deserved, alloc, waiting)
+            pipe = [[0.0, 0.0, 0.0] for _ in self.cluster]  # the session's pipelined pods per node
+            if vq.actions.preempt:
+                self.volcano_preempt(vq, deserved, alloc, waiting, pipe)
+            if vq.actions.reclaim:
+                self.volcano_reclaim(vq, deserved, alloc, waiting, pipe)
+
+    def volcano_candidates(self, n: int, marked: dict[int, Job]) -> tuple[list[float], list[tuple[Job, int]]]:
+        """[Volcano preempt] [Volcano reclaim] node ``n``'s releasing resources (terminating and marked
+        jobs' pods there) and its running jobs with their pods there."""
+        releasing = [0.0, 0.0, 0.0]
+        running: list[tuple[Job, int]] = []
+        for other in self.jobs:
+            here = sum(1 for p in other.placements if p.node == n)
+            if here == 0:
+                continue
+            if other.state == "terminating" or other.job_id in marked:
+                request = self.volcano_request(other, here)
+                for r, name in enumerate(VOLCANO_NAMES):
+                    releasing[r] += request[name]
+            elif other.state == "running":
+                running.append((other, here))
+        return releasing, running
+
+    def volcano_preempt(
+        self,
+        vq: VolcanoQueues,
+        deserved: list[dict[str, float]],
+        alloc: list[dict[str, float]],
+        waiting: list[list[Job]],
+        pipe: list[list[float]],
+    ) -> None:
+        """[Volcano preempt] the preempt action after allocate (``preempt.go`` ``normalPreempt``).
+
+        Queues in index order; a queue's starving jobs (Inqueue, pending, not waiting for victims) in job
+        order (priority, creation, id), each with its own statement, each pod tried once: nodes in index
+        order; preemptees: the queue's other running preemptible jobs with pods on the node; victims by the
+        tier rule over the plugins ``vq.actions.preemptable`` (tier 1 priority / gang / conformance, an empty
+        list ending the tier; tier 2 drf, pod by pod on the victim's falling allocation); the node
+        qualifies when the pod fits FutureIdle plus the victims; victims (whole jobs) evicted in victim
+        order until the queue can take the pod (``Allocatable``) and it fits FutureIdle; then pipelined.
+        A job pipelined whole commits (victims evicted for real), any other is undone at once.
+        """
+        names = VOLCANO_NAMES
+        num = len(self.queue_names)
+        index = {name: q for q, name in enumerate(self.queue_names)}
+        total = [float(self.volcano_total[r]) for r in range(3)]
+        plugins = set(vq.actions.preemptable)
+
+        def le(a: float, b: float) -> bool:
+            return a < b or abs(a - b) < VOLCANO_MIN_RESOURCE
+
+        def amount(job: Job, pods: int) -> list[float]:
+            request = self.volcano_request(job, pods)
+            return [request[n] for n in names]
+
+        def drf(job: Job, pods: int) -> float:
+            found = 0.0
+            for r, a in enumerate(amount(job, pods)):
+                found = max(found, (0.0 if a == 0.0 else 1.0) if total[r] == 0.0 else a / total[r])
+            return found
+
+        def allocatable(q: int, pod: list[float]) -> bool:
+            return all(pod[r] == 0.0 or le(alloc[q][n] + pod[r], deserved[q][n]) for r, n in enumerate(names))
+
+        def victim_rank(v: Job) -> tuple[Any, ...]:
+            return (v.priority, -drf(v, len(v.placements)), -v.key2, -v.job_id)
+
+        marked: dict[int, Job] = {}
+        statement: list[Job] = []  # the victims of the job whose turn it is
+
+        def victims_of(
+            job: Job, ordered: list[tuple[Job, int]], pipelined: int
+        ) -> list[tuple[Job, int, int]]:
+            # Session.Preemptable's tiers: (victim, pods Volcano would take, pods on the node).
+            tier: list[tuple[Job, int, int]] | None = None
+            for plugin in ("priority", "gang", "conformance"):
+                if plugin not in plugins:
+                    continue
+                if plugin == "priority":
+                    found = [(v, h, h) for v, h in ordered if v.priority < job.priority]
+                elif plugin == "gang":
+                    found = []  # a whole gang never has ready pods above its minAvailable
+                else:
+                    found = [(v, h, h) for v, h in ordered]
+                if not found:
+                    tier = None
+                    break
+                tier = found if tier is None else [u for u in tier if u in found]
+            if tier:
+                return tier
+            if "drf" not in plugins:
+                return []
+            mine = drf(job, pipelined + 1)
+            taken: list[tuple[Job, int, int]] = []
+            for v, h in ordered:
+                passed = 0
+                for k in range(1, h + 1):
+                    theirs = drf(v, len(v.placements) - k)
+                    if not (mine < theirs or abs(mine - theirs) <= 0.000001):
+                        break
+                    passed += 1
+                if passed:
+                    taken.append((v, passed, h))
+            return taken
+
+        def try_node(job: Job, n: int, pod: list[float], pipelined: int) -> bool:
+            q = index[job.queue]
+            releasing, running = self.volcano_candidates(n, marked)
+            ordered = sorted(
+                ((v, h) for v, h in running if index[v.queue] == q and v.preemptible),
+                key=lambda u: victim_rank(u[0]),
+            )
+            victims = victims_of(job, ordered, pipelined) if ordered else []
+            if not victims:
+                return False
+            node = self.cluster[n]
+            free = [float(node.free_gpu_milli()), float(node.free_cpu), float(node.free_mem) * MIB]
+            future = [free[r] + releasing[r] - pipe[n][r] for r in range(3)]
+            if not all(le(pod[r], future[r] + sum(amount(v, m)[r] for v, m, _ in victims)) for r in range(3)):
+                return False
+            for victim, _, here in victims:
+                if allocatable(q, pod) and all(le(pod[r], future[r]) for r in range(3)):
+                    break
+                marked[victim.job_id] = job
+                statement.append(victim)
+                vqi = index[victim.queue]
+                for r, a in enumerate(amount(victim, len(victim.placements))):
+                    alloc[vqi][names[r]] -= a
+                for r, a in enumerate(amount(victim, here)):
+                    future[r] += a
+            if not (allocatable(q, pod) and all(le(pod[r], future[r]) for r in range(3))):
+                return False
+            for r in range(3):
+                pipe[n][r] += pod[r]
+                alloc[q][names[r]] += pod[r]
+            return True
+
+        for q in range(num):
+            queue = sorted(
+                (j for j in waiting[q] if j.waiting == 0), key=lambda j: (-j.priority, j.key2, j.job_id)
+            )
+            for job in queue:
+                if not job.can_preempt:
+                    continue  # taskEligibleToPreempt: preemptionPolicy Never
+                pod = amount(job, 1)
+                statement.clear()
+                nodes: list[int] = []
+                for _ in range(job.num_pods):
+                    if len(nodes) == job.num_pods:
+                        break
+                    for n in range(len(self.cluster)):
+                        if pod_fits(self.empty[n], job.pod) and try_node(job, n, pod, len(nodes)):
+                            nodes.append(n)
+                            break
+                if len(nodes) == job.num_pods:
+                    for victim in statement:
+                        self.evict(victim, job)
+                    continue
+                for victim in statement:  # Statement.Discard
+                    del marked[victim.job_id]
+                    vqi = index[victim.queue]
+                    for r, a in enumerate(amount(victim, len(victim.placements))):
+                        alloc[vqi][names[r]] += a
+                for n in nodes:
+                    for r in range(3):
+                        pipe[n][r] -= pod[r]
+                        alloc[q][names[r]] -= pod[r]
 
     def volcano_reclaim(
         self,
@@ -3552,6 +3718,7 @@ class _Replay:
         deserved: list[dict[str, float]],
         alloc: list[dict[str, float]],
         waiting: list[list[Job]],
+        pipe: list[list[float]],
     ) -> None:
         """[Volcano reclaim] the reclaim action after allocate (``reclaim.go``, gang-aware statements).
 
@@ -3594,7 +3761,6 @@ class _Replay:
         marked: dict[int, Job] = {}  # victim job_id -> the reclaiming job whose statement evicted it
         victims_of: dict[int, list[Job]] = {}
         pipelined: dict[int, int] = {}
-        pipe = [[0.0, 0.0, 0.0] for _ in self.cluster]
         open_jobs: list[Job] = []
         untouched = [list(w) for w in waiting]
         live = [bool(untouched[q]) for q in range(num)]
@@ -3632,23 +3798,15 @@ class _Replay:
 
         def try_node(job: Job, n: int, pod: list[float]) -> bool:
             q = index[job.queue]
-            releasing = [0.0, 0.0, 0.0]
-            units: dict[int, tuple[Job, int]] = {}
-            for other in self.jobs:
-                here = sum(1 for p in other.placements if p.node == n)
-                if here == 0:
-                    continue
-                if other.state == "terminating" or other.job_id in marked:
-                    for r, a in enumerate(amount(other, here)):
-                        releasing[r] += a
-                    continue
-                if other.state != "running" or not other.preemptible:
-                    continue
-                oq = index[other.queue]
-                if oq == q or not vq.reclaimable[oq]:
-                    continue
-                units[other.job_id] = (other, here)
-            ordered = sorted(units.values(), key=lambda u: victim_rank(u[0]))
+            releasing, running = self.volcano_candidates(n, marked)
+            ordered = sorted(
+                (
+                    (other, here)
+                    for other, here in running
+                    if other.preemptible and index[other.queue] != q and vq.reclaimable[index[other.queue]]
+                ),
+                key=lambda u: victim_rank(u[0]),
+            )
             if not ordered:
                 return False
             copies: dict[int, list[float]] = {}

@@ -555,17 +555,24 @@ class Quotas(NamedTuple):
     v_seen
         Work space: per class the Inqueue jobs the allocate action went past.
     v_act, v_recl, v_rel, v_term, v_nterm
-        Volcano's reclaim action (:mod:`gpureplay.engine.volcano_reclaim`): on (1) or off; each queue's
-        ``spec.reclaimable``; what its terminating reclaim victims still hold (engine units; Volcano's
-        allocated leaves Releasing pods out) and the list of those victims.
+        Volcano's preempt and reclaim actions (:mod:`gpureplay.engine.volcano_preempt`,
+        :mod:`gpureplay.engine.volcano_reclaim`): ``[0]`` the actions run after allocate (bits
+        ``ACT_PREEMPT``, ``ACT_RECLAIM``), ``[1]`` the plugins whose ``enablePreemptable`` is on (bits
+        ``PF_*``); each queue's ``spec.reclaimable``; what its terminating victims still hold (engine units;
+        Volcano's allocated leaves Releasing pods out) and the list of those victims.
     v_mark, v_vict, v_nvict, v_pp, v_pst, v_part, v_npart, v_qin, v_pipe, v_node, v_walk, v_stamp, v_slot,
-    v_unit, v_ucnt, v_copy, v_copied, v_mut, v_cfail, v_over
-        The reclaim action's work space: each victim's statement (reclaiming job + 1) and the list of
-        victims; each reclaiming job's pipelined pods and state, and the list of those jobs; queues still in
-        the action; pipelined resources per node; a node's releasing resources; the node walk's reclaimee
-        jobs, their pods on the node and the proportion plugin's per-queue copy of the allocation; a counter
-        of the session's changes (evictions, pipelined pods) and, per class, the counter + 1 at which a job's
-        first pod found no room; the reclaimable queues above their deserved share at the last change.
+    v_unit, v_ucnt, v_copy, v_copied, v_mut, v_cfail, v_over, v_uall, v_snode, v_cprio, v_qbound,
+    v_qminp
+        The preempt and reclaim actions' work space: each victim's statement (evicting job + 1) and the
+        list of victims; each evicting job's pipelined pods and state, and the list of those jobs; queues
+        still in the action; pipelined resources per node; a node's releasing resources; the node walk's
+        candidate jobs, their pods on the node and the proportion plugin's per-queue copy of the
+        allocation; a counter of the session's changes (evictions, pipelined pods) and, per class, the
+        counter + 1 at which a job's first pod found no room; the reclaimable queues above their deserved
+        share at the last change; the preempt action's count of each unit's pods on the node, the nodes
+        of a statement's pipelined pods, per class the priority its failure (``v_cfail``) was found at, and
+        per queue the largest drf share a running job keeps after losing a pod and the lowest priority of
+        its running jobs.
     k_quota, k_oqw, k_limit, k_created, k_kstart, k_kids
         KAI (``QM_KAI``; :mod:`gpureplay.engine.kai`), in its units (GPUs, millicores, MB), over its queues
         (leaves first, in tenant order, then parents children-first; ``parent`` links them, ``v_prio`` is
@@ -658,6 +665,11 @@ class Quotas(NamedTuple):
     v_mut: Int64Array
     v_over: Int64Array
     v_cfail: Int64Array
+    v_uall: Int64Array
+    v_snode: Int64Array
+    v_cprio: Int64Array
+    v_qbound: Float64Array
+    v_qminp: Float64Array
     k_quota: Float64Array
     k_oqw: Float64Array
     k_limit: Float64Array
@@ -732,9 +744,10 @@ def kai_state(
 
 
 def _volcano_arrays(
-    num_queues: int, num_classes: int, num_jobs: int, num_nodes: int = 0
+    num_queues: int, num_classes: int, num_jobs: int, num_nodes: int = 0, max_pods: int = 0
 ) -> dict[str, np.ndarray]:
-    # num_nodes > 0: Volcano's reclaim action is on (its per-job and per-node scratch is allocated).
+    # num_nodes > 0: Volcano's preempt or reclaim action is on (its per-job and per-node scratch is
+    # allocated); max_pods: the most pods of a job.
     q = max(num_queues, 1)
     return {
         "model": np.array([L.QM_KUEUE], dtype=np.int64),
@@ -752,8 +765,9 @@ def _volcano_arrays(
         "v_cinq": np.zeros(max(num_classes, 1), dtype=np.int64),
         "v_qinq": np.zeros((3, q), dtype=np.int64),
         "v_seen": np.zeros(max(num_classes, 1), dtype=np.int64),
-        # Volcano's reclaim action (gpureplay.engine.volcano_reclaim): per-job arrays only when it is on.
-        "v_act": np.zeros(1, dtype=np.int64),
+        # Volcano's preempt and reclaim actions (gpureplay.engine.volcano_preempt, volcano_reclaim): per-job
+        # arrays only when one is on.
+        "v_act": np.zeros(2, dtype=np.int64),
         "v_recl": np.ones(q, dtype=np.int64),
         "v_rel": np.zeros((3, q), dtype=np.int64),
         "v_nterm": np.zeros(1, dtype=np.int64),
@@ -768,6 +782,10 @@ def _volcano_arrays(
         "v_mut": np.zeros(1, dtype=np.int64),
         "v_over": np.zeros(q, dtype=np.int64),
         "v_cfail": np.zeros(max(num_classes, 1), dtype=np.int64),
+        "v_cprio": np.zeros(max(num_classes, 1), dtype=np.int64),
+        "v_qbound": np.zeros(q),
+        "v_qminp": np.zeros(q),
+        "v_snode": np.zeros(max(max_pods, 1), dtype=np.int64),
         **{
             name: np.zeros(max(num_jobs, 1) if num_nodes > 0 else 1, dtype=np.int64)
             for name in (
@@ -781,6 +799,7 @@ def _volcano_arrays(
                 "v_slot",
                 "v_unit",
                 "v_ucnt",
+                "v_uall",
             )
         },
     }
@@ -797,12 +816,18 @@ def volcano_state(
     num_jobs: int,
     reclaimable: Int64Array | None = None,
     num_nodes: int = 0,
+    actions: int = 0,
+    preemptable: int = 0,
+    max_pods: int = 0,
 ) -> Quotas:
     """The :class:`Quotas` bundle of Volcano's queues (``queues: volcano``), in Volcano's units.
 
     ``real_capability``, ``guarantee``: ``[resource, queue]``; ``total``: ``[resource]`` the cluster's;
     ``reclaimable``: ``[queue]`` 1 where ``spec.reclaimable`` lets the reclaim action take from the queue;
-    ``num_nodes`` > 0 turns the reclaim action on (the cluster's node count).
+    ``actions``: the actions after allocate (bits ``ACT_PREEMPT``, ``ACT_RECLAIM`` of
+    :mod:`gpureplay.engine.volcano_preempt`), which need ``num_nodes`` (the cluster's node count) and
+    ``max_pods`` (the most pods of a job); ``preemptable``: the plugins whose ``enablePreemptable`` is on
+    (bits ``PF_*``).
     """
     num_q = weight.shape[0]
     flat = np.full(num_q, -1, dtype=np.int64)
@@ -811,9 +836,12 @@ def volcano_state(
         flat, zeros, zeros, zeros, zeros, zeros, np.zeros(num_q, dtype=np.int64), class_tenant,
         weight=weight.astype(np.float64),
     )  # fmt: skip
-    arrays = _volcano_arrays(num_q, len(class_tenant), num_jobs, num_nodes)
+    if actions != 0 and num_nodes <= 0:
+        raise ValueError("Volcano's preempt and reclaim actions need the cluster's node count")
+    arrays = _volcano_arrays(num_q, len(class_tenant), num_jobs, num_nodes if actions else 0, max_pods)
     arrays["model"][0] = L.QM_VOLCANO
-    arrays["v_act"][0] = 1 if num_nodes > 0 else 0
+    arrays["v_act"][0] = actions
+    arrays["v_act"][1] = preemptable
     if reclaimable is not None:
         arrays["v_recl"][:num_q] = reclaimable
     arrays["v_real"][:, :num_q] = real_capability

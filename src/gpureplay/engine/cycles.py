@@ -78,6 +78,7 @@ from gpureplay.engine.proportion import volcano_cycle
 from gpureplay.engine.quota import kueue_cycle
 from gpureplay.engine.resources import capacity_bound
 from gpureplay.engine.scoring import RANDOM, choose_node
+from gpureplay.engine.volcano_preempt import ACT_PREEMPT, ACT_RECLAIM, preempt_action
 from gpureplay.engine.volcano_reclaim import reclaim_action
 
 
@@ -477,8 +478,13 @@ def _queue_model_cycle(
         )
         if quota.v_act[0] != 0:
             # Evictions change the next session (the victims no longer count as allocated): a periodic
-            # scheduler must not idle after them.
-            changes += reclaim_action(quota, params, jobs, cs, cl, js, pend, tm, sc, run, t)
+            # scheduler must not idle after them. Pipelined pods are the session's: the preempt action's
+            # committed ones hold their nodes' FutureIdle in the reclaim action after it.
+            quota.v_pipe[:, :] = 0.0
+            if quota.v_act[0] & ACT_PREEMPT != 0:
+                changes += preempt_action(quota, params, jobs, cs, cl, js, pend, tm, sc, run, t)
+            if quota.v_act[0] & ACT_RECLAIM != 0:
+                changes += reclaim_action(quota, params, jobs, cs, cl, js, pend, tm, sc, run, t)
         return changes
     if quota.model[0] == QM_KAI:
         return kai_cycle(

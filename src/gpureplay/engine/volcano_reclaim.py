@@ -175,11 +175,13 @@ def _mark(qt: Quotas, jobs: Jobs, js: JobState, v: int, owner: int) -> None:
 
 
 @kernel
-def _node_units(qt: Quotas, jobs: Jobs, js: JobState, n: int, q: int) -> int:
-    """Gather node ``n``'s reclaimees for queue ``q`` and its releasing resources; returns their number.
+def _node_units(qt: Quotas, jobs: Jobs, js: JobState, n: int, q: int, within: bool) -> int:
+    """Gather node ``n``'s candidate victims for queue ``q`` and its releasing resources; their number.
 
-    ``qt.v_unit``: the reclaimee jobs in victim order; ``qt.v_ucnt``: their pods on ``n``; ``qt.v_node``:
-    what terminating and just evicted jobs hold on ``n``.
+    The candidates: running pods of preemptible jobs of queue ``q`` (``within``: the preempt action), else
+    of other queues above their deserved share (the reclaim action). ``qt.v_unit``: the candidate jobs in
+    victim order; ``qt.v_ucnt``: their pods on ``n``; ``qt.v_node``: what terminating and just evicted
+    jobs hold on ``n``.
     """
     qt.v_walk[0] += 1
     stamp = qt.v_walk[0]
@@ -198,7 +200,10 @@ def _node_units(qt: Quotas, jobs: Jobs, js: JobState, n: int, q: int) -> int:
         if status != S_RUNNING or jobs.ints[J_PREEMPTIBLE, v] == 0:
             continue
         vq = jobs.ints[J_TENANT, v]
-        if vq == q or qt.v_over[vq] == 0:
+        if within:
+            if vq != q:
+                continue
+        elif vq == q or qt.v_over[vq] == 0:
             # Not reclaimable, or at or below its deserved share: the proportion plugin takes none of its
             # pods (its running copy only falls), and leaving them out changes no other victim's order.
             continue
@@ -261,7 +266,7 @@ def _reclaim_on(
 ) -> bool:
     """One pod of job ``j`` on node ``n``: find, validate and evict victims; whether the pod was pipelined."""
     q = jobs.ints[J_TENANT, j]
-    count = _node_units(qt, jobs, js, n, q)
+    count = _node_units(qt, jobs, js, n, q, False)
     if count == 0:
         return False
     kept = _victims(qt, jobs, count, pod)
@@ -404,7 +409,6 @@ def reclaim_action(
             push_class_head(qt, jobs, js, cs.ints[C_TENANT, c], c, j)
     for q in range(num_q):
         qt.v_qin[q] = 1 if qt.hsize[q] > 0 else 0
-    qt.v_pipe[:, :] = 0.0
     qt.v_nvict[0] = 0
     qt.v_npart[0] = 0
     qt.v_mut[0] += 1  # failures remembered by earlier actions expire

@@ -24,6 +24,7 @@ from gpureplay.errors import InputError, Problem
 from gpureplay.queues.fair_share import volcano_real_capability
 from gpureplay.queues.manifests import ManifestSet
 from gpureplay.queues.tree import GPU_RESOURCE, VOLCANO_WEIGHT_RANGE, VolcanoQueue
+from gpureplay.queues.volcano_actions import DEFAULT_ACTIONS, VolcanoActions
 
 __all__ = [
     "MAX_WEIGHT",
@@ -65,8 +66,8 @@ class VolcanoQueues:
         Where the queues came from, for logs and errors.
     reclaimable
         ``spec.reclaimable`` (1: the reclaim action may evict the queue's pods; Volcano's default).
-    reclaim
-        Whether the sessions run the ``reclaim`` action after ``allocate`` (``scheduler.actions``).
+    actions
+        What the sessions run after ``allocate`` (``scheduler.actions``, ``scheduler.preemptable_plugins``).
     """
 
     names: tuple[str, ...]
@@ -77,7 +78,7 @@ class VolcanoQueues:
     overcommit: float
     source: str
     reclaimable: Int64Array
-    reclaim: bool = False
+    actions: VolcanoActions = DEFAULT_ACTIONS
 
     @property
     def cluster_queues(self) -> tuple[str, ...]:
@@ -104,7 +105,11 @@ class VolcanoQueues:
 
 
 def generated_volcano_queues(
-    gpu_quota: Mapping[str, float], *, overcommit: float, source: str, reclaim: bool = False
+    gpu_quota: Mapping[str, float],
+    *,
+    overcommit: float,
+    source: str,
+    actions: VolcanoActions = DEFAULT_ACTIONS,
 ) -> VolcanoQueues:
     """A queue per trace queue, its ``weight`` its quota in GPUs (rounded, within Volcano's 1..65535).
 
@@ -123,7 +128,7 @@ def generated_volcano_queues(
         overcommit=overcommit,
         source=source,
         reclaimable=np.ones(num, dtype=np.int64),
-        reclaim=reclaim,
+        actions=actions,
     )
 
 
@@ -144,7 +149,12 @@ def _amounts(
 
 
 def manifest_volcano_queues(
-    manifests: ManifestSet, jobs: pl.DataFrame, *, overcommit: float, source: str, reclaim: bool = False
+    manifests: ManifestSet,
+    jobs: pl.DataFrame,
+    *,
+    overcommit: float,
+    source: str,
+    actions: VolcanoActions = DEFAULT_ACTIONS,
 ) -> VolcanoQueues:
     """The :class:`VolcanoQueues` of Volcano ``Queue`` manifests, for jobs whose ``queue`` names them.
 
@@ -231,7 +241,7 @@ def manifest_volcano_queues(
         overcommit=overcommit,
         source=source,
         reclaimable=np.array(reclaimable, dtype=np.int64),
-        reclaim=reclaim,
+        actions=actions,
     )
 
 

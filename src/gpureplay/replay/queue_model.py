@@ -22,6 +22,7 @@ from gpureplay.queues.kueue_preemption import preemption_problems, preempts, uni
 from gpureplay.queues.kueue_quota import KueueQuotas, generated_quotas, manifest_quotas
 from gpureplay.queues.manifests import ManifestSet, read_manifests
 from gpureplay.queues.quotas import gpu_time_quotas, quota_of_each_queue, read_vc_nodes, vc_node_quotas
+from gpureplay.queues.volcano_actions import VolcanoActions, volcano_actions, volcano_preemptable
 from gpureplay.queues.volcano_queues import VolcanoQueues, generated_volcano_queues, manifest_volcano_queues
 from gpureplay.schedulers.policy import (
     Backfill,
@@ -42,13 +43,11 @@ from gpureplay.schedulers.policy import (
 
 __all__ = [
     "DEFAULT_OVERCOMMIT",
-    "VOLCANO_ACTIONS",
     "kai_queues",
     "kueue_quotas",
     "queue_model_problems",
     "tenant_jobs",
     "volcano_queues",
-    "volcano_reclaims",
 ]
 
 #: Volcano's overcommit plugin's default ``overcommit-factor`` (``plugins/overcommit/overcommit.go``).
@@ -83,6 +82,13 @@ def queue_model_problems(
     if model is not QueueModel.volcano and policy.actions is not None:
         problems.append(
             ("scheduler.actions", "is read under queues: volcano only (Volcano's scheduler actions)")
+        )
+    if model is not QueueModel.volcano and policy.preemptable_plugins is not None:
+        problems.append(
+            (
+                "scheduler.preemptable_plugins",
+                "is read under queues: volcano only, with the preempt action in scheduler.actions",
+            )
         )
     if model is QueueModel.none:
         for key, unset in (
@@ -166,8 +172,9 @@ def queue_model_problems(
             "Kueue preempts by its ClusterQueues' own policies: use preemption: none with "
             "within_cluster_queue / reclaim_within_cohort (or the manifests' spec.preemption)"
             if model is QueueModel.kueue
-            else "Volcano evicts by its own actions: use preemption: none with scheduler.actions (reclaim "
-            "between queues: 'enqueue, allocate, reclaim, backfill'; its preempt action is not modelled yet)"
+            else "Volcano evicts by its own actions: use preemption: none with scheduler.actions (within a "
+            "queue: 'enqueue, allocate, preempt, backfill'; between queues: 'enqueue, allocate, reclaim, "
+            "backfill'; both: 'enqueue, allocate, preempt, reclaim, backfill')"
             if model is QueueModel.volcano
             else "KAI's reclaim (between queues) and preempt (within a queue) actions are not modelled yet: "
             "use preemption: none"
@@ -192,40 +199,6 @@ def queue_model_problems(
     return problems
 
 
-#: The Volcano action lists the replay models (``scheduler.actions``), and whether each runs reclaim.
-VOLCANO_ACTIONS: dict[tuple[str, ...], bool] = {
-    ("enqueue", "allocate", "backfill"): False,
-    ("enqueue", "allocate", "reclaim", "backfill"): True,
-    ("enqueue", "allocate", "backfill", "reclaim"): True,
-}
-
-#: Volcano's other actions (``pkg/scheduler/actions``), named in the refusal.
-_VOLCANO_UNMODELLED = ("preempt", "gangpreempt", "gangreclaim", "shuffle")
-
-
-def volcano_reclaims(actions: str | None) -> bool:
-    """Whether Volcano's action list ``actions`` (``scheduler.actions``; None: the default) runs reclaim.
-
-    Raises
-    ------
-    ValueError
-        When the list is not one the replay models (the message says which are).
-    """
-    if actions is None:
-        return False
-    names = tuple(part.strip() for part in str(actions).split(",") if part.strip())
-    if names in VOLCANO_ACTIONS:
-        return VOLCANO_ACTIONS[names]
-    unmodelled = [name for name in names if name in _VOLCANO_UNMODELLED]
-    known = "; ".join(", ".join(a) for a in VOLCANO_ACTIONS)
-    if unmodelled:
-        raise ValueError(
-            f"Volcano's {', '.join(unmodelled)} action is not modelled yet (found {actions!r}); the modelled "
-            f"lists: {known}"
-        )
-    raise ValueError(f"the replay models the action lists {known} (found {actions!r})")
-
-
 def _volcano_key_problems(policy: Policy) -> list[tuple[str, str]]:
     problems = [
         (f"scheduler.{key}", "is Kueue's: read under queues: kueue only")
@@ -233,9 +206,22 @@ def _volcano_key_problems(policy: Policy) -> list[tuple[str, str]]:
         if not unset
     ]
     try:
-        volcano_reclaims(policy.actions)
+        preempt, _ = volcano_actions(policy.actions)
     except ValueError as error:
         problems.append(("scheduler.actions", str(error)))
+        preempt = True  # say what is wrong with preemptable_plugins too
+    if policy.preemptable_plugins is not None and not preempt:
+        problems.append(
+            (
+                "scheduler.preemptable_plugins",
+                "is read by Volcano's preempt action only: add preempt to scheduler.actions (e.g. 'enqueue, "
+                "allocate, preempt, backfill')",
+            )
+        )
+    try:
+        volcano_preemptable(policy.preemptable_plugins)
+    except ValueError as error:
+        problems.append(("scheduler.preemptable_plugins", str(error)))
     factor = policy.overcommit_factor
     if not (math.isfinite(factor) and factor >= 1.0):
         problems.append(
@@ -334,21 +320,22 @@ def volcano_queues(policy: Policy, jobs: pl.DataFrame, nodes: pl.DataFrame) -> V
     if QueueModel[_name(policy.queues)] is not QueueModel.volcano:
         return None
     factor = float(policy.overcommit_factor)
-    reclaim = volcano_reclaims(policy.actions)
+    preempt, reclaim = volcano_actions(policy.actions)
+    actions = VolcanoActions(preempt, reclaim, volcano_preemptable(policy.preemptable_plugins))
     if QuotaSource[_name(policy.quotas)] is QuotaSource.manifests:
         manifests, path = _read_manifests(policy)
-        queues = manifest_volcano_queues(manifests, jobs, overcommit=factor, source=path, reclaim=reclaim)
+        queues = manifest_volcano_queues(manifests, jobs, overcommit=factor, source=path, actions=actions)
     else:
         per_queue, described = _derived_per_queue(policy, jobs, nodes)
         queues = generated_volcano_queues(
-            per_queue, overcommit=factor, source=f"weights from {described}", reclaim=reclaim
+            per_queue, overcommit=factor, source=f"weights from {described}", actions=actions
         )
     log.info(
         "queues: volcano, %d queues (%s), overcommit-factor %g, actions %s",
         len(queues.names),
         queues.source,
         factor,
-        "enqueue, allocate, reclaim, backfill" if reclaim else "enqueue, allocate, backfill",
+        actions.describe(),
     )
     return queues
 

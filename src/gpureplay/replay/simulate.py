@@ -518,7 +518,10 @@ def _initial(
             compiled.classes.ints[L.C_TENANT],
             compiled.jobs.ints.shape[1],
             quotas.reclaimable,
-            compiled.cluster.node_int.shape[1] if quotas.reclaim else 0,
+            compiled.cluster.node_int.shape[1],
+            quotas.actions.bits(),
+            quotas.actions.plugin_bits(),
+            int(compiled.classes.ints[L.C_PODS].max(initial=0)),
         )
     elif quotas is not None:
         quota = quota_state(

@@ -550,7 +550,13 @@ class Policy:
     actions
         ``queues: volcano`` only: the session's actions as Volcano's scheduler configuration lists them
         (null: Volcano's default ``enqueue, allocate, backfill``). ``enqueue, allocate, reclaim, backfill``
-        adds the reclaim action: a queue below its deserved share evicts pods of queues above theirs.
+        adds the reclaim action: a queue below its deserved share evicts pods of queues above theirs;
+        ``enqueue, allocate, preempt, backfill`` the preempt action: a starving job evicts jobs of its own
+        queue (both: preempt first). See :mod:`gpureplay.queues.volcano_actions`.
+    preemptable_plugins
+        ``queues: volcano`` with the preempt action only: the plugins whose ``enablePreemptable`` is on,
+        from ``priority, gang, conformance, drf`` (null: all, Volcano's built-in configuration; the Helm
+        chart's is ``priority, conformance``).
     """
 
     name: str = "fifo"
@@ -605,6 +611,7 @@ class Policy:
     borrow_max_priority: int | None = None
     overcommit_factor: float = 1.2
     actions: str | None = None
+    preemptable_plugins: str | None = None
 
     def devices_per_gpu(self) -> int:
         """``nvidia.com/gpu`` devices per GPU: ``replicas`` when shared by replicas, else 1."""
