@@ -2468,6 +2468,13 @@ def backoff_seconds(failures: int) -> float:
 
 #: [Volcano queues] resource names in the engine's order, and bytes per MiB (Volcano counts bytes).
 VOLCANO_NAMES = tuple(name for name, _ in VOLCANO_RESOURCES)
+
+
+def volcano_le(a: float, b: float) -> bool:
+    """[Volcano queues] Volcano's ``a <= b`` within ``minResource``."""
+    return a < b or abs(a - b) < VOLCANO_MIN_RESOURCE
+
+
 MIB = float(2**20)
 
 
@@ -3466,9 +3473,7 @@ class _Replay:
             deserved[q] = values
         share = [volcano_share(alloc[q], deserved[q]) for q in range(num)]
         real = vq.real_capability(self.volcano_total)
-
-        def le(a: float, b: float) -> bool:
-            return a < b or abs(a - b) < VOLCANO_MIN_RESOURCE
+        le = volcano_le
 
         def order(q: int) -> tuple[int, float, int]:
             return (-int(vq.priority[q]), share[q], q)
@@ -3550,6 +3555,20 @@ class _Replay:
             if vq.actions.reclaim:
                 self.volcano_reclaim(vq, deserved, alloc, waiting, pipe)
 
+    def volcano_amount(self, job: Job, pods: int) -> list[float]:
+        """[Volcano preempt] [Volcano reclaim] ``pods`` of the job's pods, per resource in Volcano's units."""
+        request = self.volcano_request(job, pods)
+        return [request[n] for n in VOLCANO_NAMES]
+
+    def volcano_drf(self, job: Job, pods: int) -> float:
+        """[Volcano preempt] [Volcano reclaim] the drf plugin's share of ``pods`` of the job's pods:
+        ``max_r amount_r / total_r`` (0/0: 0, x/0: 1)."""
+        found = 0.0
+        for r, a in enumerate(self.volcano_amount(job, pods)):
+            total = float(self.volcano_total[r])
+            found = max(found, (0.0 if a == 0.0 else 1.0) if total == 0.0 else a / total)
+        return found
+
     def volcano_candidates(self, n: int, marked: dict[int, Job]) -> tuple[list[float], list[tuple[Job, int]]]:
         """[Volcano preempt] [Volcano reclaim] node ``n``'s releasing resources (terminating and marked
         jobs' pods there) and its running jobs with their pods there."""
@@ -3589,21 +3608,9 @@ class _Replay:
         names = VOLCANO_NAMES
         num = len(self.queue_names)
         index = {name: q for q, name in enumerate(self.queue_names)}
-        total = [float(self.volcano_total[r]) for r in range(3)]
         plugins = set(vq.actions.preemptable)
 
-        def le(a: float, b: float) -> bool:
-            return a < b or abs(a - b) < VOLCANO_MIN_RESOURCE
-
-        def amount(job: Job, pods: int) -> list[float]:
-            request = self.volcano_request(job, pods)
-            return [request[n] for n in names]
-
-        def drf(job: Job, pods: int) -> float:
-            found = 0.0
-            for r, a in enumerate(amount(job, pods)):
-                found = max(found, (0.0 if a == 0.0 else 1.0) if total[r] == 0.0 else a / total[r])
-            return found
+        le, amount, drf = volcano_le, self.volcano_amount, self.volcano_drf
 
         def allocatable(q: int, pod: list[float]) -> bool:
             return all(pod[r] == 0.0 or le(alloc[q][n] + pod[r], deserved[q][n]) for r, n in enumerate(names))
@@ -3734,26 +3741,13 @@ class _Replay:
         names = VOLCANO_NAMES
         num = len(self.queue_names)
         index = {name: q for q, name in enumerate(self.queue_names)}
-        total = [float(self.volcano_total[r]) for r in range(3)]
-
-        def le(a: float, b: float) -> bool:
-            return a < b or abs(a - b) < VOLCANO_MIN_RESOURCE
-
-        def amount(job: Job, pods: int) -> list[float]:
-            request = self.volcano_request(job, pods)
-            return [request[n] for n in names]
+        le, amount, drf = volcano_le, self.volcano_amount, self.volcano_drf
 
         def share(q: int) -> float:
             return volcano_share(alloc[q], deserved[q])
 
         def queue_rank(q: int) -> tuple[int, float, int]:
             return (-int(vq.priority[q]), share(q), q)
-
-        def drf(job: Job, pods: int) -> float:
-            found = 0.0
-            for r, a in enumerate(amount(job, pods)):
-                found = max(found, (0.0 if a == 0.0 else 1.0) if total[r] == 0.0 else a / total[r])
-            return found
 
         def above(q: int, held: list[float]) -> bool:
             return any(not le(held[r], deserved[q][n]) for r, n in enumerate(names))
