@@ -80,6 +80,7 @@ from gpureplay.engine.volcano_reclaim import (
     _job_amount,
     _mark,
     _node_units,
+    _order_units,
     _pass,
     _preemptive,
     _set_alloc,
@@ -202,7 +203,9 @@ def _preempt_on(
 ) -> bool:
     """One pod of job ``j`` on node ``n``: find, validate and evict victims; whether the pod was pipelined."""
     q = jobs.ints[J_TENANT, j]
-    count = _node_units(qt, jobs, js, n, q, True)
+    # Gathered unordered: the plugins' victims do not depend on the order, and most nodes fail
+    # ValidateVictims; only a node that passes sorts its victims.
+    count = _node_units(qt, jobs, js, n, q, True, False)
     for i in range(count):
         qt.v_uall[i] = qt.v_ucnt[i]
     kept = _tier_one(qt, jobs, count, j)
@@ -222,6 +225,7 @@ def _preempt_on(
         g2 += _job_amount(jobs, qt.v_unit[i], int(qt.v_ucnt[i]), 2)
     if not _fits_future(pod, (g0, g1, g2)):
         return False  # ValidateVictims
+    _order_units(qt, jobs, js, kept)
     for i in range(kept):
         if _preemptive(qt, q, pod) and _fits_future(pod, (f0, f1, f2)):
             break

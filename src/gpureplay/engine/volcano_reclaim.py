@@ -175,13 +175,13 @@ def _mark(qt: Quotas, jobs: Jobs, js: JobState, v: int, owner: int) -> None:
 
 
 @kernel
-def _node_units(qt: Quotas, jobs: Jobs, js: JobState, n: int, q: int, within: bool) -> int:
+def _node_units(qt: Quotas, jobs: Jobs, js: JobState, n: int, q: int, within: bool, ordered: bool) -> int:
     """Gather node ``n``'s candidate victims for queue ``q`` and its releasing resources; their number.
 
     The candidates: running pods of preemptible jobs of queue ``q`` (``within``: the preempt action), else
-    of other queues above their deserved share (the reclaim action). ``qt.v_unit``: the candidate jobs in
-    victim order; ``qt.v_ucnt``: their pods on ``n``; ``qt.v_node``: what terminating and just evicted
-    jobs hold on ``n``.
+    of other queues above their deserved share (the reclaim action). ``qt.v_unit``: the candidate jobs (in
+    victim order when ``ordered``, else :func:`_order_units` puts them in it); ``qt.v_ucnt``: their pods on
+    ``n``; ``qt.v_node``: what terminating and just evicted jobs hold on ``n``.
     """
     qt.v_walk[0] += 1
     stamp = qt.v_walk[0]
@@ -215,18 +215,28 @@ def _node_units(qt: Quotas, jobs: Jobs, js: JobState, n: int, q: int, within: bo
         qt.v_unit[count] = v
         qt.v_ucnt[count] = 1
         count += 1
-    # Victim order (insertion sort: a node holds a handful of jobs); the slots follow the units.
+    if ordered:
+        _order_units(qt, jobs, js, count)
+    return count
+
+
+@kernel
+def _order_units(qt: Quotas, jobs: Jobs, js: JobState, count: int) -> None:
+    """Put the first ``count`` units (``qt.v_unit``, ``qt.v_ucnt``, ``qt.v_uall``) in victim order."""
+    # Insertion sort: a node holds a handful of jobs.
     for i in range(1, count):
         v = qt.v_unit[i]
         k = qt.v_ucnt[i]
+        u = qt.v_uall[i]
         m = i
         while m > 0 and _victim_before(qt, jobs, js, v, qt.v_unit[m - 1]):
             qt.v_unit[m] = qt.v_unit[m - 1]
             qt.v_ucnt[m] = qt.v_ucnt[m - 1]
+            qt.v_uall[m] = qt.v_uall[m - 1]
             m -= 1
         qt.v_unit[m] = v
         qt.v_ucnt[m] = k
-    return count
+        qt.v_uall[m] = u
 
 
 @kernel
@@ -266,7 +276,7 @@ def _reclaim_on(
 ) -> bool:
     """One pod of job ``j`` on node ``n``: find, validate and evict victims; whether the pod was pipelined."""
     q = jobs.ints[J_TENANT, j]
-    count = _node_units(qt, jobs, js, n, q, False)
+    count = _node_units(qt, jobs, js, n, q, False, True)
     if count == 0:
         return False
     kept = _victims(qt, jobs, count, pod)
