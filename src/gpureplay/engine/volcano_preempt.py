@@ -57,7 +57,6 @@ from gpureplay.engine.config import inline_kernel, kernel
 from gpureplay.engine.jobs import evict_job
 from gpureplay.engine.layout import (
     C_PODS,
-    C_TENANT,
     D_PLACED,
     D_STATUS,
     D_WAITING,
@@ -68,13 +67,11 @@ from gpureplay.engine.layout import (
     J_PREEMPTIBLE,
     J_PRIO,
     J_TENANT,
-    K_NACTIVE,
     S_RUNNING,
 )
-from gpureplay.engine.pending import cursor_reset
 from gpureplay.engine.preemption import could_ever_fit
 from gpureplay.engine.proportion import MIB, _class_pod, _le, _next_inqueue, _to_volcano
-from gpureplay.engine.quota_tree import drop_top, push_class_head
+from gpureplay.engine.quota_tree import drop_top
 from gpureplay.engine.volcano_reclaim import (
     _drf_share,
     _job_amount,
@@ -84,6 +81,7 @@ from gpureplay.engine.volcano_reclaim import (
     _pass,
     _preemptive,
     _set_alloc,
+    inqueue_heads,
 )
 
 #: ``qt.v_act[0]`` bits: the actions a session runs after allocate.
@@ -294,17 +292,7 @@ def preempt_action(
     drf_only = flags & PF_GANG != 0 or flags & (PF_PRIORITY | PF_CONFORMANCE) == 0
     if flags & PF_DRF == 0 and (drf_only or not _tier_one_anywhere(qt, sc)):
         return 0  # no plugin can name a victim this session
-    for q in range(num_q):
-        qt.hsize[q] = 0
-    for a in range(run.counters[K_NACTIVE]):
-        c = pend.active[a]
-        qt.v_seen[c] = 0
-        if qt.v_cinq[c] == 0:
-            continue
-        cursor_reset(cs, pend, c)
-        j = _next_inqueue(jobs, cs, js, pend, qt, c)
-        if j >= 0:
-            push_class_head(qt, jobs, js, cs.ints[C_TENANT, c], c, j)
+    inqueue_heads(qt, jobs, cs, js, pend, run)
     qt.v_nvict[0] = 0
     qt.v_mut[0] += 1  # failures remembered by earlier actions expire
     evicted = 0

@@ -370,6 +370,22 @@ def _next_reclaimer(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: Qu
     return best
 
 
+@kernel
+def inqueue_heads(qt: Quotas, jobs: Jobs, cs: Classes, js: JobState, pend: Pending, run: Run) -> None:
+    """Each queue's heap of class heads over its pending Inqueue jobs, in job order (the actions' start)."""
+    for q in range(qt.v_on.shape[0]):
+        qt.hsize[q] = 0
+    for a in range(run.counters[K_NACTIVE]):
+        c = pend.active[a]
+        qt.v_seen[c] = 0
+        if qt.v_cinq[c] == 0:
+            continue
+        cursor_reset(cs, pend, c)
+        j = _next_inqueue(jobs, cs, js, pend, qt, c)
+        if j >= 0:
+            push_class_head(qt, jobs, js, cs.ints[C_TENANT, c], c, j)
+
+
 @inline_kernel
 def _victims_anywhere(qt: Quotas) -> bool:
     # ``qt.v_over``: the reclaimable queues above their deserved share, the only ones that give victims;
@@ -406,17 +422,7 @@ def reclaim_action(
     num_q = qt.v_on.shape[0]
     if not _victims_anywhere(qt):
         return 0
-    for q in range(num_q):
-        qt.hsize[q] = 0
-    for a in range(run.counters[K_NACTIVE]):
-        c = pend.active[a]
-        qt.v_seen[c] = 0
-        if qt.v_cinq[c] == 0:
-            continue
-        cursor_reset(cs, pend, c)
-        j = _next_inqueue(jobs, cs, js, pend, qt, c)
-        if j >= 0:
-            push_class_head(qt, jobs, js, cs.ints[C_TENANT, c], c, j)
+    inqueue_heads(qt, jobs, cs, js, pend, run)
     for q in range(num_q):
         qt.v_qin[q] = 1 if qt.hsize[q] > 0 else 0
     qt.v_nvict[0] = 0
@@ -496,4 +502,4 @@ def reclaim_action(
     return evicted
 
 
-__all__ = ["reclaim_action"]
+__all__ = ["inqueue_heads", "reclaim_action"]
