@@ -96,15 +96,19 @@ PF_DRF = 8
 SHARE_DELTA = 0.000001
 
 
+@inline_kernel
+def _tier_one_silent(flags: int) -> bool:
+    # Tier 1 never names a victim: gang is on (its list is always empty for whole gangs), or no tier-1
+    # plugin is.
+    return flags & PF_GANG != 0 or flags & (PF_PRIORITY | PF_CONFORMANCE) == 0
+
+
 @kernel
 def _tier_one(qt: Quotas, jobs: Jobs, count: int, j: int) -> int:
     """Tier 1 (priority, gang, conformance) over the ``count`` preemptees: the victims kept first, or -1
     when the tier decides nothing (no plugin on, or one of them returned an empty list)."""
     flags = qt.v_act[1]
-    if flags & (PF_PRIORITY | PF_GANG | PF_CONFORMANCE) == 0 or count == 0:
-        return -1
-    if flags & PF_GANG != 0:
-        # A whole gang's ready pods never exceed its minAvailable: the gang plugin's list is empty.
+    if _tier_one_silent(flags) or count == 0:
         return -1
     if flags & PF_PRIORITY == 0:
         return count  # conformance alone: no kube-system critical pod among the jobs
@@ -121,11 +125,10 @@ def _tier_one(qt: Quotas, jobs: Jobs, count: int, j: int) -> int:
 
 @inline_kernel
 def _tier_one_may(qt: Quotas, jobs: Jobs, j: int, q: int) -> bool:
-    # Whether tier 1 can name a victim of job j (queue q) anywhere: not with gang on (its list is always
-    # empty for whole gangs) or with no tier-1 plugin on; else only while a running preemptible job of q
-    # holds pods (``qt.v_qminp``: the lowest priority among them), of lower priority when priority is on.
+    # Whether tier 1 can name a victim of job j (queue q) anywhere: only while a running preemptible job
+    # of q holds pods (``qt.v_qbound`` >= 0), of lower priority (``qt.v_qminp``) when priority is on.
     flags = qt.v_act[1]
-    if flags & PF_GANG != 0 or flags & (PF_PRIORITY | PF_CONFORMANCE) == 0:
+    if _tier_one_silent(flags):
         return False
     if flags & PF_PRIORITY == 0:
         return bool(qt.v_qbound[q] >= 0.0)
@@ -289,7 +292,7 @@ def preempt_action(
     """
     num_q = qt.v_on.shape[0]
     flags = qt.v_act[1]
-    drf_only = flags & PF_GANG != 0 or flags & (PF_PRIORITY | PF_CONFORMANCE) == 0
+    drf_only = _tier_one_silent(flags)
     if flags & PF_DRF == 0 and (drf_only or not _tier_one_anywhere(qt, sc)):
         return 0  # no plugin can name a victim this session
     inqueue_heads(qt, jobs, cs, js, pend, run)
