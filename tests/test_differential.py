@@ -983,6 +983,60 @@ def test_kai_queues_agree(
 
 
 @st.composite
+def kai_evict_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
+    """A small contended case under KAI's queues with the reclaim and/or preempt action: early, long jobs of
+    several small pods fill (and fragment) the cluster, later jobs of mixed priorities (100 and above are
+    non-preemptible) and sizes; the queues as :func:`kai_manifests` draws them (quotas, weights, limits,
+    priorities, parent levels). Whole-GPU pods (the actions' scope), sometimes CPU requests."""
+    per_node = draw(st.sampled_from([4, 8]))
+    nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": per_node}] * draw(st.integers(1, 4)))
+    names = ("vc-a", "vc-b", "vc-c")[: draw(st.integers(1, 3))]
+    rows = []
+    for i in range(draw(st.integers(3, 24))):
+        early = draw(st.booleans())
+        rows.append(
+            {
+                "job_id": i + 1,
+                "submit_time": float(draw(st.sampled_from([0, 0, 0, 1, 3]) if early else st.integers(2, 60))),
+                "duration": float(draw(st.sampled_from([300, 1000] if early else [20, 50, 100, 300]))),
+                "num_pods": draw(st.sampled_from([1, 2, 2, 4] if early else [1, 1, 1, 2, 3])),
+                "gpu_milli": 1000 * draw(st.sampled_from([1, 2, 3] if early else [1, 2, 3, 5, per_node])),
+                "cpu_milli": draw(st.sampled_from([0, 0, 0, 2000, 8000])),
+                "queue": draw(st.sampled_from(names)),
+                "priority": draw(st.sampled_from([0, 0, 50] if early else [0, 50, 50, 100, 125])),
+                "checkpoint_interval": draw(st.sampled_from([0.0, 10.0, math.inf])),
+            }
+        )
+    jobs = jobs_frame(rows)
+    policy = Policy(
+        name="kai-reclaim",
+        queue_order=QueueOrder.priority,
+        backfill=Backfill.skip,
+        node_placement=draw(st.sampled_from(["best_fit", "first_fit", "kai_binpack"])),
+        gpu_placement=draw(st.sampled_from(["best_fit", "first_fit"])),
+        session_interval=draw(st.sampled_from([0.0, 0.0, 2.0])),
+        graceful_termination=draw(st.sampled_from([0.0, 0.0, 30.0])),
+        queues=QueueModel.kai,
+        quotas=QuotaSource.manifests,
+        manifests=_manifest_file(draw(kai_manifests(names))),
+        actions=draw(
+            st.sampled_from(["allocate, reclaim", "allocate, preempt", "allocate, reclaim, preempt"])
+        ),
+    )
+    return jobs, nodes, policy
+
+
+# KAI's reclaim and preempt actions (tests/test_kai_evict.py holds the hand-computed cases).
+@settings(max_examples=40, **SETTINGS)
+@given(case=kai_evict_cases(), sample_interval=sample_intervals, seed=seeds)
+def test_kai_evict_agrees(
+    case: tuple[pl.DataFrame, pl.DataFrame, Policy], sample_interval: float, seed: int
+) -> None:
+    jobs, nodes, policy = case
+    assert_agree(jobs, nodes, policy, seed=seed, sample_interval=sample_interval)
+
+
+@st.composite
 def reclaim_idle_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
     """A small case under ReclaimIdleResource: two or three PriorityClasses with drawn annotations (short
     tolerations and windows, thresholds, raised minimum preemptable priorities) and drawn per-job usage."""

@@ -264,7 +264,7 @@ def test_volcano_manifests_are_refused_under_kai(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("change", "key", "words"),
     [
-        ({"preemption": "priority"}, "scheduler.preemption", "KAI's reclaim"),
+        ({"preemption": "priority"}, "scheduler.preemption", "KAI evicts by its own actions"),
         ({"fair_sharing": True}, "scheduler.fair_sharing", "Kueue's"),
         ({"overcommit_factor": 2.0}, "scheduler.overcommit_factor", "queues: volcano only"),
         ({"backfill_depth": 3}, "scheduler.backfill", "KAI's allocate action drops"),

@@ -50,8 +50,9 @@ SAME_MECHANICS = (
     "volcano-reclaim",
     "volcano-preempt",
 )
-#: Presets that need a workload of their own (tests below).
-OWN_WORKLOAD = ("reclaim-idle",)
+#: Presets that need a workload of their own (tests below); kai-reclaim's full replay takes minutes (its
+#: reclaim churns on Philly: README), so a fifth of it runs below.
+OWN_WORKLOAD = ("reclaim-idle", "kai-reclaim")
 PHILLY_PRESETS = [
     name
     for name in preset_names()
@@ -134,6 +135,21 @@ def test_full_philly_preempts_within_queues_by_drf(philly: tuple[pl.DataFrame, p
     assert within.height > 0
     # The GPU is the dominant resource of every Philly job (no CPU or memory requests).
     assert (((within["num_pods"] - 1) * within["gpu_milli"]) >= within["gpu_milli_by"]).all()
+
+
+@pytest.mark.slow
+def test_philly_reclaims_between_kai_queues(philly: tuple[pl.DataFrame, pl.DataFrame]) -> None:
+    """The first fifth of Philly's jobs (by submit time) at 6x under ``kai-reclaim``, with the debug checks:
+    Philly has one priority, so KAI's preempt action finds no victim and every eviction is reclaim's, of a
+    job of another queue; every job finishes."""
+    jobs, nodes = philly
+    jobs = jobs.sort("submit_time").head(jobs.height // 5)
+    checked = simulate(jobs, nodes, preset("kai-reclaim"), debug=True)
+    assert (checked.jobs["state"] == "finished").all()
+    queue_of = dict(jobs.select("job_id", "queue").iter_rows())
+    evicted = checked.attempts.filter(pl.col("evicted_by").is_not_null())
+    assert evicted.height > 0
+    assert all(queue_of[v] != queue_of[by] for v, by in evicted.select("job_id", "evicted_by").iter_rows())
 
 
 @pytest.mark.slow

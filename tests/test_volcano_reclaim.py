@@ -159,7 +159,7 @@ def test_actions_are_refused_outside_volcano_and_when_not_modelled() -> None:
     rows = jobs_frame([job(1, 0.0, "a", 1, 1)])
     nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": 8}])
     kueue = Policy(name="k", queues=QueueModel.kueue, quotas=QuotaSource.gpu_time_share, actions=RECLAIM)
-    with pytest.raises(InputError, match=r"'scheduler\.actions': is read under queues: volcano only"):
+    with pytest.raises(InputError, match=r"'scheduler\.actions': is read under queues: volcano or kai only"):
         simulate(rows, nodes, kueue)
     wrong = replace(
         VOLCANO, quotas=QuotaSource.gpu_time_share, actions="enqueue, allocate, gangpreempt, backfill"

@@ -22,7 +22,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -53,8 +53,15 @@ from gpureplay.queues.fair_share import (
     volcano_proportion,
     volcano_share,
 )
-from gpureplay.queues.kai_order import KaiQueueState, dominant_share, queue_before, within_capacity
+from gpureplay.queues.kai_order import (
+    KaiQueueState,
+    dominant_share,
+    queue_before,
+    victim_first,
+    within_capacity,
+)
 from gpureplay.queues.kai_queues import KaiQueues, kai_preemptibility, kai_total
+from gpureplay.queues.kai_reclaimable import can_reclaim, preempt_within_quota, reclaimable
 from gpureplay.queues.kueue_fair_preemption import fair_preemption_targets
 from gpureplay.queues.kueue_preemption import Admitted, preemption_targets, preempts
 from gpureplay.queues.kueue_quota import (
@@ -1269,6 +1276,7 @@ class Job:
     waiting: int = 0  # victims it evicted that still terminate
     nominator: Job | None = None
     nominated: list[int] = field(default_factory=list)  # [Nominated nodes] one node per nominated pod
+    kai_reserved: bool = False  # [KAI reclaim] its nominations are a KAI preemptor's pipelined pods
     # [GPU sharing by replicas] "Throughput": the running attempt progresses at ``rate`` from
     # ``since`` (>= progress0) on, with ``done`` seconds of work made before ``since``; so
     # progress(t) = done + (t - since) * rate and finish = since + (work_left - done) / rate.
@@ -2701,6 +2709,7 @@ class _Replay:
             other.pod
             for other in self.nominees
             if other.priority > job.priority
+            or (other.kai_reserved and self.kai_class(other) != self.kai_class(job))
             for n in other.nominated
             if n == node.index
         ]
@@ -2741,10 +2750,15 @@ class _Replay:
 
     def end_nomination(self, job: Job) -> None:
         """Drop ``job``'s nominations: the room they hid is free for everyone (a new version)."""
+        job.kai_reserved = False
         if job.nominated:
             job.nominated = []
             self.nominees.remove(job)
             self.version += 1
+
+    def kai_class(self, job: Job) -> tuple[Any, ...]:
+        """[KAI reclaim] the engine's class of a job: its queue's jobs of one demand, priority and policy."""
+        return (job.queue, *self.class_key(job))
 
     def place(self, cluster: Cluster, node: int, job: Job, pod_index: int, attempt: int) -> PodPlacement:
         if self.numa_aware:
@@ -3894,7 +3908,8 @@ class _Replay:
             found = [0, 0, 0]
             fixed = [0, 0, 0]
             for job in self.jobs:
-                if job.queue == name:
+                # [KAI reclaim] a terminating victim's pods are Releasing: not in KAI's allocated statuses.
+                if job.queue == name and job.state != "terminating":
                     n = len(job.placements)
                     for r, amount in enumerate((n * job.pod.milli, n * job.pod.cpu, n * job.pod.mem)):
                         found[r] += amount
@@ -3984,31 +3999,8 @@ class _Replay:
             milli, cpu, mem = self.kueue_request(job)
             return (kai(milli, 0), kai(cpu, 1), kai(mem, 2))
 
-        def pick() -> int | None:
-            best: list[int | None] = [None] * num  # best leaf in each subtree
-            chosen: dict[int, int] = {}  # parent (num: the top) -> best child
-            for n in range(num):
-                if n < leaves and head(n) is not None:
-                    best[n] = n
-                leaf = best[n]
-                if leaf is None:
-                    continue
-                up = num if kq.parent[n] < 0 else int(kq.parent[n])
-                other = chosen.get(up)
-                if other is None:
-                    chosen[up] = n
-                else:
-                    mine, theirs = head(leaf), head(best[other])  # type: ignore[arg-type]
-                    assert mine is not None and theirs is not None
-                    if queue_before(state[n], need(mine), state[other], need(theirs), total):
-                        chosen[up] = n
-                if up < num and chosen[up] == n:
-                    best[up] = leaf
-            top = chosen.get(num)
-            return None if top is None else best[top]
-
         while True:
-            q = pick()
+            q = self.kai_pick(kq, state, total, head, need)
             if q is None:
                 break
             job = head(q)
@@ -4037,9 +4029,343 @@ class _Replay:
             for n in range(num):
                 state[n].allocated = (alloc[n][0], alloc[n][1], alloc[n][2])
                 state[n].non_preemptible = (np_alloc[n][0], np_alloc[n][1], np_alloc[n][2])
+        if kq.actions:
+            self.kai_evict(kq, state, alloc, np_alloc, total, klass)
         for q in range(leaves):
             self.volcano_deserved[q] = math.floor(fair[q][0] * 1000.0 + 0.5)
             self.volcano_share[q] = math.floor(dominant_share(state[q], total) * 1e6 + 0.5)
+
+    def kai_evict(
+        self,
+        kq: KaiQueues,
+        state: list[KaiQueueState],
+        alloc: list[list[float]],
+        np_alloc: list[list[float]],
+        total: list[float],
+        klass: Callable[[Job], tuple[Any, ...]],
+    ) -> None:
+        """[KAI reclaim] the reclaim then the preempt action after allocate (``reclaim.go``, ``preempt.go``
+        with the job solver).
+
+        Jobs: the pending ones, each once, picked as allocate picks (queue order from the top of the tree,
+        then job order); a job waiting for its victims is skipped; one that may not take part (reclaim: its
+        queue over its fair share with it; preempt: a non-preemptible job over quota) or that finds no
+        scenario drops its class for the action. Victims: running preemptible jobs of other leaf queues
+        (reclaim) or of the job's queue with a lower priority (preempt), popped by :func:`victim_first` down
+        the tree, each leaf's in reverse job order. Solver: probes of k pods (1, 2, 4, ..., then halves),
+        each from the recorded victims of the last solved probe, adding victims one at a time and trying
+        for each node of the one added the recorded victims plus the added ones on that node; k pods fit
+        when the feasible nodes' idle whole GPUs, CPU and memory plus the victims' hold k of them; reclaim
+        scenarios must pass :func:`reclaimable`. A solved job evicts its victims (whole) and its pods take
+        node room, the victims' nodes first.
+        """
+        num = len(kq.names)
+        leaves = kq.num_leaves
+        index = {name: q for q, name in enumerate(kq.cluster_queues)}
+
+        def kai(amount: int, r: int) -> float:
+            if r == 0:
+                return float(amount) / 1000.0
+            return float(amount) * MB_PER_MIB if r == 2 else float(amount)
+
+        def held(job: Job, pods: int) -> tuple[float, float, float]:
+            return (kai(pods * job.pod.milli, 0), kai(pods * job.pod.cpu, 1), kai(pods * job.pod.mem, 2))
+
+        def refresh() -> None:
+            for n in range(num):
+                state[n].allocated = (alloc[n][0], alloc[n][1], alloc[n][2])
+                state[n].non_preemptible = (np_alloc[n][0], np_alloc[n][1], np_alloc[n][2])
+
+        def move(q: int, amounts: Sequence[float], fixed: bool) -> None:
+            for r in range(3):
+                n = q
+                while n >= 0:
+                    alloc[n][r] += amounts[r]
+                    np_alloc[n][r] += amounts[r] if fixed else 0.0
+                    n = int(kq.parent[n])
+            refresh()
+
+        def shape(job: Job) -> tuple[int, int, int]:
+            return (job.pod.milli // 1000, int(job.pod.cpu), int(job.pod.mem))
+
+        def cap(job: Job, room: Sequence[float]) -> int:
+            # An unknown CPU or memory capacity (inf) never runs out.
+            fits = [
+                math.floor(room[r] / need)
+                for r, need in enumerate(shape(job))
+                if need > 0 and room[r] < math.inf
+            ]
+            return min([job.num_pods, *fits])
+
+        reclaim_on = kq.actions & 1 != 0
+        preempt_on = kq.actions & 2 != 0
+
+        def action(within: bool) -> None:
+            room = [[float(len(node.wholly_free())), node.free_cpu, node.free_mem] for node in self.cluster]
+            for other in self.nominees:  # earlier preemptors' pipelined pods keep their room
+                for n in other.nominated:
+                    for r, amount in enumerate(shape(other)):
+                        room[n][r] -= amount
+            queued = self.pending_in_queue_order()
+            per_queue: list[list[Job]] = [[] for _ in range(leaves)]
+            for job in queued:
+                per_queue[index[job.queue]].append(job)
+            tried = [0] * leaves
+            dropped: set[tuple[Any, ...]] = set()
+
+            def head(q: int) -> Job | None:
+                while tried[q] < len(per_queue[q]):
+                    job = per_queue[q][tried[q]]
+                    if klass(job) not in dropped:
+                        return job
+                    tried[q] += 1
+                return None
+
+            def need(job: Job) -> tuple[float, float, float]:
+                return held(job, job.num_pods)
+
+            running = [j for j in self.jobs if j.state == "running" and j.preemptible and j.placements]
+            while True:
+                q = self.kai_pick(kq, state, total, head, need)
+                if q is None:
+                    break
+                job = head(q)
+                assert job is not None
+                tried[q] += 1
+                if job.waiting > 0:
+                    continue  # pipelined on its victims' resources by allocate
+                request = need(job)
+                allowed = (
+                    preempt_within_quota(state, q, request, job.preemptible)
+                    if within
+                    else can_reclaim(state[q], request, job.preemptible)
+                )
+                victims = (
+                    self.kai_solve(kq, state, total, job, q, request, within, running, room, cap)
+                    if allowed
+                    else None
+                )
+                if victims is None:
+                    dropped.add(klass(job))
+                    continue
+                # Commit: the victims' pods free their nodes, the job's take room (victims' nodes first).
+                touched: list[int] = []
+                for v in victims:
+                    for p in v.placements:
+                        if p.node not in touched:
+                            touched.append(p.node)
+                        for r, amount in enumerate(shape(v)):
+                            room[p.node][r] += amount
+                left = job.num_pods
+                pipelined: list[int] = []
+                for n in touched + [n for n in range(len(self.cluster))]:
+                    if left == 0:
+                        break
+                    if not pod_fits(self.empty[n], job.pod):
+                        continue
+                    take = min(left, cap(job, room[n]))
+                    if take <= 0:
+                        continue
+                    for r, amount in enumerate(shape(job)):
+                        room[n][r] -= take * amount
+                    left -= take
+                    pipelined += [n] * take
+                # Its pods are pipelined there: their room is hidden from every other class until it starts
+                # (or the first cycle after its victims are gone ends), as KAI's allocate pipelines it on the
+                # releasing resources session after session.
+                self.end_nomination(job)
+                job.nominated = pipelined
+                job.kai_reserved = True
+                self.nominees.append(job)
+                for v in victims:
+                    move(index[v.queue], [-a for a in held(v, len(v.placements))], False)
+                    self.evict(v, job)
+                move(q, request, not job.preemptible)
+
+        for within in [w for w, on in ((False, reclaim_on), (True, preempt_on)) if on]:
+            action(within)
+
+    def kai_solve(
+        self,
+        kq: KaiQueues,
+        state: list[KaiQueueState],
+        total: list[float],
+        job: Job,
+        q: int,
+        request: tuple[float, float, float],
+        within: bool,
+        running: list[Job],
+        room: list[list[float]],
+        cap: Callable[[Job, Sequence[float]], int],
+    ) -> list[Job] | None:
+        """[KAI reclaim] ``JobSolver.Solve`` for ``job`` of leaf ``q``: its whole gang's victims, or None."""
+        num = len(kq.names)
+        leaves = kq.num_leaves
+        index = {name: n for n, name in enumerate(kq.cluster_queues)}
+        feasible = [pod_fits(self.empty[n], job.pod) for n in range(len(self.cluster))]
+        base = sum(cap(job, room[n]) for n in range(len(self.cluster)) if feasible[n])
+
+        def held(v: Job) -> tuple[float, float, float]:
+            pods = len(v.placements)
+            return (
+                pods * v.pod.milli / 1000.0,
+                float(pods * v.pod.cpu),
+                float(pods * v.pod.mem) * MB_PER_MIB,
+            )
+
+        # The victim order, generated as far as a probe needs it.
+        lists: list[list[Job]] = [[] for _ in range(leaves)]
+        for v in running:
+            vq = index[v.queue]
+            if v.state != "running":
+                continue  # evicted earlier in this action
+            if (vq == q) == within and (not within or v.priority < job.priority):
+                lists[vq].append(v)
+        for vq in range(leaves):
+            lists[vq].sort(key=self.queue_key, reverse=True)
+        taken: list[list[float]] = [[0.0, 0.0, 0.0] for _ in range(leaves)]
+        order: list[Job] = []
+
+        def victim(i: int) -> Job | None:
+            while len(order) <= i:
+                best: list[int | None] = [None] * num
+                chosen: dict[int, int] = {}
+                for n in range(num):
+                    if n < leaves and lists[n]:
+                        best[n] = n
+                    leaf = best[n]
+                    if leaf is None:
+                        continue
+                    up = num if kq.parent[n] < 0 else int(kq.parent[n])
+                    other = chosen.get(up)
+                    if other is None:
+                        chosen[up] = n
+                    else:
+                        rival = best[other]
+                        assert rival is not None
+                        mine = [taken[leaf][r] + held(lists[leaf][0])[r] for r in range(3)]
+                        theirs = [taken[rival][r] + held(lists[rival][0])[r] for r in range(3)]
+                        if victim_first(state[n], mine, state[other], theirs, total):
+                            chosen[up] = n
+                    if up < num and chosen[up] == n:
+                        best[up] = leaf
+                top = chosen.get(num)
+                if top is None:
+                    return None
+                leaf = best[top]
+                assert leaf is not None
+                v = lists[leaf].pop(0)
+                for r in range(3):
+                    taken[leaf][r] += held(v)[r]
+                order.append(v)
+            return order[i]
+
+        def fits(scenario: list[Job], k: int) -> bool:
+            freed: dict[int, list[float]] = {}
+            for v in scenario:
+                for p in v.placements:
+                    row = freed.setdefault(p.node, [0.0, 0.0, 0.0])
+                    row[0] += v.pod.milli // 1000
+                    row[1] += int(v.pod.cpu)
+                    row[2] += int(v.pod.mem)
+            # common.AllocateJob's capacity check on the simulated state: the victims' allocations gone.
+            after = [replace(s) for s in state]
+            for v in scenario:
+                n = index[v.queue]
+                while n >= 0:
+                    a = after[n].allocated
+                    h = held(v)
+                    after[n].allocated = (a[0] - h[0], a[1] - h[1], a[2] - h[2])
+                    n = after[n].parent
+            pods = (k * job.pod.milli / 1000.0, float(k * job.pod.cpu), float(k * job.pod.mem) * MB_PER_MIB)
+            if not within_capacity(after, q, pods, job.preemptible):
+                return False
+            count = base
+            for n, extra in freed.items():
+                if feasible[n]:
+                    count += cap(job, [room[n][r] + extra[r] for r in range(3)]) - cap(job, room[n])
+            if count < k:
+                return False
+            if within:
+                return True
+            return reclaimable(
+                state, q, request, job.preemptible, [(index[v.queue], held(v)) for v in scenario]
+            )
+
+        def probe(k: int, recorded: list[Job]) -> list[Job] | None:
+            if recorded and fits(recorded, k):
+                return list(recorded)
+            added: list[Job] = []
+            i = 0
+            while True:
+                v = victim(i)
+                i += 1
+                if v is None:
+                    return None
+                if v in recorded:
+                    continue
+                added.append(v)
+                for n in sorted({p.node for p in v.placements}):
+                    scenario = recorded + [u for u in added if any(p.node == n for p in u.placements)]
+                    if fits(scenario, k):
+                        return scenario
+
+        # searchMaxSolvableK: doubling, then halving, then the whole job.
+        recorded: list[Job] = []
+        lo, hi, k = 0, 0, 1
+        while True:
+            got = probe(k, recorded)
+            if got is None:
+                hi = k
+                break
+            recorded, lo = got, k
+            if k == job.num_pods:
+                break
+            k = min(2 * k, job.num_pods)
+        while lo < job.num_pods and hi - lo > 1:
+            k = (lo + hi) // 2
+            got = probe(k, recorded)
+            if got is None:
+                hi = k
+            else:
+                recorded, lo = got, k
+        if lo == 0:
+            return None
+        return probe(job.num_pods, recorded)
+
+    def kai_pick(
+        self,
+        kq: KaiQueues,
+        state: list[KaiQueueState],
+        total: list[float],
+        head: Callable[[int], Job | None],
+        need: Callable[[Job], tuple[float, float, float]],
+    ) -> int | None:
+        """[KAI queues] The leaf whose head job is popped next: from the top down, at each level the child
+        first in :func:`queue_before` with its subtree's best head job (a later child wins only when it goes
+        strictly before)."""
+        num = len(kq.names)
+        best: list[int | None] = [None] * num  # best leaf in each subtree
+        chosen: dict[int, int] = {}  # parent (num: the top) -> best child
+        for n in range(num):
+            if n < kq.num_leaves and head(n) is not None:
+                best[n] = n
+            leaf = best[n]
+            if leaf is None:
+                continue
+            up = num if kq.parent[n] < 0 else int(kq.parent[n])
+            other = chosen.get(up)
+            if other is None:
+                chosen[up] = n
+            else:
+                mine, theirs = head(leaf), head(best[other])  # type: ignore[arg-type]
+                assert mine is not None and theirs is not None
+                if queue_before(state[n], need(mine), state[other], need(theirs), total):
+                    chosen[up] = n
+            if up < num and chosen[up] == n:
+                best[up] = leaf
+        top = chosen.get(num)
+        return None if top is None else best[top]
 
     def fair_order(self, quotas: KueueQuotas, entries: list[Any]) -> Iterator[Any]:
         """[Kueue quotas] fair sharing: each next head is the tournament's winner at the current usage."""

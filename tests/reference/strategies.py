@@ -303,7 +303,8 @@ TAKEN_IDLE_POLICY = ReclaimIdlePolicy(toleration_seconds=3, gpu_idle_seconds=2, 
 
 def as_taken_by(jobs: pl.DataFrame, policy: Policy) -> pl.DataFrame:
     """``jobs`` as ``policy`` can replay them: under a kubelet Topology Manager policy, which refuses a
-    fraction of a GPU, a fractional job asks the whole GPUs its fraction rounds up to; under
+    fraction of a GPU, or KAI's reclaim and preempt actions (whole-GPU pods only), a fractional job asks the
+    whole GPUs its fraction rounds up to; under
     ``preemption: reclaim_idle`` each priority is a PriorityClass (:data:`TAKEN_IDLE_POLICY`) and jobs of
     odd id go idle 1 s into each attempt (the others work at full GPU, their CPU request in cores)."""
     if policy.preemption is Preemption.reclaim_idle:
@@ -315,7 +316,8 @@ def as_taken_by(jobs: pl.DataFrame, policy: Policy) -> pl.DataFrame:
             idle_after=pl.when(pl.col("job_id") % 2 == 1).then(1.0).otherwise(math.inf),
         )
         jobs = jobs.with_columns(policy_columns(dict.fromkeys(values, TAKEN_IDLE_POLICY), values))
-    if str(getattr(policy.topology_manager, "name", policy.topology_manager)) == "none":
+    kai_actions = str(getattr(policy.queues, "name", policy.queues)) == "kai" and policy.actions is not None
+    if str(getattr(policy.topology_manager, "name", policy.topology_manager)) == "none" and not kai_actions:
         return jobs
     whole = ((pl.col("gpu_milli") + 999) // 1000 * 1000).cast(jobs.schema["gpu_milli"])
     return jobs.with_columns(gpu_milli=whole)

@@ -585,6 +585,18 @@ class Quotas(NamedTuple):
         units; the division's weights, leftovers (set: 1, handed: 2) and priority levels; the queue
         order's best leaf and best child per queue (index ``num queues``: the top level) and each leaf's
         head job request.
+    k_fut, k_freed, k_touch, k_tmark, k_ntouch, k_tstamp, k_feas, k_cand, k_tmp, k_jmark, k_cstart, k_ccur,
+    k_pop, k_seq, k_nseq, k_rec, k_nrec, k_scn, k_added, k_rem, k_rset, k_rstamp, k_nstamp, k_nhead,
+    k_ntail, k_ejob, k_enext, k_poison
+        KAI's reclaim and preempt actions (:mod:`gpureplay.engine.kai_evict`; per-job and per-node arrays
+        only when one is on, ``v_act[0]`` its bits): per node the idle whole GPUs, milli-CPU and MiB left
+        to the action, a scenario's freed resources, the nodes it touched and their stamps, whether the
+        job could ever fit; the running preemptible jobs by leaf queue in reverse job order, a merge
+        buffer, per-job stamps, each leaf's run and cursor and the resources of its victims taken so far;
+        the job's victim order so far, its recorded victims, a scenario's victims and the victims added in
+        a probe; the validator's remaining allocation per queue and its stamps; per node the list (head,
+        tail, stamp) of a probe's added victims with pods there, the lists' entries (victim, next); per
+        leaf queue whether no reclaim strategy allows taking from it for the job at hand.
     """
 
     parent: Int64Array
@@ -685,11 +697,74 @@ class Quotas(NamedTuple):
     k_best: Int64Array
     k_bchild: Int64Array
     k_req: Float64Array
+    k_fut: Int64Array
+    k_freed: Int64Array
+    k_touch: Int64Array
+    k_tmark: Int64Array
+    k_ntouch: Int64Array
+    k_tstamp: Int64Array
+    k_feas: Int64Array
+    k_cand: Int64Array
+    k_tmp: Int64Array
+    k_jmark: Int64Array
+    k_cstart: Int64Array
+    k_ccur: Int64Array
+    k_pop: Float64Array
+    k_seq: Int64Array
+    k_nseq: Int64Array
+    k_rec: Int64Array
+    k_nrec: Int64Array
+    k_scn: Int64Array
+    k_added: Int64Array
+    k_rem: Float64Array
+    k_rset: Int64Array
+    k_rstamp: Int64Array
+    k_nstamp: Int64Array
+    k_nhead: Int64Array
+    k_ntail: Int64Array
+    k_ejob: Int64Array
+    k_enext: Int64Array
+    k_poison: Int64Array
 
 
-def _kai_arrays(num_queues: int, num_leaves: int) -> dict[str, np.ndarray]:
+def _kai_arrays(
+    num_queues: int, num_leaves: int, num_jobs: int = 0, num_nodes: int = 0, num_pods: int = 0
+) -> dict[str, np.ndarray]:
+    # num_nodes > 0: a KAI eviction action is on (its per-job, per-pod and per-node work space is
+    # allocated).
     n = max(num_queues, 1)
+    room = max(num_jobs, 1) if num_nodes > 0 else 1
+    pods = max(num_pods, 1) if num_nodes > 0 else 1
+    nodes = max(num_nodes, 1)
     return {
+        "k_nstamp": np.zeros(nodes, dtype=np.int64),
+        "k_nhead": np.zeros(nodes, dtype=np.int64),
+        "k_ntail": np.zeros(nodes, dtype=np.int64),
+        "k_ejob": np.zeros(pods, dtype=np.int64),
+        "k_enext": np.zeros(pods, dtype=np.int64),
+        "k_poison": np.zeros(n, dtype=np.int64),
+        "k_fut": np.zeros((3, nodes), dtype=np.int64),
+        "k_freed": np.zeros((3, nodes), dtype=np.int64),
+        "k_touch": np.zeros(nodes, dtype=np.int64),
+        "k_tmark": np.zeros(nodes, dtype=np.int64),
+        "k_ntouch": np.zeros(1, dtype=np.int64),
+        "k_tstamp": np.zeros(1, dtype=np.int64),
+        "k_feas": np.zeros(nodes, dtype=np.int64),
+        "k_cand": np.zeros(room, dtype=np.int64),
+        "k_tmp": np.zeros(room, dtype=np.int64),
+        "k_jmark": np.zeros(room, dtype=np.int64),
+        "k_cstart": np.zeros(max(num_leaves, 1) + 1, dtype=np.int64),
+        "k_ccur": np.zeros(max(num_leaves, 1), dtype=np.int64),
+        "k_pop": np.zeros((3, max(num_leaves, 1))),
+        "k_seq": np.zeros(room, dtype=np.int64),
+        "k_nseq": np.zeros(1, dtype=np.int64),
+        "k_rec": np.zeros(room, dtype=np.int64),
+        "k_nrec": np.zeros(1, dtype=np.int64),
+        "k_scn": np.zeros(room, dtype=np.int64),
+        "k_added": np.zeros(room, dtype=np.int64),
+        "k_rem": np.zeros((3, n)),
+        "k_rset": np.zeros(n, dtype=np.int64),
+        "k_rstamp": np.zeros(1, dtype=np.int64),
         "k_quota": np.full((3, n), -1.0),
         "k_oqw": np.zeros((3, n)),
         "k_limit": np.full((3, n), -1.0),
@@ -718,17 +793,33 @@ def kai_state(
     created: Int64Array,
     total: Float64Array,
     class_tenant: Int64Array,
+    actions: int = 0,
+    num_jobs: int = 0,
+    num_nodes: int = 0,
+    num_pods: int = 0,
 ) -> Quotas:
     """The :class:`Quotas` bundle of a KAI queue tree (``queues: kai``), arrays as
-    :class:`gpureplay.queues.kai_queues.KaiQueues` (leaves first, then parents children-first)."""
+    :class:`gpureplay.queues.kai_queues.KaiQueues` (leaves first, then parents children-first).
+
+    ``actions``: the eviction actions after allocate (bits ``KA_RECLAIM``, ``KA_PREEMPT`` of
+    :mod:`gpureplay.engine.kai_evict`), which need ``num_jobs`` (the trace's jobs), ``num_nodes`` and
+    ``num_pods`` (the trace's pods).
+    """
+    if actions != 0 and num_nodes <= 0:
+        raise ValueError("KAI's reclaim and preempt actions need the cluster's node count")
     num = parent.shape[0]
     zeros = np.zeros((3, num), dtype=np.int64)
     base = quota_state(
         parent, zeros, zeros, zeros, zeros, zeros[:, :num_leaves], np.zeros(num_leaves, dtype=np.int64),
         class_tenant,
     )  # fmt: skip
-    arrays: dict[str, np.ndarray] = {**_volcano_arrays(num, 0, 0), **_kai_arrays(num, num_leaves)}
+    evicting = num_nodes if actions != 0 else 0
+    arrays: dict[str, np.ndarray] = {
+        **_volcano_arrays(num, 0, num_jobs, evicting),
+        **_kai_arrays(num, num_leaves, num_jobs, evicting, num_pods),
+    }
     arrays["model"][0] = L.QM_KAI
+    arrays["v_act"][0] = actions
     arrays["v_prio"][:num] = priority
     arrays["v_total"][:3] = total
     arrays["k_quota"][:, :num] = quota

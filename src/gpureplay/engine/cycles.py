@@ -38,6 +38,7 @@ from gpureplay.engine.gang import backfill_past_shadow, keep_reservation, reserv
 from gpureplay.engine.heaps import event_pop, event_push, merge_pop
 from gpureplay.engine.jobs import attempt_of, place_pod, start_job
 from gpureplay.engine.kai import kai_cycle
+from gpureplay.engine.kai_evict import kai_evict
 from gpureplay.engine.layout import (
     BF_NONE,
     BF_SKIP,
@@ -487,9 +488,13 @@ def _queue_model_cycle(
                 changes += reclaim_action(quota, params, jobs, cs, cl, js, pend, tm, sc, run, t)
         return changes
     if quota.model[0] == QM_KAI:
-        return kai_cycle(
+        changes = kai_cycle(
             quota, pods, params, jobs, cs, cl, ix, js, pend, tm, sc, run, easy, pre, tas, numa, t
         )
+        if quota.v_act[0] != 0:
+            changes += kai_evict(quota, params, jobs, cs, cl, js, pend, tm, sc, run, t)
+            changes += end_stale_nominations(js, cl, run)
+        return changes
     return kueue_cycle(quota, pods, params, jobs, cs, cl, ix, js, pend, tm, sc, run, easy, pre, tas, numa, t)
 
 

@@ -61,7 +61,9 @@ from gpureplay.engine.layout import (
     S_QUEUED,
     Float64Array,
 )
+from gpureplay.engine.nomination import end_nomination
 from gpureplay.engine.pending import cursor_job, cursor_reset, cursor_step
+from gpureplay.engine.proportion import _releasing
 from gpureplay.engine.quota_tree import RESOURCE_ROWS, drop_top, push_class_head, request_amount
 
 #: KAI's value for "no bound" in ``quota`` and ``limit`` (``commonconstants.UnlimitedResourceQuantity``).
@@ -413,14 +415,18 @@ def within_capacity(qt: Quotas, jobs: Jobs, j: int, q: int) -> bool:
 
 
 @kernel
-def _session_open(cs: Classes, pend: Pending, qt: Quotas, run: Run) -> None:
+def _session_open(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: Quotas, run: Run) -> None:
     # Each queue's allocated, non-preemptible allocated and request, leaves from the engine's integer counts,
-    # parents as their children's sums; then the fair shares.
+    # parents as their children's sums; then the fair shares. Victims of the reclaim and preempt actions
+    # still terminating count in neither (a Releasing pod is not in KAI's allocated statuses; victims are
+    # preemptible, so the non-preemptible counts keep none of them).
     num = qt.parent.shape[0]
     num_leaves = run.queues.shape[1]
+    if qt.v_act[0] != 0:
+        _releasing(jobs, js, qt)
     for q in range(num_leaves):
         for r in range(3):
-            qt.k_ireq[r, q] = run.queues[RESOURCE_ROWS[r], q]
+            qt.k_ireq[r, q] = run.queues[RESOURCE_ROWS[r], q] - qt.v_rel[r, q]
     for a in range(run.counters[K_NACTIVE]):
         c = pend.active[a]
         q = cs.ints[C_TENANT, c]
@@ -431,7 +437,7 @@ def _session_open(cs: Classes, pend: Pending, qt: Quotas, run: Run) -> None:
     for n in range(num):
         for r in range(3):
             if n < num_leaves:
-                qt.v_alloc[r, n] = to_kai(run.queues[RESOURCE_ROWS[r], n], r)
+                qt.v_alloc[r, n] = to_kai(run.queues[RESOURCE_ROWS[r], n] - qt.v_rel[r, n], r)
                 qt.k_np[r, n] = to_kai(run.queues[NP_ROWS[r], n], r)
                 qt.v_req[r, n] = to_kai(qt.k_ireq[r, n], r)
             else:
@@ -452,7 +458,7 @@ def _session_open(cs: Classes, pend: Pending, qt: Quotas, run: Run) -> None:
 def _allocated_again(jobs: Jobs, qt: Quotas, run: Run, q: int) -> None:
     # A job of leaf q started (or left): its usage moves, and its ancestors' by the same amounts.
     for r in range(3):
-        new = to_kai(run.queues[RESOURCE_ROWS[r], q], r)
+        new = to_kai(run.queues[RESOURCE_ROWS[r], q] - qt.v_rel[r, q], r)  # terminating victims left out
         new_np = to_kai(run.queues[NP_ROWS[r], q], r)
         delta = new - qt.v_alloc[r, q]
         delta_np = new_np - qt.k_np[r, q]
@@ -495,7 +501,7 @@ def kai_cycle(
     it: they would fail the same way.
     """
     version = run.counters[K_VERSION]
-    _session_open(cs, pend, qt, run)
+    _session_open(jobs, cs, js, pend, qt, run)
     for a in range(run.counters[K_NACTIVE]):
         c = pend.active[a]
         if pend.cls[CD_FAIL, c] == version:
@@ -517,6 +523,7 @@ def kai_cycle(
             continue  # the class's later jobs ask the same of usage that only grows this session
         if try_gang(tas, numa, params, jobs, cs, cl, ix, js, pend, tm, sc, run, j, t):
             start_job(params, jobs, cs, cl, js, pend, tm, sc, run, j, t)
+            end_nomination(cl, run, j)  # a reclaimer's pipelined pods are bound
         if js.dyn[D_STATUS, j] == S_QUEUED:
             pend.cls[CD_FAIL, c] = version
             continue

@@ -288,7 +288,10 @@ NOM_CPU = 3
 NOM_MEM = 4
 NOM_MILLI = 5  # milli-GPU of the pod
 NOM_WHOLE = 6  # whole GPUs of the pod (0 for a shared or GPU-less pod)
-NOM_FIELDS = 7
+NOM_CLASS = 7  # the preemptor's class: its own class never sees the entry
+NOM_FIELDS = 8
+#: ``NOM_PRIO`` of a KAI preemptor's pipelined pods: every other class sees them (gpureplay.engine.kai_evict).
+NOM_ALL = 1 << 40
 
 # --- node types (rejection checks on the empty cluster) --------------------------------------------
 NT_MODEL = 0

@@ -40,6 +40,7 @@ from gpureplay.engine.layout import (
     F_MEM,
     F_MILLI,
     F_WHOLE,
+    J_CLASS,
     J_CPU,
     J_K,
     J_KIND,
@@ -51,6 +52,7 @@ from gpureplay.engine.layout import (
     K_VERSION,
     KIND_NONE,
     KIND_WHOLE,
+    NOM_CLASS,
     NOM_CPU,
     NOM_FIELDS,
     NOM_JOB,
@@ -63,11 +65,17 @@ from gpureplay.engine.layout import (
 
 
 @inline_kernel
+def outranks(cl: Cluster, cs: Classes, e: int, c: int) -> bool:
+    """Whether nomination entry ``e`` hides its room from class ``c``: a higher priority (a KAI preemptor's
+    pipelined pods, ``NOM_ALL``, every priority), never the preemptor's own class."""
+    return bool(cl.nominees[NOM_PRIO, e] > cs.ints[C_PRIO, c] and cl.nominees[NOM_CLASS, e] != c)
+
+
+@inline_kernel
 def nominated_for(cl: Cluster, cs: Classes, c: int) -> bool:
     """Whether some nomination outranks class ``c`` (its pods must then be filtered node by node)."""
-    prio = cs.ints[C_PRIO, c]
     for e in range(1, cl.nominees[NOM_JOB, 0] + 1):  # noqa: SIM110 (no generators in kernels)
-        if cl.nominees[NOM_PRIO, e] > prio:
+        if outranks(cl, cs, e, c):
             return True
     return False
 
@@ -86,14 +94,13 @@ def nominated_limit(cl: Cluster, cs: Classes, c: int, n: int, limit: int) -> int
     count = cl.nominees[NOM_JOB, 0]
     if count == 0:
         return limit
-    prio = cs.ints[C_PRIO, c]
     cpu = 0
     mem = 0
     milli = 0
     whole = 0
     seen = False
     for e in range(1, count + 1):
-        if cl.nominees[NOM_NODE, e] != n or cl.nominees[NOM_PRIO, e] <= prio:
+        if cl.nominees[NOM_NODE, e] != n or not outranks(cl, cs, e, c):
             continue
         seen = True
         cpu += cl.nominees[NOM_CPU, e]
@@ -131,6 +138,7 @@ def nominate(jobs: Jobs, js: JobState, cl: Cluster, run: Run, j: int, first: int
         cl.nominees[NOM_MEM, count] = jobs.ints[J_MEM, j]
         cl.nominees[NOM_MILLI, count] = jobs.ints[J_MILLI, j]
         cl.nominees[NOM_WHOLE, count] = whole
+        cl.nominees[NOM_CLASS, count] = jobs.ints[J_CLASS, j]
     cl.nominees[NOM_JOB, 0] = count
     clear_outranked(jobs, cl, run, j)
 

@@ -33,7 +33,6 @@ from gpureplay.engine.layout import (
     C_KIND,
     C_MEM,
     C_MILLI,
-    C_PRIO,
     F_CPU,
     F_MEM,
     F_MILLI,
@@ -58,7 +57,6 @@ from gpureplay.engine.layout import (
     N_SHARE_MEM,
     NOM_JOB,
     NOM_NODE,
-    NOM_PRIO,
     R_GANG_TOO_LARGE,
     R_NO_MODEL,
     R_NONE,
@@ -89,7 +87,7 @@ from gpureplay.engine.mig import (
     slot_gpu,
     slot_start,
 )
-from gpureplay.engine.nomination import nominated_for, nominated_limit
+from gpureplay.engine.nomination import nominated_for, nominated_limit, outranks
 
 
 @inline_kernel
@@ -362,15 +360,14 @@ def class_capacity(cl: Cluster, cs: Classes, c: int, limit: int) -> int:
 @kernel
 def nominated_cut(cl: Cluster, cs: Classes, c: int) -> int:
     """Pods of class ``c`` the nominations that outrank it keep off their nodes (each node counted once)."""
-    prio = cs.ints[C_PRIO, c]
     cut = 0
     for e in range(1, cl.nominees[NOM_JOB, 0] + 1):
         n = cl.nominees[NOM_NODE, e]
-        if cl.nominees[NOM_PRIO, e] <= prio:
+        if not outranks(cl, cs, e, c):
             continue
         seen = False
         for f in range(1, e):
-            if cl.nominees[NOM_NODE, f] == n and cl.nominees[NOM_PRIO, f] > prio:
+            if cl.nominees[NOM_NODE, f] == n and outranks(cl, cs, f, c):
                 seen = True
                 break
         if not seen:

@@ -22,6 +22,7 @@ __all__ = [
     "allocatable",
     "dominant_share",
     "queue_before",
+    "victim_first",
     "within_capacity",
 ]
 
@@ -100,6 +101,37 @@ def queue_before(
     7. smaller allocatable share (no more in any resource, less in one);
     8. older (``a`` first only when created strictly earlier).
     """
+    return _order(a, job_a, job_a, b, job_b, job_b, total)
+
+
+def victim_first(
+    a: KaiQueueState,
+    taken_a: Sequence[float],
+    b: KaiQueueState,
+    taken_b: Sequence[float],
+    total: Sequence[float],
+) -> bool:
+    """Whether queue ``a`` gives its next victim before ``b``, ``taken_*`` what its victims so far and its
+    next one hold.
+
+    ``JobsOrderByQueues`` with ``VictimQueue`` (``actions/utils/job_order_by_queue.go``): the queue order
+    reversed, with no job (criteria 2 and 4 on the allocation alone) and criterion 5's dominant share
+    counted without the victims.
+    """
+    zero = (0.0, 0.0, 0.0)
+    return not _order(a, zero, [-x for x in taken_a], b, zero, [-x for x in taken_b], total)
+
+
+def _order(
+    a: KaiQueueState,
+    job_a: Sequence[float],
+    more_a: Sequence[float],
+    b: KaiQueueState,
+    job_b: Sequence[float],
+    more_b: Sequence[float],
+    total: Sequence[float],
+) -> bool:
+    # GetQueueOrderResult: job_* for criteria 2 and 4, more_* added for criterion 5.
     over_a = all(a.fair[r] < a.allocated[r] for r in range(3))
     over_b = all(b.fair[r] < b.allocated[r] for r in range(3))
     if over_a != over_b:
@@ -115,7 +147,7 @@ def queue_before(
     if zero_a != zero_b:
         return zero_b
     for share_a, share_b in (
-        (dominant_share(a, total, job_a), dominant_share(b, total, job_b)),
+        (dominant_share(a, total, more_a), dominant_share(b, total, more_b)),
         (dominant_share(a, total), dominant_share(b, total)),
     ):
         if share_a != share_b:

@@ -66,6 +66,9 @@ class KaiQueues:
         the division's leftovers and of the queue order.
     source
         Where the queues came from, for logs and errors.
+    actions
+        The eviction actions its sessions run after allocate (``KA_*`` bits of
+        :mod:`gpureplay.engine.kai_evict`; ``scheduler.actions``).
     """
 
     names: tuple[str, ...]
@@ -77,6 +80,7 @@ class KaiQueues:
     limit: Float64Array
     created: Int64Array
     source: str
+    actions: int = 0
 
     @property
     def cluster_queues(self) -> tuple[str, ...]:

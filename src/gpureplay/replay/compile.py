@@ -1084,6 +1084,7 @@ def compile_replay(
     tasks: TypicalPods | None = None,
     mig_layouts: Sequence[str] | None = None,
     tenants: Sequence[str] | None = None,
+    reserving: bool = False,
 ) -> Compiled:
     """Turn validated canonical tables and the policy's codes into the engine's static bundles.
 
@@ -1110,6 +1111,9 @@ def compile_replay(
     tenants
         The queues by tenant index (a queue model's ClusterQueues, every job's ``queue`` among them);
         default: the jobs' queues in name order.
+    reserving
+        KAI's reclaim or preempt action is on: its preemptors' pipelined pods keep their room as
+        nominations (room for every pod of the trace).
 
     Notes
     -----
@@ -1152,8 +1156,10 @@ def compile_replay(
         hist_width = split_mig_devices(node_int, mig.devices)
     # Replicas and MIG instances are devices: a GPU pod asks whole ones, and the rate code runs.
     devices = replicas > 1 or mig is not None
-    # Every unplaced pod of a preemptor may be nominated to a node while its victims terminate.
-    nominees = int(jobs["num_pods"].sum()) if codes[L.P_PREEMPT] != L.PREEMPT_NONE else 0
+    # Every unplaced pod of a preemptor may be nominated to a node while its victims terminate (KAI's
+    # evicting actions too: ``reserving``).
+    nominating = codes[L.P_PREEMPT] != L.PREEMPT_NONE or reserving
+    nominees = int(jobs["num_pods"].sum()) if nominating else 0
     cluster = empty_cluster(node_int, len(models), hist_width, nominees)
     if plan is not None:
         # Each GPU starts with its node's config (MIG nodes have no replicas: GPUs are devices).

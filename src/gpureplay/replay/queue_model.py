@@ -17,6 +17,7 @@ import polars as pl
 
 from gpureplay.errors import InputError
 from gpureplay.paths import bundled_traces_dir, resolve_data_path
+from gpureplay.queues.kai_actions import kai_action_bits, kai_actions
 from gpureplay.queues.kai_queues import KaiQueues, generated_kai_queues, manifest_kai_queues
 from gpureplay.queues.kueue_preemption import preemption_problems, preempts, uniform_table
 from gpureplay.queues.kueue_quota import KueueQuotas, generated_quotas, manifest_quotas
@@ -79,9 +80,9 @@ def queue_model_problems(
     problems: list[tuple[str, str]] = []
     if model is not QueueModel.volcano and policy.overcommit_factor != DEFAULT_OVERCOMMIT:
         problems.append(("scheduler.overcommit_factor", "is read under queues: volcano only"))
-    if model is not QueueModel.volcano and policy.actions is not None:
+    if model not in (QueueModel.volcano, QueueModel.kai) and policy.actions is not None:
         problems.append(
-            ("scheduler.actions", "is read under queues: volcano only (Volcano's scheduler actions)")
+            ("scheduler.actions", "is read under queues: volcano or kai only (the scheduler's actions)")
         )
     if model is not QueueModel.volcano and policy.preemptable_plugins is not None:
         problems.append(
@@ -126,6 +127,10 @@ def queue_model_problems(
             for key, unset in _kueue_keys_unset(policy)
             if not unset
         ]
+        try:
+            kai_actions(policy.actions)
+        except ValueError as error:
+            problems.append(("scheduler.actions", str(error)))
     elif source is QuotaSource.manifests:
         for key, unset in _preemption_keys_unset(policy):
             if not unset:
@@ -176,8 +181,8 @@ def queue_model_problems(
             "queue: 'enqueue, allocate, preempt, backfill'; between queues: 'enqueue, allocate, reclaim, "
             "backfill'; both: 'enqueue, allocate, preempt, reclaim, backfill')"
             if model is QueueModel.volcano
-            else "KAI's reclaim (between queues) and preempt (within a queue) actions are not modelled yet: "
-            "use preemption: none"
+            else "KAI evicts by its own actions: use preemption: none with scheduler.actions ('allocate, "
+            "reclaim, preempt': reclaim between queues, preempt within a queue)"
         )
         problems.append(("scheduler.preemption", how))
     if _name(policy.topology_aware) != "none":
@@ -357,8 +362,33 @@ def kai_queues(policy: Policy, jobs: pl.DataFrame, nodes: pl.DataFrame) -> KaiQu
     else:
         per_queue, described = _derived_per_queue(policy, jobs, nodes)
         queues = generated_kai_queues(per_queue, source=f"GPU quotas from {described}")
-    log.info("queues: kai, %d leaf queues of %d (%s)", queues.num_leaves, len(queues.names), queues.source)
+    queues = dataclasses.replace(queues, actions=kai_action_bits(policy.actions))
+    if queues.actions:
+        _refuse_fractional(jobs)
+    log.info(
+        "queues: kai, %d leaf queues of %d (%s), actions %s",
+        queues.num_leaves,
+        len(queues.names),
+        queues.source,
+        policy.actions or "allocate",
+    )
     return queues
+
+
+def _refuse_fractional(jobs: pl.DataFrame) -> None:
+    """KAI's reclaim and preempt actions count pods on whole free GPUs: a fractional GPU pod is refused."""
+    numbered = jobs if "source_row" in jobs.columns else jobs.with_row_index("source_row", offset=1)
+    bad = numbered.filter(pl.col("gpu_milli") % 1000 != 0)
+    if bad.height:
+        first = bad.row(0, named=True)
+        raise InputError.single(
+            f"gpu_milli {first['gpu_milli']} is a fraction of a GPU ({bad.height:,} such jobs): KAI's "
+            "reclaim and preempt actions (scheduler.actions) are modelled for whole-GPU pods; drop them from "
+            "scheduler.actions or replay whole-GPU jobs",
+            "jobs",
+            row=int(first["source_row"]),
+            column="gpu_milli",
+        )
 
 
 def _read_manifests(policy: Policy) -> tuple[ManifestSet, str]:

@@ -349,7 +349,15 @@ def simulate(
         quotas if quotas is not None else (volcano if volcano is not None else kai)
     )
     tenants = None if model is None else model.cluster_queues
-    compiled = compile_replay(jobs, nodes, params, tasks, policy.mig_reconfigure_layouts, tenants)
+    compiled = compile_replay(
+        jobs,
+        nodes,
+        params,
+        tasks,
+        policy.mig_reconfigure_layouts,
+        tenants,
+        reserving=kai is not None and kai.actions != 0,
+    )
     state = _initial(compiled, min(TIMELINE_START_CAPACITY, max_samples), model, nodes)
     started = time.perf_counter()
     adaptive = chunk_seconds is None
@@ -503,6 +511,10 @@ def _initial(
             quotas.created,
             kai_total(nodes),
             compiled.classes.ints[L.C_TENANT],
+            quotas.actions,
+            compiled.jobs.ints.shape[1],
+            compiled.cluster.node_int.shape[1],
+            compiled.jobs.pod_job.shape[0],
         )
     elif isinstance(quotas, VolcanoQueues):
         if nodes is None:
