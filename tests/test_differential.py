@@ -849,18 +849,17 @@ def test_volcano_reclaim_agrees(
     assert_agree(jobs, nodes, policy, seed=seed, sample_interval=sample_interval)
 
 
-@st.composite
-def volcano_preempt_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
-    """A small contended case under Volcano's queues with the preempt action (and sometimes reclaim after
-    it): one to three queues whose early, long jobs fill (and fragment) the cluster, later jobs of mixed
-    priorities and sizes; the preemptable plugins Volcano's built-in set, the Helm chart's, or any subset.
-    Whole-GPU pods, sometimes CPU requests, non-preemptible jobs, ``preemptionPolicy: Never``, checkpoints."""
+def _contended(
+    draw: st.DrawFn, early_priorities: list[int], late_priorities: list[int]
+) -> tuple[pl.DataFrame, list[str], list[dict[str, object]]]:
+    """1-4 nodes of 4 or 8 GPUs, 1-3 queues, and 3-24 jobs: early ones often alike (victim-order ties), long
+    and of several small pods (a victim's pods on one node), later ones of mixed sizes; whole-GPU pods,
+    sometimes CPU requests, checkpoints; priorities drawn from the lists given."""
     per_node = draw(st.sampled_from([4, 8]))
     nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": per_node}] * draw(st.integers(1, 4)))
-    names = ("vc-a", "vc-b", "vc-c")[: draw(st.integers(1, 3))]
-    rows = []
+    names = ["vc-a", "vc-b", "vc-c"][: draw(st.integers(1, 3))]
+    rows: list[dict[str, object]] = []
     for i in range(draw(st.integers(3, 24))):
-        # Early jobs often alike (victim-order ties) and of several small pods (a victim's pods on one node).
         early = draw(st.booleans())
         rows.append(
             {
@@ -871,12 +870,23 @@ def volcano_preempt_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, 
                 "gpu_milli": 1000 * draw(st.sampled_from([1, 2, 3] if early else [1, 2, 3, 5, per_node])),
                 "cpu_milli": draw(st.sampled_from([0, 0, 0, 2000, 8000])),
                 "queue": draw(st.sampled_from(names)),
-                "priority": draw(st.sampled_from([0, 0, 1] if early else [0, 1, 2, 10, 10])),
-                "preemptible": draw(st.sampled_from([True, True, True, True, False])),
+                "priority": draw(st.sampled_from(early_priorities if early else late_priorities)),
                 "checkpoint_interval": draw(st.sampled_from([0.0, 10.0, math.inf])),
-                "preemption_policy": "Never" if draw(st.integers(0, 7)) == 0 else "PreemptLowerPriority",
             }
         )
+    return nodes, names, rows
+
+
+@st.composite
+def volcano_preempt_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
+    """A small contended case under Volcano's queues with the preempt action (and sometimes reclaim after
+    it): one to three queues whose early, long jobs fill (and fragment) the cluster, later jobs of mixed
+    priorities and sizes; the preemptable plugins Volcano's built-in set, the Helm chart's, or any subset.
+    Whole-GPU pods, sometimes CPU requests, non-preemptible jobs, ``preemptionPolicy: Never``, checkpoints."""
+    nodes, _, rows = _contended(draw, early_priorities=[0, 0, 1], late_priorities=[0, 1, 2, 10, 10])
+    for row in rows:
+        row["preemptible"] = draw(st.sampled_from([True, True, True, True, False]))
+        row["preemption_policy"] = "Never" if draw(st.integers(0, 7)) == 0 else "PreemptLowerPriority"
     jobs = jobs_frame(rows)
     actions = draw(
         st.sampled_from(
@@ -988,25 +998,7 @@ def kai_evict_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy
     several small pods fill (and fragment) the cluster, later jobs of mixed priorities (100 and above are
     non-preemptible) and sizes; the queues as :func:`kai_manifests` draws them (quotas, weights, limits,
     priorities, parent levels). Whole-GPU pods (the actions' scope), sometimes CPU requests."""
-    per_node = draw(st.sampled_from([4, 8]))
-    nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": per_node}] * draw(st.integers(1, 4)))
-    names = ("vc-a", "vc-b", "vc-c")[: draw(st.integers(1, 3))]
-    rows = []
-    for i in range(draw(st.integers(3, 24))):
-        early = draw(st.booleans())
-        rows.append(
-            {
-                "job_id": i + 1,
-                "submit_time": float(draw(st.sampled_from([0, 0, 0, 1, 3]) if early else st.integers(2, 60))),
-                "duration": float(draw(st.sampled_from([300, 1000] if early else [20, 50, 100, 300]))),
-                "num_pods": draw(st.sampled_from([1, 2, 2, 4] if early else [1, 1, 1, 2, 3])),
-                "gpu_milli": 1000 * draw(st.sampled_from([1, 2, 3] if early else [1, 2, 3, 5, per_node])),
-                "cpu_milli": draw(st.sampled_from([0, 0, 0, 2000, 8000])),
-                "queue": draw(st.sampled_from(names)),
-                "priority": draw(st.sampled_from([0, 0, 50] if early else [0, 50, 50, 100, 125])),
-                "checkpoint_interval": draw(st.sampled_from([0.0, 10.0, math.inf])),
-            }
-        )
+    nodes, names, rows = _contended(draw, early_priorities=[0, 0, 50], late_priorities=[0, 50, 50, 100, 125])
     jobs = jobs_frame(rows)
     policy = Policy(
         name="kai-reclaim",
@@ -1018,7 +1010,7 @@ def kai_evict_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy
         graceful_termination=draw(st.sampled_from([0.0, 0.0, 30.0])),
         queues=QueueModel.kai,
         quotas=QuotaSource.manifests,
-        manifests=_manifest_file(draw(kai_manifests(names))),
+        manifests=_manifest_file(draw(kai_manifests(tuple(names)))),
         actions=draw(
             st.sampled_from(["allocate, reclaim", "allocate, preempt", "allocate, reclaim, preempt"])
         ),

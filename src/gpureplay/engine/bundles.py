@@ -586,17 +586,17 @@ class Quotas(NamedTuple):
         order's best leaf and best child per queue (index ``num queues``: the top level) and each leaf's
         head job request.
     k_fut, k_freed, k_touch, k_tmark, k_ntouch, k_tstamp, k_feas, k_cand, k_tmp, k_jmark, k_cstart, k_ccur,
-    k_pop, k_seq, k_nseq, k_rec, k_nrec, k_scn, k_added, k_rem, k_rset, k_rstamp, k_nstamp, k_nhead,
+    k_pop, k_seq, k_nseq, k_rec, k_nrec, k_scn, k_rem, k_rset, k_rstamp, k_nstamp, k_nhead,
     k_ntail, k_ejob, k_enext, k_poison
         KAI's reclaim and preempt actions (:mod:`gpureplay.engine.kai_evict`; per-job and per-node arrays
         only when one is on, ``v_act[0]`` its bits): per node the idle whole GPUs, milli-CPU and MiB left
         to the action, a scenario's freed resources, the nodes it touched and their stamps, whether the
         job could ever fit; the running preemptible jobs by leaf queue in reverse job order, a merge
         buffer, per-job stamps, each leaf's run and cursor and the resources of its victims taken so far;
-        the job's victim order so far, its recorded victims, a scenario's victims and the victims added in
-        a probe; the validator's remaining allocation per queue and its stamps; per node the list (head,
-        tail, stamp) of a probe's added victims with pods there, the lists' entries (victim, next); per
-        leaf queue whether no reclaim strategy allows taking from it for the job at hand.
+        the job's victim order so far, its recorded victims, a scenario's victims; the validator's
+        remaining allocation per queue and its stamps; per node the list (head, tail, stamp) of a probe's
+        added victims with pods there, the lists' entries (victim, next); per leaf queue whether no reclaim
+        strategy allows taking from it for the job at hand.
     """
 
     parent: Int64Array
@@ -715,7 +715,6 @@ class Quotas(NamedTuple):
     k_rec: Int64Array
     k_nrec: Int64Array
     k_scn: Int64Array
-    k_added: Int64Array
     k_rem: Float64Array
     k_rset: Int64Array
     k_rstamp: Int64Array
@@ -761,7 +760,6 @@ def _kai_arrays(
         "k_rec": np.zeros(room, dtype=np.int64),
         "k_nrec": np.zeros(1, dtype=np.int64),
         "k_scn": np.zeros(room, dtype=np.int64),
-        "k_added": np.zeros(room, dtype=np.int64),
         "k_rem": np.zeros((3, n)),
         "k_rset": np.zeros(n, dtype=np.int64),
         "k_rstamp": np.zeros(1, dtype=np.int64),
