@@ -111,6 +111,16 @@ def test_full_philly_replays_under_every_preset(philly: tuple[pl.DataFrame, pl.D
             queue_of[v] != queue_of[by] for v, by in evicted.select("job_id", "evicted_by").iter_rows()
         )
         return
+    if name == "kueue-pods-ready":
+        # After a Kueue admission by quota pods hold GPUs from their placement, waiting for their siblings:
+        # every allocated GPU-second is an attempt's, more than the demand; waitForPodsReady evicted some
+        # partly placed jobs (attempts ending pods_ready_timeout; a job evicted with no pod placed has none).
+        held = checked.attempts["gpu_seconds"].sum() * 1000.0
+        assert checked.gpu_milli_seconds == pytest.approx(held, rel=1e-9)
+        assert checked.gpu_milli_seconds > demand
+        timed_out = checked.attempts.filter(pl.col("end_reason") == "pods_ready_timeout").height
+        assert 0 < timed_out <= checked.jobs["pods_ready_timeouts"].sum()
+        return
     if preset(name).gang == GangMode.gang and (checked.jobs["state"] == "finished").all():
         # Gang jobs hold GPUs exactly while they run; pod-by-pod pods also hold them waiting for siblings.
         assert checked.gpu_milli_seconds == pytest.approx(demand, rel=1e-9)

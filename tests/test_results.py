@@ -58,6 +58,7 @@ def outcome() -> pl.DataFrame:
             "preemptions": [0, 0, 0, 0],
             "attempts": [1, 1, 1, 0],
             "admission_failures": [0, 0, 0, 0],
+            "pods_ready_timeouts": [0, 0, 0, 0],
             "pending_time": [0.0, 90.0, 0.0, 130.0],  # job 4: pending to the end of the run
             "lost_gpu_seconds": [0.0, 0.0, 0.0, 0.0],
             # Job 1 ran 100 s for 50 s of work: time-sliced at 1/2 all along.
@@ -77,6 +78,7 @@ def outcome() -> pl.DataFrame:
             "preemptions": pl.Int32,
             "attempts": pl.Int32,
             "admission_failures": pl.Int32,
+            "pods_ready_timeouts": pl.Int32,
             "reject_reason": pl.String,
             "pending_time": pl.Float64,
         },

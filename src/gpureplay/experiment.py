@@ -250,6 +250,12 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
         if row["admission_failures"]
         else ""
     )
+    # Kueue's waitForPodsReady evictions, when there were any.
+    if row["pods_ready_timeouts"]:
+        admission += (
+            f", {row['pods_ready_timeouts']:,} waitForPodsReady timeouts "
+            f"({row['pods_ready_timeout_gpu_h']:,.0f} GPU-hours held by their pods)"
+        )
     log.info(
         "replayed %s jobs in %.2f s (kernels ready in %.2f s): %s finished, %s rejected, %s deadlocked, "
         "%s unfinished%s -> %s",

@@ -88,6 +88,7 @@ from gpureplay.schedulers.policy import (
     Backfill,
     GangMode,
     GpuSharing,
+    KueueAdmission,
     MigDemand,
     MigPlacement,
     MigReconfigure,
@@ -143,6 +144,10 @@ DECISION_NODE_ORDER = 3  # [Resources] node_ties: seeded_order's one order of th
 
 #: Evictions per job beyond which a replay is taken for a preemption livelock.
 LIVELOCK_EVICTIONS_PER_JOB = 100
+#: [Kueue waitForPodsReady] timer kinds (the engine's TM_READY_BACKOFF, TM_PODS_READY): a requeue back-off
+#: ends; a readiness timeout ends.
+READY_BACKOFF = 2
+READY_TIMEOUT = 3
 
 
 def mix64(z: int) -> int:
@@ -1297,6 +1302,9 @@ class Job:
     topology: TasRequest | None = None
     # [Kubelet Topology Manager] "Results": kubelet rejections of its placements (TopologyAffinityError).
     admission_failures: int = 0
+    # [Kueue waitForPodsReady] when Kueue last admitted it by quota; its admissions that timed out.
+    admitted_at: float = math.nan
+    ready_timeouts: int = 0
     # [Idle-resource reclaim] its usage and PriorityClass annotations (None unless preemption: reclaim_idle).
     idle: IdleUse | None = None
 
@@ -2603,6 +2611,13 @@ class _Replay:
         self.lost_charged = 0.0  # lost GPU-seconds charged so far (timeline column)
         self.timers: list[tuple[float, int, Job]] = []  # (time, order set, evicted job)
         self.timer_seq = 0
+        # [Kueue waitForPodsReady] (time, kind, order set, job): requeue back-offs (kind 2) and readiness
+        # timeouts (kind 3); at one time after the timers above, in (kind, order set) order.
+        self.ready_timers: list[tuple[float, int, int, Job]] = []
+        # [Kueue waitForPodsReady] the jobs admitted by quota whose pods are not all placed, in
+        # kube-scheduler's order.
+        self.admitted: list[Job] = []
+        self.quota_only = _name(policy.kueue_admission) == KueueAdmission.quota.name
         # [Priority preemption] "a class that failed to find victims is not searched again until a
         # job starts or resources are released": the version counts those events.
         self.version = 0
@@ -3295,11 +3310,14 @@ class _Replay:
             self.maybe_preempt(job, whole=True)
 
     def kueue_usage(self) -> list[list[int]]:
-        """[Kueue quotas] ``[resource][cluster queue]``: what each ClusterQueue's placed pods request."""
+        """[Kueue quotas] ``[resource][cluster queue]``: what each ClusterQueue's placed pods request.
+
+        [Kueue waitForPodsReady] a job admitted by quota reserves all of its pods' requests.
+        """
         usage = [[0] * len(self.queue_names) for _ in range(3)]
         index = {name: q for q, name in enumerate(self.queue_names)}
         for job in self.jobs:
-            held = len(job.placements)
+            held = job.num_pods if job.state == "admitted" else len(job.placements)
             if held:
                 q = index[job.queue]
                 usage[0][q] += held * job.pod.milli
@@ -3367,6 +3385,10 @@ class _Replay:
         stays head; one that cannot be placed is set aside. A job of the same queue and request as one set
         aside since the last release is passed over (it would be set aside too).
         """
+        if self.quota_only and self.admission_blocked():
+            self.kueue_place_admitted()  # [Kueue waitForPodsReady] admissions resume once it is Ready
+            if self.admission_blocked():
+                return
         index = {name: q for q, name in enumerate(self.queue_names)}
         queued: list[list[Job]] = [[] for _ in self.queue_names]
         for job in self.pending_in_queue_order():
@@ -3419,12 +3441,104 @@ class _Replay:
             for _, _, q, job in entries:
                 if not fits(quotas, self.kueue_usage(), q, self.kueue_request(job)):
                     continue  # an admission earlier in this round took the room: head again next round
+                if self.quota_only:
+                    # [Kueue waitForPodsReady] admitted by quota; under blockAdmission its pods are placed
+                    # now and, unless all are, nothing more is admitted.
+                    self.admit_by_quota(job)
+                    heads[q] += 1
+                    if self.admission_blocked():
+                        self.kueue_place_admitted()
+                        if self.admission_blocked():
+                            return
+                    continue
                 if self.try_gang(job):
                     if self.kubelets_admit(job):
                         self.start(job)
                     heads[q] += 1
                 else:
                     set_aside(q, job)
+        if self.quota_only:
+            self.kueue_place_admitted()
+
+    # -- [Kueue waitForPodsReady] -----------------------------------------------------------------
+
+    def admission_blocked(self) -> bool:
+        """[Kueue waitForPodsReady] blockAdmission: an admitted job whose pods are not all placed."""
+        return self.policy.pods_ready_block_admission and bool(self.admitted)
+
+    def admit_by_quota(self, job: Job) -> None:
+        """[Kueue waitForPodsReady] Kueue admits ``job`` by quota alone: it leaves the queue, reserves all
+        of its pods' requests and waits for kube-scheduler; the readiness timeout starts."""
+        job.state = "admitted"
+        job.admitted_at = self.now
+        self.admitted.append(job)
+        self.admitted.sort(key=lambda j: (-j.priority, j.admitted_at, j.job_id))
+        timeout = self.policy.pods_ready_timeout
+        if timeout is not None:
+            self.ready_timers.append((self.now + timeout, READY_TIMEOUT, self.timer_seq, job))
+            self.timer_seq += 1
+
+    def kueue_place_admitted(self) -> None:
+        """[Kueue waitForPodsReady] kube-scheduler: each admitted job in order (priority, admission time,
+        job id) places its next pods one by one until one fits nowhere (they stay); all placed: it starts,
+        and its readiness timeout is dropped."""
+        for job in list(self.admitted):
+            while len(job.placements) < job.num_pods:
+                placement = self.place_next_pod(job)
+                if placement is None:
+                    break
+                if not job.placements:
+                    self.begin_attempt(job)
+                job.placements.append(placement)
+            if len(job.placements) == job.num_pods:
+                self.admitted.remove(job)
+                self.ready_timers = [
+                    tm for tm in self.ready_timers if not (tm[1] == READY_TIMEOUT and tm[3] is job)
+                ]
+                self.start(job)
+
+    def ready_timeout(self, job: Job) -> None:
+        """[Kueue waitForPodsReady] the timeout ends with pods unplaced: evict (placed pods released at once,
+        their GPU-time lost, an attempt ending ``pods_ready_timeout``), then requeue after the back-off, or
+        deactivate (``failed``) once it was requeued ``backoff_limit`` times."""
+        t = self.now
+        self.admitted.remove(job)
+        if job.placements:
+            job.records.append(
+                Attempt(
+                    number=job.attempts_begun - 1,
+                    hold_start=job.hold_start,
+                    start=None,
+                    placements=list(job.placements),
+                    nodes=0,
+                    end_reason="pods_ready_timeout",
+                    evicted=t,
+                    end=t,
+                )
+            )
+            self.charge(job, sum((t - p.time) * job.pod.milli for p in job.placements) / 1000.0)
+            self.release_all(job)
+        self.version += 1
+        self.release_version += 1
+        count = job.ready_timeouts
+        job.ready_timeouts += 1
+        limit = self.policy.pods_ready_backoff_limit
+        if limit is not None and count >= limit:
+            job.state = "failed"
+            job.pending_total += t - job.pending_since
+            return
+        job.state = "backoff"
+        job.evicted_at = t
+        delay = self.policy.pods_ready_backoff_base * 2.0**count
+        delay = min(delay, self.policy.pods_ready_backoff_max)
+        self.ready_timers.append((t + delay, READY_BACKOFF, self.timer_seq, job))
+        self.timer_seq += 1
+
+    def end_ready_backoff(self, job: Job) -> None:
+        """[Kueue waitForPodsReady] the requeue back-off ends: back in its queue, ordered by its eviction time
+        under ``requeue: back`` (Kueue's Eviction timestamp), by its submit time under ``original``."""
+        job.state = "pending"
+        job.key2 = job.evicted_at if self.policy.requeue is Requeue.back else job.submit
 
     def volcano_request(self, job: Job, pods: int) -> dict[str, float]:
         """[Volcano queues] ``pods`` of ``job``'s pods in Volcano's units (milli-GPU, milli-CPU, bytes)."""
@@ -4765,13 +4879,15 @@ class _Replay:
         rows = []
         for name in self.queue_names:
             mine = [job for job in self.jobs if job.queue == name]
+            # [Kueue waitForPodsReady] an admitted job's reservation counts all of its pods.
+            held = {job.row: job.num_pods if job.state == "admitted" else len(job.placements) for job in mine}
             rows.append(
                 {
                     "time": self.now,
                     "queue": name,
-                    "usage_milli": sum(len(job.placements) * job.pod.milli for job in mine),
-                    "usage_cpu": sum(len(job.placements) * job.pod.cpu for job in mine),
-                    "usage_mem": sum(len(job.placements) * job.pod.mem for job in mine),
+                    "usage_milli": sum(held[job.row] * job.pod.milli for job in mine),
+                    "usage_cpu": sum(held[job.row] * job.pod.cpu for job in mine),
+                    "usage_mem": sum(held[job.row] * job.pod.mem for job in mine),
                     "pending_jobs": sum(1 for job in mine if job.state == "pending"),
                     "running_jobs": sum(1 for job in mine if job.state == "running"),
                     # [Volcano queues] the last session's deserved milli-GPU and share x 10^6.
@@ -4817,6 +4933,7 @@ class _Replay:
             return (
                 any(j.finish == t for j in self.with_state("running"))
                 or any(tm[0] == t for tm in self.timers)
+                or any(tm[0] == t for tm in self.ready_timers)
                 or t in self.downtime_ends()  # [MIG re-partitioning] mig_reconfigure_s = 0
             )
 
@@ -4824,6 +4941,7 @@ class _Replay:
             idle = not self.with_state("running") and not self.with_state("terminating")
             # [Kubelet Topology Manager] a job backing off comes back: the run goes on for it.
             idle = idle and not self.with_state("backoff")
+            idle = idle and not self.ready_timers  # [Kueue waitForPodsReady] a timeout or back-off to come
             # [MIG re-partitioning] "The run does not end while a GPU is in downtime."
             idle = idle and not self.downtime_ends()
             if processed and idle and next_arrival == len(arrivals) and not (periodic and cycle_owed):
@@ -4832,6 +4950,7 @@ class _Replay:
                 candidates = [sample_k * interval]
                 candidates += [j.finish for j in self.with_state("running")]
                 candidates += [tm[0] for tm in self.timers]
+                candidates += [tm[0] for tm in self.ready_timers]
                 candidates += self.downtime_ends()  # [MIG re-partitioning] step 1b
                 if next_arrival < len(arrivals):
                     candidates.append(arrivals[next_arrival].submit)
@@ -4874,6 +4993,16 @@ class _Replay:
                     else:
                         self.terminate(timer[2])
                     changed = True
+                # [Kueue waitForPodsReady] then its back-offs and timeouts, in (kind, order set) order; a
+                # back-off of 0 s set by a timeout fires in this pass too.
+                while any(tm[0] == t for tm in self.ready_timers):
+                    ready = min((tm for tm in self.ready_timers if tm[0] == t), key=lambda tm: tm[1:3])
+                    self.ready_timers.remove(ready)
+                    if ready[1] == READY_BACKOFF:
+                        self.end_ready_backoff(ready[3])
+                    else:
+                        self.ready_timeout(ready[3])
+                    changed = True
                 if self.wake == t:  # [Idle-resource reclaim] "Wake": a change and a release
                     self.wake = math.inf
                     self.version += 1
@@ -4912,8 +5041,8 @@ def _final_state(job: Job) -> str:
     """[Time and events] Final states."""
     if job.state in ("finished", "rejected", "failed"):  # failed: [Kubelet Topology Manager]
         return job.state
-    if job.state == "pending" and job.placements:
-        return "deadlocked"
+    if job.state in ("pending", "admitted") and job.placements:
+        return "deadlocked"  # [Kueue waitForPodsReady] admitted by quota, some pods placed
     return "unfinished"
 
 
@@ -4934,7 +5063,7 @@ def _attempt_rows(job: Job, end: float) -> list[dict[str, Any]]:
                 restart_overhead=job.overhead_spent(end),
             )
         )
-    elif job.state == "pending" and job.placements:
+    elif job.state in ("pending", "admitted") and job.placements:
         records.append(
             Attempt(
                 number=job.attempts_begun - 1,
@@ -5006,7 +5135,7 @@ def _job_row(job: Job, end: float, topology: list[tuple[int, ...]]) -> dict[str,
     pending: float | None = None
     # [Kubelet Topology Manager] "Results": a failed job's wait is null; a backing-off one's goes on.
     if state not in ("rejected", "failed"):
-        waiting = job.state in ("pending", "backoff")
+        waiting = job.state in ("pending", "backoff", "admitted")
         pending = job.pending_total + (end - job.pending_since if waiting else 0.0)
     lost = job.lost + uncharged(job, end)
     # [GPU sharing by replicas] Results: over all attempts, a running one up to the end of the run.
@@ -5036,6 +5165,7 @@ def _job_row(job: Job, end: float, topology: list[tuple[int, ...]]) -> dict[str,
         "sharing_slowdown": slowdown,
         "spread_delay": spread,  # [Spreading cost] "Results": progress time x (1 - f), all attempts
         "admission_failures": job.admission_failures,  # [Kubelet Topology Manager] "Results"
+        "pods_ready_timeouts": job.ready_timeouts,  # [Kueue waitForPodsReady]
     }
 
 

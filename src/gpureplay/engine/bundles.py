@@ -597,6 +597,11 @@ class Quotas(NamedTuple):
         remaining allocation per queue and its stamps; per node the list (head, tail, stamp) of a probe's
         added victims with pods there, the lists' entries (victim, next); per leaf queue whether no reclaim
         strategy allows taking from it for the job at hand.
+    w_jobs, w_n, w_mark
+        Kueue's admission by quota (``params.codes[P_QUOTA_ONLY]``; :mod:`gpureplay.engine.pods_ready`): the
+        admitted jobs whose pods are not all placed yet, in kube-scheduler's order (priority, then
+        admission time, then job id), ``w_n[0]`` of them; ``w_n[1]`` a counter of placement passes and, per
+        class, the pass in which one of its pods fitted nowhere.
     """
 
     parent: Int64Array
@@ -724,6 +729,9 @@ class Quotas(NamedTuple):
     k_ejob: Int64Array
     k_enext: Int64Array
     k_poison: Int64Array
+    w_jobs: Int64Array
+    w_n: Int64Array
+    w_mark: Int64Array
 
 
 def _kai_arrays(
@@ -957,11 +965,13 @@ def quota_state(
     preemption: Int64Array | None = None,
     num_jobs: int = 0,
     fair_strategies: int = 0,
+    quota_only: bool = False,
 ) -> Quotas:
     """The :class:`Quotas` bundle of a quota tree (arrays as ``gpureplay.queues.kueue_quota.KueueQuotas``).
 
     ``preemption``: ``[KP_* row, cluster queue]`` (None: Never everywhere); ``num_jobs``: the trace's jobs
-    (preemption candidates); ``fair_strategies``: ``FairSharingStrategies`` value.
+    (preemption candidates); ``fair_strategies``: ``FairSharingStrategies`` value; ``quota_only``: Kueue
+    admits by quota alone (the admitted jobs' list is sized for every job).
     """
     num_nodes = parent.shape[0]
     num_cq = strict.shape[0]
@@ -1010,6 +1020,9 @@ def quota_state(
         fs_next=np.zeros(max(num_cq, 1), dtype=np.int64),
         **_volcano_arrays(0, 0, 0),
         **_kai_arrays(0, 0),
+        w_jobs=np.zeros(room if quota_only else 1, dtype=np.int64),
+        w_n=np.zeros(2, dtype=np.int64),
+        w_mark=np.full(max(len(class_tenant), 1) if quota_only else 1, -1, dtype=np.int64),
     )
 
 

@@ -118,7 +118,7 @@ from gpureplay.engine.layout import (
     QU_NP_MILLI,
     QU_PENDING,
     QU_RUNNING,
-    S_FAILED,
+    S_ADMITTED,
     S_QUEUED,
     S_RUNNING,
     S_TERMINATING,
@@ -170,7 +170,7 @@ def check_node(
         c = jobs.ints[J_CLASS, j]
         p = pod - jobs.ints[J_POD0, j]
         status = js.dyn[D_STATUS, j]
-        holder = status in (S_RUNNING, S_TERMINATING, S_QUEUED)
+        holder = status in (S_RUNNING, S_TERMINATING, S_QUEUED, S_ADMITTED)
         if js.pod_node[pod] != n or p >= js.dyn[D_PLACED, j] or not holder:
             return _fail(err, E_NODE_PODS, n)
         used_cpu += cs.ints[C_CPU, c]
@@ -352,7 +352,7 @@ def _check_full(
         status = js.dyn[D_STATUS, j]
         placed = js.dyn[D_PLACED, j]
         pods = jobs.ints[J_PODS, j]
-        if status < 0 or status > S_FAILED or placed < 0 or placed > pods:
+        if status < 0 or status > S_ADMITTED or placed < 0 or placed > pods:
             return _fail(err, E_STATUS, j)
         if status == S_RUNNING:
             ok = placed == pods
@@ -361,6 +361,9 @@ def _check_full(
         elif status == S_QUEUED:
             # Gang mode places a job whole or not at all; pod by pod may hold part of it.
             ok = placed == 0 or (mode != GANG and placed < pods)
+        elif status == S_ADMITTED:
+            # Kueue admitted it by quota: kube-scheduler places its pods one by one.
+            ok = placed < pods
         else:
             ok = placed == 0
         if not ok:
@@ -386,13 +389,15 @@ def _check_full(
             terminating += 1
         listed += placed
         q = jobs.ints[J_TENANT, j]
-        queues[QU_MILLI, q] += placed * jobs.ints[J_MILLI, j]
-        queues[QU_CPU, q] += placed * jobs.ints[J_CPU, j]
-        queues[QU_MEM, q] += placed * jobs.ints[J_MEM, j]
+        # An admitted job's quota reservation counts for all of its pods, placed or not.
+        counted = pods if status == S_ADMITTED else placed
+        queues[QU_MILLI, q] += counted * jobs.ints[J_MILLI, j]
+        queues[QU_CPU, q] += counted * jobs.ints[J_CPU, j]
+        queues[QU_MEM, q] += counted * jobs.ints[J_MEM, j]
         if jobs.ints[J_PREEMPTIBLE, j] == 0:
-            queues[QU_NP_MILLI, q] += placed * jobs.ints[J_MILLI, j]
-            queues[QU_NP_CPU, q] += placed * jobs.ints[J_CPU, j]
-            queues[QU_NP_MEM, q] += placed * jobs.ints[J_MEM, j]
+            queues[QU_NP_MILLI, q] += counted * jobs.ints[J_MILLI, j]
+            queues[QU_NP_CPU, q] += counted * jobs.ints[J_CPU, j]
+            queues[QU_NP_MEM, q] += counted * jobs.ints[J_MEM, j]
         queues[QU_PENDING, q] += 1 if status == S_QUEUED else 0
         queues[QU_RUNNING, q] += 1 if status == S_RUNNING else 0
     if (

@@ -430,8 +430,10 @@ def start_job(
     job and its co-located sharers take their rates
     (:func:`gpureplay.engine.sharing.sharers_changed`).
     """
-    dequeue(jobs, cs, js, pend, run, j)
-    count_unplaced(jobs, js, sc, j, -1)
+    if js.dyn[D_STATUS, j] == S_QUEUED:
+        # (A job Kueue admitted by quota left the queue at its admission: gpureplay.engine.pods_ready.)
+        dequeue(jobs, cs, js, pend, run, j)
+        count_unplaced(jobs, js, sc, j, -1)
     js.dyn[D_STATUS, j] = S_RUNNING
     js.time[T_PENDING, j] += t - js.time[T_PEND_SINCE, j]
     overhead = 0.0

@@ -110,7 +110,8 @@ D_NVLINKS = 10  # distinct NVLink domains when the current attempt started (gpur
 D_RACKS = 11  # distinct racks then
 D_SPINES = 12  # distinct spines then
 D_ADMIT_FAILS = 13  # kubelet admission failures (Topology Manager: TopologyAffinityError)
-JOB_DYN_FIELDS = 14
+D_READY_TIMEOUTS = 14  # Kueue waitForPodsReady: admissions that timed out before all its pods were placed
+JOB_DYN_FIELDS = 15
 
 # --- js.time: per-job dynamic floats -----------------------------------------------------------------
 T_FIRST_START = 0  # start of the first attempt that ran (nan: never ran)
@@ -131,7 +132,8 @@ T_RATE_T = 14  # running: when the current rate began to apply (>= T_PROGRESS0)
 T_DONE = 15  # running: work done in this attempt up to T_RATE_T
 T_WORK_DONE = 16  # work done over the attempts that ended (progress, rolled-back work included)
 T_SHARE_DELAY = 17  # seconds the job's progress was stretched by sharing, up to T_RATE_T
-JOB_TIME_FIELDS = 18
+T_ADMITTED = 18  # Kueue admission by quota: when its quota was reserved (its pods' creation)
+JOB_TIME_FIELDS = 19
 
 # Job status codes (every job is in exactly one).
 S_FUTURE = 0  # not yet submitted
@@ -141,7 +143,8 @@ S_FINISHED = 3
 S_REJECTED = 4
 S_TERMINATING = 5  # evicted: holds its resources until its termination grace period ends
 S_BACKOFF = 6  # its pods failed kubelet admission: out of the queue until the Job controller's back-off ends
-S_FAILED = 7  # more admission failures than its backoff_limit
+S_FAILED = 7  # more admission failures than its backoff_limit (or Kueue deactivated it)
+S_ADMITTED = 8  # Kueue admitted it by quota: its pods wait for kube-scheduler (some may be placed)
 
 # Rejection reasons, checked in this order at arrival.
 R_NONE = 0
@@ -157,6 +160,7 @@ R_SLICE_SIZE = 7  # Kueue deactivates a workload whose slice size does not divid
 END_FINISHED = 0
 END_PREEMPTED = 1
 END_OPEN = 2  # still holding when the run ended (resolved to unfinished/deadlocked at the boundary)
+END_PODS_READY = 3  # Kueue waitForPodsReady: its pods were not all placed within the timeout
 
 # --- classes.int: static per-class integers -------------------------------------------------------
 C_MILLI = 0
@@ -398,7 +402,10 @@ P_CPU_MGR = 29  # 1: CPU manager static policy (exclusive CPUs give NUMA hints)
 P_NUMA_AWARE = 30  # 1: the scheduler filters nodes by NUMA fit (NodeResourceTopologyMatch)
 P_BACKOFF_LIMIT = 31  # a job fails after more admission failures than this
 P_QUEUES = 32  # 1: a queue model admits jobs: classes are kept per tenant; 2: KAI, also per preemptibility
-POLICY_FIELDS = 33
+P_QUOTA_ONLY = 33  # 1: Kueue admits by quota alone; kube-scheduler then places the pods one by one
+P_READY_LIMIT = 34  # waitForPodsReady requeuingStrategy.backoffLimitCount (-1: unset, requeued forever)
+P_BLOCK_ADMISSION = 35  # 1: waitForPodsReady.blockAdmission
+POLICY_FIELDS = 36
 
 TOPO_MGR_NONE = 0
 TOPO_MGR_BEST_EFFORT = 1
@@ -455,7 +462,10 @@ PF_MIG_RECONFIG = 9  # mig_reconfigure: idle: seconds a re-partitioned GPU serve
 PF_SPREAD_NVLINK = 10  # rate of a job spanning more than one NVLink domain (1: no cost)
 PF_SPREAD_RACK = 11  # rate factor for more than one rack
 PF_SPREAD_SPINE = 12  # rate factor for more than one spine
-PARAM_FLOAT_FIELDS = 13
+PF_READY_TIMEOUT = 13  # Kueue waitForPodsReady.timeout, seconds (inf: waitForPodsReady off)
+PF_READY_BASE = 14  # requeuingStrategy.backoffBaseSeconds
+PF_READY_MAX = 15  # requeuingStrategy.backoffMaxSeconds
+PARAM_FLOAT_FIELDS = 16
 
 GANG = 0
 POD_BY_POD = 1
@@ -476,6 +486,8 @@ SELECT_GLOBAL = 0  # one queue order across tenants (kube-scheduler PrioritySort
 # --- timers (kind codes; ordered: at one time, lower kinds fire first) ----------------------------------
 TM_TERMINATED = 0  # an evicted job's termination grace period ends: it releases and is requeued
 TM_BACKOFF = 1  # a job's pod-failure back-off ends: it re-enters its queue
+TM_READY_BACKOFF = 2  # a job's waitForPodsReady requeue back-off ends: it re-enters its queue
+TM_PODS_READY = 3  # waitForPodsReady.timeout after a Kueue admission by quota: evict unless all pods placed
 
 # --- timeline rows (run.tl_flt: time and lost GPU-seconds; run.tl_rows: the counts) --------------------
 TLF_TIME = 0

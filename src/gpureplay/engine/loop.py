@@ -104,7 +104,10 @@ from gpureplay.engine.layout import (
     PF_WINDOW0,
     PF_WINDOW1,
     PREEMPT_IDLE,
+    T_EVICTED,
     TM_BACKOFF,
+    TM_PODS_READY,
+    TM_READY_BACKOFF,
     TM_TERMINATED,
     TOT_ALLOC,
     X_ERROR_T,
@@ -118,6 +121,7 @@ from gpureplay.engine.layout import (
     X_WAKE,
     X_WINDOW_INTEGRAL,
 )
+from gpureplay.engine.pods_ready import ready_timeout_given
 from gpureplay.engine.repartition import finish_repartitions, repartition_idle
 from gpureplay.engine.timeline import record_sample, widen
 from gpureplay.engine.timers import next_completion, next_timer, pop_completion, pop_timer
@@ -301,6 +305,11 @@ def advance(params: Params, jobs: Jobs, cs: Classes, cl: Cluster, st: State, t_s
                     terminate_job(params, jobs, cs, cl, ix, js, pend, sc, run, target, t)
                 elif kind == TM_BACKOFF:
                     requeue(params, jobs, cs, js, pend, sc, run, target, t)
+                elif kind == TM_READY_BACKOFF:
+                    # Kueue orders it by its eviction time (requeuingStrategy.timestamp: Eviction).
+                    requeue(params, jobs, cs, js, pend, sc, run, target, js.time[T_EVICTED, target])
+                elif kind == TM_PODS_READY:
+                    ready_timeout_given(quota, params, jobs, cs, cl, ix, js, sc, run, tm, target, t)
                 changed = True
             if clock[X_WAKE] == t:
                 # reclaim_idle: a running job stops being exempt now; failed searches may succeed.

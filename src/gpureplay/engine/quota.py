@@ -39,10 +39,12 @@ from gpureplay.engine.layout import (
     J_TENANT,
     K_NACTIVE,
     K_VERSION,
+    P_QUOTA_ONLY,
     S_QUEUED,
     S_RUNNING,
 )
 from gpureplay.engine.pending import cursor_job, cursor_reset, cursor_step, key_before
+from gpureplay.engine.pods_ready import admit_by_quota, blocked, place_admitted
 from gpureplay.engine.quota_tree import (
     RESOURCE_ROWS,
     drop_top,
@@ -268,11 +270,22 @@ def kueue_cycle(
        took the room) stays head for the next round; one that fits is placed as a gang (quota and
        placement at one instant, as under Kueue's topology-aware admission); a placement failure sets
        it aside.
+
+    Under ``kueue_admission: quota`` step 4 reserves the quota alone
+    (:func:`gpureplay.engine.pods_ready.admit_by_quota`) and kube-scheduler then places the admitted jobs'
+    pods one by one (:func:`gpureplay.engine.pods_ready.place_admitted`); under ``waitForPodsReady``'s
+    ``blockAdmission`` nothing more is admitted while an admitted job's pods are not all placed.
     """
+    quota_only = params.codes[P_QUOTA_ONLY] != 0
+    changes = 0
+    if quota_only and blocked(params, qt):
+        # blockAdmission: the admitted job's pods first; admissions resume once it is Ready.
+        changes += place_admitted(params, qt, jobs, cs, cl, ix, js, pend, tm, sc, run, t)
+        if blocked(params, qt):
+            return changes
     _fill_heaps(jobs, cs, js, pend, qt, run)
     num_cq = run.queues.shape[1]
     fair = qt.fair[0] != 0
-    changes = 0
     while True:
         n = 0
         heads = 0
@@ -317,6 +330,18 @@ def kueue_cycle(
             if not quota_fits(qt, jobs, run, j):
                 continue  # an admission before it in this round took the room: head again next round
             # (A class set aside at this release version never reaches here: _head drops it.)
+            if quota_only:
+                admit_by_quota(params, qt, jobs, cs, js, pend, tm, sc, run, j, t)
+                changes += 1
+                drop_top(qt, q)
+                cursor_step(jobs, cs, js, pend, c, j)
+                _push_class(jobs, cs, js, pend, qt, q, c)
+                if blocked(params, qt):
+                    # blockAdmission: its pods are placed now; unless all are, nothing else is admitted.
+                    changes += place_admitted(params, qt, jobs, cs, cl, ix, js, pend, tm, sc, run, t)
+                    if blocked(params, qt):
+                        return changes
+                continue
             if try_gang(tas, numa, params, jobs, cs, cl, ix, js, pend, tm, sc, run, j, t):
                 start_job(params, jobs, cs, cl, js, pend, tm, sc, run, j, t)
                 if js.dyn[D_STATUS, j] == S_RUNNING:
@@ -329,5 +354,7 @@ def kueue_cycle(
             drop_top(qt, q)
             cursor_step(jobs, cs, js, pend, c, j)
             _push_class(jobs, cs, js, pend, qt, q, c)
+    if quota_only:
+        changes += place_admitted(params, qt, jobs, cs, cl, ix, js, pend, tm, sc, run, t)
     # No end_stale_nominations: a queue model refuses preemption, so no pod holds a nomination.
     return changes

@@ -54,6 +54,7 @@ from gpureplay.schedulers.policy import (
     Backfill,
     GangMode,
     GpuSharing,
+    KueueAdmission,
     MigDemand,
     MigPlacement,
     MigReconfigure,
@@ -336,6 +337,16 @@ def policy_params(
     codes[L.P_CPU_MGR] = int(cpu_static)
     codes[L.P_NUMA_AWARE] = int(bool(policy.numa_aware_scheduler))
     codes[L.P_BACKOFF_LIMIT] = policy.backoff_limit
+    # Kueue's admission by quota and waitForPodsReady (checked by the queue model's keys).
+    admission = str(getattr(policy.kueue_admission, "name", policy.kueue_admission))
+    codes[L.P_QUOTA_ONLY] = int(admission == KueueAdmission.quota.name)
+    timeout = policy.pods_ready_timeout
+    flt[L.PF_READY_TIMEOUT] = math.inf if timeout is None else float(timeout)
+    codes[L.P_BLOCK_ADMISSION] = int(bool(policy.pods_ready_block_admission))
+    limit = policy.pods_ready_backoff_limit
+    codes[L.P_READY_LIMIT] = -1 if limit is None else int(limit)
+    flt[L.PF_READY_BASE] = float(policy.pods_ready_backoff_base)
+    flt[L.PF_READY_MAX] = float(policy.pods_ready_backoff_max)
     codes[L.P_TAS_PROFILE] = {
         TasProfile.mixed: L.PROFILE_MIXED,
         TasProfile.best_fit: L.PROFILE_BEST_FIT,

@@ -53,6 +53,9 @@ __all__ = [
 
 #: Volcano's overcommit plugin's default ``overcommit-factor`` (``plugins/overcommit/overcommit.go``).
 DEFAULT_OVERCOMMIT = 1.2
+#: Kueue's waitForPodsReady.requeuingStrategy defaults (backoffBaseSeconds, backoffMaxSeconds).
+DEFAULT_READY_BACKOFF_BASE = 60.0
+DEFAULT_READY_BACKOFF_MAX = 3600.0
 
 log = logging.getLogger(__name__)
 
@@ -153,6 +156,8 @@ def queue_model_problems(
                 "is read with fair_sharing: true only (Kueue's fairSharing.preemptionStrategies)",
             )
         )
+    if model is QueueModel.kueue:
+        problems += _pods_ready_problems(policy)
     if gang is not GangMode.gang:
         problems.append(("scheduler.gang", f"{system} admits whole workloads (gangs): use gang: gang"))
     if backfill is not Backfill.skip or policy.backfill_depth != 0:
@@ -244,7 +249,77 @@ def _kueue_keys_unset(policy: Policy) -> list[tuple[str, bool]]:
         ("fair_sharing", not policy.fair_sharing),
         ("fair_sharing_strategies", _name(policy.fair_sharing_strategies) == "both"),
         *_preemption_keys_unset(policy),
+        ("kueue_admission", _name(policy.kueue_admission) == "placement"),
+        *_pods_ready_keys_unset(policy),
     ]
+
+
+def _pods_ready_keys_unset(policy: Policy) -> list[tuple[str, bool]]:
+    return [
+        ("pods_ready_timeout", policy.pods_ready_timeout is None),
+        ("pods_ready_block_admission", not policy.pods_ready_block_admission),
+        ("pods_ready_backoff_limit", policy.pods_ready_backoff_limit is None),
+        ("pods_ready_backoff_base", policy.pods_ready_backoff_base == DEFAULT_READY_BACKOFF_BASE),
+        ("pods_ready_backoff_max", policy.pods_ready_backoff_max == DEFAULT_READY_BACKOFF_MAX),
+    ]
+
+
+def _pods_ready_problems(policy: Policy) -> list[tuple[str, str]]:
+    # Kueue's waitForPodsReady (configuration validation: timeout and the back-off's numbers >= 0).
+    problems: list[tuple[str, str]] = []
+    quota_only = _name(policy.kueue_admission) == "quota"
+    timeout = policy.pods_ready_timeout
+    if timeout is None:
+        problems += [
+            (f"scheduler.{key}", "is read with pods_ready_timeout set only (Kueue's waitForPodsReady)")
+            for key, unset in _pods_ready_keys_unset(policy)[1:]
+            if not unset
+        ]
+    elif not quota_only:
+        problems.append(
+            (
+                "scheduler.pods_ready_timeout",
+                "needs kueue_admission: quota (with placement at admission a job's pods are all placed, "
+                "so Ready, when it is admitted)",
+            )
+        )
+    elif not (math.isfinite(timeout) and timeout >= 0):
+        problems.append(
+            ("scheduler.pods_ready_timeout", f"must be a number of seconds >= 0 (found {timeout})")
+        )
+    elif timeout == 0 and min(policy.pods_ready_backoff_base, policy.pods_ready_backoff_max) == 0:
+        problems.append(
+            (
+                "scheduler.pods_ready_timeout",
+                "0 with a back-off of 0 s (pods_ready_backoff_base or _max) evicts and requeues a job that "
+                "cannot be placed at once without end at one instant: give either a positive value",
+            )
+        )
+    limit = policy.pods_ready_backoff_limit
+    if limit is not None and limit < 0:
+        problems.append(("scheduler.pods_ready_backoff_limit", f"must be >= 0 or null (found {limit})"))
+    for key, value in (
+        ("pods_ready_backoff_base", policy.pods_ready_backoff_base),
+        ("pods_ready_backoff_max", policy.pods_ready_backoff_max),
+    ):
+        if not (math.isfinite(value) and value >= 0):
+            problems.append((f"scheduler.{key}", f"must be a number of seconds >= 0 (found {value})"))
+    if quota_only and _name(policy.topology_manager) != "none":
+        problems.append(
+            (
+                "scheduler.topology_manager",
+                "kubelet admission of pods placed one by one after a Kueue admission by quota is not "
+                "modelled: use topology_manager: none with kueue_admission: quota",
+            )
+        )
+    if quota_only and policy.numa_aware_scheduler:
+        problems.append(
+            (
+                "scheduler.numa_aware_scheduler",
+                "NUMA-aware placement of pods after a Kueue admission by quota is not modelled",
+            )
+        )
+    return problems
 
 
 def _preemption_keys_unset(policy: Policy) -> list[tuple[str, bool]]:
@@ -295,6 +370,14 @@ def kueue_quotas(policy: Policy, jobs: pl.DataFrame, nodes: pl.DataFrame) -> Kue
         fair_strategies=FairSharingStrategies[_name(policy.fair_sharing_strategies)],
     )
     _refuse_unmodelled_preemption(quotas, manifests)
+    if _name(policy.kueue_admission) == "quota" and preempts(quotas):
+        raise InputError.single(
+            "Kueue preemption of admitted workloads whose pods are not all placed is not modelled yet: "
+            "use kueue_admission: placement with preemption, or no preemption (within_cluster_queue / "
+            "reclaim_within_cohort never, and none in the manifests' spec.preemption)",
+            "config",
+            column="scheduler.kueue_admission",
+        )
     if quotas.fair_strategies is not FairSharingStrategies.both and not preempts(quotas):
         # Read only by a preempting ClusterQueue: with none, a chosen strategy would change nothing.
         raise InputError.single(

@@ -98,6 +98,7 @@ JOB_RESULT_SCHEMA: dict[str, pl.DataType] = {
     "preemptions": pl.Int32(),
     "attempts": pl.Int32(),
     "admission_failures": pl.Int32(),
+    "pods_ready_timeouts": pl.Int32(),
     "pending_time": pl.Float64(),
     "lost_gpu_seconds": pl.Float64(),
     "sharing_delay": pl.Float64(),
@@ -552,6 +553,7 @@ def _initial(
             preemption_table(quotas),
             compiled.jobs.ints.shape[1],
             quotas.fair_strategies.value,
+            bool(compiled.params.codes[L.P_QUOTA_ONLY]),
         )
     return initial_state(
         compiled.params,
@@ -715,7 +717,7 @@ def _open_attempts(compiled: Compiled, js: JobState, end_time: float) -> pl.Data
     ints = compiled.jobs.ints
     status = js.dyn[L.D_STATUS]
     placed = js.dyn[L.D_PLACED]
-    holding = ((status == L.S_RUNNING) | (status == L.S_QUEUED)) & (placed > 0)
+    holding = ((status == L.S_RUNNING) | (status == L.S_QUEUED) | (status == L.S_ADMITTED)) & (placed > 0)
     idx = np.flatnonzero(holding)
     running = status[idx] == L.S_RUNNING
     pod0 = ints[L.J_POD0][idx]
@@ -787,7 +789,11 @@ def _attempts(compiled: Compiled, js: JobState, run: Run, end_time: float) -> pl
             "end": np.minimum(end, end_time),
             "pods": ai[L.A_PODS],
             "nodes": ai[L.A_NODES],
-            "end_reason": np.where(ai[L.A_REASON] == L.END_FINISHED, "finished", "preempted"),
+            "end_reason": np.select(
+                [ai[L.A_REASON] == L.END_FINISHED, ai[L.A_REASON] == L.END_PODS_READY],
+                ["finished", "pods_ready_timeout"],
+                "preempted",
+            ),
             "evictor": ai[L.A_EVICTOR],
             "progress": af[L.AF_PROGRESS],
             "work_lost": af[L.AF_LOST],
@@ -850,7 +856,8 @@ def _job_results(compiled: Compiled, js: JobState, end_time: float) -> pl.DataFr
     ints = compiled.jobs.ints
     status = js.dyn[L.D_STATUS]
     placed = js.dyn[L.D_PLACED]
-    deadlocked = (status == L.S_QUEUED) & (placed > 0)
+    # Pods held by a job that never ran: pod by pod, or admitted by Kueue's quota alone.
+    deadlocked = ((status == L.S_QUEUED) | (status == L.S_ADMITTED)) & (placed > 0)
     running = status == L.S_RUNNING
     terminating = status == L.S_TERMINATING
     ran = ~np.isnan(js.time[L.T_FIRST_START])
@@ -878,8 +885,11 @@ def _job_results(compiled: Compiled, js: JobState, end_time: float) -> pl.DataFr
         _REJECT_REASONS, default=None, return_dtype=pl.String
     )
     pending_since = js.time[L.T_PEND_SINCE]
-    # A job backing off after a kubelet rejection waits too.
-    waiting = ((status == L.S_QUEUED) | (status == L.S_BACKOFF)) & ~np.isnan(pending_since)
+    # A job backing off (a kubelet rejection, a waitForPodsReady timeout) or admitted with pods still
+    # unplaced waits too.
+    waiting = ((status == L.S_QUEUED) | (status == L.S_BACKOFF) | (status == L.S_ADMITTED)) & ~np.isnan(
+        pending_since
+    )
     pending = js.time[L.T_PENDING] + np.where(waiting, end_time - np.where(waiting, pending_since, 0.0), 0.0)
     gpus = placed * ints[L.J_MILLI] / 1000.0
     # Lost GPU-seconds charged so far, plus what the end of the run leaves uncharged: the restart
@@ -914,6 +924,7 @@ def _job_results(compiled: Compiled, js: JobState, end_time: float) -> pl.DataFr
             "preemptions": js.dyn[L.D_PREEMPTIONS],
             "attempts": js.dyn[L.D_ATTEMPTS],
             "admission_failures": js.dyn[L.D_ADMIT_FAILS],
+            "pods_ready_timeouts": js.dyn[L.D_READY_TIMEOUTS],
             "pending_time": np.where((status == L.S_REJECTED) | (status == L.S_FAILED), np.nan, pending),
             "lost_gpu_seconds": lost,
             "sharing_delay": delay,

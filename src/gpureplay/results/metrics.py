@@ -463,12 +463,27 @@ def summary_metrics(
         "failed": jobs.filter(pl.col("state") == "failed").height,
         "admission_failures": int(jobs["admission_failures"].sum()),
         "admission_failed_jobs": jobs.filter(pl.col("admission_failures") > 0).height,
+        **_pods_ready_figures(jobs, attempts),
         **fairness_figures(finish_time_fairness(admitted, devices)),
         **queue_fairness(
             queue_summary(jobs, admitted, attempts, devices=devices) if per_queue is None else per_queue
         ),
     }
     return pl.DataFrame([row], schema=SUMMARY_METRICS_SCHEMA)
+
+
+def _pods_ready_figures(jobs: pl.DataFrame, attempts: pl.DataFrame | None) -> dict[str, float | int]:
+    # Kueue's waitForPodsReady: timeouts, and the GPU-time their partly placed pods held.
+    # (Result folders written before the column existed have none.)
+    held = 0.0
+    if attempts is not None and attempts.height:
+        timed_out = attempts.filter(pl.col("end_reason").cast(pl.String) == "pods_ready_timeout")
+        held = float(timed_out["gpu_seconds"].sum()) / 3600.0
+    timeouts = int(jobs["pods_ready_timeouts"].sum()) if "pods_ready_timeouts" in jobs.columns else 0
+    return {
+        "pods_ready_timeouts": timeouts,
+        "pods_ready_timeout_gpu_h": held,
+    }
 
 
 def _preemption_figures(

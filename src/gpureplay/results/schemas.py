@@ -37,6 +37,8 @@ JOBS_RESULT_SCHEMA: dict[str, pl.DataType] = {
     "preemptions": pl.Int32(),
     "attempts": pl.Int32(),
     "admission_failures": pl.Int32(),  # kubelet rejections of its placements (Topology Manager)
+    # Kueue waitForPodsReady: its admissions evicted before all of its pods were placed
+    "pods_ready_timeouts": pl.Int32(),
     "pending_time": pl.Float64(),  # every interval spent pending: first wait and each requeue
     "lost_gpu_seconds": pl.Float64(),  # what evictions cost it: rolled-back work, restart overheads, grace
     "sharing_delay": pl.Float64(),  # seconds its runs were stretched by time-slicing / MPS sharing
@@ -125,7 +127,15 @@ QUEUE_SUMMARY_SCHEMA: dict[str, pl.DataType] = {
 
 #: Why a run attempt ended (``attempts.parquet``): finished; evicted (``preempted``); still running when the
 #: replay stopped (``unfinished``); holding pods without running at the end (pod by pod, ``deadlocked``).
-ATTEMPT_END_REASONS: tuple[str, ...] = ("finished", "preempted", "unfinished", "deadlocked")
+#: Kueue's waitForPodsReady evicted an admission whose pods were not all placed in time
+#: (``pods_ready_timeout``).
+ATTEMPT_END_REASONS: tuple[str, ...] = (
+    "finished",
+    "preempted",
+    "unfinished",
+    "deadlocked",
+    "pods_ready_timeout",
+)
 
 #: ``attempts.parquet``: one row per run attempt. An attempt holds resources from its first pod's placement
 #: (``hold_start``) to ``end``; it runs from ``start`` (all pods placed; null if it never ran). ``evicted``:
@@ -243,6 +253,10 @@ SUMMARY_METRICS_SCHEMA: dict[str, pl.DataType] = {
     "failed": pl.Int64(),
     "admission_failures": pl.Int64(),
     "admission_failed_jobs": pl.Int64(),
+    # Kueue's waitForPodsReady: admissions evicted because their pods were not all placed within the
+    # timeout, and the GPU-hours their placed pods held meanwhile.
+    "pods_ready_timeouts": pl.Int64(),
+    "pods_ready_timeout_gpu_h": pl.Float64(),
     # Queues (the jobs' queue column) with admitted jobs, Jain's index of their mean bounded slowdowns
     # (1: every queue slowed alike) and the worst queue's mean wait (gpureplay.results.queue_summary).
     "queues": pl.Int64(),

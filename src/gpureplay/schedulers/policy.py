@@ -220,6 +220,19 @@ class QueueModel(Enum):
     kai = 3
 
 
+class KueueAdmission(Enum):
+    """What a Kueue admission takes (``queues: kueue``; docs/engine-semantics.md, "Kueue waitForPodsReady").
+
+    ``placement``: quota and placement at one instant, the job's pods placed as a gang (as under Kueue's
+    topology-aware scheduling). ``quota``: Kueue's own default, quota alone: kube-scheduler then places the
+    admitted job's pods one by one, and a job whose pods do not all fit holds what it got (Kueue's
+    ``waitForPodsReady`` bounds how long: ``pods_ready_timeout``).
+    """
+
+    placement = 0
+    quota = 1
+
+
 class QuotaSource(Enum):
     """Where a queue model's quotas come from.
 
@@ -557,6 +570,21 @@ class Policy:
         ``queues: volcano`` with the preempt action only: the plugins whose ``enablePreemptable`` is on,
         from ``priority, gang, conformance, drf`` (null: all, Volcano's built-in configuration; the Helm
         chart's is ``priority, conformance``).
+    kueue_admission
+        ``queues: kueue`` only: see :class:`KueueAdmission`.
+    pods_ready_timeout
+        ``kueue_admission: quota`` only: Kueue's ``waitForPodsReady`` with this ``timeout`` in seconds
+        (null: off; Kueue's default when on is 30 min): an admitted job whose pods are not all placed this
+        long after its admission is evicted and requeued after a back-off.
+    pods_ready_block_admission
+        ``waitForPodsReady.blockAdmission``: nothing is admitted while an admitted job's pods are not all
+        placed (default false).
+    pods_ready_backoff_limit, pods_ready_backoff_base, pods_ready_backoff_max
+        ``waitForPodsReady.requeuingStrategy``'s ``backoffLimitCount`` (null: requeued forever; once a job
+        was requeued this many times its next timeout deactivates it, ``failed``), ``backoffBaseSeconds``
+        (60) and ``backoffMaxSeconds`` (3600): the n-th requeue comes ``base x 2^(n-1)`` seconds after the
+        timeout, at most the maximum. Its ``timestamp`` is ``requeue`` (``back``: Eviction, ``original``:
+        Creation).
     """
 
     name: str = "fifo"
@@ -612,6 +640,12 @@ class Policy:
     overcommit_factor: float = 1.2
     actions: str | None = None
     preemptable_plugins: str | None = None
+    kueue_admission: KueueAdmission = KueueAdmission.placement
+    pods_ready_timeout: float | None = None
+    pods_ready_block_admission: bool = False
+    pods_ready_backoff_limit: int | None = None
+    pods_ready_backoff_base: float = 60.0
+    pods_ready_backoff_max: float = 3600.0
 
     def devices_per_gpu(self) -> int:
         """``nvidia.com/gpu`` devices per GPU: ``replicas`` when shared by replicas, else 1."""
