@@ -676,11 +676,16 @@ def test_kueue_quotas_agree(
 @st.composite
 def pods_ready_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
     """Kueue admitting by quota alone (kube-scheduler then places the admitted pods one by one), with or
-    without waitForPodsReady: drawn timeouts (0 too), back-offs, backoffLimitCount and blockAdmission. The
-    generated quotas often exceed the nodes, so admitted jobs hold parts of their pods."""
+    without waitForPodsReady: drawn timeouts (0 too), back-offs, backoffLimitCount and blockAdmission, and
+    with or without preemption (classical or fair sharing's). The generated quotas often exceed the nodes, so
+    admitted jobs hold parts of their pods."""
     jobs, nodes = draw(cases(max_jobs=40))
     jobs = _in_queues(draw, jobs)
     queues = tuple(sorted(set(jobs["queue"].to_list())))
+    # Half the cases preempt by the ClusterQueues' spec.preemption: victims may be admitted, not placed.
+    preempting = draw(st.booleans())
+    text = draw(kueue_manifests(queues, preemption=preempting))
+    fair = draw(st.booleans())
     timeout = draw(st.sampled_from([None, 0.0, 5.0, 30.0, 200.0]))
     ready: dict[str, Any] = {}
     if timeout is not None:
@@ -701,8 +706,9 @@ def pods_ready_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Polic
         session_interval=draw(st.sampled_from([0.0, 0.0, 2.0])),
         queues=QueueModel.kueue,
         quotas=QuotaSource.manifests,
-        manifests=_manifest_file(draw(kueue_manifests(queues))),
-        fair_sharing=draw(st.booleans()),
+        manifests=_manifest_file(text),
+        fair_sharing=fair,
+        graceful_termination=draw(st.sampled_from([0.0, 2.5, 30.0])),
         requeue=draw(st.sampled_from(list(Requeue))),
         kueue_admission=KueueAdmission.quota,
         **ready,
@@ -794,6 +800,24 @@ def cohort_preemption_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame
 @settings(max_examples=40, **SETTINGS)
 @given(case=cohort_preemption_cases(), sample_interval=sample_intervals, seed=seeds)
 def test_kueue_cohort_preemption_agrees(
+    case: tuple[pl.DataFrame, pl.DataFrame, Policy], sample_interval: float, seed: int
+) -> None:
+    jobs, nodes, policy = case
+    assert_agree(jobs, nodes, policy, seed=seed, sample_interval=sample_interval)
+
+
+@st.composite
+def quota_admitted_preemption_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
+    """:func:`cohort_preemption_cases` (contended cohorts that evict often) admitting by quota alone, with or
+    without waitForPodsReady: victims may be admitted jobs whose pods are not all placed."""
+    jobs, nodes, policy = draw(cohort_preemption_cases())
+    timeout = draw(st.sampled_from([None, 5.0, 60.0]))
+    return jobs, nodes, replace(policy, kueue_admission=KueueAdmission.quota, pods_ready_timeout=timeout)
+
+
+@settings(max_examples=30, **SETTINGS)
+@given(case=quota_admitted_preemption_cases(), sample_interval=sample_intervals, seed=seeds)
+def test_preemption_of_quota_admitted_jobs_agrees(
     case: tuple[pl.DataFrame, pl.DataFrame, Policy], sample_interval: float, seed: int
 ) -> None:
     jobs, nodes, policy = case

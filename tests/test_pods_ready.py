@@ -17,11 +17,12 @@ from typing import Any
 import polars as pl
 import pytest
 from tests.reference.strategies import jobs_frame, nodes_frame
+from tests.test_kueue_preemption import preempting
 from tests.test_kueue_quota import KUEUE, both, cluster_queue, job, manifests, starts
 
 from gpureplay.errors import InputError
 from gpureplay.replay.simulate import Replay, simulate
-from gpureplay.schedulers.policy import KueueAdmission, Policy, QueueModel, QuotaSource, ReclaimWithinCohort
+from gpureplay.schedulers.policy import KueueAdmission, Policy, QueueModel, QuotaSource
 
 NODES = nodes_frame([{"gpu_model": "V100", "num_gpus": 4}] * 2)
 JOBS = jobs_frame([job(1, 0.0, "team", 1, 2), job(2, 1.0, "team", 2, 3), job(3, 2.0, "team", 2, 2)])
@@ -94,6 +95,30 @@ def test_block_admission_admits_one_job_at_a_time(tmp_path: Path) -> None:
         assert column(replay, "pods_ready_timeouts") == {1: 0, 2: 0, 3: 0}
 
 
+def test_a_lender_reclaims_quota_an_admitted_job_holds_before_its_pods_are_placed(tmp_path: Path) -> None:
+    """team-a and team-b (4 GPUs each, one cohort; team-a reclaimWithinCohort: Any) on one 4-GPU node. B1
+    (team-b, 0 s) runs; B2 (team-b, 1 s) is admitted by quota, borrowing team-a's 4 GPUs, but fits no node.
+    A1 (team-a, 2 s) does not fit its quota: it reclaims from team-b, above its nominal quota, the most
+    recently admitted first: B2, whose pods were never placed (no attempt). B2 holds its quota through the
+    30 s grace; A1 is admitted at 32, placed when B1 ends at 100; B2, requeued, starts when A1 ends."""
+    policy = manifests(
+        tmp_path,
+        preempting(cluster_queue("team-a", 4, cohort="c"), reclaimWithinCohort="Any"),
+        cluster_queue("team-b", 4, cohort="c"),
+    )
+    policy = Policy(**{**policy.__dict__, "kueue_admission": KueueAdmission.quota})
+    jobs = jobs_frame([job(1, 0.0, "team-b", 1, 4), job(2, 1.0, "team-b", 1, 4), job(3, 2.0, "team-a", 1, 4)])
+    nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": 4}])
+    for replay in both(jobs, nodes, policy, sample_interval=2.0):
+        assert starts(replay) == {1: 0.0, 2: 200.0, 3: 100.0}
+        assert column(replay, "preemptions") == {1: 0, 2: 1, 3: 0}
+        assert column(replay, "attempts") == {1: 1, 2: 1, 3: 1}
+        at_30 = replay.queues.filter(pl.col("time") == 30.0).select("queue", "usage_gpu").rows()
+        assert at_30 == [("team-a", 0.0), ("team-b", 8.0)]  # B2's reservation held through its grace
+        at_40 = replay.queues.filter(pl.col("time") == 40.0).select("queue", "usage_gpu").rows()
+        assert at_40 == [("team-a", 4.0), ("team-b", 4.0)]
+
+
 @pytest.mark.parametrize(("limit", "expected"), [(None, (1000.0, 4, "finished")), (3, (None, 4, "failed"))])
 def test_the_backoff_doubles_up_to_its_maximum(
     tmp_path: Path, limit: int | None, expected: tuple[float | None, int, str]
@@ -141,14 +166,6 @@ def test_the_backoff_doubles_up_to_its_maximum(
             },
             "scheduler.pods_ready_backoff_limit",
             ">= 0",
-        ),
-        (
-            {
-                "kueue_admission": KueueAdmission.quota,
-                "reclaim_within_cohort": ReclaimWithinCohort.lower_priority,
-            },
-            "scheduler.kueue_admission",
-            "not modelled yet",
         ),
         (
             {"queues": QueueModel.none, "quotas": QuotaSource.none, "kueue_admission": KueueAdmission.quota},

@@ -1302,9 +1302,11 @@ class Job:
     topology: TasRequest | None = None
     # [Kubelet Topology Manager] "Results": kubelet rejections of its placements (TopologyAffinityError).
     admission_failures: int = 0
-    # [Kueue waitForPodsReady] when Kueue last admitted it by quota; its admissions that timed out.
+    # [Kueue quotas] when Kueue last admitted it (by quota alone, or placed); [Kueue waitForPodsReady] its
+    # admissions that timed out; whether its quota reservation still counts its unplaced pods.
     admitted_at: float = math.nan
     ready_timeouts: int = 0
+    reserved: bool = False
     # [Idle-resource reclaim] its usage and PriorityClass annotations (None unless preemption: reclaim_idle).
     idle: IdleUse | None = None
 
@@ -3142,23 +3144,27 @@ class _Replay:
             victim.work_left -= saved
         else:
             # A partly placed pod-by-pod job: it leaves the queue, so its pending time stops here.
+            # [Kueue waitForPodsReady] so does an admitted one, which leaves kube-scheduler's list.
             victim.pending_total += t - victim.pending_since
-        victim.records.append(
-            Attempt(
-                number=victim.attempts_begun - 1,
-                hold_start=victim.hold_start,
-                start=victim.start if ran else None,
-                placements=list(victim.placements),
-                nodes=victim.nodes_spanned if ran else 0,
-                end_reason="preempted",
-                evicted=t,
-                end=t + grace,
-                progress=progress,
-                work_lost=lost,
-                restart_overhead=overhead,
-                evicted_by=preemptor.job_id,
+            if victim.state == "admitted":
+                self.leave_admitted(victim)
+        if victim.placements or victim.state == "running":  # an admitted job with no pod placed: no attempt
+            victim.records.append(
+                Attempt(
+                    number=victim.attempts_begun - 1,
+                    hold_start=victim.hold_start,
+                    start=victim.start if ran else None,
+                    placements=list(victim.placements),
+                    nodes=victim.nodes_spanned if ran else 0,
+                    end_reason="preempted",
+                    evicted=t,
+                    end=t + grace,
+                    progress=progress,
+                    work_lost=lost,
+                    restart_overhead=overhead,
+                    evicted_by=preemptor.job_id,
+                )
             )
-        )
         # [Accounting] lost work and the restart overhead spent now; the grace period when it ends.
         self.charge(victim, victim.gpus * (lost + overhead))
         victim.state = "terminating"
@@ -3178,6 +3184,7 @@ class _Replay:
         """[Time and events] 2. an evicted job's grace period ends: release, re-enter the queue."""
         self.charge(job, job.gpus * (self.now - job.evicted_at))
         self.release_all(job)
+        job.reserved = False  # [Kueue waitForPodsReady] the reservation of its unplaced pods ends too
         if job.nominator is not None:
             job.nominator.waiting -= 1
             job.nominator = None
@@ -3317,7 +3324,7 @@ class _Replay:
         usage = [[0] * len(self.queue_names) for _ in range(3)]
         index = {name: q for q, name in enumerate(self.queue_names)}
         for job in self.jobs:
-            held = job.num_pods if job.state == "admitted" else len(job.placements)
+            held = job.num_pods if job.reserved else len(job.placements)
             if held:
                 q = index[job.queue]
                 usage[0][q] += held * job.pod.milli
@@ -3342,10 +3349,13 @@ class _Replay:
         if not job.can_preempt or not preempts(quotas):
             return False
         index = {name: n for n, name in enumerate(self.queue_names)}
+        # [Kueue waitForPodsReady] a job admitted by quota alone holds quota before its pods are placed.
         holders = {
             j.job_id: j
             for j in self.jobs
-            if j.placements and j.preemptible and j.state in ("running", "terminating")
+            if (j.placements or j.reserved)
+            and j.preemptible
+            and j.state in ("running", "terminating", "admitted")
         }
         admitted = [
             Admitted(
@@ -3353,7 +3363,7 @@ class _Replay:
                 cluster_queue=index[j.queue],
                 priority=j.priority,
                 timestamp=j.key2,
-                admitted=j.start,
+                admitted=j.admitted_at,
                 evicted=j.state == "terminating",
                 request=self.kueue_request(j),
             )
@@ -3454,6 +3464,7 @@ class _Replay:
                 if self.try_gang(job):
                     if self.kubelets_admit(job):
                         self.start(job)
+                        job.admitted_at = self.now
                     heads[q] += 1
                 else:
                     set_aside(q, job)
@@ -3470,6 +3481,7 @@ class _Replay:
         """[Kueue waitForPodsReady] Kueue admits ``job`` by quota alone: it leaves the queue, reserves all
         of its pods' requests and waits for kube-scheduler; the readiness timeout starts."""
         job.state = "admitted"
+        job.reserved = True
         job.admitted_at = self.now
         self.admitted.append(job)
         self.admitted.sort(key=lambda j: (-j.priority, j.admitted_at, j.job_id))
@@ -3491,10 +3503,8 @@ class _Replay:
                     self.begin_attempt(job)
                 job.placements.append(placement)
             if len(job.placements) == job.num_pods:
-                self.admitted.remove(job)
-                self.ready_timers = [
-                    tm for tm in self.ready_timers if not (tm[1] == READY_TIMEOUT and tm[3] is job)
-                ]
+                self.leave_admitted(job)
+                job.reserved = False
                 self.start(job)
 
     def ready_timeout(self, job: Job) -> None:
@@ -3503,6 +3513,7 @@ class _Replay:
         deactivate (``failed``) once it was requeued ``backoff_limit`` times."""
         t = self.now
         self.admitted.remove(job)
+        job.reserved = False
         if job.placements:
             job.records.append(
                 Attempt(
@@ -3533,6 +3544,12 @@ class _Replay:
         delay = min(delay, self.policy.pods_ready_backoff_max)
         self.ready_timers.append((t + delay, READY_BACKOFF, self.timer_seq, job))
         self.timer_seq += 1
+
+    def leave_admitted(self, job: Job) -> None:
+        """[Kueue waitForPodsReady] it leaves kube-scheduler's list (started, or evicted by a preemption):
+        its readiness timeout is dropped."""
+        self.admitted.remove(job)
+        self.ready_timers = [tm for tm in self.ready_timers if not (tm[1] == READY_TIMEOUT and tm[3] is job)]
 
     def end_ready_backoff(self, job: Job) -> None:
         """[Kueue waitForPodsReady] the requeue back-off ends: back in its queue, ordered by its eviction time
@@ -4880,7 +4897,7 @@ class _Replay:
         for name in self.queue_names:
             mine = [job for job in self.jobs if job.queue == name]
             # [Kueue waitForPodsReady] an admitted job's reservation counts all of its pods.
-            held = {job.row: job.num_pods if job.state == "admitted" else len(job.placements) for job in mine}
+            held = {job.row: job.num_pods if job.reserved else len(job.placements) for job in mine}
             rows.append(
                 {
                     "time": self.now,

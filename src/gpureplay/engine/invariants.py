@@ -44,6 +44,7 @@ from gpureplay.engine.layout import (
     D_GEN,
     D_OVER,
     D_PLACED,
+    D_RESERVED,
     D_STATUS,
     E_COUNTS,
     E_FINISH,
@@ -390,7 +391,7 @@ def _check_full(
         listed += placed
         q = jobs.ints[J_TENANT, j]
         # An admitted job's quota reservation counts for all of its pods, placed or not.
-        counted = pods if status == S_ADMITTED else placed
+        counted = pods if js.dyn[D_RESERVED, j] != 0 else placed
         queues[QU_MILLI, q] += counted * jobs.ints[J_MILLI, j]
         queues[QU_CPU, q] += counted * jobs.ints[J_CPU, j]
         queues[QU_MEM, q] += counted * jobs.ints[J_MEM, j]

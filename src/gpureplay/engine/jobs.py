@@ -67,6 +67,7 @@ from gpureplay.engine.layout import (
     D_OVER,
     D_PLACED,
     D_PREEMPTIONS,
+    D_RESERVED,
     D_SPANNED,
     D_STATUS,
     D_WAITING,
@@ -597,13 +598,17 @@ def evict_job(
         run.counters[K_NRUN] -= 1
         run.queues[QU_RUNNING, jobs.ints[J_TENANT, v]] -= 1
     else:
-        # A partly placed job leaves the queue: its pending time stops here.
-        dequeue(jobs, cs, js, pend, run, v)
-        count_unplaced(jobs, js, sc, v, -1)
+        # A partly placed job leaves the queue (one Kueue admitted by quota left it at its admission): its
+        # pending time stops here.
+        if status == S_QUEUED:
+            dequeue(jobs, cs, js, pend, run, v)
+            count_unplaced(jobs, js, sc, v, -1)
         js.time[T_PENDING, v] += t - js.time[T_PEND_SINCE, v]
     grace = params.flt[PF_GRACE]
-    record_attempt(jobs, cs, cl, js, run, v, END_PREEMPTED, t, t + grace, progress, lost, overhead)
-    run.att_i[A_EVICTOR, run.counters[K_ATTEMPTS] - 1] = nominator
+    if js.dyn[D_PLACED, v] > 0:
+        # (An admitted job with no pod placed yet began no attempt.)
+        record_attempt(jobs, cs, cl, js, run, v, END_PREEMPTED, t, t + grace, progress, lost, overhead)
+        run.att_i[A_EVICTOR, run.counters[K_ATTEMPTS] - 1] = nominator
     gpus = js.dyn[D_PLACED, v] * jobs.ints[J_MILLI, v] / 1000.0
     cost = gpus * (lost + overhead)
     js.time[T_LOST, v] += cost
@@ -648,6 +653,10 @@ def terminate_job(
     held = gpus * (t - js.time[T_EVICTED, v])
     js.time[T_LOST, v] += held
     run.clock[X_LOST] += held
+    if js.dyn[D_RESERVED, v] != 0:
+        # Admitted by Kueue's quota alone: its reservation of the unplaced pods ends with the eviction.
+        count_in_queue(jobs, run, v, js.dyn[D_PLACED, v] - jobs.ints[J_PODS, v])
+        js.dyn[D_RESERVED, v] = 0
     release_job_pods(params, jobs, cs, cl, ix, js, sc, run, v)
     run.counters[K_NTERM] -= 1
     run.counters[K_VERSION] += 1

@@ -40,7 +40,6 @@ from gpureplay.engine.bundles import (
 from gpureplay.engine.config import inline_kernel, kernel
 from gpureplay.engine.jobs import evict_job
 from gpureplay.engine.layout import (
-    D_PLACED,
     D_STATUS,
     J_CAN_PREEMPT,
     J_ID,
@@ -52,12 +51,14 @@ from gpureplay.engine.layout import (
     KP_THRESHOLD,
     KP_WITHIN,
     QUOTA_UNSET,
+    S_ADMITTED,
     S_RUNNING,
     S_TERMINATING,
+    T_ADMITTED,
     T_EVICTED,
     T_KEY2,
-    T_START,
 )
+from gpureplay.engine.pods_ready import leave_admitted
 from gpureplay.engine.quota_tree import RESOURCE_ROWS, available, fits_quota, node_usage, request_amount
 
 #: A candidate's state in fair sharing's search (``Quotas.cand_wb``): in the first strategy's pool, taken as a
@@ -98,7 +99,8 @@ def _prune(qt: Quotas, js: JobState, q: int) -> None:
     while v >= 0:
         nxt = qt.adm_next[v]
         status = js.dyn[D_STATUS, v]
-        if (status in (S_RUNNING, S_TERMINATING)) and js.dyn[D_PLACED, v] > 0:
+        # (Admitted by quota alone, a job holds quota before its pods are placed.)
+        if status in (S_RUNNING, S_TERMINATING, S_ADMITTED):
             prev = v
         else:
             qt.adm_listed[v] = 0
@@ -232,8 +234,8 @@ def _before(qt: Quotas, jobs: Jobs, js: JobState, q: int, a: int, b: int) -> boo
         return bool(ob)
     if jobs.ints[J_PRIO, va] != jobs.ints[J_PRIO, vb]:
         return bool(jobs.ints[J_PRIO, va] < jobs.ints[J_PRIO, vb])
-    if js.time[T_START, va] != js.time[T_START, vb]:
-        return bool(js.time[T_START, va] > js.time[T_START, vb])
+    if js.time[T_ADMITTED, va] != js.time[T_ADMITTED, vb]:
+        return bool(js.time[T_ADMITTED, va] > js.time[T_ADMITTED, vb])
     return bool(jobs.ints[J_ID, va] < jobs.ints[J_ID, vb])
 
 
@@ -583,6 +585,8 @@ def _evict_targets(
             return False  # another preemption of this cycle chose it: Kueue skips overlapping targets
     for i in range(nt):
         v = qt.targets[i]
+        if js.dyn[D_STATUS, v] == S_ADMITTED:
+            leave_admitted(qt, v)  # its pods no longer wait for kube-scheduler
         if js.dyn[D_STATUS, v] != S_TERMINATING:
             evict_job(params, jobs, cs, cl, js, pend, tm, sc, run, v, t, j)
     return True

@@ -111,7 +111,8 @@ D_RACKS = 11  # distinct racks then
 D_SPINES = 12  # distinct spines then
 D_ADMIT_FAILS = 13  # kubelet admission failures (Topology Manager: TopologyAffinityError)
 D_READY_TIMEOUTS = 14  # Kueue waitForPodsReady: admissions that timed out before all its pods were placed
-JOB_DYN_FIELDS = 15
+D_RESERVED = 15  # 1: Kueue admitted it by quota and its reservation still counts its unplaced pods
+JOB_DYN_FIELDS = 16
 
 # --- js.time: per-job dynamic floats -----------------------------------------------------------------
 T_FIRST_START = 0  # start of the first attempt that ran (nan: never ran)

@@ -45,6 +45,7 @@ from gpureplay.engine.layout import (
     D_GEN,
     D_PLACED,
     D_READY_TIMEOUTS,
+    D_RESERVED,
     D_STATUS,
     END_PODS_READY,
     J_CLASS,
@@ -116,6 +117,7 @@ def admit_by_quota(
     dequeue(jobs, cs, js, pend, run, j)
     count_unplaced(jobs, js, sc, j, -1)
     js.dyn[D_STATUS, j] = S_ADMITTED
+    js.dyn[D_RESERVED, j] = 1
     js.time[T_ADMITTED, j] = t
     count_in_queue(jobs, run, j, jobs.ints[J_PODS, j])
     k = qt.w_n[0]
@@ -181,6 +183,7 @@ def place_admitted(
             if done:
                 # Ready: its readiness timer goes stale (a new generation) before the completion is set.
                 js.dyn[D_GEN, j] += 1
+                js.dyn[D_RESERVED, j] = 0
                 start_job(params, jobs, cs, cl, js, pend, tm, sc, run, j, t)
                 continue
             qt.w_mark[c] = stamp
@@ -188,6 +191,18 @@ def place_admitted(
         kept += 1
     qt.w_n[0] = kept
     return placed_now
+
+
+@kernel
+def leave_admitted(qt: Quotas, j: int) -> None:
+    """Admitted job ``j`` leaves kube-scheduler's list (timed out, or evicted by a Kueue preemption)."""
+    n = qt.w_n[0]
+    k = 0
+    while qt.w_jobs[k] != j:
+        k += 1
+    for i in range(k, n - 1):
+        qt.w_jobs[i] = qt.w_jobs[i + 1]
+    qt.w_n[0] = n - 1
 
 
 @inline_kernel
@@ -234,15 +249,10 @@ def ready_timeout(
     timeout = params.flt[PF_READY_TIMEOUT]
     if js.dyn[D_STATUS, j] != S_ADMITTED or js.time[T_ADMITTED, j] + timeout != t:
         return False
-    n = qt.w_n[0]
-    k = 0
-    while qt.w_jobs[k] != j:
-        k += 1
-    for i in range(k, n - 1):
-        qt.w_jobs[i] = qt.w_jobs[i + 1]
-    qt.w_n[0] = n - 1
+    leave_admitted(qt, j)
     placed = js.dyn[D_PLACED, j]
     count_in_queue(jobs, run, j, placed - jobs.ints[J_PODS, j])
+    js.dyn[D_RESERVED, j] = 0
     if placed > 0:
         record_attempt(jobs, cs, cl, js, run, j, END_PODS_READY, t, t, 0.0, 0.0, 0.0)
         held = (t * placed - pod_hold_sum(jobs, js, j)) * jobs.ints[J_MILLI, j] / 1000.0

@@ -42,6 +42,7 @@ from gpureplay.engine.layout import (
     P_QUOTA_ONLY,
     S_QUEUED,
     S_RUNNING,
+    T_ADMITTED,
 )
 from gpureplay.engine.pending import cursor_job, cursor_reset, cursor_step, key_before
 from gpureplay.engine.pods_ready import admit_by_quota, blocked, place_admitted
@@ -332,6 +333,7 @@ def kueue_cycle(
             # (A class set aside at this release version never reaches here: _head drops it.)
             if quota_only:
                 admit_by_quota(params, qt, jobs, cs, js, pend, tm, sc, run, j, t)
+                list_admitted(qt, jobs, j)
                 changes += 1
                 drop_top(qt, q)
                 cursor_step(jobs, cs, js, pend, c, j)
@@ -345,6 +347,7 @@ def kueue_cycle(
             if try_gang(tas, numa, params, jobs, cs, cl, ix, js, pend, tm, sc, run, j, t):
                 start_job(params, jobs, cs, cl, js, pend, tm, sc, run, j, t)
                 if js.dyn[D_STATUS, j] == S_RUNNING:
+                    js.time[T_ADMITTED, j] = t  # admitted as placed (preemption orders by it)
                     list_admitted(qt, jobs, j)
             elif js.dyn[D_STATUS, j] == S_QUEUED:
                 _set_aside(pend, qt, run, q, c, False)

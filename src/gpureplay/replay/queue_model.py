@@ -370,14 +370,6 @@ def kueue_quotas(policy: Policy, jobs: pl.DataFrame, nodes: pl.DataFrame) -> Kue
         fair_strategies=FairSharingStrategies[_name(policy.fair_sharing_strategies)],
     )
     _refuse_unmodelled_preemption(quotas, manifests)
-    if _name(policy.kueue_admission) == "quota" and preempts(quotas):
-        raise InputError.single(
-            "Kueue preemption of admitted workloads whose pods are not all placed is not modelled yet: "
-            "use kueue_admission: placement with preemption, or no preemption (within_cluster_queue / "
-            "reclaim_within_cohort never, and none in the manifests' spec.preemption)",
-            "config",
-            column="scheduler.kueue_admission",
-        )
     if quotas.fair_strategies is not FairSharingStrategies.both and not preempts(quotas):
         # Read only by a preempting ClusterQueue: with none, a chosen strategy would change nothing.
         raise InputError.single(
