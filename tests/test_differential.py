@@ -675,17 +675,10 @@ def test_kueue_quotas_agree(
 
 @st.composite
 def pods_ready_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
-    """Kueue admitting by quota alone (kube-scheduler then places the admitted pods one by one), with or
-    without waitForPodsReady: drawn timeouts (0 too), back-offs, backoffLimitCount and blockAdmission, and
-    with or without preemption (classical or fair sharing's). The generated quotas often exceed the nodes, so
-    admitted jobs hold parts of their pods."""
-    jobs, nodes = draw(cases(max_jobs=40))
-    jobs = _in_queues(draw, jobs)
-    queues = tuple(sorted(set(jobs["queue"].to_list())))
-    # Half the cases preempt by the ClusterQueues' spec.preemption: victims may be admitted, not placed.
-    preempting = draw(st.booleans())
-    text = draw(kueue_manifests(queues, preemption=preempting))
-    fair = draw(st.booleans())
+    """:func:`kueue_cases` admitting by quota alone (kube-scheduler then places the admitted pods one by one),
+    with or without waitForPodsReady: drawn timeouts (0 too), back-offs, backoffLimitCount and blockAdmission.
+    The generated quotas often exceed the nodes, so admitted jobs hold parts of their pods."""
+    jobs, nodes, policy = draw(kueue_cases())
     timeout = draw(st.sampled_from([None, 0.0, 5.0, 30.0, 200.0]))
     ready: dict[str, Any] = {}
     if timeout is not None:
@@ -697,23 +690,7 @@ def pods_ready_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Polic
             "pods_ready_backoff_base": draw(st.sampled_from([0.0, 10.0, 60.0] if timeout else [10.0, 60.0])),
             "pods_ready_backoff_max": draw(st.sampled_from([30.0, 3600.0])),
         }
-    policy = Policy(
-        name="kueue",
-        queue_order=QueueOrder.priority,
-        backfill=Backfill.skip,
-        node_placement=draw(st.sampled_from(["best_fit", "first_fit", "worst_fit", "random"])),
-        gpu_placement=draw(st.sampled_from(["best_fit", "first_fit"])),
-        session_interval=draw(st.sampled_from([0.0, 0.0, 2.0])),
-        queues=QueueModel.kueue,
-        quotas=QuotaSource.manifests,
-        manifests=_manifest_file(text),
-        fair_sharing=fair,
-        graceful_termination=draw(st.sampled_from([0.0, 2.5, 30.0])),
-        requeue=draw(st.sampled_from(list(Requeue))),
-        kueue_admission=KueueAdmission.quota,
-        **ready,
-    )
-    return jobs, nodes, policy
+    return jobs, nodes, replace(policy, kueue_admission=KueueAdmission.quota, **ready)
 
 
 # Kueue's admission by quota and waitForPodsReady (tests/test_pods_ready.py holds the hand-computed cases).

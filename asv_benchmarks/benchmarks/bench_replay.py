@@ -61,8 +61,8 @@ class PhillyReplay:
 
 class PhillyQueueReplay:
     """Full Philly at 6x with its VCs as queues: no quotas vs Kueue (GPU-time-share quotas, classical and
-    fair sharing; real VC quotas), Volcano (GPU-time-share weights; real VC quotas as weights) and KAI
-    (GPU-time-share quotas; real VC quotas).
+    fair sharing; real VC quotas; admission by quota alone with waitForPodsReady), Volcano (GPU-time-share
+    weights; real VC quotas as weights) and KAI (GPU-time-share quotas; real VC quotas).
 
     The issue's target: each queue model within 3x of ``gang-binpack`` on the same jobs.
     """

@@ -151,8 +151,8 @@ def superpod_cluster() -> pl.DataFrame:
 #: Presets the multi-tenant queue replay is timed under: no quotas, and Kueue, Volcano and KAI with derived
 #: and real quotas (Volcano also with its reclaim action).
 PHILLY_QUEUE_PRESETS = [
-    "gang-binpack", "kueue", "kueue-fair", "kueue-philly-vcs", "volcano", "volcano-philly-vcs",
-    "volcano-philly-vcs-reclaim", "kai", "kai-philly-vcs",
+    "gang-binpack", "kueue", "kueue-fair", "kueue-philly-vcs", "kueue-pods-ready", "volcano",
+    "volcano-philly-vcs", "volcano-philly-vcs-reclaim", "kai", "kai-philly-vcs",
 ]  # fmt: skip
 
 #: Load factor of the queue replay: at the trace's own rate few jobs wait and quotas rarely bind.

@@ -792,7 +792,8 @@ def queue_usage_figure(collection: Collection) -> Drawn | None:
         fig,
         "queue_usage.png",
         "GPU usage by queue over time",
-        "GPUs each queue's placed pods request (queues.parquet), stacked, one panel per configuration, "
+        "GPUs each queue's placed pods request, and what Kueue's admissions by quota reserve for pods not"
+        " yet placed (queues.parquet usage_gpu), stacked, one panel per configuration, "
         f"mean of seeds per {_duration(width)} bin{left}{folded}.",
     )
 
