@@ -17,7 +17,7 @@ from typing import Any
 import polars as pl
 import pytest
 from tests.reference.strategies import jobs_frame, nodes_frame
-from tests.test_kueue_preemption import preempting
+from tests.test_kueue_preemption import evictions, preempting
 from tests.test_kueue_quota import KUEUE, both, cluster_queue, job, manifests, starts
 
 from gpureplay.errors import InputError
@@ -117,6 +117,28 @@ def test_a_lender_reclaims_quota_an_admitted_job_holds_before_its_pods_are_place
         assert at_30 == [("team-a", 0.0), ("team-b", 8.0)]  # B2's reservation held through its grace
         at_40 = replay.queues.filter(pl.col("time") == 40.0).select("queue", "usage_gpu").rows()
         assert at_40 == [("team-a", 4.0), ("team-b", 4.0)]
+
+
+def test_preemption_takes_the_most_recently_admitted_not_the_latest_started(tmp_path: Path) -> None:
+    """One ClusterQueue of 11 GPUs (withinClusterQueue: LowerPriority) on two 4-GPU nodes. Z (4 GPUs, 0-49 s)
+    and W (2 GPUs) start at 0; X (3 GPUs) is admitted at 1 but placed only when Z ends (start 49); Y (2 GPUs),
+    admitted at 10, starts at once on node 1. H (priority 1, 2 x 3 GPUs) at 60 needs 13 > 11: Kueue takes the
+    most recently *admitted* first, Y (admitted 10), which alone makes room (11); ordering by start would
+    have taken X (started 49)."""
+    policy = manifests(
+        tmp_path, preempting(cluster_queue("team", 11, cohort=None), withinClusterQueue="LowerPriority")
+    )
+    policy = Policy(**{**policy.__dict__, "kueue_admission": KueueAdmission.quota})
+    rows = [
+        job(1, 0.0, "team", 1, 4, 49.0),
+        job(2, 0.0, "team", 1, 2, 10_000.0),
+        job(3, 1.0, "team", 1, 3, 1000.0),
+        job(4, 10.0, "team", 1, 2, 1000.0),
+        {**job(5, 60.0, "team", 2, 3), "priority": 1},
+    ]
+    for replay in both(jobs_frame(rows), NODES, policy):
+        assert {k: v for k, v in starts(replay).items() if k != 5} == {1: 0.0, 2: 0.0, 3: 49.0, 4: 10.0}
+        assert evictions(replay) == [(4, 60.0, 5)]
 
 
 @pytest.mark.parametrize(("limit", "expected"), [(None, (1000.0, 4, "finished")), (3, (None, 4, "failed"))])
