@@ -242,9 +242,9 @@ def _sort_candidates(qt: Quotas, jobs: Jobs, js: JobState, count: int) -> None:
 
 
 @kernel
-def _gather(qt: Quotas, cl: Cluster, jobs: Jobs, js: JobState) -> int:
+def _gather(qt: Quotas, cl: Cluster, jobs: Jobs, js: JobState) -> None:
     """The running preemptible jobs, sorted by leaf queue and reverse job order into ``qt.k_cand``, each
-    leaf's run ``qt.k_cand[qt.k_cstart[q] : qt.k_cstart[q + 1]]``; their number."""
+    leaf's run ``qt.k_cand[qt.k_cstart[q] : qt.k_cstart[q + 1]]``."""
     qt.k_tstamp[0] += 1
     stamp = qt.k_tstamp[0]
     count = 0
@@ -268,7 +268,6 @@ def _gather(qt: Quotas, cl: Cluster, jobs: Jobs, js: JobState) -> int:
         qt.k_cstart[jobs.ints[J_TENANT, qt.k_cand[i]] + 1] += 1
     for q in range(num_leaves):
         qt.k_cstart[q + 1] += qt.k_cstart[q]
-    return count
 
 
 @kernel

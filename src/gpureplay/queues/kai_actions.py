@@ -11,7 +11,7 @@ pods to make room) is not modelled and refused. Without ``scheduler.actions`` a 
 
 from __future__ import annotations
 
-from gpureplay.queues.volcano_actions import _names
+from gpureplay.queues.volcano_actions import action_names
 
 __all__ = ["KAI_ACTION_ORDER", "kai_action_bits", "kai_actions"]
 
@@ -32,7 +32,7 @@ def kai_actions(actions: str | None) -> tuple[bool, bool]:
     """
     if actions is None:
         return False, False
-    names = _names(str(actions))
+    names = action_names(str(actions))
     unknown = [name for name in names if name not in KAI_ACTION_ORDER]
     if unknown:
         raise ValueError(

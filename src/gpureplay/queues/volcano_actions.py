@@ -18,6 +18,7 @@ __all__ = [
     "PREEMPTABLE_PLUGINS",
     "VOLCANO_ACTIONS",
     "VolcanoActions",
+    "action_names",
     "volcano_actions",
     "volcano_preemptable",
 ]
@@ -86,7 +87,8 @@ class VolcanoActions:
 DEFAULT_ACTIONS = VolcanoActions()
 
 
-def _names(text: str) -> tuple[str, ...]:
+def action_names(text: str) -> tuple[str, ...]:
+    """The comma-separated names of a scheduler configuration's list (actions, plugins), blanks dropped."""
     return tuple(part.strip() for part in text.split(",") if part.strip())
 
 
@@ -101,7 +103,7 @@ def volcano_actions(actions: str | None) -> tuple[bool, bool]:
     """
     if actions is None:
         return False, False
-    names = _names(str(actions))
+    names = action_names(str(actions))
     if names in VOLCANO_ACTIONS:
         return VOLCANO_ACTIONS[names]
     unmodelled = [name for name in names if name in _UNMODELLED]
@@ -132,7 +134,7 @@ def volcano_preemptable(plugins: str | None) -> tuple[str, ...]:
     """
     if plugins is None:
         return PREEMPTABLE_PLUGINS
-    names = _names(str(plugins))
+    names = action_names(str(plugins))
     unknown = [name for name in names if name not in PREEMPTABLE_PLUGINS]
     if unknown:
         raise ValueError(
