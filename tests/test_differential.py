@@ -641,7 +641,7 @@ def kueue_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
     preempting = draw(st.booleans())
     fair = draw(st.booleans())
     queues = tuple(sorted(set(jobs["queue"].to_list())))
-    text = draw(kueue_manifests(queues, preemption=preempting))
+    text = draw(kueue_manifests(queues, preemption=preempting, nested=not (preempting and fair)))
     policy = Policy(
         name="kueue",
         queue_order=QueueOrder.priority,
@@ -708,12 +708,34 @@ def cohort_preemption_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame
     """Kueue where preemption happens: three ClusterQueues in a flat cohort (weights drawn, some 0), one of
     which fills the cohort at 0 (borrowing the others' quota), then the others' jobs of mixed priority
     arrive and preempt, under fair sharing's strategies or (a third of the cases) the classical targets,
-    sometimes with borrowWithinCohort; sometimes within a queue too."""
+    sometimes with borrowWithinCohort; sometimes within a queue too. Classical cases are half the time a
+    cohort tree: each ClusterQueue in the root or in one of two inner cohorts, sometimes with lending
+    limits and a root quota (Kueue's hierarchical candidates and advantage)."""
     fair = draw(st.integers(0, 2)) > 0
+    nested = not fair and draw(st.booleans())
     names = ("vc-a", "vc-b", "vc-c")
     nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": 8}] * draw(st.integers(1, 3)))
     docs = ["apiVersion: kueue.x-k8s.io/v1beta1\nkind: ResourceFlavor\nmetadata:\n  name: f\n"]
+    if nested:
+        root = draw(st.sampled_from([0, 0, 2, 4]))
+        docs.append(
+            "apiVersion: kueue.x-k8s.io/v1beta1\nkind: Cohort\nmetadata:\n  name: c\nspec:\n"
+            + (
+                '  resourceGroups:\n  - coveredResources: ["nvidia.com/gpu"]\n    flavors:\n    - name: f\n'
+                f"      resources:\n      - name: nvidia.com/gpu\n        nominalQuota: {root}\n"
+                if root
+                else ""
+            )
+        )
+        for inner in ("x", "y"):
+            docs.append(
+                f"apiVersion: kueue.x-k8s.io/v1beta1\nkind: Cohort\nmetadata:\n  name: {inner}\n"
+                "spec:\n  parentName: c\n"
+            )
     for name in names:
+        cohort = draw(st.sampled_from(["c", "x", "x", "y"])) if nested else "c"
+        gpus = draw(st.sampled_from([2, 4, 8]))
+        lend = draw(st.sampled_from([None, None, 0, gpus // 2])) if nested else None
         within = draw(st.sampled_from(["Never", "LowerPriority"]))
         reclaim = draw(st.sampled_from(["Any", "Any", "LowerPriority"]))
         borrow = ""
@@ -721,12 +743,12 @@ def cohort_preemption_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame
             borrow = "    borrowWithinCohort:\n      policy: LowerPriority\n"
         docs.append(
             f"apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata:\n  name: {name}\nspec:\n"
-            f"  cohort: c\n  preemption:\n    withinClusterQueue: {within}\n"
+            f"  cohort: {cohort}\n  preemption:\n    withinClusterQueue: {within}\n"
             f"    reclaimWithinCohort: {reclaim}\n{borrow}"
             f"  fairSharing:\n    weight: {draw(st.sampled_from([1, 1, 2, 0.5, 0]))}\n"
             '  resourceGroups:\n  - coveredResources: ["nvidia.com/gpu"]\n    flavors:\n    - name: f\n'
             "      resources:\n      - name: nvidia.com/gpu\n"
-            f"        nominalQuota: {draw(st.sampled_from([2, 4, 8]))}\n"
+            f"        nominalQuota: {gpus}\n" + ("" if lend is None else f"        lendingLimit: {lend}\n")
         )
     hog = draw(st.sampled_from(names))
     rows = []

@@ -195,3 +195,137 @@ def test_derived_quotas_take_the_preemption_keys(tmp_path: Path) -> None:
     )
     with pytest.raises(InputError, match=r"scheduler\.borrow_within_cohort"):
         simulate(jobs, NODES, borrow_alone)
+
+
+def cohort(name: str, parent: str) -> str:
+    """A Kueue ``Cohort`` manifest nested under ``parent`` (no quota of its own)."""
+    head = "apiVersion: kueue.x-k8s.io/v1beta1\nkind: Cohort\n"
+    return f"{head}metadata:\n  name: {name}\nspec:\n  parentName: {parent}\n"
+
+
+def test_a_nested_cohort_reclaims_within_its_subtree_and_skips_a_subtree_within_quota(tmp_path: Path) -> None:
+    """Cohort org holds cohorts research (team-a nominal 8, team-b 0) and ops (team-c 4, team-d 4); two
+    8-GPU nodes, every ClusterQueue ``reclaimWithinCohort: LowerPriority``.
+
+    At 0 team-b runs jobs 3, 4 (4 GPUs each, priority 1), borrowing team-a's 8 within research, and team-c
+    runs jobs 1, 2 (4 GPUs, priority 0), borrowing team-d's 4 within ops: the cluster is full and both
+    cohorts use exactly their subtree quota (8). At 10 team-a's job 5 (4 GPUs, priority 2) finds nothing
+    available; 4 <= its nominal 8, so it may preempt. Kueue's hierarchical candidates: team-b's jobs (lowest
+    common ancestor research; team-a fits its own quota: a hierarchical reclaim); team-c is above its nominal
+    but ops is within its quota, so team-c's jobs are no candidates (``collectCandidatesInSubtree`` skips a
+    subtree within quota). Job 3 (tie on admission time, lower id) is evicted at 10, releases at 40, and
+    job 5 starts then. With the four ClusterQueues directly in org (flat), team-c's lower-priority job 1 is
+    the first candidate instead.
+    """
+
+    def reclaiming(name: str, gpus: float, parent: str) -> str:
+        return preempting(cluster_queue(name, gpus, cohort=parent), reclaimWithinCohort="LowerPriority")
+
+    rows = [
+        job(1, 0.0, "team-c", 1, 4),
+        job(2, 0.0, "team-c", 1, 4),
+        prio(job(3, 0.0, "team-b", 1, 4), 1),
+        prio(job(4, 0.0, "team-b", 1, 4), 1),
+        prio(job(5, 10.0, "team-a", 1, 4), 2),
+    ]
+    jobs = jobs_frame(rows)
+    queues = (
+        ("team-a", 8, "research"),
+        ("team-b", 0, "research"),
+        ("team-c", 4, "ops"),
+        ("team-d", 4, "ops"),
+    )
+    nested = manifests(
+        tmp_path,
+        *(reclaiming(name, gpus, parent) for name, gpus, parent in queues),
+        cohort("research", "org"),
+        cohort("ops", "org"),
+    )
+    for replay in both(jobs, NODES, nested):
+        assert evictions(replay) == [(3, 10.0, 5)]
+        assert starts(replay) == {1: 0.0, 2: 0.0, 3: 0.0, 4: 0.0, 5: 40.0}
+    flat = manifests(tmp_path, *(reclaiming(name, gpus, "org") for name, gpus, _ in queues))
+    for replay in both(jobs, NODES, flat):
+        assert evictions(replay) == [(1, 10.0, 5)]
+
+
+def test_a_subtree_that_holds_the_request_lets_a_queue_reclaim_beyond_its_nominal_quota(
+    tmp_path: Path,
+) -> None:
+    """Cohort org holds cohort research (team-a nominal 4, team-b 4) and team-c (nominal 8); two 8-GPU nodes.
+
+    At 0 team-c runs jobs 1-3 (4 GPUs each, priority 0): 12, borrowing research's 4. At 10 team-a's job 4
+    (2 pods x 4 GPUs, priority 1; ``reclaimWithinCohort: LowerPriority``) finds 4 available. Its request (8)
+    is above its nominal quota (4), which in a flat cohort forbids preemption without borrowWithinCohort; but
+    research's subtree quota (8) holds it (``FindHeightOfLowestSubtreeThatFits``: a subtree below the root),
+    so it may preempt, and team-c's jobs are hierarchical-reclaim candidates (research fits the request):
+    reclaimed even though team-a then borrows team-b's quota. Job 1 is evicted at 10 (team-c back to 8, 8
+    available), releases at 40, and job 4 starts then. In the flat cohort it waits for job 1 to end at 100.
+    """
+    team_a = preempting(cluster_queue("team-a", 4, cohort="research"), reclaimWithinCohort="LowerPriority")
+    rows = [job(1, 0.0, "team-c", 1, 4), job(2, 0.0, "team-c", 1, 4), job(3, 0.0, "team-c", 1, 4)]
+    jobs = jobs_frame([*rows, prio(job(4, 10.0, "team-a", 2, 4), 1)])
+    nested = manifests(
+        tmp_path,
+        team_a,
+        cluster_queue("team-b", 4, cohort="research"),
+        cluster_queue("team-c", 8, cohort="org"),
+        cohort("research", "org"),
+    )
+    for replay in both(jobs, NODES, nested):
+        assert evictions(replay) == [(1, 10.0, 4)]
+        assert starts(replay) == {1: 0.0, 2: 0.0, 3: 0.0, 4: 40.0}
+    flat = manifests(
+        tmp_path,
+        team_a.replace("cohort: research", "cohort: org"),
+        cluster_queue("team-b", 4, cohort="org"),
+        cluster_queue("team-c", 8, cohort="org"),
+    )
+    for replay in both(jobs, NODES, flat):
+        assert evictions(replay) == []
+        assert starts(replay)[4] == 100.0
+
+
+def test_hierarchical_reclaim_candidates_come_before_lower_priority_ones(tmp_path: Path) -> None:
+    """Cohort org holds team-c (nominal 4) and cohort research (its own quota 4) with team-a (nominal 4,
+    lendingLimit 0: all of it local) and team-s (nominal 4); subtree quotas: research 8, org 12.
+
+    Team-c runs jobs 4 (4 GPUs) and 5 (3) of priority 1 from 0, team-s jobs 2 (3) and 3 (2) of priority 0
+    from 1, team-a job 1 (2 GPUs) from 2: org is full. At 10 team-a's job 6 (4 GPUs, priority 2;
+    ``reclaimWithinCohort: LowerPriority``, ``borrowWithinCohort: LowerPriority``) finds 2 available (its
+    local quota left). Team-s's jobs are priority candidates (common ancestor research; team-a does not fit
+    its own quota, 2 + 4 > 4), reclaimable while borrowing; team-c's are hierarchical ones (common ancestor
+    org; research fits what team-a's local quota leaves, 5 + 2 <= 8). Kueue takes the hierarchical
+    candidates first although team-s's have the lower priority: job 4 (id before job 5) is evicted at 10
+    and job 6 starts at 40. (Ordered by priority alone, job 2 would go.)
+    """
+    research = (
+        "apiVersion: kueue.x-k8s.io/v1beta1\nkind: Cohort\nmetadata:\n  name: research\nspec:\n"
+        "  parentName: org\n"
+        '  resourceGroups:\n  - coveredResources: ["nvidia.com/gpu"]\n    flavors:\n'
+        "    - name: default-flavor\n      resources:\n      - name: nvidia.com/gpu\n"
+        "        nominalQuota: 4\n"
+    )
+    team_a = preempting(
+        cluster_queue("team-a", 4, cohort="research", lending_limit=0),
+        reclaimWithinCohort="LowerPriority",
+        borrowWithinCohort="{policy: LowerPriority}",
+    )
+    policy = manifests(
+        tmp_path,
+        team_a,
+        cluster_queue("team-s", 4, cohort="research"),
+        cluster_queue("team-c", 4, cohort="org"),
+        research,
+    )
+    rows = [
+        prio(job(4, 0.0, "team-c", 1, 4), 1),
+        prio(job(5, 0.0, "team-c", 1, 3), 1),
+        job(2, 1.0, "team-s", 1, 3),
+        job(3, 1.0, "team-s", 1, 2),
+        prio(job(1, 2.0, "team-a", 1, 2), 2),
+        prio(job(6, 10.0, "team-a", 1, 4), 2),
+    ]
+    for replay in both(jobs_frame(rows), NODES, policy):
+        assert evictions(replay) == [(4, 10.0, 6)]
+        assert starts(replay) == {1: 2.0, 2: 1.0, 3: 1.0, 4: 0.0, 5: 0.0, 6: 40.0}

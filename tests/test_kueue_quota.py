@@ -20,7 +20,7 @@ from gpureplay.errors import InputError
 from gpureplay.queues.fair_share import KueueNode, kueue_drs
 from gpureplay.queues.kueue_quota import available, generated_quotas, model_columns, node_usage
 from gpureplay.queues.kueue_quota import share as kueue_share
-from gpureplay.replay.simulate import Replay, simulate
+from gpureplay.replay.simulate import Replay, simulate, warm_up
 from gpureplay.results.metrics import admitted_jobs, attempt_results, job_results, run_span
 from gpureplay.results.queue_summary import queue_summary
 from gpureplay.schedulers.policy import (
@@ -421,3 +421,12 @@ def test_a_folder_of_manifests_is_read_whole(tmp_path: Path) -> None:
     nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": 8}])
     for replay in both(jobs, nodes, policy):
         assert starts(replay) == {1: 0.0}  # 4 nominal + 2 borrowed from team-b
+
+
+def test_kernels_warm_up_on_manifests_that_name_no_default_queue() -> None:
+    """The CLI compiles the kernels on a one-job replay before the real one; with Kueue manifests (which need
+    not name the warm-up job's queue) the job joins their first ClusterQueue covering GPUs instead of
+    failing the run with "queue 'default' names no ClusterQueue"."""
+    examples = Path(__file__).resolve().parents[1] / "examples" / "manifests"
+    for folder in ("kueue", "kueue-philly-nested"):
+        warm_up(replace(KUEUE, manifests=str(examples / folder)))

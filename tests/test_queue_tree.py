@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import polars as pl
 import pytest
 from click.testing import CliRunner
 
@@ -397,3 +398,21 @@ def test_reclaim_idle_annotations_on_a_priority_class_are_refused_not_dropped() 
     assert "q.yaml, document 1" in message
     assert "metadata.annotations.reclaim-idle-resource.scheduling.x-k8s.io/toleration-seconds" in message
     assert "workload.priority_classes[i].reclaim_idle" in message
+
+
+def test_kueue_philly_nested_example_names_every_philly_vc_in_a_cohort_tree() -> None:
+    """examples/manifests/kueue-philly-nested: Philly's 15 VCs under three department cohorts of one root,
+    nominal GPUs = the real node count x 7 (2,464 in all, within the replayed 2,490 GPUs)."""
+    tree = read_manifests(EXAMPLES / "kueue-philly-nested").tree
+    parents = {c.name: c.parent for c in tree.cohorts}
+    assert parents == {"philly": None, "large-vcs": "philly", "medium-vcs": "philly", "small-vcs": "philly"}
+    nominal = {
+        cq.name: cq.resource_groups[0].flavors[0].resources[0].nominal_quota for cq in tree.cluster_queues
+    }
+    nodes = pl.read_csv(EXAMPLES.parent.parent / "traces" / "philly" / "philly_vc_nodes.csv")
+    for vc, count in nodes.iter_rows():
+        assert nominal[vc] == count * 7
+    assert sum(nominal.values()) == 2464
+    trace = pl.read_csv(EXAMPLES.parent.parent / "traces" / "philly" / "philly_jobs_pollux.csv.gz")
+    assert set(trace["cluster"].unique().to_list()) == set(nominal)
+    assert all(cq.preemption.reclaim_within_cohort == "Any" for cq in tree.cluster_queues)

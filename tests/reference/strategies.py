@@ -895,16 +895,18 @@ def _kueue_quota_lines(gpus: int, cpus: int, memory: str, limits: str) -> str:
 
 
 @st.composite
-def kueue_manifests(draw: st.DrawFn, queues: tuple[str, ...], preemption: bool = False) -> str:
+def kueue_manifests(
+    draw: st.DrawFn, queues: tuple[str, ...], preemption: bool = False, nested: bool = True
+) -> str:
     """Kueue manifests for ``queues`` (plus, sometimes, an idle ClusterQueue that only lends).
 
     No cohort, one flat cohort, or a two-level tree (a root Cohort with its own GPU quota and an inner
     one); nominal GPU, CPU and memory quotas, GPU borrowing and lending limits inside cohorts, and
-    either queueing strategy. ``preemption``: no nested tree (not modelled with preemption), and each
-    ClusterQueue draws its ``spec.preemption`` (withinClusterQueue, reclaimWithinCohort,
-    borrowWithinCohort with or without a maxPriorityThreshold).
+    either queueing strategy. ``preemption``: each ClusterQueue draws its ``spec.preemption``
+    (withinClusterQueue, reclaimWithinCohort, borrowWithinCohort with or without a maxPriorityThreshold);
+    ``nested``: False leaves the two-level tree out (fair sharing's preemption is not modelled there).
     """
-    shapes = ["none", "flat", "flat"] if preemption else ["none", "flat", "flat", "nested"]
+    shapes = ["none", "flat", "flat"] + (["nested", "nested"] if nested else [])
     shape = draw(st.sampled_from(shapes))
     names = list(queues) + (["idle"] if draw(st.booleans()) else [])
     docs = [_KUEUE_FLAVOR]

@@ -7,13 +7,15 @@ kubernetes-sigs/kueue ``pkg/scheduler/preemption`` (``preemption.go`` ``classica
 plain Python, is in that module's docstring; this kernel follows it step for step:
 
 1. the resources that need preemption (above ``available``, within ``potentialAvailable`` and the nominal
-   quota, or ``borrowWithinCohort`` / ``withinClusterQueue`` set); none: no preemption;
+   quota, or held by a subtree below the root, or ``borrowWithinCohort`` / ``withinClusterQueue`` set);
+   none: no preemption;
 2. candidates: jobs holding quota (running or terminating, preemptible) that request such a resource, from
-   the ClusterQueue itself (``withinClusterQueue``) and from cohort members above nominal on one of them
-   (``reclaimWithinCohort``); each ClusterQueue keeps the jobs that took its quota in a list pruned as it
-   is walked (``Quotas.adm_*``);
-3. ordered: evicted first, other ClusterQueues first, lower priority, latest admitted, job id (a heap
-   sort: kernels allocate nothing);
+   the ClusterQueue itself (``withinClusterQueue``) and from the other ClusterQueues of its cohort tree that,
+   with every cohort up to the lowest common ancestor, are above nominal on one of them
+   (``reclaimWithinCohort``; ``classical/hierarchical_preemption.go``); each ClusterQueue keeps the jobs that
+   took its quota in a list pruned as it is walked (``Quotas.adm_*``);
+3. ordered: evicted first, then hierarchical-reclaim candidates, other ClusterQueues' others, the
+   ClusterQueue's own; then lower priority, latest admitted, job id (a heap sort: kernels allocate nothing);
 4. greedy runs with and without borrowing, removing candidates from the ClusterQueues' usage
    (``run.queues``) until the job fits, then minimised from the next-to-last target back; the usage is
    restored before returning. Under fair sharing, :func:`_fair_targets` instead (the twin of
@@ -46,6 +48,7 @@ from gpureplay.engine.layout import (
     J_PREEMPTIBLE,
     J_PRIO,
     J_TENANT,
+    K_PREEMPT_TRIES,
     KP_BORROW,
     KP_RECLAIM,
     KP_THRESHOLD,
@@ -59,7 +62,14 @@ from gpureplay.engine.layout import (
     T_KEY2,
 )
 from gpureplay.engine.pods_ready import leave_admitted
-from gpureplay.engine.quota_tree import RESOURCE_ROWS, available, fits_quota, node_usage, request_amount
+from gpureplay.engine.quota_tree import (
+    RESOURCE_ROWS,
+    available,
+    fits_quota,
+    local_quota,
+    node_usage,
+    request_amount,
+)
 
 #: A candidate's state in fair sharing's search (``Quotas.cand_wb``): in the first strategy's pool, taken as a
 #: target, set aside for the second strategy, or passed over by it.
@@ -67,6 +77,13 @@ FS_POOL = 0
 FS_TAKEN = 1
 FS_RETRY = 2
 FS_USED = 3
+
+#: A classical candidate's ``Quotas.cand_wb``: reclaimable while the preemptor borrows (or in its own
+#: ClusterQueue), only without borrowing, or with the preemptor's hierarchical advantage
+#: (``HierarchicalReclaim``).
+WB_WHILE_BORROWING = 0
+WB_WITHOUT_BORROWING = 1
+WB_HIERARCHICAL = 2
 
 #: ``FairSharingStrategies`` values (``Quotas.fair[1]``).
 FS_BOTH = 0
@@ -133,6 +150,28 @@ def _potential(qt: Quotas, r: int, q: int) -> int:
     return value
 
 
+@inline_kernel
+def _local_left(qt: Quotas, r: int, n: int) -> int:
+    # resource_node.go LocalAvailable (qt.used[r] filled): what is left of node n's local quota.
+    return max(0, local_quota(qt, r, n) - int(qt.used[r, n]))
+
+
+@kernel
+def _reclaims_in_hierarchy(qt: Quotas, r: int, q: int, amount: int) -> bool:
+    """``FindHeightOfLowestSubtreeThatFits``' second value (``qt.used[r]`` filled): whether the lowest node on
+    ``q``'s path whose quota holds ``amount`` (less what each node below keeps locally) has a parent."""
+    if not (qt.used[r, q] + amount > qt.subtree[r, q] and qt.parent[q] >= 0):
+        return bool(qt.parent[q] >= 0)
+    remaining = amount - _local_left(qt, r, q)
+    n = qt.parent[q]
+    while n >= 0:
+        if qt.used[r, n] + remaining <= qt.subtree[r, n]:
+            return bool(qt.parent[n] >= 0)
+        remaining -= _local_left(qt, r, n)
+        n = qt.parent[n]
+    return False
+
+
 @kernel
 def _needs_preemption(qt: Quotas, jobs: Jobs, run: Run, j: int) -> bool:
     # Fill qt.need: flavorassigner.go fitsResourceQuota's Preempt mode per resource; False on NoFit.
@@ -150,7 +189,12 @@ def _needs_preemption(qt: Quotas, jobs: Jobs, run: Run, j: int) -> bool:
             return False
         # canPreemptWhileBorrowing: borrowWithinCohort, or under fair sharing reclaimWithinCohort.
         while_borrowing = qt.pre[KP_BORROW, q] != 0 or (qt.fair[0] != 0 and qt.pre[KP_RECLAIM, q] != 0)
-        if need <= qt.nominal[r, q] or while_borrowing or qt.pre[KP_WITHIN, q] != 0:
+        if (
+            need <= qt.nominal[r, q]
+            or _reclaims_in_hierarchy(qt, r, q, need)
+            or while_borrowing
+            or qt.pre[KP_WITHIN, q] != 0
+        ):
             qt.need[r] = 1
             found = True
         else:
@@ -176,8 +220,72 @@ def _above_nominal(qt: Quotas, run: Run, c: int) -> bool:
 
 
 @kernel
+def _lowest_common_ancestor(qt: Quotas, a: int, b: int) -> int:
+    """The lowest cohort above both nodes (-1: they share no root)."""
+    x = qt.parent[b]
+    while x >= 0:
+        y = qt.parent[a]
+        while y >= 0:
+            if y == x:
+                return int(x)
+            y = qt.parent[y]
+        x = qt.parent[x]
+    return -1
+
+
+@kernel
+def _still_above(qt: Quotas, run: Run, c: int, lca: int) -> bool:
+    """``candidateIsValid``: ClusterQueue ``c`` and every cohort between it and ``lca`` use more than their
+    quota on some resource that needs preemption."""
+    if not _above_nominal(qt, run, c):
+        return False
+    n = qt.parent[c]
+    if n == lca:
+        return True
+    for r in range(3):
+        if qt.need[r] != 0:
+            node_usage(qt, run, r)
+    while n != lca:
+        above = False
+        for r in range(3):
+            if qt.need[r] != 0 and qt.used[r, n] > qt.subtree[r, n]:
+                above = True
+        if not above:
+            return False
+        n = qt.parent[n]
+    return True
+
+
+@kernel
+def _advantage_at(qt: Quotas, jobs: Jobs, j: int, lca: int) -> bool:
+    """``collectCandidatesForHierarchicalReclaim`` (``qt.used`` filled): whether job ``j``'s request fits the
+    quota (``QuantitiesFitInQuota``) of its ClusterQueue or of a cohort below ``lca`` on the path, the
+    request less what each node below keeps locally."""
+    q = jobs.ints[J_TENANT, j]
+    a0 = request_amount(jobs, j, 0) if qt.covered[0, q] != 0 else 0
+    a1 = request_amount(jobs, j, 1) if qt.covered[1, q] != 0 else 0
+    a2 = request_amount(jobs, j, 2) if qt.covered[2, q] != 0 else 0
+    # A requested resource is checked even once nothing of it remains (Kueue keeps it in the map).
+    ask0, ask1, ask2 = a0 > 0, a1 > 0, a2 > 0
+    n = q
+    while n != lca:
+        fits = (
+            (not ask0 or qt.used[0, n] + a0 <= qt.subtree[0, n])
+            and (not ask1 or qt.used[1, n] + a1 <= qt.subtree[1, n])
+            and (not ask2 or qt.used[2, n] + a2 <= qt.subtree[2, n])
+        )
+        if fits:
+            return True
+        a0 = max(0, a0 - _local_left(qt, 0, n))
+        a1 = max(0, a1 - _local_left(qt, 1, n))
+        a2 = max(0, a2 - _local_left(qt, 2, n))
+        n = qt.parent[n]
+    return False
+
+
+@kernel
 def _candidates(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int) -> int:
-    # Fill qt.cand / qt.cand_wb (reclaimable only without borrowing); returns how many.
+    # Fill qt.cand / qt.cand_wb (WB_*); returns how many.
     q = jobs.ints[J_TENANT, j]
     prio = jobs.ints[J_PRIO, j]
     stamp = js.time[T_KEY2, j]
@@ -185,20 +293,21 @@ def _candidates(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int) -> int:
     reclaim = qt.pre[KP_RECLAIM, q]
     borrow = qt.pre[KP_BORROW, q]
     threshold = qt.pre[KP_THRESHOLD, q]
-    cohort = qt.parent[q]
-    # The preemptor stays within its nominal quota on all it requests ("hierarchical advantage").
-    advantage = True
     for r in range(3):
-        need = request_amount(jobs, j, r)
-        if need > 0 and qt.covered[r, q] != 0 and run.queues[RESOURCE_ROWS[r], q] + need > qt.nominal[r, q]:
-            advantage = False
+        node_usage(qt, run, r)
     k = 0
     for c in range(run.queues.shape[1]):
+        hierarchical = False
         if c == q:
             if within == 0:
                 continue
-        elif reclaim == 0 or cohort < 0 or qt.parent[c] != cohort or not _above_nominal(qt, run, c):
-            continue
+        else:
+            if reclaim == 0:
+                continue
+            lca = _lowest_common_ancestor(qt, q, c)
+            if lca < 0 or not _still_above(qt, run, c, lca):
+                continue
+            hierarchical = _advantage_at(qt, jobs, j, lca)
         _prune(qt, js, c)
         v = qt.adm_head[c]
         while v >= 0:
@@ -208,30 +317,43 @@ def _candidates(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int) -> int:
                     newer = within == 2 and pv == prio and stamp < js.time[T_KEY2, v]
                     if pv < prio or newer:
                         qt.cand[k] = v
-                        qt.cand_wb[k] = 0
+                        qt.cand_wb[k] = WB_WHILE_BORROWING
                         k += 1
                 elif reclaim == 2 or pv < prio:
                     qt.cand[k] = v
-                    qt.cand_wb[k] = 0 if advantage or not (borrow == 0 or pv >= prio or pv > threshold) else 1
+                    if hierarchical:
+                        qt.cand_wb[k] = WB_HIERARCHICAL
+                    elif borrow == 0 or pv >= prio or pv > threshold:
+                        qt.cand_wb[k] = WB_WITHOUT_BORROWING
+                    else:
+                        qt.cand_wb[k] = WB_WHILE_BORROWING
                     k += 1
             v = qt.adm_next[v]
     return k
 
 
 @inline_kernel
+def _group(qt: Quotas, jobs: Jobs, q: int, i: int) -> int:
+    # NewCandidateIterator's lists: hierarchical reclaim 0, other ClusterQueues' others 1, q's own 2.
+    if jobs.ints[J_TENANT, qt.cand[i]] == q:
+        return 2
+    return 0 if qt.cand_wb[i] == WB_HIERARCHICAL else 1
+
+
+@inline_kernel
 def _before(qt: Quotas, jobs: Jobs, js: JobState, q: int, a: int, b: int) -> bool:
-    # common/ordering.go CandidatesOrdering on candidates a, b (indices into qt.cand): evicted first,
-    # other ClusterQueues first, lower priority, most recently admitted, then job id.
+    # candidate_generator.go's order on candidates a, b (indices into qt.cand): evicted first, then the group
+    # (_group), then common/ordering.go CandidatesOrdering: lower priority, most recently admitted, job id.
     va = qt.cand[a]
     vb = qt.cand[b]
     ea = js.dyn[D_STATUS, va] == S_TERMINATING
     eb = js.dyn[D_STATUS, vb] == S_TERMINATING
     if ea != eb:
         return bool(ea)
-    oa = jobs.ints[J_TENANT, va] == q
-    ob = jobs.ints[J_TENANT, vb] == q
-    if oa != ob:
-        return bool(ob)
+    ga = _group(qt, jobs, q, a)
+    gb = _group(qt, jobs, q, b)
+    if ga != gb:
+        return ga < gb
     if jobs.ints[J_PRIO, va] != jobs.ints[J_PRIO, vb]:
         return bool(jobs.ints[J_PRIO, va] < jobs.ints[J_PRIO, vb])
     if js.time[T_ADMITTED, va] != js.time[T_ADMITTED, vb]:
@@ -240,15 +362,19 @@ def _before(qt: Quotas, jobs: Jobs, js: JobState, q: int, a: int, b: int) -> boo
 
 
 @kernel
-def _sift(qt: Quotas, jobs: Jobs, js: JobState, q: int, root: int, size: int) -> None:
-    # Max-heap on the candidate order (the last in order at the top) over qt.order[0 .. size-1].
+def _sift(qt: Quotas, jobs: Jobs, js: JobState, q: int, root: int, size: int, first_on_top: bool) -> None:
+    # A heap on the candidate order over qt.order[0 .. size-1]: the first in order at the top
+    # (first_on_top), else the last.
     while True:
         child = 2 * root + 1
         if child >= size:
             return
-        if child + 1 < size and _before(qt, jobs, js, q, qt.order[child], qt.order[child + 1]):
+        if (
+            child + 1 < size
+            and _before(qt, jobs, js, q, qt.order[child + 1], qt.order[child]) == first_on_top
+        ):
             child += 1
-        if not _before(qt, jobs, js, q, qt.order[root], qt.order[child]):
+        if _before(qt, jobs, js, q, qt.order[child], qt.order[root]) != first_on_top:
             return
         qt.order[root], qt.order[child] = qt.order[child], qt.order[root]
         root = child
@@ -260,26 +386,53 @@ def _sort_candidates(qt: Quotas, jobs: Jobs, js: JobState, q: int, k: int) -> No
     for i in range(k):
         qt.order[i] = i
     for root in range(k // 2 - 1, -1, -1):
-        _sift(qt, jobs, js, q, root, k)
+        _sift(qt, jobs, js, q, root, k, False)
     for end in range(k - 1, 0, -1):
         qt.order[0], qt.order[end] = qt.order[end], qt.order[0]
-        _sift(qt, jobs, js, q, 0, end)
+        _sift(qt, jobs, js, q, 0, end, False)
 
 
 @kernel
-def _targets(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, k: int, borrowing: bool) -> int:
-    # One greedy run; the targets (minimised) in qt.targets; 0 when the job never fits. Usage restored.
+def _heap_candidates(qt: Quotas, jobs: Jobs, js: JobState, q: int, k: int) -> None:
+    """Make ``qt.order[0 .. k-1]`` a heap with the first candidate in Kueue's order on top (:func:`_nth`)."""
+    for i in range(k):
+        qt.order[i] = i
+    for root in range(k // 2 - 1, -1, -1):
+        _sift(qt, jobs, js, q, root, k, True)
+
+
+@kernel
+def _nth(qt: Quotas, jobs: Jobs, js: JobState, q: int, k: int, i: int, taken: int) -> int:
+    """Candidate ``i`` (0-based) in Kueue's order, from the heap of :func:`_heap_candidates` of which
+    ``taken`` came out so far (held at ``qt.order[k-1]``, ``qt.order[k-2]``, ...): a greedy run mostly
+    stops after a few, so the order is drawn as needed, not sorted whole. Call with ``i <= taken``."""
+    if i == taken:
+        end = k - 1 - taken
+        qt.order[0], qt.order[end] = qt.order[end], qt.order[0]
+        _sift(qt, jobs, js, q, 0, end, True)
+    return int(qt.order[k - 1 - i])
+
+
+@kernel
+def _targets(
+    qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, k: int, borrowing: bool, taken: int
+) -> int:
+    """One greedy run over the heap of candidates (``taken`` drawn from it before); the targets (minimised)
+    in ``qt.targets``, their count (0 when the job never fits) and the candidates drawn by then, packed as
+    ``count * (k + 1) + drawn``. The usage is restored."""
     q = jobs.ints[J_TENANT, j]
     nt = 0
     fit = False
     for i in range(k):
-        v = qt.cand[qt.order[i]]
+        idx = _nth(qt, jobs, js, q, k, i, taken)
+        taken = max(taken, i + 1)
+        v = qt.cand[idx]
         c = jobs.ints[J_TENANT, v]
         if c != q:
-            if borrowing and qt.cand_wb[qt.order[i]] != 0:
+            if borrowing and qt.cand_wb[idx] == WB_WITHOUT_BORROWING:
                 continue
-            if not _above_nominal(qt, run, c):
-                continue  # its ClusterQueue is back within its nominal quota
+            if not _still_above(qt, run, c, _lowest_common_ancestor(qt, q, c)):
+                continue  # its ClusterQueue, or a cohort below the common ancestor, is back within quota
         _move(jobs, run, v, -1)
         qt.targets[nt] = v
         nt += 1
@@ -290,7 +443,53 @@ def _targets(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, k: int, bor
         nt = _fill_back(qt, jobs, run, j, nt, borrowing)
     for i in range(nt):
         _move(jobs, run, qt.targets[i], 1)
-    return nt if fit else 0
+    return (nt if fit else 0) * (k + 1) + taken
+
+
+@kernel
+def _could_fit(qt: Quotas, jobs: Jobs, run: Run, j: int, k: int) -> bool:
+    """Whether job ``j`` could fit (borrowing allowed) with as much quota released as a classical search may
+    release.
+
+    Notes
+    -----
+    A search takes another ClusterQueue's candidates only while that queue is above nominal: with one
+    resource needing preemption it releases less than the queue's excess plus its largest candidate's
+    request (each removal starts above nominal), and never more than its candidates hold; the preemptor's
+    own queue may lose all its candidates. ``available`` only grows as usage is released, so a job that
+    does not fit even then fits under no targets: the greedy runs, which try the candidates one by one with
+    a quota check after each (most searches on a contended cohort fail), are skipped. It changes no outcome.
+    ``qt.fs_next`` / ``qt.fs_drop`` (fair sharing's work space) hold each queue's sum and largest request.
+    """
+    q = jobs.ints[J_TENANT, j]
+    one = -1
+    needed = 0
+    for r in range(3):
+        if qt.need[r] != 0:
+            one = r
+            needed += 1
+    if needed != 1:
+        return True  # several resources: the bound would be each candidate's whole request; not worth it
+    num_cq = run.queues.shape[1]
+    for c in range(num_cq):
+        qt.fs_next[c] = 0
+        qt.fs_drop[c] = 0
+    for i in range(k):
+        v = qt.cand[i]
+        c = jobs.ints[J_TENANT, v]
+        amount = request_amount(jobs, v, one)
+        qt.fs_next[c] += amount
+        qt.fs_drop[c] = max(qt.fs_drop[c], amount)
+    row = RESOURCE_ROWS[one]
+    for c in range(num_cq):
+        if c != q:
+            excess = max(0, int(run.queues[row, c] - qt.nominal[one, c]))
+            qt.fs_next[c] = min(qt.fs_next[c], excess + qt.fs_drop[c])
+        run.queues[row, c] -= qt.fs_next[c]
+    fits = fits_quota(qt, jobs, run, j, True)
+    for c in range(num_cq):
+        run.queues[row, c] += qt.fs_next[c]
+    return fits
 
 
 @kernel
@@ -525,12 +724,13 @@ def kueue_preempt(
     """
     if jobs.ints[J_CAN_PREEMPT, j] == 0 or not _needs_preemption(qt, jobs, run, j):
         return False
+    run.counters[K_PREEMPT_TRIES] += 1
     k = _candidates(qt, jobs, js, run, j)
     if k == 0:
         return False
     q = jobs.ints[J_TENANT, j]
-    _sort_candidates(qt, jobs, js, q, k)
     if qt.fair[0] != 0:
+        _sort_candidates(qt, jobs, js, q, k)
         return _evict_targets(
             params, jobs, cs, cl, js, pend, tm, sc, run, qt, j, _fair_targets(qt, jobs, run, j, k), t
         )
@@ -539,7 +739,7 @@ def kueue_preempt(
     for i in range(k):
         if jobs.ints[J_TENANT, qt.cand[i]] != q:
             others += 1
-            if qt.cand_wb[i] == 0:
+            if qt.cand_wb[i] != WB_WITHOUT_BORROWING:
                 all_without = False
     under = True
     for r in range(3):
@@ -553,9 +753,13 @@ def kueue_preempt(
             first, second = False, 1
         else:
             second = 0
-    nt = _targets(qt, jobs, js, run, j, k, first)
+    if not _could_fit(qt, jobs, run, j, k):
+        return False
+    _heap_candidates(qt, jobs, js, q, k)
+    packed = _targets(qt, jobs, js, run, j, k, first, 0)
+    nt = packed // (k + 1)
     if nt == 0 and second >= 0:
-        nt = _targets(qt, jobs, js, run, j, k, second == 1)
+        nt = _targets(qt, jobs, js, run, j, k, second == 1, packed % (k + 1)) // (k + 1)
     return _evict_targets(params, jobs, cs, cl, js, pend, tm, sc, run, qt, j, nt, t)
 
 

@@ -38,6 +38,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gpureplay.queues.kueue_preemption import (
+    PRIORITY,
+    SAME_QUEUE,
     Admitted,
     candidate_rank,
     candidates_of,
@@ -110,6 +112,10 @@ class _Search:
             self.left[r][self.q] += self.request[r]
         return fits
 
+    def rank(self, c: Admitted) -> tuple[bool, int, int, float, int]:
+        """``c``'s place in the candidate order (in a flat cohort, other ClusterQueues' form one group)."""
+        return candidate_rank(c, SAME_QUEUE if c.cluster_queue == self.q else PRIORITY)
+
     def next_queue(self, by_queue: dict[int, list[Admitted]], dropped: set[int]) -> int | None:
         """``TargetClusterQueueOrdering.nextTarget`` over a flat cohort (None: every queue is dropped)."""
         best: int | None = None
@@ -123,9 +129,9 @@ class _Search:
                 continue
             if best is None or compare_shares(found, best_share) > 0:
                 best, best_share = cq, found
-            elif compare_shares(found, best_share) == 0 and candidate_rank(
-                by_queue[cq][0], self.q
-            ) < candidate_rank(by_queue[best][0], self.q):
+            elif compare_shares(found, best_share) == 0 and self.rank(by_queue[cq][0]) < self.rank(
+                by_queue[best][0]
+            ):
                 best = cq
         return best
 

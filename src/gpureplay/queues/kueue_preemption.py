@@ -2,30 +2,42 @@
 
 Plain Python, the rule as Kueue states it (kubernetes-sigs/kueue ``pkg/scheduler/preemption``:
 ``preemption.go``, ``classical/candidate_generator.go``, ``classical/hierarchical_preemption.go``,
-``common/ordering.go``, ``common/preemption_policy.go``; scheduler-semantics.md §4.2). The reference
-simulator calls it; the engine's kernel (:mod:`gpureplay.engine.kueue_preempt`) states it again on arrays
-and the differential tests compare the two. Modelled for ClusterQueues without a cohort or directly in a
-root cohort without a quota of its own (Kueue's hierarchical generalisation reduces to this there); other
-trees are refused with preemption set (:func:`preemption_problems`).
+``common/ordering.go``, ``common/preemption_policy.go``; ``flavorassigner.go`` ``fitsResourceQuota``;
+scheduler-semantics.md §4.2). The reference simulator calls it; the engine's kernel
+(:mod:`gpureplay.engine.kueue_preempt`) states it again on arrays and the differential tests compare the two.
+Classical preemption is modelled in any cohort tree (nested cohorts, cohorts with quotas of their own);
+fair sharing's (:mod:`gpureplay.queues.kueue_fair_preemption`) in a root cohort without quota of its own,
+other trees refused (:func:`preemption_problems`).
+
+Usage and quota of a node: a ClusterQueue's own usage and nominal quota; a cohort's usage is what its children
+use beyond their local quotas and its quota is its subtree quota (``resource_node.go``). A node is *within
+nominal* on a set of resources when its usage is at most its quota on each.
 
 A workload ``W`` of ClusterQueue ``q`` that does not fit (its request above ``available(q)`` on some covered
 resource) may preempt when, on every such resource ``r``, ``request_r <= potentialAvailable(q)`` and
-(``request_r <= nominal_r(q)``, or ``borrowWithinCohort`` or ``withinClusterQueue`` is not ``Never``);
-those resources are the ones that *need preemption*.
+(``request_r <= nominal_r(q)``, or the lowest subtree on ``q``'s path that holds the request is not the root
+(``FindHeightOfLowestSubtreeThatFits``), or ``borrowWithinCohort`` or ``withinClusterQueue`` is not
+``Never``); those resources are the ones that *need preemption*.
 
 Candidates hold quota (running, or evicted and still terminating) and request a resource that needs
 preemption: in ``q`` when ``withinClusterQueue`` allows them (``LowerPriority``: lower priority;
-``LowerOrNewerEqualPriority``: also equal priority and queued later), in the cohort's other ClusterQueues
-when ``reclaimWithinCohort`` allows them (``LowerPriority`` or ``Any``) and their ClusterQueue uses more than
-its nominal quota of a resource that needs preemption. They are taken in ``CandidatesOrdering``: evicted
-first, other ClusterQueues before ``q``, lower priority, most recently admitted, then job id (Kueue: UID).
+``LowerOrNewerEqualPriority``: also equal priority and queued later); in the other ClusterQueues of ``q``'s
+cohort tree when ``reclaimWithinCohort`` allows them (``LowerPriority`` or ``Any``), their ClusterQueue and
+every cohort between it and the lowest common ancestor with ``q`` above nominal on a resource that needs
+preemption. Walking ``q``'s ancestors from its parent up, the preemptor has a *hierarchical advantage* at an
+ancestor once it fits within the quota of ``q`` (usage + request <= nominal) or of an ancestor below it
+(with the request less what each node below still had of its local quota); a candidate whose lowest common
+ancestor with ``q`` is such an ancestor is reclaimed freely (``HierarchicalReclaim``), any other from another
+ClusterQueue only without borrowing unless ``borrowWithinCohort`` allows its priority. They are taken in
+order: evicted ones first; then hierarchical-reclaim candidates, other ClusterQueues' others, ``q``'s own;
+each group in ``CandidatesOrdering`` (lower priority, most recently admitted, then job id, Kueue: UID).
 
 Greedy runs (``classicalPreemptions``): each removes candidates in order (another ClusterQueue's candidate is
-skipped once that queue is back at or below nominal on every resource that needs preemption, and, in a run
-that allows borrowing, when it may only be reclaimed without borrowing) until ``W`` fits: ``request <=
-available(q)`` on every covered resource and, in a run without borrowing, ``usage_r(q) + request_r <=
-nominal_r(q)``. Then the targets are minimised: from the next-to-last back to the first, a target whose
-return still lets ``W`` fit is dropped.
+skipped once that queue, or a cohort between it and the lowest common ancestor, is back within nominal on the
+resources that need preemption, and, in a run that allows borrowing, when it may only be reclaimed without
+borrowing) until ``W`` fits: ``request <= available(q)`` on every covered resource and, in a run without
+borrowing, ``usage_r(q) + request_r <= nominal_r(q)``. Then the targets are minimised: from the next-to-last
+back to the first, a target whose return still lets ``W`` fit is dropped.
 """
 
 from __future__ import annotations
@@ -35,6 +47,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gpureplay.engine.layout import Int64Array
 from gpureplay.queues.kueue_quota import (
     NO_THRESHOLD,
     PR_BORROW,
@@ -45,6 +58,7 @@ from gpureplay.queues.kueue_quota import (
     RESOURCES,
     KueueQuotas,
     available,
+    node_usage,
     potential_available,
 )
 from gpureplay.schedulers.policy import BorrowWithinCohort, ReclaimWithinCohort, WithinClusterQueue
@@ -89,8 +103,8 @@ def preemption_problems(quotas: KueueQuotas) -> list[tuple[int, str, str]]:
     """``(cluster queue, config key, message)`` per ClusterQueue whose preemption the replay cannot model.
 
     Kueue itself refuses ``borrowWithinCohort`` without ``reclaimWithinCohort`` (``clusterqueue_webhook.go``);
-    the replay models ClusterQueues with no cohort or in a root cohort without its own quota (classical
-    preemption here, fair sharing's in :mod:`gpureplay.queues.kueue_fair_preemption`).
+    fair sharing's preemption (:mod:`gpureplay.queues.kueue_fair_preemption`) is modelled for ClusterQueues
+    with no cohort or in a root cohort without a quota of its own, classical preemption in any tree.
     """
     table = preemption_table(quotas)
     problems: list[tuple[int, str, str]] = []
@@ -99,7 +113,7 @@ def preemption_problems(quotas: KueueQuotas) -> list[tuple[int, str, str]]:
         if borrow != 0 and reclaim == 0:
             message = "borrowWithinCohort needs reclaimWithinCohort other than Never (Kueue refuses it)"
             problems.append((q, "borrow_within_cohort", message))
-        if within == 0 and reclaim == 0:
+        if not quotas.fair_sharing or (within == 0 and reclaim == 0):
             continue
         p = int(quotas.parent[q])
         if p >= 0 and (int(quotas.parent[p]) >= 0 or bool((quotas.nominal[:, p] != 0).any())):
@@ -107,8 +121,8 @@ def preemption_problems(quotas: KueueQuotas) -> list[tuple[int, str, str]]:
                 (
                     q,
                     "reclaim_within_cohort",
-                    "preemption is modelled for a ClusterQueue in a root cohort without a quota of its own "
-                    "(not a nested cohort or a cohort quota)",
+                    "fair sharing's preemption is modelled for a ClusterQueue in a root cohort without a "
+                    "quota of its own (not a nested cohort or a cohort quota; classical preemption is)",
                 )
             )
     return problems
@@ -145,18 +159,52 @@ class Admitted:
     request: tuple[int, int, int]
 
 
+def _ancestors(quotas: KueueQuotas, n: int) -> list[int]:
+    # The cohorts above node n, its parent first.
+    path: list[int] = []
+    p = int(quotas.parent[n])
+    while p >= 0:
+        path.append(p)
+        p = int(quotas.parent[p])
+    return path
+
+
+def _local_available(
+    quotas: KueueQuotas, subtree: Int64Array, used: Sequence[Sequence[int]], n: int, r: int
+) -> int:
+    # resource_node.go LocalAvailable: what is left of node n's local (guaranteed) quota.
+    return max(0, int(quotas.local_quota(subtree, n)[r]) - used[r][n])
+
+
+def _reclaims_in_hierarchy(
+    quotas: KueueQuotas, subtree: Int64Array, used: Sequence[Sequence[int]], q: int, r: int, amount: int
+) -> bool:
+    # hierarchical_preemption.go FindHeightOfLowestSubtreeThatFits, its second value: whether the lowest node
+    # on q's path whose quota holds the amount (beyond what each node below keeps locally) has a parent.
+    if not (used[r][q] + amount > subtree[r, q] and quotas.parent[q] >= 0):
+        return bool(quotas.parent[q] >= 0)
+    remaining = amount - _local_available(quotas, subtree, used, q, r)
+    for n in _ancestors(quotas, q):
+        if used[r][n] + remaining <= subtree[r, n]:
+            return bool(quotas.parent[n] >= 0)
+        remaining -= _local_available(quotas, subtree, used, n, r)
+    return False
+
+
 def needs_preemption(
     quotas: KueueQuotas, usage: Sequence[Sequence[int]], q: int, request: Sequence[int]
 ) -> list[int]:
     """Resources on which ``request`` needs preemption in ClusterQueue ``q`` (empty: it may not preempt).
 
     ``FlavorAssigner.fitsResourceQuota``: a covered resource above ``available`` needs preemption when it
-    is at most ``potentialAvailable`` and at most the nominal quota, or the queue's ``borrowWithinCohort``
-    or ``withinClusterQueue`` is set, or under fair sharing its ``reclaimWithinCohort``
-    (``canPreemptWhileBorrowing``); any other resource above ``available`` makes the workload ``NoFit``.
+    is at most ``potentialAvailable`` and at most the nominal quota, or a subtree below the root holds it
+    (``FindHeightOfLowestSubtreeThatFits``), or the queue's ``borrowWithinCohort`` or ``withinClusterQueue``
+    is set, or under fair sharing its ``reclaimWithinCohort`` (``canPreemptWhileBorrowing``); any other
+    resource above ``available`` makes the workload ``NoFit``.
     """
     table = preemption_table(quotas)
     subtree = quotas.subtree_quota()
+    used = node_usage(quotas, usage)
     need: list[int] = []
     for r in range(len(RESOURCES)):
         if not quotas.covered[r, q] or request[r] <= 0 or request[r] <= available(quotas, usage, q, r):
@@ -164,7 +212,12 @@ def needs_preemption(
         if request[r] > potential_available(quotas, subtree, q, r):
             return []
         while_borrowing = table[PR_BORROW, q] != 0 or (quotas.fair_sharing and table[PR_RECLAIM, q] != 0)
-        if request[r] <= quotas.nominal[r, q] or while_borrowing or table[PR_WITHIN, q] != 0:
+        if (
+            request[r] <= quotas.nominal[r, q]
+            or _reclaims_in_hierarchy(quotas, subtree, used, q, r, request[r])
+            or while_borrowing
+            or table[PR_WITHIN, q] != 0
+        ):
             need.append(r)
         else:
             return []
@@ -202,6 +255,57 @@ def workload_fits(
     return True
 
 
+#: Candidate groups in Kueue's order (``NewCandidateIterator``): hierarchical reclaim, other ClusterQueues'
+#: others (priority-based), the preemptor's own ClusterQueue.
+HIERARCHICAL, PRIORITY, SAME_QUEUE = 0, 1, 2
+
+
+def _lowest_common_ancestor(quotas: KueueQuotas, a: int, b: int) -> int:
+    above = set(_ancestors(quotas, a))
+    for n in _ancestors(quotas, b):
+        if n in above:
+            return n
+    return -1
+
+
+def _still_above(
+    quotas: KueueQuotas,
+    used: Sequence[Sequence[int]],
+    subtree: Int64Array,
+    c: int,
+    lca: int,
+    need: Sequence[int],
+) -> bool:
+    # candidate_generator.go candidateIsValid: ClusterQueue c and each cohort between it and lca exceed their
+    # quota on some resource that needs preemption.
+    n = c
+    while n != lca:
+        if all(used[r][n] <= subtree[r, n] for r in need):
+            return False
+        n = int(quotas.parent[n])
+    return True
+
+
+def _advantages(
+    quotas: KueueQuotas, used: Sequence[Sequence[int]], subtree: Int64Array, q: int, request: Sequence[int]
+) -> dict[int, bool]:
+    # hierarchical_preemption.go collectCandidatesForHierarchicalReclaim: per ancestor of q, whether the
+    # preemptor has the advantage there (QuantitiesFitInQuota at q or at an ancestor below it).
+    requested = [r for r in range(len(RESOURCES)) if quotas.covered[r, q] and request[r] > 0]
+    remaining = {r: int(request[r]) for r in requested}
+    advantage = False
+    node = q
+    out: dict[int, bool] = {}
+    for a in _ancestors(quotas, q):
+        advantage = advantage or all(used[r][node] + remaining[r] <= subtree[r, node] for r in requested)
+        remaining = {
+            r: max(0, v - _local_available(quotas, subtree, used, node, r)) for r, v in remaining.items()
+        }
+        out[a] = advantage
+        node = a
+    return out
+
+
 def candidates_of(
     quotas: KueueQuotas,
     usage: Sequence[Sequence[int]],
@@ -212,7 +316,7 @@ def candidates_of(
     admitted: Sequence[Admitted],
     need: Sequence[int],
 ) -> list[tuple[Admitted, bool]]:
-    """The preemption candidates of a workload of ClusterQueue ``q``, in ``CandidatesOrdering``.
+    """The preemption candidates of a workload of ClusterQueue ``q``, in Kueue's candidate order.
 
     Each comes with whether it may be reclaimed only without borrowing (classical preemption's
     ``borrowWithinCohort`` rule; fair sharing ignores it). ``need``: :func:`needs_preemption`.
@@ -220,40 +324,36 @@ def candidates_of(
     table = preemption_table(quotas)
     within, reclaim, borrow = (int(table[row, q]) for row in (PR_WITHIN, PR_RECLAIM, PR_BORROW))
     threshold = int(table[PR_THRESHOLD, q])
-    cohort = int(quotas.parent[q])
-    # The preemptor stays within its nominal quota on everything it requests ("hierarchical advantage").
-    advantage = all(
-        usage[r][q] + request[r] <= quotas.nominal[r, q]
-        for r in range(len(RESOURCES))
-        if quotas.covered[r, q] and request[r] > 0
-    )
-    candidates: list[tuple[Admitted, bool]] = []
+    subtree = quotas.subtree_quota()
+    used = node_usage(quotas, usage)
+    advantage = _advantages(quotas, used, subtree, q, request)
+    ranked: list[tuple[tuple[bool, int, int, float, int], Admitted, bool]] = []
     for c in admitted:
         if not any(c.request[r] > 0 for r in need):
             continue
         if c.cluster_queue == q:
             if _within_allows(within, c, priority, timestamp):
-                candidates.append((c, False))
+                ranked.append((candidate_rank(c, SAME_QUEUE), c, False))
             continue
-        other = c.cluster_queue
-        if cohort < 0 or int(quotas.parent[other]) != cohort:
-            continue
-        if not any(usage[r][other] > quotas.nominal[r, other] for r in need):
+        lca = _lowest_common_ancestor(quotas, q, c.cluster_queue)
+        if reclaim == 0 or lca < 0 or not _still_above(quotas, used, subtree, c.cluster_queue, lca, need):
             continue
         if not _reclaim_allows(reclaim, c, priority):
             continue
-        without_borrowing = not advantage and (
-            borrow == 0 or c.priority >= priority or c.priority > threshold
-        )
-        candidates.append((c, without_borrowing))
-    candidates.sort(key=lambda e: candidate_rank(e[0], q))
-    return candidates
+        if advantage[lca]:
+            ranked.append((candidate_rank(c, HIERARCHICAL), c, False))
+            continue
+        without_borrowing = borrow == 0 or c.priority >= priority or c.priority > threshold
+        ranked.append((candidate_rank(c, PRIORITY), c, without_borrowing))
+    ranked.sort(key=lambda e: e[0])
+    return [(c, without_borrowing) for _, c, without_borrowing in ranked]
 
 
-def candidate_rank(c: Admitted, q: int) -> tuple[bool, bool, int, float, int]:
-    """``common/ordering.go`` ``CandidatesOrdering`` for a preemptor of ClusterQueue ``q`` (lower first):
-    evicted first, other ClusterQueues first, lower priority, most recently admitted, then job id."""
-    return (not c.evicted, c.cluster_queue == q, c.priority, -c.admitted, c.job_id)
+def candidate_rank(c: Admitted, group: int) -> tuple[bool, int, int, float, int]:
+    """Kueue's candidate order (lower first): evicted first, then the group (:data:`HIERARCHICAL`,
+    :data:`PRIORITY`, :data:`SAME_QUEUE`), then ``common/ordering.go`` ``CandidatesOrdering``: lower
+    priority, most recently admitted, then job id."""
+    return (not c.evicted, group, c.priority, -c.admitted, c.job_id)
 
 
 def preemption_targets(
@@ -295,6 +395,7 @@ def preemption_targets(
         runs = [False, True]
     else:
         runs = [True, False]
+    subtree = quotas.subtree_quota()
     for borrowing in runs:
         left = [list(row) for row in usage]
         targets: list[Admitted] = []
@@ -302,7 +403,8 @@ def preemption_targets(
             if c.cluster_queue != q:
                 if borrowing and without_borrowing:
                     continue
-                if all(left[r][c.cluster_queue] <= quotas.nominal[r, c.cluster_queue] for r in need):
+                lca = _lowest_common_ancestor(quotas, q, c.cluster_queue)
+                if not _still_above(quotas, node_usage(quotas, left), subtree, c.cluster_queue, lca, need):
                     continue
             for r in range(len(RESOURCES)):
                 left[r][c.cluster_queue] -= c.request[r]

@@ -383,9 +383,19 @@ def kueue_quotas(policy: Policy, jobs: pl.DataFrame, nodes: pl.DataFrame) -> Kue
         " with fair sharing" if quotas.fair_sharing else "",
         quotas.num_cluster_queues,
         quotas.source,
-        "one cohort" if (quotas.parent[: quotas.num_cluster_queues] >= 0).any() else "no cohort",
+        _cohorts_described(quotas),
     )
     return quotas
+
+
+def _cohorts_described(quotas: KueueQuotas) -> str:
+    cohorts = len(quotas.names) - quotas.num_cluster_queues
+    if cohorts == 0:
+        return "no cohort"
+    roots = int((quotas.parent[quotas.num_cluster_queues :] < 0).sum())
+    if cohorts == roots:
+        return "one cohort" if cohorts == 1 else f"{cohorts} cohorts"
+    return f"{cohorts} cohorts in {'a tree' if roots == 1 else f'{roots} trees'}"
 
 
 def volcano_queues(policy: Policy, jobs: pl.DataFrame, nodes: pl.DataFrame) -> VolcanoQueues | None:
@@ -468,7 +478,7 @@ def _refuse_fractional(jobs: pl.DataFrame) -> None:
 
 def _read_manifests(policy: Policy) -> tuple[ManifestSet, str]:
     """The manifests at ``scheduler.manifests`` and their path, the fields ignored logged."""
-    path = _manifest_path(policy)
+    path = manifest_path(policy)
     manifests = read_manifests(path)
     for ignored in manifests.ignored:
         log.info("manifests: ignored (does not change scheduling): %s", ignored)
@@ -484,8 +494,8 @@ def _derived_per_queue(
     return quota_of_each_queue(jobs, derived, "zero" if missing is MissingQuota.zero else "error"), described
 
 
-def _manifest_path(policy: Policy) -> Path:
-    # A folder of manifests is read whole; a file not found here is looked up in the data roots.
+def manifest_path(policy: Policy) -> Path:
+    """``scheduler.manifests`` as read: a folder whole, a file not found here looked up in the data roots."""
     given = Path(str(policy.manifests))
     return given if given.is_dir() else resolve_data_path(given)
 

@@ -43,10 +43,12 @@ from gpureplay.interrupts import PendingSignal, deferred
 from gpureplay.queues.kai_queues import KaiQueues, kai_columns, kai_preemptibility, kai_total
 from gpureplay.queues.kueue_preemption import preemption_table
 from gpureplay.queues.kueue_quota import KueueQuotas, lendable, model_columns, present
+from gpureplay.queues.manifests import read_manifests
+from gpureplay.queues.tree import GPU_RESOURCE
 from gpureplay.queues.volcano_queues import VolcanoQueues, volcano_columns
 from gpureplay.replay.compile import Compiled, compile_replay, policy_params
 from gpureplay.replay.progress import Progress
-from gpureplay.replay.queue_model import kai_queues, kueue_quotas, tenant_jobs, volcano_queues
+from gpureplay.replay.queue_model import kai_queues, kueue_quotas, manifest_path, tenant_jobs, volcano_queues
 from gpureplay.results.schemas import QUEUE_SAMPLE_SCHEMA
 from gpureplay.schedulers.policy import Policy, QuotaSource
 from gpureplay.traces.schema import JOBS_SCHEMA, NODES_SCHEMA, UNKNOWN_CAPACITY
@@ -460,7 +462,26 @@ def warm_up(policy: Policy, *, debug: bool = False) -> None:
         # KAI's manifests name no queue of the warm-up job, and its kernels do not depend on where the
         # queues come from: derived ones stand in.
         policy = dataclasses.replace(policy, quotas=QuotaSource.gpu_time_share, manifests=None)
+    elif str(getattr(policy.queues, "name", policy.queues)) == "kueue" and policy.manifests is not None:
+        # Kueue's manifests need not name the warm-up job's queue: it joins a ClusterQueue that covers GPUs
+        # (so that the manifests' preemption policies compile with it), on a node of its flavor's GPU model.
+        queue, model = _warm_up_cluster_queue(policy)
+        jobs = jobs.with_columns(queue=pl.lit(queue))
+        if model is not None:
+            nodes = nodes.with_columns(gpu_model=pl.lit(model))
     simulate(jobs, nodes, policy, sample_interval=1.0, window=(0.0, 1.0), debug=debug)
+
+
+def _warm_up_cluster_queue(policy: Policy) -> tuple[str, str | None]:
+    # The first ClusterQueue of the manifests that covers GPUs and the GPU model its first flavor selects
+    # ("default" when none covers GPUs: the replay itself then reports what is wrong with the manifests).
+    tree = read_manifests(manifest_path(policy)).tree
+    models = {f.name: f.gpu_model for f in tree.flavors}
+    for cq in tree.cluster_queues:
+        for group in cq.resource_groups:
+            if GPU_RESOURCE in group.covered_resources and group.flavors:
+                return cq.name, models.get(group.flavors[0].name)
+    return "default", None
 
 
 def warm_up_tables() -> tuple[pl.DataFrame, pl.DataFrame]:
