@@ -447,52 +447,6 @@ def _targets(
 
 
 @kernel
-def _could_fit(qt: Quotas, jobs: Jobs, run: Run, j: int, k: int) -> bool:
-    """Whether job ``j`` could fit (borrowing allowed) with as much quota released as a classical search may
-    release.
-
-    Notes
-    -----
-    A search takes another ClusterQueue's candidates only while that queue is above nominal: with one
-    resource needing preemption it releases less than the queue's excess plus its largest candidate's
-    request (each removal starts above nominal), and never more than its candidates hold; the preemptor's
-    own queue may lose all its candidates. ``available`` only grows as usage is released, so a job that
-    does not fit even then fits under no targets: the greedy runs, which try the candidates one by one with
-    a quota check after each (most searches on a contended cohort fail), are skipped. It changes no outcome.
-    ``qt.fs_next`` / ``qt.fs_drop`` (fair sharing's work space) hold each queue's sum and largest request.
-    """
-    q = jobs.ints[J_TENANT, j]
-    one = -1
-    needed = 0
-    for r in range(3):
-        if qt.need[r] != 0:
-            one = r
-            needed += 1
-    if needed != 1:
-        return True  # several resources: the bound would be each candidate's whole request; not worth it
-    num_cq = run.queues.shape[1]
-    for c in range(num_cq):
-        qt.fs_next[c] = 0
-        qt.fs_drop[c] = 0
-    for i in range(k):
-        v = qt.cand[i]
-        c = jobs.ints[J_TENANT, v]
-        amount = request_amount(jobs, v, one)
-        qt.fs_next[c] += amount
-        qt.fs_drop[c] = max(qt.fs_drop[c], amount)
-    row = RESOURCE_ROWS[one]
-    for c in range(num_cq):
-        if c != q:
-            excess = max(0, int(run.queues[row, c] - qt.nominal[one, c]))
-            qt.fs_next[c] = min(qt.fs_next[c], excess + qt.fs_drop[c])
-        run.queues[row, c] -= qt.fs_next[c]
-    fits = fits_quota(qt, jobs, run, j, True)
-    for c in range(num_cq):
-        run.queues[row, c] += qt.fs_next[c]
-    return fits
-
-
-@kernel
 def _fill_back(qt: Quotas, jobs: Jobs, run: Run, j: int, nt: int, borrowing: bool) -> int:
     """``fillBackWorkloads``: from the next-to-last target back, one whose return still lets ``j`` fit goes.
 
@@ -753,8 +707,6 @@ def kueue_preempt(
             first, second = False, 1
         else:
             second = 0
-    if not _could_fit(qt, jobs, run, j, k):
-        return False
     _heap_candidates(qt, jobs, js, q, k)
     packed = _targets(qt, jobs, js, run, j, k, first, 0)
     nt = packed // (k + 1)
