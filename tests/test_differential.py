@@ -674,6 +674,41 @@ def test_kueue_quotas_agree(
 
 
 @st.composite
+def kueue_flavor_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
+    """:func:`kueue_cases` with several ResourceFlavors selecting the cluster's GPU models (or any node), each
+    ClusterQueue drawing 1-3 of them for its GPUs in its own order and its ``whenCanBorrow``; no
+    preemption nor fair sharing (refused with several flavors). Admission by quota half the time."""
+    jobs, nodes = draw(cases(max_jobs=40))
+    jobs = _in_queues(draw, jobs)
+    models = tuple(sorted(set(nodes.filter(pl.col("num_gpus") > 0)["gpu_model"].drop_nulls().to_list())))
+    queues = tuple(sorted(set(jobs["queue"].to_list())))
+    text = draw(kueue_manifests(queues, models=models))
+    policy = Policy(
+        name="kueue",
+        queue_order=QueueOrder.priority,
+        backfill=Backfill.skip,
+        node_placement=draw(st.sampled_from(["best_fit", "first_fit", "worst_fit", "random"])),
+        gpu_placement=draw(st.sampled_from(["best_fit", "first_fit"])),
+        session_interval=draw(st.sampled_from([0.0, 0.0, 2.0])),
+        queues=QueueModel.kueue,
+        quotas=QuotaSource.manifests,
+        manifests=_manifest_file(text),
+        kueue_admission=draw(st.sampled_from([KueueAdmission.placement, KueueAdmission.quota])),
+    )
+    return jobs, nodes, policy
+
+
+# Kueue's flavor assignment and node selection by flavor (tests/test_kueue_flavors.py: hand-computed).
+@settings(max_examples=40, **SETTINGS)
+@given(case=kueue_flavor_cases(), sample_interval=sample_intervals, seed=seeds)
+def test_kueue_flavors_agree(
+    case: tuple[pl.DataFrame, pl.DataFrame, Policy], sample_interval: float, seed: int
+) -> None:
+    jobs, nodes, policy = case
+    assert_agree(jobs, nodes, policy, seed=seed, sample_interval=sample_interval)
+
+
+@st.composite
 def pods_ready_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
     """:func:`kueue_cases` admitting by quota alone (kube-scheduler then places the admitted pods one by one),
     with or without waitForPodsReady: drawn timeouts (0 too), back-offs, backoffLimitCount and blockAdmission.

@@ -426,7 +426,8 @@ def test_a_folder_of_manifests_is_read_whole(tmp_path: Path) -> None:
 def test_kernels_warm_up_on_manifests_that_name_no_default_queue() -> None:
     """The CLI compiles the kernels on a one-job replay before the real one; with Kueue manifests (which need
     not name the warm-up job's queue) the job joins their first ClusterQueue covering GPUs instead of
-    failing the run with "queue 'default' names no ClusterQueue"."""
+    failing the run with "queue 'default' names no ClusterQueue"; with flavors of several GPU models, on one
+    node of each (a flavor that selects no node of the cluster is refused)."""
     examples = Path(__file__).resolve().parents[1] / "examples" / "manifests"
-    for folder in ("kueue", "kueue-philly-nested"):
+    for folder in ("kueue", "kueue-philly-nested", "kueue-philly-flavors"):
         warm_up(replace(KUEUE, manifests=str(examples / folder)))

@@ -382,10 +382,16 @@ def test_flavor_fungibility_is_read_and_checked() -> None:
     extra = "  flavorFungibility: {whenCanBorrow: TryNextFlavor, whenCanPreempt: Preempt}\n"
     cq = parse_manifests(CQ.format(extra=extra)).tree.cluster_queues[0]
     assert (cq.when_can_borrow, cq.when_can_preempt) == ("TryNextFlavor", "Preempt")
-    bad = CQ.format(extra="  flavorFungibility: {whenCanBorrow: MayStopSearch}\n")
+    # v1beta2 spells v1beta1's Borrow / Preempt MayStopSearch (apis/kueue/v1beta2/clusterqueue_types.go).
+    fresh = CQ.format(
+        extra="  flavorFungibility: {whenCanBorrow: MayStopSearch, whenCanPreempt: MayStopSearch}\n"
+    )
+    cq = parse_manifests(fresh).tree.cluster_queues[0]
+    assert (cq.when_can_borrow, cq.when_can_preempt) == ("MayStopSearch", "MayStopSearch")
+    bad = CQ.format(extra="  flavorFungibility: {whenCanBorrow: Sometimes}\n")
     assert error_of(bad) == (
         "q.yaml, document 2, key 'spec.flavorFungibility.whenCanBorrow': "
-        "must be one of ['Borrow', 'TryNextFlavor'] (found 'MayStopSearch')"
+        "must be one of ['Borrow', 'TryNextFlavor', 'MayStopSearch'] (found 'Sometimes')"
     )
 
 

@@ -66,11 +66,13 @@ from gpureplay.queues.kueue_fair_preemption import fair_preemption_targets
 from gpureplay.queues.kueue_preemption import Admitted, preemption_targets, preempts
 from gpureplay.queues.kueue_quota import (
     KueueQuotas,
+    assign_flavors,
     available,
     borrows,
     fits,
     node_usage,
     request_of,
+    row_request,
     share,
 )
 from gpureplay.queues.volcano_queues import VOLCANO_RESOURCES, VolcanoQueues
@@ -1307,6 +1309,8 @@ class Job:
     admitted_at: float = math.nan
     ready_timeouts: int = 0
     reserved: bool = False
+    # [Kueue flavors] the flavor slot its admission assigned to each resource (GPU, CPU, memory).
+    flavors: tuple[int, int, int] = (0, 0, 0)
     # [Idle-resource reclaim] its usage and PriorityClass annotations (None unless preemption: reclaim_idle).
     idle: IdleUse | None = None
 
@@ -3270,7 +3274,7 @@ class _Replay:
                 # [Kueue quotas] admissions never take a queue past what its quota tree allows.
                 usage = self.kueue_usage()
                 for q in range(self.kueue.num_cluster_queues):
-                    for r in range(3):
+                    for r in range(self.kueue.rows):
                         if self.kueue.covered[r, q]:
                             assert available(self.kueue, usage, q, r) >= 0, (q, r, usage)
         elif self.pod_mode:
@@ -3317,23 +3321,51 @@ class _Replay:
             self.maybe_preempt(job, whole=True)
 
     def kueue_usage(self) -> list[list[int]]:
-        """[Kueue quotas] ``[resource][cluster queue]``: what each ClusterQueue's placed pods request.
+        """[Kueue quotas] ``[row][cluster queue]``: what each ClusterQueue's placed pods request, each
+        resource in the flavor its admission assigned ([Kueue flavors]: a row per flavor and resource).
 
         [Kueue waitForPodsReady] a job admitted by quota reserves all of its pods' requests.
         """
-        usage = [[0] * len(self.queue_names) for _ in range(3)]
+        assert self.kueue is not None
+        usage = [[0] * len(self.queue_names) for _ in range(self.kueue.rows)]
         index = {name: q for q, name in enumerate(self.queue_names)}
         for job in self.jobs:
             held = job.num_pods if job.reserved else len(job.placements)
             if held:
                 q = index[job.queue]
-                usage[0][q] += held * job.pod.milli
-                usage[1][q] += held * job.pod.cpu
-                usage[2][q] += held * job.pod.mem
+                for r, amount in enumerate((job.pod.milli, job.pod.cpu, job.pod.mem)):
+                    usage[3 * job.flavors[r] + r][q] += held * amount
         return usage
 
-    def kueue_request(self, job: Job) -> tuple[int, int, int]:
+    def kueue_request3(self, job: Job) -> tuple[int, int, int]:
         return request_of(job.num_pods, job.pod.milli, job.pod.cpu, job.pod.mem)
+
+    def kueue_request(self, job: Job) -> tuple[int, ...]:
+        """[Kueue flavors] the job's request per quota row, in the flavors assigned to it."""
+        assert self.kueue is not None
+        return row_request(self.kueue, self.kueue_request3(job), job.flavors)
+
+    def in_flavors(self, job: Job) -> Pod:
+        """[Kueue flavors] the job's pod narrowed to the GPU models its assigned flavors select (their
+        ``nodeLabels``; GPU-less pods use no model)."""
+        quotas = self.kueue
+        assert quotas is not None
+        q = self.queue_names.index(job.queue)
+        allowed = job.pod.models
+        for r, amount in enumerate(self.kueue_request3(job)):
+            selected = quotas.flavor_models[job.flavors[r]]
+            if amount > 0 and quotas.covers(q, r) and selected is not None:
+                allowed = selected if allowed is None else allowed & selected
+        return job.pod if allowed is job.pod.models else replace(job.pod, models=frozenset(allowed or ()))
+
+    def try_gang_in_flavors(self, job: Job) -> bool:
+        """[Kueue flavors] ``try_gang`` with the pod narrowed to its flavors' nodes."""
+        pod = job.pod
+        job.pod = self.in_flavors(job)
+        try:
+            return self.try_gang(job)
+        finally:
+            job.pod = pod
 
     def kueue_class(self, job: Job) -> tuple[Any, ...]:
         """[Kueue quotas] jobs that get the same answer: one queue's jobs of one request (demand, pods)
@@ -3432,8 +3464,12 @@ class _Replay:
                 if job is None:
                     continue
                 any_head = True
+                # [Kueue flavors] the flavor assigner picks each resource group's flavor first.
+                assigned = assign_flavors(quotas, usage, q, self.kueue_request3(job))
+                if assigned is not None:
+                    job.flavors = (assigned[0], assigned[1], assigned[2])
                 request = self.kueue_request(job)
-                if not fits(quotas, usage, q, request):
+                if assigned is None or not fits(quotas, usage, q, request):
                     if self.kueue_preempt(quotas, q, job):
                         # Kueue keeps a preemptor as its queue's head until admitted: the queue waits for
                         # its victims (their release ends the block).
@@ -3461,7 +3497,7 @@ class _Replay:
                         if self.admission_blocked():
                             return
                     continue
-                if self.try_gang(job):
+                if self.try_gang_in_flavors(job):
                     if self.kubelets_admit(job):
                         self.start(job)
                         job.admitted_at = self.now
@@ -3496,7 +3532,12 @@ class _Replay:
         and its readiness timeout is dropped."""
         for job in list(self.admitted):
             while len(job.placements) < job.num_pods:
-                placement = self.place_next_pod(job)
+                pod = job.pod
+                job.pod = self.in_flavors(job)  # [Kueue flavors] on its flavors' nodes
+                try:
+                    placement = self.place_next_pod(job)
+                finally:
+                    job.pod = pod
                 if placement is None:
                     break
                 if not job.placements:
@@ -4052,7 +4093,7 @@ class _Replay:
         queued = self.pending_in_queue_order()
         asked = [list(h) for h in held]
         for job in queued:
-            for r, amount in enumerate(self.kueue_request(job)):
+            for r, amount in enumerate(self.kueue_request3(job)):
                 asked[index[job.queue]][r] += amount
 
         def kai(amount: int, r: int) -> float:
@@ -4127,7 +4168,7 @@ class _Replay:
             return None
 
         def need(job: Job) -> tuple[float, float, float]:
-            milli, cpu, mem = self.kueue_request(job)
+            milli, cpu, mem = self.kueue_request3(job)
             return (kai(milli, 0), kai(cpu, 1), kai(mem, 2))
 
         while True:
@@ -4891,9 +4932,11 @@ class _Replay:
             "queues": self.sample_queues(),
         }
 
-    def sample_queues(self) -> list[dict[str, float | int | str]]:
+    def sample_queues(self) -> list[dict[str, Any]]:
         """[Queue row (sampled)] one row per queue, by name."""
         rows = []
+        # [Kueue flavors] the usage per flavor and resource (quota rows), with several flavors.
+        per_row = self.kueue_usage() if self.kueue is not None and len(self.kueue.flavors) > 1 else None
         for name in self.queue_names:
             mine = [job for job in self.jobs if job.queue == name]
             # [Kueue waitForPodsReady] an admitted job's reservation counts all of its pods.
@@ -4910,6 +4953,7 @@ class _Replay:
                     # [Volcano queues] the last session's deserved milli-GPU and share x 10^6.
                     "deserved": self.volcano_deserved[len(rows)] if self.volcano_deserved else 0,
                     "share_ppm": self.volcano_share[len(rows)] if self.volcano_share else 0,
+                    "usage_rows": [] if per_row is None else [row[len(rows)] for row in per_row],
                 }
             )
         return rows
@@ -5251,8 +5295,22 @@ def simulate(
             )
     times = np.array([row["time"] for row in rows], dtype=np.float64)
     model = next((m for m in (quotas, volcano, kai) if m is not None), None)
+    # [Kueue flavors] the quota columns from the usage per flavor and resource.
+    per_flavor = None
+    if quotas is not None and len(quotas.flavors) > 1:
+        per_flavor = np.zeros((quotas.rows, num_queues, len(rows)), dtype=np.int64)
+        for s, sample in enumerate(per_sample):
+            for q, queue in enumerate(sample):
+                per_flavor[:, q, s] = queue["usage_rows"]
     queues = queue_rows(
-        times, tuple(replay.queue_names), usage, counts[0], counts[1], model, (counts[2], counts[3])
+        times,
+        tuple(replay.queue_names),
+        usage,
+        counts[0],
+        counts[1],
+        model,
+        (counts[2], counts[3]),
+        per_flavor,
     )
 
     attempt_rows = [row for job in job_list for row in _attempt_rows(job, end)]

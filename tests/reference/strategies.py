@@ -894,9 +894,38 @@ def _kueue_quota_lines(gpus: int, cpus: int, memory: str, limits: str) -> str:
     )
 
 
+def _kueue_flavored_lines(
+    draw: st.DrawFn, gpus: int, cpus: int, memory: str, limits: str, flavors: tuple[str, ...]
+) -> str:
+    # [Kueue flavors] GPUs over 1-3 of the flavors in a drawn order (each with its own quota), CPU and
+    # memory in the same group or in a second one of flavor "f".
+    chosen = draw(st.lists(st.sampled_from(flavors), min_size=1, max_size=3, unique=True))
+    apart = draw(st.booleans())
+    covered = '["nvidia.com/gpu"]' if apart else '["nvidia.com/gpu", "cpu", "memory"]'
+    lines = f"  resourceGroups:\n  - coveredResources: {covered}\n    flavors:\n"
+    for name in chosen:
+        amount = draw(st.sampled_from([gpus, gpus, 0, 2, 8]))
+        lines += f"    - name: {name}\n      resources:\n"
+        # The limits were drawn for gpus (a lendingLimit may not exceed the nominal quota).
+        kept = limits if amount == gpus else ""
+        lines += f"      - name: nvidia.com/gpu\n        nominalQuota: {amount}\n{kept}"
+        if not apart:
+            lines += f"      - name: cpu\n        nominalQuota: {cpus}\n"
+            lines += f"      - name: memory\n        nominalQuota: {memory}\n"
+    if apart:
+        lines += '  - coveredResources: ["cpu", "memory"]\n    flavors:\n    - name: f\n      resources:\n'
+        lines += f"      - name: cpu\n        nominalQuota: {cpus}\n"
+        lines += f"      - name: memory\n        nominalQuota: {memory}\n"
+    return lines
+
+
 @st.composite
 def kueue_manifests(
-    draw: st.DrawFn, queues: tuple[str, ...], preemption: bool = False, nested: bool = True
+    draw: st.DrawFn,
+    queues: tuple[str, ...],
+    preemption: bool = False,
+    nested: bool = True,
+    models: tuple[str, ...] | None = None,
 ) -> str:
     """Kueue manifests for ``queues`` (plus, sometimes, an idle ClusterQueue that only lends).
 
@@ -905,11 +934,22 @@ def kueue_manifests(
     either queueing strategy. ``preemption``: each ClusterQueue draws its ``spec.preemption``
     (withinClusterQueue, reclaimWithinCohort, borrowWithinCohort with or without a maxPriorityThreshold);
     ``nested``: False leaves the two-level tree out (fair sharing's preemption is not modelled there).
+    ``models``: the cluster's GPU models; given (even empty), [Kueue flavors] 2-3 ResourceFlavors select one
+    of them each (or any node), every ClusterQueue's GPUs draw 1-3 of them in its own order, with
+    ``whenCanBorrow`` drawn (not with ``preemption``: refused with several flavors).
     """
     shapes = ["none", "flat", "flat"] + (["nested", "nested"] if nested else [])
     shape = draw(st.sampled_from(shapes))
     names = list(queues) + (["idle"] if draw(st.booleans()) else [])
     docs = [_KUEUE_FLAVOR]
+    flavors: tuple[str, ...] = ()
+    if models is not None:
+        picks = draw(st.lists(st.sampled_from([*models, None]), min_size=2, max_size=3))
+        flavors = tuple(f"g{i}" for i in range(len(picks)))
+        for name, model in zip(flavors, picks, strict=True):
+            labels = f"spec:\n  nodeLabels:\n    nvidia.com/gpu.product: {model}\n" if model else ""
+            head = "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ResourceFlavor\nmetadata:\n"
+            docs.append(f"{head}  name: {name}\n{labels}")
     if shape == "nested":
         root_gpus = draw(st.sampled_from([0, 2]))
         docs.append(
@@ -942,17 +982,23 @@ def kueue_manifests(
                 preempt += "    borrowWithinCohort:\n      policy: LowerPriority\n" + (
                     "" if threshold is None else f"      maxPriorityThreshold: {threshold}\n"
                 )
+        cpus = draw(st.sampled_from([8, 64, 1000]))
+        memory = draw(st.sampled_from(["64Gi", "1Ti", "10Ti"]))
+        fungibility = ""
+        if flavors:
+            borrow_rule = draw(st.sampled_from(["Borrow", "TryNextFlavor", "MayStopSearch"]))
+            fungibility = f"  flavorFungibility:\n    whenCanBorrow: {borrow_rule}\n"
         docs.append(
             f"apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata:\n  name: {name}\nspec:\n"
             + (f"  cohort: {cohort}\n" if cohort else "")
             + preempt
+            + fungibility
             + f"  fairSharing:\n    weight: {draw(st.sampled_from([1, 1, 0, 0.5, 2]))}\n"
             + f"  queueingStrategy: {strategy}\n"
-            + _kueue_quota_lines(
-                gpus,
-                draw(st.sampled_from([8, 64, 1000])),
-                draw(st.sampled_from(["64Gi", "1Ti", "10Ti"])),
-                limits,
+            + (
+                _kueue_flavored_lines(draw, gpus, cpus, memory, limits, flavors)
+                if flavors
+                else _kueue_quota_lines(gpus, cpus, memory, limits)
             )
         )
     return "---\n".join(docs)

@@ -163,6 +163,28 @@ def canonical_model(name: str) -> str | None:
     return _alias_index().get(name.strip().casefold())
 
 
+def label_model(value: str) -> str | None:
+    """Return the catalog model a node label's value names, or ``None``.
+
+    GPU Feature Discovery's ``nvidia.com/gpu.product`` prefixes the part name with its vendor brand
+    (``NVIDIA-A100-SXM4-80GB``, ``Tesla-V100-SXM2-16GB``); the brand is dropped before the alias lookup.
+
+    Examples
+    --------
+    >>> label_model("NVIDIA-A100-SXM4-80GB")
+    'A100-80GB'
+    >>> label_model("Tesla-V100-SXM2-16GB")
+    'V100'
+    """
+    found = canonical_model(value)
+    if found is not None:
+        return found
+    for brand in ("nvidia-", "tesla-"):
+        if value.strip().casefold().startswith(brand):
+            return canonical_model(value.strip()[len(brand) :])
+    return None
+
+
 def alias_table() -> dict[str, str]:
     """Return the full ``spelling (casefolded) -> canonical name`` mapping.
 

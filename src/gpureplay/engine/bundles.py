@@ -597,6 +597,13 @@ class Quotas(NamedTuple):
         remaining allocation per queue and its stamps; per node the list (head, tail, stamp) of a probe's
         added victims with pods there, the lists' entries (victim, next); per leaf queue whether no reclaim
         strategy allows taking from it for the job at hand.
+    flv_slots, flv_group, flv_mask, flv_next, flv_on
+        Kueue's ResourceFlavors (:mod:`gpureplay.engine.quota_tree`): ``[cluster queue, group, k]`` the flavor
+        slots each resource group tries, in order (-1 after the last); ``[resource, cluster queue]`` the
+        group covering the resource (-1: none); per flavor slot the GPU models its ``nodeLabels`` select (a
+        model mask); per ClusterQueue 1 under ``whenCanBorrow: TryNextFlavor``; ``[1]``: 1 when some
+        flavor selects nodes (placements are narrowed to the assigned flavors' models). The quota arrays
+        above have one row per flavor slot and resource (``3 f + r``).
     w_jobs, w_n, w_mark
         Kueue's admission by quota (``params.codes[P_QUOTA_ONLY]``; :mod:`gpureplay.engine.pods_ready`): the
         admitted jobs whose pods are not all placed yet, in kube-scheduler's order (priority, then
@@ -729,6 +736,11 @@ class Quotas(NamedTuple):
     k_ejob: Int64Array
     k_enext: Int64Array
     k_poison: Int64Array
+    flv_slots: Int64Array
+    flv_group: Int64Array
+    flv_mask: UInt64Array
+    flv_next: Int64Array
+    flv_on: Int64Array
     w_jobs: Int64Array
     w_n: Int64Array
     w_mark: Int64Array
@@ -966,15 +978,28 @@ def quota_state(
     num_jobs: int = 0,
     fair_strategies: int = 0,
     quota_only: bool = False,
+    flavors: tuple[Int64Array, Int64Array, UInt64Array, Int64Array] | None = None,
 ) -> Quotas:
     """The :class:`Quotas` bundle of a quota tree (arrays as ``gpureplay.queues.kueue_quota.KueueQuotas``).
 
     ``preemption``: ``[KP_* row, cluster queue]`` (None: Never everywhere); ``num_jobs``: the trace's jobs
     (preemption candidates); ``fair_strategies``: ``FairSharingStrategies`` value; ``quota_only``: Kueue
-    admits by quota alone (the admitted jobs' list is sized for every job).
+    admits by quota alone (the admitted jobs' list is sized for every job); ``flavors``: the flavor arrays
+    ``flv_slots``, ``flv_group``, ``flv_mask``, ``flv_next`` (None: one flavor that selects every node,
+    each ClusterQueue's covered resources in one group).
     """
     num_nodes = parent.shape[0]
     num_cq = strict.shape[0]
+    rows = nominal.shape[0]
+    if flavors is None:
+        group = np.where(covered[:3, :num_cq] != 0, 0, -1).astype(np.int64)
+        flavors = (
+            np.zeros((max(num_cq, 1), 3, 1), dtype=np.int64),
+            group if num_cq else np.full((3, 1), -1, dtype=np.int64),
+            np.full(1, L.ALL_MODELS, dtype=np.uint64),
+            np.zeros(max(num_cq, 1), dtype=np.int64),
+        )
+    flv_slots, flv_group, flv_mask, flv_next = flavors
     if preemption is None:
         preemption = np.zeros((L.KP_ROWS, num_cq), dtype=np.int64)
     preempting = bool((preemption[L.KP_WITHIN] != 0).any() or (preemption[L.KP_RECLAIM] != 0).any())
@@ -987,7 +1012,7 @@ def quota_state(
         subtree=subtree.astype(np.int64),
         covered=covered.astype(np.int64),
         strict=strict.astype(np.int64),
-        used=np.zeros((3, num_nodes), dtype=np.int64),
+        used=np.zeros((rows, num_nodes), dtype=np.int64),
         path=np.zeros(num_nodes + 1, dtype=np.int64),
         seg=np.concatenate(([0], np.cumsum(np.bincount(class_tenant, minlength=num_cq)))).astype(np.int64),
         hf=np.zeros((3, max(len(class_tenant), 1))),
@@ -998,14 +1023,14 @@ def quota_state(
         entry_cls=np.zeros(max(num_cq, 1), dtype=np.int64),
         borrowing=np.zeros(max(num_cq, 1), dtype=np.int64),
         fair=np.array([1 if fair else 0, fair_strategies], dtype=np.int64),
-        present=(np.zeros((3, num_nodes)) if present is None else present).astype(np.int64),
-        lendable=(np.zeros((3, num_nodes)) if lendable is None else lendable).astype(np.int64),
+        present=(np.zeros((rows, num_nodes)) if present is None else present).astype(np.int64),
+        lendable=(np.zeros((rows, num_nodes)) if lendable is None else lendable).astype(np.int64),
         weight=(np.ones(num_nodes) if weight is None else weight).astype(np.float64),
         share=np.zeros((max(num_cq, 1), num_nodes)),
         share2=np.zeros((max(num_cq, 1), num_nodes)),
         winner=np.full(num_nodes, -1, dtype=np.int64),
         entry_of=np.full(max(num_cq, 1), -1, dtype=np.int64),
-        path_used=np.zeros((3, num_nodes), dtype=np.int64),
+        path_used=np.zeros((rows, num_nodes), dtype=np.int64),
         pre=preemption.astype(np.int64),
         pre_on=np.array([1 if preempting else 0], dtype=np.int64),
         adm_head=np.full(max(num_cq, 1), -1, dtype=np.int64),
@@ -1020,6 +1045,11 @@ def quota_state(
         fs_next=np.zeros(max(num_cq, 1), dtype=np.int64),
         **_volcano_arrays(0, 0, 0),
         **_kai_arrays(0, 0),
+        flv_slots=flv_slots.astype(np.int64),
+        flv_group=flv_group.astype(np.int64),
+        flv_mask=flv_mask.astype(np.uint64),
+        flv_next=flv_next.astype(np.int64),
+        flv_on=np.array([1 if bool((flv_mask != np.uint64(L.ALL_MODELS)).any()) else 0], dtype=np.int64),
         w_jobs=np.zeros(room if quota_only else 1, dtype=np.int64),
         w_n=np.zeros(2, dtype=np.int64),
         w_mark=np.full(max(len(class_tenant), 1) if quota_only else 1, -1, dtype=np.int64),
@@ -1307,14 +1337,17 @@ def initial_state(
     cursor[L.L_STATUS] = L.ADV_PAUSED
     attempts = 2 * num_jobs + 16
     queues = max(num_tenants, 1)
+    # Kueue with several flavors: each ClusterQueue's usage per flavor and resource follows QUEUE_FIELDS.
+    flavor_rows = 3 * quota.flv_mask.shape[0] if quota is not None and quota.flv_mask.shape[0] > 1 else 0
+    width = L.QUEUE_FIELDS + flavor_rows
     run = Run(
         counters=counters,
         clock=clock,
         cursor=cursor,
         err=np.zeros(2, dtype=np.int64),
         tl_flt=np.zeros((L.TIMELINE_FLOAT_FIELDS, timeline_capacity)),
-        tl_rows=np.zeros((L.TIMELINE_FIELDS + L.QUEUE_FIELDS * queues, timeline_capacity), dtype=np.int64),
-        queues=np.zeros((L.QUEUE_FIELDS, queues), dtype=np.int64),
+        tl_rows=np.zeros((L.TIMELINE_FIELDS + width * queues, timeline_capacity), dtype=np.int64),
+        queues=np.zeros((width, queues), dtype=np.int64),
         att_i=np.zeros((L.ATTEMPT_INT_FIELDS, attempts), dtype=np.int64),
         att_f=np.zeros((L.ATTEMPT_FLOAT_FIELDS, attempts)),
     )

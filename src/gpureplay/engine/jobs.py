@@ -62,6 +62,7 @@ from gpureplay.engine.layout import (
     BACKOFF_MAX_S,
     D_ADMIT_FAILS,
     D_ATTEMPTS,
+    D_FLAVOR,
     D_GEN,
     D_NOMINATOR,
     D_OVER,
@@ -73,6 +74,7 @@ from gpureplay.engine.layout import (
     D_WAITING,
     END_FINISHED,
     END_PREEMPTED,
+    FLAVOR_BITS,
     J_CLASS,
     J_CPU,
     J_ID,
@@ -111,6 +113,7 @@ from gpureplay.engine.layout import (
     QU_NP_MEM,
     QU_NP_MILLI,
     QU_RUNNING,
+    QUEUE_FIELDS,
     R_NONE,
     REQUEUE_BACK,
     S_BACKOFF,
@@ -185,10 +188,12 @@ def unlink_pod(js: JobState, pod: int, n: int) -> None:
 
 
 @inline_kernel
-def count_in_queue(jobs: Jobs, run: Run, j: int, pods: int) -> None:
+def count_in_queue(jobs: Jobs, js: JobState, run: Run, j: int, pods: int) -> None:
     """Add ``pods`` placed pods of job ``j`` (negative: removed) to its queue's ``run.queues`` resources.
 
-    Non-preemptible jobs' pods are counted apart too: KAI's capacity policy bounds them by the quota.
+    Non-preemptible jobs' pods are counted apart too: KAI's capacity policy bounds them by the quota. Under
+    Kueue with several flavors each resource is counted in the flavor its admission assigned
+    (``D_FLAVOR``) too.
     """
     tenant = jobs.ints[J_TENANT, j]
     milli = pods * jobs.ints[J_MILLI, j]
@@ -197,6 +202,12 @@ def count_in_queue(jobs: Jobs, run: Run, j: int, pods: int) -> None:
     run.queues[QU_MILLI, tenant] += milli
     run.queues[QU_CPU, tenant] += cpu
     run.queues[QU_MEM, tenant] += mem
+    if run.queues.shape[0] > QUEUE_FIELDS:
+        slots = js.dyn[D_FLAVOR, j]
+        low = (1 << FLAVOR_BITS) - 1
+        run.queues[QUEUE_FIELDS + 3 * (slots & low), tenant] += milli
+        run.queues[QUEUE_FIELDS + 3 * ((slots >> FLAVOR_BITS) & low) + 1, tenant] += cpu
+        run.queues[QUEUE_FIELDS + 3 * ((slots >> (2 * FLAVOR_BITS)) & low) + 2, tenant] += mem
     if jobs.ints[J_PREEMPTIBLE, j] == 0:
         run.queues[QU_NP_MILLI, tenant] += milli
         run.queues[QU_NP_CPU, tenant] += cpu
@@ -251,7 +262,7 @@ def place_pod(
     js.pod_time[pod] = t
     link_pod(js, pod, n)
     js.dyn[D_PLACED, j] = p + 1
-    count_in_queue(jobs, run, j, 1)
+    count_in_queue(jobs, js, run, j, 1)
     if js.dyn[D_STATUS, j] == S_QUEUED:
         sc.unplaced[c] -= 1
     if m > 0:
@@ -334,7 +345,7 @@ def release_job_pods(
         if jobs.ints[J_MILLI, j] > 0:
             refresh_index(params, cl, ix, n)
         touch_node(params, sc, run, n)
-    count_in_queue(jobs, run, j, -js.dyn[D_PLACED, j])
+    count_in_queue(jobs, js, run, j, -js.dyn[D_PLACED, j])
     js.dyn[D_PLACED, j] = 0
 
 
@@ -655,7 +666,7 @@ def terminate_job(
     run.clock[X_LOST] += held
     if js.dyn[D_RESERVED, v] != 0:
         # Admitted by Kueue's quota alone: its reservation of the unplaced pods ends with the eviction.
-        count_in_queue(jobs, run, v, js.dyn[D_PLACED, v] - jobs.ints[J_PODS, v])
+        count_in_queue(jobs, js, run, v, js.dyn[D_PLACED, v] - jobs.ints[J_PODS, v])
         js.dyn[D_RESERVED, v] = 0
     release_job_pods(params, jobs, cs, cl, ix, js, sc, run, v)
     run.counters[K_NTERM] -= 1

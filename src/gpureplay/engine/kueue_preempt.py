@@ -436,18 +436,18 @@ def _targets(
         _move(jobs, run, v, -1)
         qt.targets[nt] = v
         nt += 1
-        if fits_quota(qt, jobs, run, j, borrowing):
+        if fits_quota(qt, jobs, js, run, j, borrowing):
             fit = True
             break
     if fit:
-        nt = _fill_back(qt, jobs, run, j, nt, borrowing)
+        nt = _fill_back(qt, jobs, js, run, j, nt, borrowing)
     for i in range(nt):
         _move(jobs, run, qt.targets[i], 1)
     return (nt if fit else 0) * (k + 1) + taken
 
 
 @kernel
-def _fill_back(qt: Quotas, jobs: Jobs, run: Run, j: int, nt: int, borrowing: bool) -> int:
+def _fill_back(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, nt: int, borrowing: bool) -> int:
     """``fillBackWorkloads``: from the next-to-last target back, one whose return still lets ``j`` fit goes.
 
     The targets' usage is removed on entry and on return (the kept ones'); returns how many are kept.
@@ -455,7 +455,7 @@ def _fill_back(qt: Quotas, jobs: Jobs, run: Run, j: int, nt: int, borrowing: boo
     for i in range(nt - 2, -1, -1):
         v = qt.targets[i]
         _move(jobs, run, v, 1)
-        if fits_quota(qt, jobs, run, j, borrowing):
+        if fits_quota(qt, jobs, js, run, j, borrowing):
             qt.targets[i] = qt.targets[nt - 1]
             nt -= 1
         else:
@@ -553,14 +553,14 @@ def _next_queue(qt: Quotas, jobs: Jobs, run: Run, q: int, k: int, state: int) ->
 
 
 @kernel
-def _take(qt: Quotas, jobs: Jobs, run: Run, j: int, i: int, nt: int) -> bool:
+def _take(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, i: int, nt: int) -> bool:
     """Candidate ``i`` becomes target ``nt``; whether ``j`` fits now (its own usage set aside to check)."""
     v = qt.cand[i]
     qt.cand_wb[i] = FS_TAKEN
     _move(jobs, run, v, -1)
     qt.targets[nt] = v
     _move(jobs, run, j, -1)
-    fits = fits_quota(qt, jobs, run, j, True)
+    fits = fits_quota(qt, jobs, js, run, j, True)
     _move(jobs, run, j, 1)
     return fits
 
@@ -573,7 +573,7 @@ def _reset_search(qt: Quotas) -> None:
 
 
 @kernel
-def _fair_targets(qt: Quotas, jobs: Jobs, run: Run, j: int, k: int) -> int:
+def _fair_targets(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, k: int) -> int:
     """Fair sharing's targets for job ``j`` among the ``k`` sorted candidates (0: it never fits).
 
     Notes
@@ -601,7 +601,7 @@ def _fair_targets(qt: Quotas, jobs: Jobs, run: Run, j: int, k: int) -> int:
         if c < 0:
             break
         if c == q or within:
-            fits = _take(qt, jobs, run, j, qt.order[qt.fs_next[c]], nt)
+            fits = _take(qt, jobs, js, run, j, qt.order[qt.fs_next[c]], nt)
             nt += 1
             continue
         pw, pu = _share_of(qt, run, q)
@@ -623,7 +623,7 @@ def _fair_targets(qt: Quotas, jobs: Jobs, run: Run, j: int, k: int) -> int:
                 _move(jobs, run, v, 1)
                 passed = _compare(pw, pu, nw, nu) <= 0
             if passed:
-                fits = _take(qt, jobs, run, j, i, nt)
+                fits = _take(qt, jobs, js, run, j, i, nt)
                 nt += 1
                 break
             qt.cand_wb[i] = FS_RETRY
@@ -638,14 +638,14 @@ def _fair_targets(qt: Quotas, jobs: Jobs, run: Run, j: int, k: int) -> int:
             tw, tu = _share_of(qt, run, c)
             i = qt.order[qt.fs_next[c]]
             if _compare(pw, pu, tw, tu) < 0:
-                fits = _take(qt, jobs, run, j, i, nt)
+                fits = _take(qt, jobs, js, run, j, i, nt)
                 nt += 1
             else:
                 qt.cand_wb[i] = FS_USED
             qt.fs_drop[c] = 1
     _move(jobs, run, j, -1)
     if fits:
-        nt = _fill_back(qt, jobs, run, j, nt, True)
+        nt = _fill_back(qt, jobs, js, run, j, nt, True)
     for i in range(nt):
         _move(jobs, run, qt.targets[i], 1)
     return nt if fits else 0
@@ -686,7 +686,7 @@ def kueue_preempt(
     if qt.fair[0] != 0:
         _sort_candidates(qt, jobs, js, q, k)
         return _evict_targets(
-            params, jobs, cs, cl, js, pend, tm, sc, run, qt, j, _fair_targets(qt, jobs, run, j, k), t
+            params, jobs, cs, cl, js, pend, tm, sc, run, qt, j, _fair_targets(qt, jobs, js, run, j, k), t
         )
     others = 0
     all_without = True

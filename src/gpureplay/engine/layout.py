@@ -112,7 +112,9 @@ D_SPINES = 12  # distinct spines then
 D_ADMIT_FAILS = 13  # kubelet admission failures (Topology Manager: TopologyAffinityError)
 D_READY_TIMEOUTS = 14  # Kueue waitForPodsReady: admissions that timed out before all its pods were placed
 D_RESERVED = 15  # 1: Kueue admitted it by quota and its reservation still counts its unplaced pods
-JOB_DYN_FIELDS = 16
+D_FLAVOR = 16  # Kueue: the flavor slot of each resource r (GPU, CPU, memory) in bits FLAVOR_BITS * r up
+JOB_DYN_FIELDS = 17
+FLAVOR_BITS = 8  # bits per resource in D_FLAVOR (at most 2^8 flavor slots)
 
 # --- js.time: per-job dynamic floats -----------------------------------------------------------------
 T_FIRST_START = 0  # start of the first attempt that ran (nan: never ran)
@@ -503,7 +505,7 @@ TL_PREEMPTIONS = 5  # evictions so far
 TL_TERMINATING = 6
 TL_MIG_STRANDED = 7  # dynamic MIG: free slices no instance the workload asks for could take
 TIMELINE_FIELDS = 8
-# Per queue q, rows TIMELINE_FIELDS + QUEUE_FIELDS * q + QU_* of run.tl_rows hold run.queues[QU_*, q].
+# Per queue q, rows TIMELINE_FIELDS + W * q + QU_* of run.tl_rows hold run.queues[QU_*, q] (W: its rows).
 
 # --- run.queues: per-queue (tenant) counts, in the queue models' units -------------------------------
 QU_MILLI = 0  # milli-GPU its placed pods request (a time-sliced replica counts whole: a device)
@@ -521,6 +523,8 @@ QU_SHARE = 9  # volcano: allocated / deserved; kai: the dominant resource share;
 #: residue of its water-filling (1e-16 milli-GPU) is astronomically large, and would not fit an int64.
 MAX_SHARE = 1e9
 QUEUE_FIELDS = 10
+# Kueue with several flavors: rows QUEUE_FIELDS + 3 f + r of run.queues hold each ClusterQueue's usage of
+# resource r (GPU milli, CPU milli, MiB) in flavor slot f (gpureplay.engine.quota_tree).
 QM_KUEUE = 0  # Quotas.model: Kueue's quota tree (gpureplay.engine.quota)
 QM_VOLCANO = 1  # Volcano's queues (gpureplay.engine.proportion)
 QM_KAI = 2  # KAI's queues (gpureplay.engine.kai)

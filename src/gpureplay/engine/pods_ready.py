@@ -74,6 +74,7 @@ from gpureplay.engine.layout import (
     X_LOST,
 )
 from gpureplay.engine.pending import dequeue
+from gpureplay.engine.quota_tree import flavor_mask
 from gpureplay.engine.resources import capacity_bound
 from gpureplay.engine.timers import push_timer
 
@@ -119,7 +120,7 @@ def admit_by_quota(
     js.dyn[D_STATUS, j] = S_ADMITTED
     js.dyn[D_RESERVED, j] = 1
     js.time[T_ADMITTED, j] = t
-    count_in_queue(jobs, run, j, jobs.ints[J_PODS, j])
+    count_in_queue(jobs, js, run, j, jobs.ints[J_PODS, j])
     k = qt.w_n[0]
     while k > 0 and _kube_before(jobs, js, j, qt.w_jobs[k - 1]):
         qt.w_jobs[k] = qt.w_jobs[k - 1]
@@ -171,14 +172,20 @@ def place_admitted(
         j = qt.w_jobs[i]
         c = jobs.ints[J_CLASS, j]
         pods = jobs.ints[J_PODS, j]
-        if qt.w_mark[c] != stamp:
+        # With flavors that select nodes, jobs of one class may be bound to different GPU models: the pass
+        # over a class whose pod fitted nowhere holds only without them.
+        if qt.w_mark[c] != stamp or qt.flv_on[0] != 0:
             before = js.dyn[D_PLACED, j]
             # The reservation stands for the unplaced pods: a placed pod moves from it to the pods' count.
-            count_in_queue(jobs, run, j, before - pods)
+            count_in_queue(jobs, js, run, j, before - pods)
+            allowed = cs.mask[c]
+            if qt.flv_on[0] != 0:
+                cs.mask[c] = allowed & flavor_mask(qt, jobs, js, j)  # the assigned flavors' nodeLabels
             done = capacity_bound(cl, cs, c, 1) >= 1 and place_pods(
                 params, jobs, cs, cl, ix, js, sc, run, j, pods, t
             )
-            count_in_queue(jobs, run, j, pods - js.dyn[D_PLACED, j])
+            cs.mask[c] = allowed
+            count_in_queue(jobs, js, run, j, pods - js.dyn[D_PLACED, j])
             placed_now += js.dyn[D_PLACED, j] - before
             if done:
                 # Ready: its readiness timer goes stale (a new generation) before the completion is set.
@@ -251,7 +258,7 @@ def ready_timeout(
         return False
     leave_admitted(qt, j)
     placed = js.dyn[D_PLACED, j]
-    count_in_queue(jobs, run, j, placed - jobs.ints[J_PODS, j])
+    count_in_queue(jobs, js, run, j, placed - jobs.ints[J_PODS, j])
     js.dyn[D_RESERVED, j] = 0
     if placed > 0:
         record_attempt(jobs, cs, cl, js, run, j, END_PODS_READY, t, t, 0.0, 0.0, 0.0)

@@ -445,7 +445,7 @@ def preempt_for(
         release_pod(cl, cs, c_j, n, js.slot_gpu, jobs.ints[J_SLOT0, j] + p * k)
         unlink_pod(js, pod0 + p, n)
         js.dyn[D_PLACED, j] = p
-        count_in_queue(jobs, run, j, -1)
+        count_in_queue(jobs, js, run, j, -1)
         if jobs.ints[J_MILLI, j] > 0:
             refresh_index(params, cl, ix, n)
     if began:

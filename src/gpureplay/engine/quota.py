@@ -47,37 +47,74 @@ from gpureplay.engine.layout import (
 from gpureplay.engine.pending import cursor_job, cursor_reset, cursor_step, key_before
 from gpureplay.engine.pods_ready import admit_by_quota, blocked, place_admitted
 from gpureplay.engine.quota_tree import (
-    RESOURCE_ROWS,
+    assign_flavors,
     drop_top,
     fits_quota,
+    flavor_mask,
     local_quota,
     node_usage,
     push_class_head,
+    queue_use,
     request_amount,
+    row_amount,
 )
 
 
 @kernel
-def quota_fits(qt: Quotas, jobs: Jobs, run: Run, j: int) -> bool:
-    """Whether job ``j``'s ClusterQueue can admit its whole request now (each covered resource fits).
+def quota_fits(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int) -> bool:
+    """Whether job ``j``'s ClusterQueue can admit its whole request now, in the flavors assigned to it
+    (:func:`gpureplay.engine.quota_tree.assign_flavors`; each covered resource fits).
 
     Notes
     -----
     Kueue's flavor assigner (``flavorassigner.go`` ``fitsResourceQuota``): a request fits when it is at
     most what the ClusterQueue has available, nominal quota and what the cohort can lend together.
     """
-    return fits_quota(qt, jobs, run, j, True)
+    return fits_quota(qt, jobs, js, run, j, True)
 
 
 @inline_kernel
-def quota_borrows(qt: Quotas, jobs: Jobs, run: Run, j: int) -> bool:
-    """Whether admitting job ``j`` now takes its ClusterQueue above nominal quota on a covered resource."""
+def quota_borrows(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int) -> bool:
+    """Whether admitting job ``j`` now takes its ClusterQueue above nominal quota on a covered quota row."""
     q = jobs.ints[J_TENANT, j]
-    for r in range(3):
-        need = request_amount(jobs, j, r)
-        if need > 0 and qt.covered[r, q] != 0 and run.queues[RESOURCE_ROWS[r], q] + need > qt.nominal[r, q]:
+    for r in range(qt.nominal.shape[0]):
+        need = row_amount(jobs, js, j, r)
+        if need > 0 and qt.covered[r, q] != 0 and queue_use(run, r, q) + need > qt.nominal[r, q]:
             return True
     return False
+
+
+@kernel
+def place_in_flavors(
+    qt: Quotas,
+    tas: Topology | None,
+    numa: Numa | None,
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    ix: FitIndex,
+    js: JobState,
+    pend: Pending,
+    tm: Timers,
+    sc: Scratch,
+    run: Run,
+    j: int,
+    t: float,
+) -> bool:
+    """Place job ``j`` as a gang on the nodes its assigned flavors select (:func:`try_gang`).
+
+    Kueue injects each assigned flavor's ``nodeLabels`` into the pods' node selector; the replay narrows
+    the class's allowed GPU models for the attempt.
+    """
+    if qt.flv_on[0] == 0:
+        return try_gang(tas, numa, params, jobs, cs, cl, ix, js, pend, tm, sc, run, j, t)
+    c = jobs.ints[J_CLASS, j]
+    allowed = cs.mask[c]
+    cs.mask[c] = allowed & flavor_mask(qt, jobs, js, j)
+    placed = try_gang(tas, numa, params, jobs, cs, cl, ix, js, pend, tm, sc, run, j, t)
+    cs.mask[c] = allowed
+    return placed
 
 
 @inline_kernel
@@ -295,7 +332,7 @@ def kueue_cycle(
             if j < 0:
                 continue
             heads += 1
-            if not quota_fits(qt, jobs, run, j):
+            if not (assign_flavors(qt, jobs, js, run, j) and quota_fits(qt, jobs, js, run, j)):
                 # A preemptor's queue waits for its victims (their release ends the block).
                 preempted = qt.pre_on[0] != 0 and kueue_preempt(
                     qt, params, jobs, cs, cl, js, pend, tm, sc, run, j, t
@@ -304,7 +341,7 @@ def kueue_cycle(
                 continue
             qt.entries[n] = j
             qt.entry_cls[n] = jobs.ints[J_CLASS, j]
-            qt.borrowing[n] = 1 if quota_borrows(qt, jobs, run, j) else 0
+            qt.borrowing[n] = 1 if quota_borrows(qt, jobs, js, run, j) else 0
             n += 1
         if heads == 0:
             break
@@ -328,7 +365,7 @@ def kueue_cycle(
             j = qt.entries[i]
             q = jobs.ints[J_TENANT, j]
             c = jobs.ints[J_CLASS, j]
-            if not quota_fits(qt, jobs, run, j):
+            if not quota_fits(qt, jobs, js, run, j):
                 continue  # an admission before it in this round took the room: head again next round
             # (A class set aside at this release version never reaches here: _head drops it.)
             if quota_only:
@@ -344,7 +381,7 @@ def kueue_cycle(
                     if blocked(params, qt):
                         return changes
                 continue
-            if try_gang(tas, numa, params, jobs, cs, cl, ix, js, pend, tm, sc, run, j, t):
+            if place_in_flavors(qt, tas, numa, params, jobs, cs, cl, ix, js, pend, tm, sc, run, j, t):
                 start_job(params, jobs, cs, cl, js, pend, tm, sc, run, j, t)
                 if js.dyn[D_STATUS, j] == S_RUNNING:
                     js.time[T_ADMITTED, j] = t  # admitted as placed (preemption orders by it)

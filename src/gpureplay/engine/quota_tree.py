@@ -8,10 +8,15 @@ is :mod:`gpureplay.queues.kueue_quota`. Shared by the cycle (:mod:`gpureplay.eng
 
 from __future__ import annotations
 
+import numpy as np
+
 from gpureplay.engine.bundles import Jobs, JobState, Quotas, Run
 from gpureplay.engine.config import inline_kernel, kernel
 from gpureplay.engine.heaps import merge_pop, merge_push
 from gpureplay.engine.layout import (
+    ALL_MODELS,
+    D_FLAVOR,
+    FLAVOR_BITS,
     J_CPU,
     J_ID,
     J_MEM,
@@ -21,6 +26,7 @@ from gpureplay.engine.layout import (
     QU_CPU,
     QU_MEM,
     QU_MILLI,
+    QUEUE_FIELDS,
     QUOTA_UNSET,
     T_KEY1,
     T_KEY2,
@@ -38,6 +44,31 @@ def request_amount(jobs: Jobs, j: int, r: int) -> int:
 
 
 @inline_kernel
+def flavor_of(js: JobState, j: int, r: int) -> int:
+    """The flavor slot job ``j``'s admission assigned to resource ``r`` (``D_FLAVOR``; 0 with one flavor)."""
+    return int((js.dyn[D_FLAVOR, j] >> (FLAVOR_BITS * r)) & ((1 << FLAVOR_BITS) - 1))
+
+
+@inline_kernel
+def row_amount(jobs: Jobs, js: JobState, j: int, row: int) -> int:
+    """Job ``j``'s request on quota row ``row`` (resource ``row % 3`` of flavor slot ``row // 3``): its whole
+    request of the resource in the flavor it was assigned, else 0."""
+    r = row % 3
+    if flavor_of(js, j, r) != row // 3:
+        return 0
+    return request_amount(jobs, j, r)
+
+
+@inline_kernel
+def queue_use(run: Run, row: int, q: int) -> int:
+    """ClusterQueue ``q``'s usage of quota row ``row``: ``run.queues``' per-flavor rows with several flavors,
+    else its total of the resource."""
+    if run.queues.shape[0] > QUEUE_FIELDS:
+        return int(run.queues[QUEUE_FIELDS + row, q])
+    return int(run.queues[RESOURCE_ROWS[row], q])
+
+
+@inline_kernel
 def local_quota(qt: Quotas, r: int, n: int) -> int:
     """``resource_node.go`` ``guaranteedQuota``: node ``n``'s subtree quota it does not lend."""
     lend = qt.lend[r, n]
@@ -48,7 +79,7 @@ def local_quota(qt: Quotas, r: int, n: int) -> int:
 
 @kernel
 def node_usage(qt: Quotas, run: Run, r: int) -> None:
-    """Fill ``qt.used[r]``: the ClusterQueues' usage of resource ``r`` and, up the tree, the cohorts'.
+    """Fill ``qt.used[r]``: the ClusterQueues' usage of quota row ``r`` and, up the tree, the cohorts'.
 
     Notes
     -----
@@ -57,7 +88,7 @@ def node_usage(qt: Quotas, run: Run, r: int) -> None:
     """
     num_cq = run.queues.shape[1]
     for n in range(qt.parent.shape[0]):
-        qt.used[r, n] = run.queues[RESOURCE_ROWS[r], n] if n < num_cq else 0
+        qt.used[r, n] = queue_use(run, r, n) if n < num_cq else 0
     for n in range(qt.parent.shape[0]):
         p = qt.parent[n]
         if p >= 0:
@@ -66,7 +97,7 @@ def node_usage(qt: Quotas, run: Run, r: int) -> None:
 
 @kernel
 def available(qt: Quotas, r: int, q: int) -> int:
-    """How much of resource ``r`` ClusterQueue ``q`` may still take (``qt.used[r]``: :func:`node_usage`).
+    """How much of quota row ``r`` ClusterQueue ``q`` may still take (``qt.used[r]``: :func:`node_usage`).
 
     Notes
     -----
@@ -96,9 +127,9 @@ def available(qt: Quotas, r: int, q: int) -> int:
 
 
 @kernel
-def fits_quota(qt: Quotas, jobs: Jobs, run: Run, j: int, borrowing: bool) -> bool:
-    """Whether job ``j``'s whole request fits its ClusterQueue: within ``available`` on each covered resource,
-    and, unless ``borrowing``, within its nominal quota too.
+def fits_quota(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, borrowing: bool) -> bool:
+    """Whether job ``j``'s whole request, in the flavors assigned to it, fits its ClusterQueue: within
+    ``available`` on each covered quota row, and, unless ``borrowing``, within its nominal quota too.
 
     Notes
     -----
@@ -106,16 +137,111 @@ def fits_quota(qt: Quotas, jobs: Jobs, run: Run, j: int, borrowing: bool) -> boo
     can lend) with ``borrowing``; ``preemption.go`` ``workloadFits`` either way.
     """
     q = jobs.ints[J_TENANT, j]
-    for r in range(3):
-        need = request_amount(jobs, j, r)
+    for r in range(qt.nominal.shape[0]):
+        need = row_amount(jobs, js, j, r)
         if need == 0 or qt.covered[r, q] == 0:
             continue
-        if not borrowing and run.queues[RESOURCE_ROWS[r], q] + need > qt.nominal[r, q]:
+        if not borrowing and queue_use(run, r, q) + need > qt.nominal[r, q]:
             return False
         node_usage(qt, run, r)
         if need > available(qt, r, q):
             return False
     return True
+
+
+@kernel
+def borrow_height(qt: Quotas, r: int, q: int, amount: int) -> int:
+    """How far up ClusterQueue ``q``'s tree ``amount`` more of quota row ``r`` must reach to fit (0: within
+    its own quota; ``qt.used[r]``: :func:`node_usage`).
+
+    Notes
+    -----
+    kubernetes-sigs/kueue ``hierarchical_preemption.go`` ``FindHeightOfLowestSubtreeThatFits``: the flavor
+    assigner's borrowing level. Plain statement: :func:`gpureplay.queues.kueue_quota.borrow_height`.
+    """
+    if qt.used[r, q] + amount <= qt.subtree[r, q] or qt.parent[q] < 0:
+        return 0
+    remaining = amount - max(0, local_quota(qt, r, q) - int(qt.used[r, q]))
+    height = 0
+    n = qt.parent[q]
+    while n >= 0:
+        height += 1
+        if qt.used[r, n] + remaining <= qt.subtree[r, n]:
+            return height
+        remaining -= max(0, local_quota(qt, r, n) - int(qt.used[r, n]))
+        n = qt.parent[n]
+    return height
+
+
+@kernel
+def assign_flavors(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int) -> bool:
+    """Assign job ``j`` a flavor per resource group of its ClusterQueue (``D_FLAVOR``); False when some group
+    has no flavor where the request fits (the job is inadmissible now).
+
+    Notes
+    -----
+    kubernetes-sigs/kueue ``flavorassigner.go`` ``findFlavorForPodSets`` (reference §4.2): a group's flavors
+    are tried in order, a flavor fitting when each requested resource of the group is within
+    ``available``, at the worst borrowing level of them (:func:`borrow_height`). The first flavor that fits
+    without borrowing is taken, or the first that fits at all under ``whenCanBorrow: MayStopSearch``; under
+    ``TryNextFlavor`` the one of the lowest level (the first of equals). With one flavor slot the
+    assignment is that slot and :func:`fits_quota` decides alone. Plain statement:
+    :func:`gpureplay.queues.kueue_quota.assign_flavors`.
+    """
+    if qt.flv_mask.shape[0] <= 1:
+        return True
+    q = jobs.ints[J_TENANT, j]
+    packed = 0
+    for g in range(3):
+        asked = False
+        for r in range(3):
+            if qt.flv_group[r, q] == g and request_amount(jobs, j, r) > 0:
+                asked = True
+        if not asked:
+            continue
+        best = -1
+        best_height = 0
+        for k in range(qt.flv_slots.shape[2]):
+            f = qt.flv_slots[q, g, k]
+            if f < 0:
+                break
+            height = 0
+            for r in range(3):
+                need = request_amount(jobs, j, r)
+                if qt.flv_group[r, q] != g or need == 0:
+                    continue
+                row = 3 * f + r
+                node_usage(qt, run, row)
+                if need > available(qt, row, q):
+                    height = -1
+                    break
+                height = max(height, borrow_height(qt, row, q, need))
+            if height < 0:
+                continue
+            if height == 0 or qt.flv_next[q] == 0:
+                best = f
+                break
+            if best < 0 or height < best_height:
+                best = f
+                best_height = height
+        if best < 0:
+            return False
+        for r in range(3):
+            if qt.flv_group[r, q] == g and request_amount(jobs, j, r) > 0:
+                packed |= best << (FLAVOR_BITS * r)
+    js.dyn[D_FLAVOR, j] = packed
+    return True
+
+
+@inline_kernel
+def flavor_mask(qt: Quotas, jobs: Jobs, js: JobState, j: int) -> np.uint64:
+    """The GPU models job ``j``'s pods may use in the flavors assigned to it (their ``nodeLabels``)."""
+    q = jobs.ints[J_TENANT, j]
+    mask = np.uint64(ALL_MODELS)
+    for r in range(3):
+        if qt.flv_group[r, q] >= 0 and request_amount(jobs, j, r) > 0:
+            mask &= qt.flv_mask[flavor_of(js, j, r)]
+    return mask
 
 
 @inline_kernel
@@ -144,11 +270,17 @@ def drop_top(qt: Quotas, q: int) -> None:
 
 __all__ = [
     "RESOURCE_ROWS",
+    "assign_flavors",
     "available",
+    "borrow_height",
     "drop_top",
     "fits_quota",
+    "flavor_mask",
+    "flavor_of",
     "local_quota",
     "node_usage",
     "push_class_head",
+    "queue_use",
     "request_amount",
+    "row_amount",
 ]

@@ -32,7 +32,6 @@ from gpureplay.engine.layout import (
     L_SAMPLE_K,
     L_SAMPLES,
     L_WIDENINGS,
-    QUEUE_FIELDS,
     S_RUNNING,
     S_TERMINATING,
     T_EVICTED,
@@ -210,9 +209,10 @@ def record_sample(
                 fragmented += cl.node_free[F_WHOLE, n]
     out[TL_FRAGMENTED, row] = fragmented
     out[TL_MIG_STRANDED, row] = stranded_slices(cl, cs)
+    width = run.queues.shape[0]
     for q in range(run.queues.shape[1]):
-        for f in range(QUEUE_FIELDS):
-            out[TIMELINE_FIELDS + QUEUE_FIELDS * q + f, row] = run.queues[f, q]
+        for f in range(width):
+            out[TIMELINE_FIELDS + width * q + f, row] = run.queues[f, q]
     run.cursor[L_SAMPLES] = row + 1
     run.cursor[L_SAMPLE_K] += 1
 

@@ -104,7 +104,8 @@ def preemption_problems(quotas: KueueQuotas) -> list[tuple[int, str, str]]:
 
     Kueue itself refuses ``borrowWithinCohort`` without ``reclaimWithinCohort`` (``clusterqueue_webhook.go``);
     fair sharing's preemption (:mod:`gpureplay.queues.kueue_fair_preemption`) is modelled for ClusterQueues
-    with no cohort or in a root cohort without a quota of its own, classical preemption in any tree.
+    with no cohort or in a root cohort without a quota of its own, classical preemption in any tree;
+    neither with several ResourceFlavors.
     """
     table = preemption_table(quotas)
     problems: list[tuple[int, str, str]] = []
@@ -113,6 +114,13 @@ def preemption_problems(quotas: KueueQuotas) -> list[tuple[int, str, str]]:
         if borrow != 0 and reclaim == 0:
             message = "borrowWithinCohort needs reclaimWithinCohort other than Never (Kueue refuses it)"
             problems.append((q, "borrow_within_cohort", message))
+        if len(quotas.flavors) > 1 and (within != 0 or reclaim != 0):
+            message = (
+                f"preemption with several ResourceFlavors ({', '.join(quotas.flavors)}) is not modelled yet "
+                "(the flavor assigner's Preempt modes and whenCanPreempt); one flavor, or Never"
+            )
+            problems.append((q, "within_cluster_queue" if within != 0 else "reclaim_within_cohort", message))
+            continue
         if not quotas.fair_sharing or (within == 0 and reclaim == 0):
             continue
         p = int(quotas.parent[q])

@@ -20,7 +20,16 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from gpureplay.engine.layout import KP_BORROW, KP_RECLAIM, KP_ROWS, KP_THRESHOLD, KP_WITHIN, Int64Array
+from gpureplay.cluster.catalog import label_model
+from gpureplay.engine.layout import (
+    ALL_MODELS,
+    KP_BORROW,
+    KP_RECLAIM,
+    KP_ROWS,
+    KP_THRESHOLD,
+    KP_WITHIN,
+    Int64Array,
+)
 from gpureplay.errors import InputError, Problem
 from gpureplay.queues.manifests import ManifestSet
 from gpureplay.queues.tree import (
@@ -31,6 +40,7 @@ from gpureplay.queues.tree import (
     ClusterQueue,
     Cohort,
     QueueTree,
+    ResourceFlavor,
 )
 from gpureplay.schedulers.policy import FairSharingStrategies
 
@@ -38,12 +48,17 @@ __all__ = [
     "RESOURCES",
     "UNSET",
     "KueueQuotas",
+    "assign_flavors",
     "available",
+    "borrow_height",
     "borrows",
     "fits",
+    "flavor_nodes",
+    "flavor_tables",
     "generated_quotas",
     "manifest_quotas",
     "request_of",
+    "row_request",
 ]
 
 #: Kubernetes resource names in the engine's resource order, with each one's unit in the engine.
@@ -55,6 +70,10 @@ RESOURCES: tuple[tuple[str, str, float], ...] = (
 
 #: An unset ``borrowingLimit`` / ``lendingLimit``, or a resource a node has no quota for.
 UNSET = -1
+
+#: A resource group: the resources it covers (indices into :data:`RESOURCES`) and its flavors' slots, in the
+#: order the flavor assigner tries them.
+FlavorGroup = tuple[tuple[int, ...], tuple[int, ...]]
 
 #: Rows of :attr:`KueueQuotas.preemption`: per ClusterQueue, its three policies (the index of the value in
 #: ``tree.KUEUE_WITHIN_CQ`` / ``KUEUE_RECLAIM`` / ``KUEUE_BORROW``) and ``maxPriorityThreshold``.
@@ -73,14 +92,18 @@ class KueueQuotas:
     ----------
     names
         ClusterQueue names (node ``q`` < ``len(cluster_queues)`` is tenant ``q``), then cohort names.
+        Quota arrays have one row per flavor and resource (Kueue's ``FlavorResource``): row ``3 f + r`` is
+        resource ``r`` of :data:`RESOURCES` in flavor slot ``f`` of :attr:`flavors`; quotas of different
+        flavors never mix (a cohort lends each flavor's quota for that flavor only).
     parent
         Each node's parent cohort (``-1``: a root). Cohorts come after their children.
     nominal
-        ``[resource, node]`` nominal quota (0 where a node names none); a cohort's own quota.
+        ``[row, node]`` nominal quota (0 where a node names none); a cohort's own quota.
     borrowing_limit, lending_limit
-        ``[resource, node]``; :data:`UNSET` where the manifest leaves it unset.
+        ``[row, node]``; :data:`UNSET` where the manifest leaves it unset.
     covered
-        ``[resource, cluster queue]``: the ClusterQueue's ``coveredResources``. A resource it does not cover
+        ``[row, cluster queue]``: 1 where one of the ClusterQueue's resource groups covers the row's
+        resource and lists its flavor (``coveredResources``). A resource it does not cover
         does not limit its admissions (generated trees cover GPUs only; manifests whose jobs request a
         resource their ClusterQueue does not cover are refused, as Kueue would never admit them).
     strict_fifo
@@ -100,6 +123,16 @@ class KueueQuotas:
     preemption
         ``[row, cluster queue]`` ``spec.preemption`` policies (:mod:`gpureplay.queues.kueue_preemption`
         ``PR_*`` rows); None: ``Never`` everywhere.
+    flavors
+        The ResourceFlavor of each flavor slot (generated trees: one unnamed flavor).
+    flavor_models
+        Per flavor slot, the cluster's GPU models its ``nodeLabels`` select (None: every node).
+    groups
+        Per ClusterQueue its resource groups (:data:`FlavorGroup`); empty: one group of the covered
+        resources with flavor slot 0.
+    try_next_flavor
+        Per ClusterQueue, ``flavorFungibility.whenCanBorrow: TryNextFlavor`` (else ``MayStopSearch``,
+        Kueue's default ``Borrow`` in v1beta1); empty: the default everywhere.
     """
 
     names: tuple[str, ...]
@@ -116,6 +149,26 @@ class KueueQuotas:
     fair_sharing: bool = False
     fair_strategies: FairSharingStrategies = FairSharingStrategies.both
     preemption: np.ndarray | None = None
+    flavors: tuple[str, ...] = ("",)
+    flavor_models: tuple[frozenset[str] | None, ...] = (None,)
+    groups: tuple[tuple[FlavorGroup, ...], ...] = ()
+    try_next_flavor: tuple[bool, ...] = ()
+
+    @property
+    def rows(self) -> int:
+        """Quota rows: one per flavor slot and resource."""
+        return len(self.flavors) * len(RESOURCES)
+
+    def flavor_groups(self, q: int) -> tuple[FlavorGroup, ...]:
+        """ClusterQueue ``q``'s resource groups: covered resources and flavor slots in assignment order."""
+        if self.groups:
+            return self.groups[q]
+        covered = tuple(r for r in range(len(RESOURCES)) if self.covered[r, q])
+        return ((covered, (0,)),) if covered else ()
+
+    def covers(self, q: int, r: int) -> bool:
+        """Whether ClusterQueue ``q`` covers resource ``r`` (in any flavor)."""
+        return any(r in resources for resources, _ in self.flavor_groups(q))
 
     @property
     def cluster_queues(self) -> tuple[str, ...]:
@@ -151,26 +204,26 @@ def request_of(pods: int, gpu_milli: int, cpu_milli: int, mem_mib: int) -> tuple
 def _usage_tree(quotas: KueueQuotas, usage: Sequence[Sequence[int]], subtree: Int64Array) -> list[list[int]]:
     # A cohort's usage is what its children use beyond their local quotas (resource_node.go).
     num_nodes = len(quotas.names)
-    used = [[0] * num_nodes for _ in RESOURCES]
-    for r in range(len(RESOURCES)):
+    used = [[0] * num_nodes for _ in range(quotas.rows)]
+    for r in range(quotas.rows):
         for q in range(quotas.num_cluster_queues):
             used[r][q] = int(usage[r][q])
     for n in range(num_nodes):
         p = int(quotas.parent[n])
         if p >= 0:
             local = quotas.local_quota(subtree, n)
-            for r in range(len(RESOURCES)):
+            for r in range(quotas.rows):
                 used[r][p] += max(0, used[r][n] - int(local[r]))
     return used
 
 
 def available(quotas: KueueQuotas, usage: Sequence[Sequence[int]], node: int, r: int) -> int:
-    """How much of resource ``r`` ClusterQueue (or cohort) ``node`` may still take.
+    """How much of quota row ``r`` (a flavor's resource) ClusterQueue (or cohort) ``node`` may still take.
 
     Parameters
     ----------
     usage
-        ``[resource][cluster queue]`` admitted usage.
+        ``[row][cluster queue]`` admitted usage.
 
     Notes
     -----
@@ -197,25 +250,108 @@ def available(quotas: KueueQuotas, usage: Sequence[Sequence[int]], node: int, r:
 
 
 def fits(quotas: KueueQuotas, usage: Sequence[Sequence[int]], q: int, request: Sequence[int]) -> bool:
-    """Whether ClusterQueue ``q`` can admit ``request``: ``request <= available`` on each covered resource."""
+    """Whether ClusterQueue ``q`` can admit ``request`` (per quota row: :func:`row_request`):
+    ``request <= available`` on each covered row."""
     return all(
         request[r] <= available(quotas, usage, q, r)
-        for r in range(len(RESOURCES))
+        for r in range(quotas.rows)
         if quotas.covered[r, q] and request[r] > 0
     )
 
 
 def borrows(quotas: KueueQuotas, usage: Sequence[Sequence[int]], q: int, request: Sequence[int]) -> bool:
-    """Whether admitting ``request`` takes ClusterQueue ``q`` above its nominal quota on some resource."""
+    """Whether admitting ``request`` (per quota row) takes ClusterQueue ``q`` above its nominal quota on
+    some row."""
     return any(
         usage[r][q] + request[r] > quotas.nominal[r, q]
-        for r in range(len(RESOURCES))
+        for r in range(quotas.rows)
         if quotas.covered[r, q] and request[r] > 0
     )
 
 
-def _arrays(num_nodes: int) -> tuple[Int64Array, Int64Array, Int64Array]:
-    shape = (len(RESOURCES), num_nodes)
+def row_request(quotas: KueueQuotas, request: Sequence[int], flavors: Sequence[int]) -> tuple[int, ...]:
+    """A request per resource (:func:`request_of`) as a request per quota row, resource ``r`` charged to
+    flavor slot ``flavors[r]``."""
+    out = [0] * quotas.rows
+    for r, amount in enumerate(request):
+        out[flavors[r] * len(RESOURCES) + r] += int(amount)
+    return tuple(out)
+
+
+def borrow_height(quotas: KueueQuotas, usage: Sequence[Sequence[int]], q: int, r: int, amount: int) -> int:
+    """How far up ClusterQueue ``q``'s tree ``amount`` more of quota row ``r`` must reach to fit: 0 within
+    its own quota, 1 within its cohort's, and so on (the root's height when none holds it).
+
+    Notes
+    -----
+    kubernetes-sigs/kueue ``hierarchical_preemption.go`` ``FindHeightOfLowestSubtreeThatFits``, the flavor
+    assigner's borrowing level: each node up the path holds what its quota has beyond its usage, less
+    what the nodes below still keep locally.
+    """
+    subtree = quotas.subtree_quota()
+    used = _usage_tree(quotas, usage, subtree)
+    if used[r][q] + amount <= subtree[r, q] or quotas.parent[q] < 0:
+        return 0
+    remaining = amount - max(0, int(quotas.local_quota(subtree, q)[r]) - used[r][q])
+    height = 0
+    n = int(quotas.parent[q])
+    while n >= 0:
+        height += 1
+        if used[r][n] + remaining <= subtree[r, n]:
+            return height
+        remaining -= max(0, int(quotas.local_quota(subtree, n)[r]) - used[r][n])
+        n = int(quotas.parent[n])
+    return height
+
+
+def assign_flavors(
+    quotas: KueueQuotas, usage: Sequence[Sequence[int]], q: int, request: Sequence[int]
+) -> tuple[int, ...] | None:
+    """The flavor slot Kueue's flavor assigner gives each resource of ``request`` in ClusterQueue ``q``
+    (resources it does not request or cover: slot 0), or None when some resource group has no flavor
+    that fits (``NoFit``, or fits only by preemption).
+
+    Notes
+    -----
+    kubernetes-sigs/kueue ``pkg/scheduler/flavorassigner/flavorassigner.go`` ``findFlavorForPodSets``
+    (reference §4.2): each resource group's flavors are tried in order; a flavor's mode is the worst over
+    the group's requested resources, ``Fit`` at a borrowing level (:func:`borrow_height`) when the request
+    is at most ``available``. The search stops at the first flavor that fits without borrowing, or that
+    fits at all under ``whenCanBorrow: MayStopSearch`` (``Borrow``, the default); under ``TryNextFlavor``
+    it goes on and keeps the flavor of the lowest borrowing level (the first of equals). Preemption modes
+    are not modelled with several flavors (refused by :mod:`gpureplay.replay.queue_model`).
+    """
+    chosen = [0] * len(RESOURCES)
+    try_next = bool(quotas.try_next_flavor[q]) if quotas.try_next_flavor else False
+    for resources, slots in quotas.flavor_groups(q):
+        asked = [r for r in resources if request[r] > 0]
+        if not asked:
+            continue
+        best, best_height = -1, 0
+        for f in slots:
+            height = 0
+            for r in asked:
+                row = f * len(RESOURCES) + r
+                if request[r] > available(quotas, usage, q, row):
+                    height = -1
+                    break
+                height = max(height, borrow_height(quotas, usage, q, row, request[r]))
+            if height < 0:
+                continue
+            if height == 0 or not try_next:
+                best = f
+                break
+            if best < 0 or height < best_height:
+                best, best_height = f, height
+        if best < 0:
+            return None
+        for r in asked:
+            chosen[r] = best
+    return tuple(chosen)
+
+
+def _arrays(num_nodes: int, num_flavors: int = 1) -> tuple[Int64Array, Int64Array, Int64Array]:
+    shape = (len(RESOURCES) * num_flavors, num_nodes)
     return (
         np.zeros(shape, dtype=np.int64),
         np.full(shape, UNSET, dtype=np.int64),
@@ -263,28 +399,36 @@ def _resource_index(name: str) -> int | None:
     return None
 
 
+def _model_key(name: str) -> str:
+    return label_model(name) or name.strip().casefold()
+
+
+def flavor_nodes(flavor: ResourceFlavor | None, gpu_models: Sequence[str]) -> frozenset[str] | None:
+    """The cluster's GPU models a flavor's ``nodeLabels`` select (None: it names no GPU model, every node).
+
+    Label values are matched to the node list's models through the GPU catalog
+    (:func:`gpureplay.cluster.catalog.label_model`), so ``NVIDIA-A100-SXM4-80GB`` selects the nodes a
+    trace calls ``A100-80GB``.
+    """
+    if flavor is None or flavor.gpu_model is None:
+        return None
+    key = _model_key(flavor.gpu_model)
+    return frozenset(m for m in gpu_models if _model_key(m) == key)
+
+
 def _flavor_problems(
     node: ClusterQueue | Cohort, gpu_models: Sequence[str], tree: QueueTree
 ) -> list[Problem]:
     problems: list[Problem] = []
     flavors = {f.name: f for f in tree.flavors}
     for g, group in enumerate(node.resource_groups):
-        if len(group.flavors) > 1:
-            problems.append(
-                node.origin.problem(
-                    f"{len(group.flavors)} flavors in one resource group: flavor assignment and fungibility "
-                    "are not modelled yet (one flavor per resource group)",
-                    f"spec.resourceGroups[{g}].flavors",
-                )
-            )
         for f, flavor in enumerate(group.flavors):
-            model = flavors[flavor.name].gpu_model if flavor.name in flavors else None
-            if model is not None and any(m != model for m in gpu_models):
+            selected = flavor_nodes(flavors.get(flavor.name), gpu_models)
+            if selected is not None and not selected:
                 problems.append(
                     node.origin.problem(
-                        f"flavor {flavor.name!r} selects {model} nodes, but the cluster also has "
-                        f"{', '.join(sorted(set(gpu_models) - {model}))}: node selection by flavor is not "
-                        "modelled yet",
+                        f"flavor {flavor.name!r} selects {flavors[flavor.name].gpu_model} nodes, and the "
+                        f"cluster has none (its GPU models: {', '.join(gpu_models) or 'none'})",
                         f"spec.resourceGroups[{g}].flavors[{f}].name",
                     )
                 )
@@ -314,19 +458,36 @@ def _preemption_rows(cqs: Sequence[ClusterQueue]) -> Int64Array:
     return table
 
 
-def _fill(node: ClusterQueue | Cohort, n: int, arrays: tuple[Int64Array, Int64Array, Int64Array]) -> None:
+def _fill(
+    node: ClusterQueue | Cohort,
+    n: int,
+    arrays: tuple[Int64Array, Int64Array, Int64Array],
+    slots: Mapping[str, int],
+) -> None:
     nominal, borrow, lend = arrays
     for group in node.resource_groups:
-        for flavor in group.flavors[:1]:
+        for flavor in group.flavors:
+            base = slots[flavor.name] * len(RESOURCES)
             for res in flavor.resources:
                 r = _resource_index(res.name)
                 if r is None:
                     continue
-                nominal[r, n] = _engine_amount(res.nominal_quota, r)
+                nominal[base + r, n] = _engine_amount(res.nominal_quota, r)
                 if res.borrowing_limit is not None:
-                    borrow[r, n] = _engine_amount(res.borrowing_limit, r)
+                    borrow[base + r, n] = _engine_amount(res.borrowing_limit, r)
                 if res.lending_limit is not None:
-                    lend[r, n] = _engine_amount(res.lending_limit, r)
+                    lend[base + r, n] = _engine_amount(res.lending_limit, r)
+
+
+def _flavor_slots(cqs: Sequence[ClusterQueue], cohorts: Sequence[Cohort]) -> dict[str, int]:
+    # One slot per flavor named by a quota, in the order the ClusterQueues (by name), then cohorts, name them.
+    slots: dict[str, int] = {}
+    nodes: list[ClusterQueue | Cohort] = [*cqs, *cohorts]
+    for node in nodes:
+        for group in node.resource_groups:
+            for flavor in group.flavors:
+                slots.setdefault(flavor.name, len(slots))
+    return slots or {"": 0}
 
 
 def _queue_map(tree: QueueTree, jobs: pl.DataFrame, source: str) -> dict[str, str]:
@@ -357,6 +518,7 @@ def _check_covered(
     covered: Int64Array,
     source: str,
 ) -> None:
+    covered = covered.reshape(-1, len(RESOURCES), covered.shape[1]).max(axis=0)
     # Kueue's flavor assigner finds no flavor for a resource the ClusterQueue does not cover: such a
     # workload is never admitted, which a replay reports as an input error instead.
     index = {cq.name: q for q, cq in enumerate(cqs)}
@@ -422,29 +584,39 @@ def manifest_quotas(
     cohorts_sorted = sorted(cohort_names, key=lambda c: (-depth[c], c))
     names = (*(c.name for c in cqs), *cohorts_sorted)
     index = {name: i for i, name in enumerate(names)}
-    arrays = _arrays(len(names))
+    explicit = {c.name: c for c in tree.cohorts}
+    slots = _flavor_slots(cqs, [explicit[name] for name in cohorts_sorted if name in explicit])
+    arrays = _arrays(len(names), len(slots))
     parent = np.full(len(names), -1, dtype=np.int64)
     weight = np.ones(len(names))
     for q, cq in enumerate(cqs):
-        _fill(cq, q, arrays)
+        _fill(cq, q, arrays, slots)
         parent[q] = index[cq.cohort] if cq.cohort is not None else -1
         weight[q] = cq.fair_sharing_weight
-    explicit = {c.name: c for c in tree.cohorts}
     for name in cohorts_sorted:
         n = index[name]
         up = tree.cohort_parent(name)
         parent[n] = index[up] if up is not None else -1
         if name in explicit:
-            _fill(explicit[name], n, arrays)
+            _fill(explicit[name], n, arrays, slots)
             weight[n] = explicit[name].fair_sharing_weight
-    covered = np.zeros((len(RESOURCES), len(cqs)), dtype=np.int64)
+    covered = np.zeros((len(RESOURCES) * len(slots), len(cqs)), dtype=np.int64)
+    groups: list[tuple[FlavorGroup, ...]] = []
     for q, cq in enumerate(cqs):
+        in_groups: list[FlavorGroup] = []
         for group in cq.resource_groups:
-            for resource in group.covered_resources:
-                r = _resource_index(resource)
-                if r is not None:
-                    covered[r, q] = 1
+            resources = tuple(
+                r for r in (_resource_index(name) for name in group.covered_resources) if r is not None
+            )
+            flavor_slots = tuple(slots[f.name] for f in group.flavors)
+            for f in flavor_slots:
+                for r in resources:
+                    covered[f * len(RESOURCES) + r, q] = 1
+            if resources and flavor_slots:
+                in_groups.append((resources, flavor_slots))
+        groups.append(tuple(in_groups))
     _check_covered(jobs, queue_map, cqs, covered, source)
+    by_name = {f.name: f for f in tree.flavors}
     return KueueQuotas(
         names=names,
         num_cluster_queues=len(cqs),
@@ -460,7 +632,38 @@ def manifest_quotas(
         queue_map=queue_map,
         source=source,
         preemption=_preemption_rows(cqs),
+        flavors=tuple(slots),
+        flavor_models=tuple(flavor_nodes(by_name.get(name), gpu_models) for name in slots),
+        groups=tuple(groups),
+        try_next_flavor=tuple(cq.when_can_borrow == "TryNextFlavor" for cq in cqs),
     )
+
+
+def flavor_tables(
+    quotas: KueueQuotas, models: Sequence[str]
+) -> tuple[Int64Array, Int64Array, np.ndarray, Int64Array]:
+    """The engine's flavor arrays (``Quotas.flv_slots``, ``flv_group``, ``flv_mask``, ``flv_next``).
+
+    ``models``: the cluster's GPU models by code (bit ``i`` of a mask is model ``i``).
+    """
+    num_cq = quotas.num_cluster_queues
+    groups = [quotas.flavor_groups(q) for q in range(num_cq)]
+    longest = max((len(slots) for found in groups for _, slots in found), default=1)
+    slots = np.full((max(num_cq, 1), len(RESOURCES), longest), -1, dtype=np.int64)
+    group_of = np.full((len(RESOURCES), max(num_cq, 1)), -1, dtype=np.int64)
+    for q, found in enumerate(groups):
+        for g, (resources, flavor_slots) in enumerate(found):
+            slots[q, g, : len(flavor_slots)] = flavor_slots
+            for r in resources:
+                group_of[r, q] = g
+    masks = np.full(len(quotas.flavors), ALL_MODELS, dtype=np.uint64)
+    for f, selected in enumerate(quotas.flavor_models):
+        if selected is not None:
+            masks[f] = np.uint64(sum(1 << i for i, m in enumerate(models) if m in selected))
+    try_next = np.zeros(max(num_cq, 1), dtype=np.int64)
+    for q, value in enumerate(quotas.try_next_flavor):
+        try_next[q] = 1 if value else 0
+    return slots, group_of, masks, try_next
 
 
 def potential_available(quotas: KueueQuotas, subtree: Int64Array, node: int, r: int) -> int:
@@ -487,7 +690,7 @@ def model_columns(quotas: KueueQuotas, usage: np.ndarray) -> dict[str, np.ndarra
     Parameters
     ----------
     usage
-        ``[resource, cluster queue, sample]`` usage in engine units.
+        ``[row, cluster queue, sample]`` usage in engine units (a row per flavor and resource).
 
     Returns
     -------
@@ -496,7 +699,8 @@ def model_columns(quotas: KueueQuotas, usage: np.ndarray) -> dict[str, np.ndarra
 
     Notes
     -----
-    ``borrowed_gpu``: GPUs used above the ClusterQueue's nominal quota. ``lent_gpu``: the GPUs its cohort
+    Each GPU column sums over the flavors. ``borrowed_gpu``: GPUs used above the ClusterQueue's nominal
+    quota, flavor by flavor. ``lent_gpu``: the GPUs its cohort
     siblings borrow, attributed to the lenders in proportion to each one's unused lendable quota (its unused
     nominal, at most its ``lendingLimit``; a cohort's own quota is a lender too); Kueue itself does not
     attribute borrowing to lenders, so this is the replay's convention. ``share``: Kueue's weighted dominant
@@ -509,39 +713,45 @@ def model_columns(quotas: KueueQuotas, usage: np.ndarray) -> dict[str, np.ndarra
     subtree = quotas.subtree_quota()
     samples = usage.shape[2]
     share = np.zeros((num_cq, samples))
+    width = len(RESOURCES)
     for q in range(num_cq):
         p = int(quotas.parent[q])
         if p < 0:
             continue
-        for r in range(len(RESOURCES)):
-            lendable = potential_available(quotas, subtree, p, r)
-            if not quotas.covered[r, q] or lendable <= 0:
+        for r in range(width):
+            # fair_sharing.go: B_r and L_r sum over the flavors of resource r.
+            rows = [row for row in range(r, quotas.rows, width) if quotas.covered[row, q]]
+            lendable = sum(potential_available(quotas, subtree, p, row) for row in rows)
+            if not rows or lendable <= 0:
                 continue
-            borrowed = np.maximum(0, usage[r, q] - subtree[r, q])
+            borrowed = sum(np.maximum(0, usage[row, q] - subtree[row, q]) for row in rows)
             share[q] = np.maximum(share[q], borrowed * 1000.0 / lendable)
         weight = float(quotas.weight[q])
         borrowing = (usage[:, q] > subtree[:, q, None]).any(axis=0) & (quotas.covered[:, q, None] != 0).any(
             axis=0
         )
         share[q] = np.where(borrowing, np.inf, 0.0) if weight == 0 else share[q] / weight
-    gpu = usage[0].astype(np.float64)
-    nominal = quotas.nominal[0, :num_cq].astype(np.float64)[:, None]
-    over = np.maximum(0.0, gpu - nominal)
-    lend = quotas.lending_limit[0, :num_cq].astype(np.float64)[:, None]
-    lendable_unused = np.maximum(0.0, np.minimum(nominal - gpu, np.where(lend == UNSET, nominal, lend)))
-    lent = np.zeros_like(gpu)
+    gpu_rows = list(range(0, quotas.rows, width))
+    gpu_f = usage[gpu_rows].astype(np.float64)  # [flavor, cluster queue, sample]
+    nominal_f = quotas.nominal[gpu_rows, :num_cq].astype(np.float64)[:, :, None]
+    lend_f = quotas.lending_limit[gpu_rows, :num_cq].astype(np.float64)[:, :, None]
+    over_f = np.maximum(0.0, gpu_f - nominal_f)
+    unused_f = np.maximum(0.0, np.minimum(nominal_f - gpu_f, np.where(lend_f == UNSET, nominal_f, lend_f)))
+    lent_f = np.zeros_like(gpu_f)
     for p in sorted({int(x) for x in quotas.parent[:num_cq] if x >= 0}):
         members = [q for q in range(num_cq) if int(quotas.parent[q]) == p]
-        borrowed = over[members].sum(axis=0)
-        pool = lendable_unused[members].sum(axis=0) + float(quotas.nominal[0, p])
-        with np.errstate(divide="ignore", invalid="ignore"):
-            part = np.where(pool > 0, np.minimum(borrowed, pool) / pool, 0.0)
-        for q in members:
-            lent[q] = lendable_unused[q] * part
+        for f, row in enumerate(gpu_rows):
+            borrowed = over_f[f, members].sum(axis=0)
+            pool = unused_f[f, members].sum(axis=0) + float(quotas.nominal[row, p])
+            with np.errstate(divide="ignore", invalid="ignore"):
+                part = np.where(pool > 0, np.minimum(borrowed, pool) / pool, 0.0)
+            for q in members:
+                lent_f[f, q] = unused_f[f, q] * part
+    nominal = nominal_f.sum(axis=0)
     return {
-        "nominal_gpu": np.broadcast_to(nominal / 1000.0, gpu.shape).copy(),
-        "borrowed_gpu": over / 1000.0,
-        "lent_gpu": lent / 1000.0,
+        "nominal_gpu": np.broadcast_to(nominal / 1000.0, gpu_f.shape[1:]).copy(),
+        "borrowed_gpu": over_f.sum(axis=0) / 1000.0,
+        "lent_gpu": lent_f.sum(axis=0) / 1000.0,
         "share": share,
     }
 
@@ -552,12 +762,13 @@ def node_usage(quotas: KueueQuotas, usage: Sequence[Sequence[int]]) -> list[list
 
 
 def present(quotas: KueueQuotas) -> Int64Array:
-    """``[resource, node]``: 1 where the node's subtree quota names the resource (``SubtreeQuota`` keys).
+    """``[row, node]``: 1 where the node's subtree quota names the row's flavor and resource (``SubtreeQuota``
+    keys).
 
     A ClusterQueue names its covered resources; a cohort, what its children name and its own quota.
     """
     num_cq = quotas.num_cluster_queues
-    names = np.zeros((len(RESOURCES), len(quotas.names)), dtype=np.int64)
+    names = np.zeros((quotas.rows, len(quotas.names)), dtype=np.int64)
     names[:, :num_cq] = quotas.covered
     names[:, num_cq:] = quotas.nominal[:, num_cq:] > 0
     for n in range(len(quotas.names)):
@@ -568,13 +779,13 @@ def present(quotas: KueueQuotas) -> Int64Array:
 
 
 def lendable(quotas: KueueQuotas) -> Int64Array:
-    """``[resource, node]``: what the node's parent could lend at no usage (``calculateLendable``)."""
+    """``[row, node]``: what the node's parent could lend at no usage (``calculateLendable``)."""
     subtree = quotas.subtree_quota()
-    out = np.zeros((len(RESOURCES), len(quotas.names)), dtype=np.int64)
+    out = np.zeros((quotas.rows, len(quotas.names)), dtype=np.int64)
     for n in range(len(quotas.names)):
         p = int(quotas.parent[n])
         if p >= 0:
-            for r in range(len(RESOURCES)):
+            for r in range(quotas.rows):
                 out[r, n] = potential_available(quotas, subtree, p, r)
     return out
 
@@ -595,14 +806,20 @@ def share(quotas: KueueQuotas, used: Sequence[Sequence[int]], node: int) -> tupl
     lend = lendable(quotas)
     borrowing = False
     ratio = 0.0
-    for r in range(len(RESOURCES)):
-        if not names[r, node]:
-            continue
-        borrowed = used[r][node] - int(subtree[r, node])
-        if borrowed > 0:
-            borrowing = True
-            if lend[r, node] > 0:
-                ratio = max(ratio, borrowed * 1000.0 / float(lend[r, node]))
+    width = len(RESOURCES)
+    for r in range(width):
+        # B_r and L_r sum over the flavors of resource r.
+        borrowed_r, lendable_r = 0, 0
+        for row in range(r, quotas.rows, width):
+            if not names[row, node]:
+                continue
+            borrowed = used[row][node] - int(subtree[row, node])
+            if borrowed > 0:
+                borrowing = True
+                borrowed_r += borrowed
+            lendable_r += int(lend[row, node])
+        if borrowed_r > 0 and lendable_r > 0:
+            ratio = max(ratio, borrowed_r * 1000.0 / float(lendable_r))
     weight = float(quotas.weight[node])
     if not borrowing:
         return (0.0, 0.0)

@@ -151,8 +151,9 @@ KUEUE_WITHIN_CQ = ("Never", "LowerPriority", "LowerOrNewerEqualPriority")
 KUEUE_RECLAIM = ("Never", "LowerPriority", "Any")
 KUEUE_BORROW = ("Never", "LowerPriority")
 KUEUE_STRATEGIES = ("StrictFIFO", "BestEffortFIFO")
-KUEUE_WHEN_CAN_BORROW = ("Borrow", "TryNextFlavor")
-KUEUE_WHEN_CAN_PREEMPT = ("Preempt", "TryNextFlavor")
+#: ``flavorFungibility`` values: v1beta1's ``Borrow`` / ``Preempt`` are v1beta2's ``MayStopSearch``.
+KUEUE_WHEN_CAN_BORROW = ("Borrow", "TryNextFlavor", "MayStopSearch")
+KUEUE_WHEN_CAN_PREEMPT = ("Preempt", "TryNextFlavor", "MayStopSearch")
 
 
 @dataclass(frozen=True)

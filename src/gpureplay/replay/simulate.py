@@ -42,7 +42,7 @@ from gpureplay.errors import InputError
 from gpureplay.interrupts import PendingSignal, deferred
 from gpureplay.queues.kai_queues import KaiQueues, kai_columns, kai_preemptibility, kai_total
 from gpureplay.queues.kueue_preemption import preemption_table
-from gpureplay.queues.kueue_quota import KueueQuotas, lendable, model_columns, present
+from gpureplay.queues.kueue_quota import KueueQuotas, flavor_tables, lendable, model_columns, present
 from gpureplay.queues.manifests import read_manifests
 from gpureplay.queues.tree import GPU_RESOURCE
 from gpureplay.queues.volcano_queues import VolcanoQueues, volcano_columns
@@ -464,24 +464,39 @@ def warm_up(policy: Policy, *, debug: bool = False) -> None:
         policy = dataclasses.replace(policy, quotas=QuotaSource.gpu_time_share, manifests=None)
     elif str(getattr(policy.queues, "name", policy.queues)) == "kueue" and policy.manifests is not None:
         # Kueue's manifests need not name the warm-up job's queue: it joins a ClusterQueue that covers GPUs
-        # (so that the manifests' preemption policies compile with it), on a node of its flavor's GPU model.
-        queue, model = _warm_up_cluster_queue(policy)
+        # (so that the manifests' preemption policies compile with it), on a node of its flavor's GPU model;
+        # every other GPU model a flavor selects gets a node too (a flavor that selects none is refused).
+        queue, models = _warm_up_cluster_queue(policy)
         jobs = jobs.with_columns(queue=pl.lit(queue))
-        if model is not None:
-            nodes = nodes.with_columns(gpu_model=pl.lit(model))
+        if models:
+            nodes = pl.concat(
+                [
+                    nodes.with_columns(
+                        node_id=pl.lit(i, dtype=nodes.schema["node_id"]),
+                        node_name=pl.lit(f"warm-up-{i}"),
+                        nvlink_domain=pl.lit(i, dtype=nodes.schema["nvlink_domain"]),
+                        gpu_model=pl.lit(m),
+                    )
+                    for i, m in enumerate(models)
+                ]
+            )
     simulate(jobs, nodes, policy, sample_interval=1.0, window=(0.0, 1.0), debug=debug)
 
 
-def _warm_up_cluster_queue(policy: Policy) -> tuple[str, str | None]:
-    # The first ClusterQueue of the manifests that covers GPUs and the GPU model its first flavor selects
-    # ("default" when none covers GPUs: the replay itself then reports what is wrong with the manifests).
+def _warm_up_cluster_queue(policy: Policy) -> tuple[str, list[str]]:
+    # The first ClusterQueue of the manifests that covers GPUs and the GPU models the flavors select, its
+    # first flavor's first ("default" when none covers GPUs: the replay itself then reports what is wrong
+    # with the manifests).
     tree = read_manifests(manifest_path(policy)).tree
     models = {f.name: f.gpu_model for f in tree.flavors}
+    selected = list(dict.fromkeys(m for m in models.values() if m is not None))
     for cq in tree.cluster_queues:
         for group in cq.resource_groups:
             if GPU_RESOURCE in group.covered_resources and group.flavors:
-                return cq.name, models.get(group.flavors[0].name)
-    return "default", None
+                first = models.get(group.flavors[0].name)
+                ordered = [first] if first is not None else []
+                return cq.name, ordered + [m for m in selected if m != first]
+    return "default", selected
 
 
 def warm_up_tables() -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -575,6 +590,7 @@ def _initial(
             compiled.jobs.ints.shape[1],
             quotas.fair_strategies.value,
             bool(compiled.params.codes[L.P_QUOTA_ONLY]),
+            flavor_tables(quotas, compiled.models),
         )
     return initial_state(
         compiled.params,
@@ -966,9 +982,12 @@ def _queues(
     """Each queue's ``QU_*`` rows of the timeline as one row per (sample, queue), with its quota columns."""
     num = len(tenants)
     base = L.TIMELINE_FIELDS
+    width = run.queues.shape[0]
     # rows[q, f, s]: field f of queue q at sample s
-    rows = run.tl_rows[base : base + L.QUEUE_FIELDS * num, :samples].reshape(num, L.QUEUE_FIELDS, samples)
+    rows = run.tl_rows[base : base + width * num, :samples].reshape(num, width, samples)
     usage = np.stack([rows[:, L.QU_MILLI, :], rows[:, L.QU_CPU, :], rows[:, L.QU_MEM, :]])
+    # Kueue with several flavors: the usage per flavor and resource (quota rows) follows QUEUE_FIELDS.
+    per_flavor = rows[:, L.QUEUE_FIELDS :, :].transpose(1, 0, 2) if width > L.QUEUE_FIELDS else None
     return queue_rows(
         run.tl_flt[L.TLF_TIME, :samples],
         tenants,
@@ -977,6 +996,7 @@ def _queues(
         rows[:, L.QU_RUNNING, :],
         quotas,
         (rows[:, L.QU_DESERVED, :], rows[:, L.QU_SHARE, :]),
+        per_flavor,
     )
 
 
@@ -1000,10 +1020,12 @@ def queue_rows(
     running: np.ndarray,
     quotas: QueueModelQueues | None,
     proportion: tuple[np.ndarray, np.ndarray] | None = None,
+    quota_usage: np.ndarray | None = None,
 ) -> pl.DataFrame:
     """``queues.parquet`` rows from per-queue samples (``usage[resource, queue, sample]`` in engine units).
 
-    The quota columns come from :func:`gpureplay.queues.kueue_quota.model_columns` under Kueue; under
+    The quota columns come from :func:`gpureplay.queues.kueue_quota.model_columns` under Kueue (with
+    several flavors from ``quota_usage[row, queue, sample]``, the usage per flavor and resource); under
     Volcano from ``proportion``: ``[queue, sample]`` deserved milli-GPU and share x 10^6 at each sample
     (:func:`gpureplay.queues.volcano_queues.volcano_columns`). They are null without a queue model.
     """
@@ -1025,7 +1047,7 @@ def queue_rows(
         else:
             found = volcano_columns(np.asarray(usage), np.asarray(proportion[0]), np.asarray(proportion[1]))
     elif quotas is not None:
-        found = model_columns(quotas, np.asarray(usage))
+        found = model_columns(quotas, np.asarray(usage if quota_usage is None else quota_usage))
     else:
         found = {}
     for name, values in found.items():
