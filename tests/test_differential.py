@@ -676,8 +676,8 @@ def test_kueue_quotas_agree(
 @st.composite
 def kueue_flavor_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
     """:func:`kueue_cases` with several ResourceFlavors selecting the cluster's GPU models (or any node), each
-    ClusterQueue drawing 1-3 of them for its GPUs in its own order and its ``whenCanBorrow``; no
-    preemption nor fair sharing (refused with several flavors). Admission by quota half the time."""
+    ClusterQueue drawing 1-3 of them for its GPUs in its own order and its ``whenCanBorrow``; fair sharing
+    or not, no preemption (refused with several flavors). Admission by quota half the time."""
     jobs, nodes = draw(cases(max_jobs=40))
     jobs = _in_queues(draw, jobs)
     models = tuple(sorted(set(nodes.filter(pl.col("num_gpus") > 0)["gpu_model"].drop_nulls().to_list())))
@@ -694,6 +694,7 @@ def kueue_flavor_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Pol
         quotas=QuotaSource.manifests,
         manifests=_manifest_file(text),
         kueue_admission=draw(st.sampled_from([KueueAdmission.placement, KueueAdmission.quota])),
+        fair_sharing=draw(st.booleans()),
     )
     return jobs, nodes, policy
 

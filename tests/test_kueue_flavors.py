@@ -254,11 +254,31 @@ def test_unmodelled_flavor_configurations_are_refused_naming_the_field(tmp_path:
     assert "spec.preemption" in str(info.value)
     assert "preemption with several ResourceFlavors (a100, v100) is not modelled yet" in str(info.value)
 
-    fair = manifests(tmp_path, cluster_queue("team", {"a100": 8, "v100": 8}), fair_sharing=True)
-    with pytest.raises(InputError) as info:
-        simulate(jobs, NODES, fair)
-    assert "scheduler.fair_sharing" in str(info.value)
-    assert "fair sharing with several ResourceFlavors" in str(info.value)
+
+@pytest.mark.parametrize("fair", [False, True])
+def test_the_dominant_resource_share_sums_a_resource_over_its_flavors(tmp_path: Path, fair: bool) -> None:
+    """team-a and team-b: a100 4 and v100 4 each, one cohort. At 0: job 1 (team-a, 4 GPUs) takes its a100
+    quota, job 4 (team-b, 1) team-b's, job 2 (team-a, 2) fits a100 by borrowing (MayStopSearch stops there),
+    job 3 (team-a, 4) finds 1 a100 GPU left and takes v100. team-a borrows 2 GPUs of a100 and none of v100:
+    B_gpu = 2, L_gpu = the cohort's 8 a100 + 8 v100 GPUs = 16 (``calculateLendable`` sums the flavors), so
+    DRS = 2 x 1000 / 16 = 125; team-b lends the 2 (its unused a100 quota is the only lender). The same
+    under fair sharing (the tournament orders the heads alike)."""
+    policy = manifests(
+        tmp_path,
+        cluster_queue("team-a", {"a100": 4, "v100": 4}, cohort="c"),
+        cluster_queue("team-b", {"a100": 4, "v100": 4}, cohort="c"),
+        fair_sharing=fair,
+    )
+    rows = [job(1, 0.0, "team-a", 4), job(2, 0.0, "team-a", 2), job(3, 0.0, "team-a", 4)]
+    jobs = jobs_frame([*rows, job(4, 0.0, "team-b", 1)])
+    for replay in both(jobs, policy):
+        assert starts(replay) == {1: 0.0, 2: 0.0, 3: 0.0, 4: 0.0}
+        first = replay.queues.filter(pl.col("time") == 0.0)
+        columns = ("queue", "usage_gpu", "nominal_gpu", "borrowed_gpu", "lent_gpu", "share")
+        assert first.select(columns).rows() == [
+            ("team-a", 10.0, 8.0, 2.0, 0.0, 125.0),
+            ("team-b", 1.0, 8.0, 0.0, 2.0, 0.0),
+        ]
 
 
 def test_reclaim_policies_stay_modelled_with_one_flavor(tmp_path: Path) -> None:

@@ -12,10 +12,13 @@ import dataclasses
 import time
 from typing import ClassVar
 
+import polars as pl
+
 from gpureplay.replay.simulate import simulate
 from gpureplay.workload.transforms import scale_load
 
 from .common import (
+    PHILLY_FLAVOR_EXAMPLES,
     PHILLY_IDLE_PRESETS,
     PHILLY_PREEMPT_PRESETS,
     PHILLY_PRESETS,
@@ -25,6 +28,7 @@ from .common import (
     SEED,
     SYNTHETIC_PRESET,
     SYNTHETIC_SIZES,
+    kueue_manifest_policy,
     philly_cluster,
     philly_jobs,
     philly_jobs_with_priorities,
@@ -85,6 +89,36 @@ class PhillyQueueReplay:
 
     def peakmem_replay(self, preset: str) -> None:
         simulate(self.jobs, self.nodes, self.policy, seed=SEED)
+
+
+class PhillyKueueFlavorReplay:
+    """Full Philly at 6x with its VCs as Kueue ClusterQueues holding quota in two ResourceFlavors, one per
+    machine type (examples/manifests/kueue-philly-flavors*): the flavor assigner and node selection by
+    flavor, beside ``PhillyQueueReplay``'s one-flavor ``kueue-philly-vcs`` and ``gang-binpack``."""
+
+    params: ClassVar[list[list[str]]] = [PHILLY_FLAVOR_EXAMPLES]
+    param_names: ClassVar[list[str]] = ["manifests"]
+    timeout = 900
+    number = 1
+    repeat = (1, 5, 120.0)
+    warmup_time = 0.0
+
+    def setup(self, manifests: str) -> None:
+        self.jobs = scale_load(philly_jobs(), PHILLY_QUEUE_LOAD)
+        self.nodes = philly_cluster()
+        self.policy = kueue_manifest_policy(manifests)
+        warm_engine()
+
+    def time_replay(self, manifests: str) -> None:
+        simulate(self.jobs, self.nodes, self.policy, seed=SEED)
+
+    def track_mean_wait_hours(self, manifests: str) -> float:
+        replay = simulate(self.jobs, self.nodes, self.policy, seed=SEED)
+        submitted = self.jobs.select("job_id", "submit_time")
+        waits = replay.jobs.join(submitted, on="job_id").select(pl.col("start_time") - pl.col("submit_time"))
+        return float(waits.to_series().mean() or 0.0) / 3600.0
+
+    track_mean_wait_hours.unit = "hours"  # type: ignore[attr-defined]
 
 
 class PhillyPreemptReplay:

@@ -6,13 +6,15 @@ same, so add new seeds, sizes and builders instead of changing these.
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from pathlib import Path
 
 import polars as pl
 
 from gpureplay.cluster.homogeneous import homogeneous_nodes
 from gpureplay.cluster.philly import philly_nodes
-from gpureplay.schedulers.policy import Policy
+from gpureplay.schedulers.policy import Policy, QuotaSource
 from gpureplay.schedulers.presets import preset, preset_names
 from gpureplay.traces.philly import load_philly
 from gpureplay.workload.synthetic import synthetic_jobs
@@ -157,3 +159,14 @@ PHILLY_QUEUE_PRESETS = [
 
 #: Load factor of the queue replay: at the trace's own rate few jobs wait and quotas rarely bind.
 PHILLY_QUEUE_LOAD = 6.0
+
+
+#: Kueue manifests with two ResourceFlavors (one per Philly machine type) timed on Philly at
+#: PHILLY_QUEUE_LOAD: Kueue's default whenCanBorrow (MayStopSearch) and TryNextFlavor.
+PHILLY_FLAVOR_EXAMPLES = ["kueue-philly-flavors", "kueue-philly-flavors-try-next"]
+
+
+def kueue_manifest_policy(folder: str) -> Policy:
+    """The ``kueue`` preset reading its queue tree from ``examples/manifests/<folder>``."""
+    path = Path(__file__).resolve().parents[2] / "examples" / "manifests" / folder
+    return dataclasses.replace(PRESETS["kueue"], quotas=QuotaSource.manifests, manifests=str(path))

@@ -521,8 +521,8 @@ class Quotas(NamedTuple):
         ``[2]``: 1 under Kueue's fair sharing (the tournament orders a round's heads); its
         ``fairSharing.preemptionStrategies`` (``FairSharingStrategies`` value).
     present, lendable, weight
-        Fair sharing: ``[resource, node]`` resources named by the node's subtree quota, and what its parent
-        could lend at no usage; ``[node]`` ``fairSharing.weight``.
+        Fair sharing: ``[row, node]`` the flavor-resources named by the node's subtree quota; ``[resource,
+        node]`` what its parent could lend at no usage, over all flavors; ``[node]`` ``fairSharing.weight``.
     share, share2, winner, entry_of, path_used
         Fair sharing's work space: ``[entry, node]`` the weighted (``share``) and unweighted share of the
         entry's child on the path below ``node``, its workload included; each cohort's tournament winner
@@ -1024,7 +1024,7 @@ def quota_state(
         borrowing=np.zeros(max(num_cq, 1), dtype=np.int64),
         fair=np.array([1 if fair else 0, fair_strategies], dtype=np.int64),
         present=(np.zeros((rows, num_nodes)) if present is None else present).astype(np.int64),
-        lendable=(np.zeros((rows, num_nodes)) if lendable is None else lendable).astype(np.int64),
+        lendable=(np.zeros((3, num_nodes)) if lendable is None else lendable).astype(np.int64),
         weight=(np.ones(num_nodes) if weight is None else weight).astype(np.float64),
         share=np.zeros((max(num_cq, 1), num_nodes)),
         share2=np.zeros((max(num_cq, 1), num_nodes)),

@@ -55,7 +55,6 @@ from gpureplay.engine.quota_tree import (
     node_usage,
     push_class_head,
     queue_use,
-    request_amount,
     row_amount,
 )
 
@@ -128,16 +127,18 @@ def _entry_before(qt: Quotas, jobs: Jobs, js: JobState, a: int, b: int) -> bool:
 @kernel
 def _drs(qt: Quotas, x: int) -> tuple[float, float]:
     # fair_sharing.go dominantResourceShare of node x at usage qt.path_used: (weighted, unweighted).
+    # B_r sums the borrowing over the flavors of resource r (quota rows r, r + 3, ...); qt.lendable is L_r.
     borrowing = False
     ratio = 0.0
     for r in range(3):
-        if qt.present[r, x] == 0:
-            continue
-        borrowed = qt.path_used[r, x] - qt.subtree[r, x]
-        if borrowed > 0:
-            borrowing = True
-            if qt.lendable[r, x] > 0:
-                ratio = max(ratio, borrowed * 1000.0 / float(qt.lendable[r, x]))
+        borrowed_r = 0
+        for row in range(r, qt.nominal.shape[0], 3):
+            borrowed = qt.path_used[row, x] - qt.subtree[row, x]
+            if qt.present[row, x] != 0 and borrowed > 0:
+                borrowing = True
+                borrowed_r += borrowed
+        if borrowed_r > 0 and qt.lendable[r, x] > 0:
+            ratio = max(ratio, borrowed_r * 1000.0 / float(qt.lendable[r, x]))
     if not borrowing:
         return 0.0, 0.0
     if qt.weight[x] == 0.0:
@@ -146,7 +147,7 @@ def _drs(qt: Quotas, x: int) -> tuple[float, float]:
 
 
 @kernel
-def _path_shares(qt: Quotas, jobs: Jobs, i: int) -> None:
+def _path_shares(qt: Quotas, jobs: Jobs, js: JobState, i: int) -> None:
     """``qt.share[i, p]``: the share of entry ``i``'s node below ``p`` on its path, its workload admitted.
 
     Notes
@@ -157,12 +158,13 @@ def _path_shares(qt: Quotas, jobs: Jobs, i: int) -> None:
     """
     j = qt.entries[i]
     x = jobs.ints[J_TENANT, j]
-    for r in range(3):
-        qt.path_used[r, x] = qt.used[r, x] + request_amount(jobs, j, r)
+    rows = qt.nominal.shape[0]
+    for r in range(rows):
+        qt.path_used[r, x] = qt.used[r, x] + row_amount(jobs, js, j, r)
     p = qt.parent[x]
     while p >= 0:
         qt.share[i, p], qt.share2[i, p] = _drs(qt, x)
-        for r in range(3):
+        for r in range(rows):
             before = max(0, int(qt.used[r, x] - local_quota(qt, r, x)))
             after = max(0, int(qt.path_used[r, x] - local_quota(qt, r, x)))
             qt.path_used[r, p] = qt.used[r, p] - before + after
@@ -195,12 +197,12 @@ def tournament(qt: Quotas, jobs: Jobs, js: JobState, run: Run, first: int, n: in
     cohorts (and of ClusterQueues without a cohort) never compete for quota; Kueue takes them in no set
     order, the replay in queue order (priority, FIFO, job id).
     """
-    for r in range(3):
+    for r in range(qt.nominal.shape[0]):
         node_usage(qt, run, r)
     num_cq = run.queues.shape[1]
     num_nodes = qt.parent.shape[0]
     for i in range(first, n):
-        _path_shares(qt, jobs, i)
+        _path_shares(qt, jobs, js, i)
     for x in range(num_nodes):
         qt.winner[x] = -1
     best = -1

@@ -714,18 +714,17 @@ def model_columns(quotas: KueueQuotas, usage: np.ndarray) -> dict[str, np.ndarra
     samples = usage.shape[2]
     share = np.zeros((num_cq, samples))
     width = len(RESOURCES)
+    lend = lendable(quotas)
     for q in range(num_cq):
-        p = int(quotas.parent[q])
-        if p < 0:
+        if int(quotas.parent[q]) < 0:
             continue
         for r in range(width):
-            # fair_sharing.go: B_r and L_r sum over the flavors of resource r.
+            # fair_sharing.go: B_r sums over the flavors of resource r, L_r over the tree's.
             rows = [row for row in range(r, quotas.rows, width) if quotas.covered[row, q]]
-            lendable = sum(potential_available(quotas, subtree, p, row) for row in rows)
-            if not rows or lendable <= 0:
+            if not rows or lend[r, q] <= 0:
                 continue
             borrowed = sum(np.maximum(0, usage[row, q] - subtree[row, q]) for row in rows)
-            share[q] = np.maximum(share[q], borrowed * 1000.0 / lendable)
+            share[q] = np.maximum(share[q], borrowed * 1000.0 / float(lend[r, q]))
         weight = float(quotas.weight[q])
         borrowing = (usage[:, q] > subtree[:, q, None]).any(axis=0) & (quotas.covered[:, q, None] != 0).any(
             axis=0
@@ -779,14 +778,23 @@ def present(quotas: KueueQuotas) -> Int64Array:
 
 
 def lendable(quotas: KueueQuotas) -> Int64Array:
-    """``[row, node]``: what the node's parent could lend at no usage (``calculateLendable``)."""
+    """``[resource, node]``: what the node's parent could lend of the resource at no usage, over all flavors
+    (``calculateLendable``: the parent's ``potentialAvailable`` summed over the flavor-resources of the
+    tree's root, which holds every one named in the tree); 0 at a root."""
     subtree = quotas.subtree_quota()
-    out = np.zeros((quotas.rows, len(quotas.names)), dtype=np.int64)
+    names = present(quotas)
+    width = len(RESOURCES)
+    out = np.zeros((width, len(quotas.names)), dtype=np.int64)
     for n in range(len(quotas.names)):
         p = int(quotas.parent[n])
-        if p >= 0:
-            for r in range(quotas.rows):
-                out[r, n] = potential_available(quotas, subtree, p, r)
+        if p < 0:
+            continue
+        root = p
+        while int(quotas.parent[root]) >= 0:
+            root = int(quotas.parent[root])
+        for row in range(quotas.rows):
+            if names[row, root]:
+                out[row % width, n] += potential_available(quotas, subtree, p, row)
     return out
 
 
@@ -808,18 +816,15 @@ def share(quotas: KueueQuotas, used: Sequence[Sequence[int]], node: int) -> tupl
     ratio = 0.0
     width = len(RESOURCES)
     for r in range(width):
-        # B_r and L_r sum over the flavors of resource r.
-        borrowed_r, lendable_r = 0, 0
+        # B_r sums the borrowing over the flavors of resource r; L_r (lendable) is summed already.
+        borrowed_r = 0
         for row in range(r, quotas.rows, width):
-            if not names[row, node]:
-                continue
             borrowed = used[row][node] - int(subtree[row, node])
-            if borrowed > 0:
+            if names[row, node] and borrowed > 0:
                 borrowing = True
                 borrowed_r += borrowed
-            lendable_r += int(lend[row, node])
-        if borrowed_r > 0 and lendable_r > 0:
-            ratio = max(ratio, borrowed_r * 1000.0 / float(lendable_r))
+        if borrowed_r > 0 and lend[r, node] > 0:
+            ratio = max(ratio, borrowed_r * 1000.0 / float(lend[r, node]))
     weight = float(quotas.weight[node])
     if not borrowing:
         return (0.0, 0.0)

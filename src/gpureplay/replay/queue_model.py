@@ -370,13 +370,6 @@ def kueue_quotas(policy: Policy, jobs: pl.DataFrame, nodes: pl.DataFrame) -> Kue
         fair_strategies=FairSharingStrategies[_name(policy.fair_sharing_strategies)],
     )
     _refuse_unmodelled_preemption(quotas, manifests)
-    if quotas.fair_sharing and len(quotas.flavors) > 1:
-        raise InputError.single(
-            f"Kueue's fair sharing with several ResourceFlavors ({', '.join(quotas.flavors)} in "
-            f"{quotas.source}) is not modelled yet: use one flavor, or classical Kueue",
-            "config",
-            column="scheduler.fair_sharing",
-        )
     if quotas.fair_strategies is not FairSharingStrategies.both and not preempts(quotas):
         # Read only by a preempting ClusterQueue: with none, a chosen strategy would change nothing.
         raise InputError.single(
