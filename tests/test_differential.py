@@ -632,6 +632,22 @@ def _in_queues(draw: st.DrawFn, jobs: pl.DataFrame) -> pl.DataFrame:
 _PREEMPTING = ("withinClusterQueue", "reclaimWithinCohort")
 
 
+def _kueue_policy(draw: st.DrawFn, text: str, **change: Any) -> Policy:
+    # A Kueue policy over manifests ``text``: a drawn scorer, periodic cycles or not, and ``change``.
+    return Policy(
+        name="kueue",
+        queue_order=QueueOrder.priority,
+        backfill=Backfill.skip,
+        node_placement=draw(st.sampled_from(["best_fit", "first_fit", "worst_fit", "random"])),
+        gpu_placement=draw(st.sampled_from(["best_fit", "first_fit"])),
+        session_interval=draw(st.sampled_from([0.0, 0.0, 2.0])),
+        queues=QueueModel.kueue,
+        quotas=QuotaSource.manifests,
+        manifests=_manifest_file(text),
+        **change,
+    )
+
+
 @st.composite
 def kueue_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
     """A small case with a Kueue quota tree over its queues and a Kueue policy (scorer, periodic or not)."""
@@ -642,16 +658,9 @@ def kueue_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
     fair = draw(st.booleans())
     queues = tuple(sorted(set(jobs["queue"].to_list())))
     text = draw(kueue_manifests(queues, preemption=preempting, nested=not (preempting and fair)))
-    policy = Policy(
-        name="kueue",
-        queue_order=QueueOrder.priority,
-        backfill=Backfill.skip,
-        node_placement=draw(st.sampled_from(["best_fit", "first_fit", "worst_fit", "random"])),
-        gpu_placement=draw(st.sampled_from(["best_fit", "first_fit"])),
-        session_interval=draw(st.sampled_from([0.0, 0.0, 2.0])),
-        queues=QueueModel.kueue,
-        quotas=QuotaSource.manifests,
-        manifests=_manifest_file(text),
+    policy = _kueue_policy(
+        draw,
+        text,
         fair_sharing=fair,
         # A strategy is read (and may be chosen) only where some ClusterQueue may preempt.
         fair_sharing_strategies=draw(st.sampled_from(list(FairSharingStrategies)))
@@ -683,16 +692,9 @@ def kueue_flavor_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Pol
     models = tuple(sorted(set(nodes.filter(pl.col("num_gpus") > 0)["gpu_model"].drop_nulls().to_list())))
     queues = tuple(sorted(set(jobs["queue"].to_list())))
     text = draw(kueue_manifests(queues, models=models))
-    policy = Policy(
-        name="kueue",
-        queue_order=QueueOrder.priority,
-        backfill=Backfill.skip,
-        node_placement=draw(st.sampled_from(["best_fit", "first_fit", "worst_fit", "random"])),
-        gpu_placement=draw(st.sampled_from(["best_fit", "first_fit"])),
-        session_interval=draw(st.sampled_from([0.0, 0.0, 2.0])),
-        queues=QueueModel.kueue,
-        quotas=QuotaSource.manifests,
-        manifests=_manifest_file(text),
+    policy = _kueue_policy(
+        draw,
+        text,
         kueue_admission=draw(st.sampled_from([KueueAdmission.placement, KueueAdmission.quota])),
         fair_sharing=draw(st.booleans()),
     )

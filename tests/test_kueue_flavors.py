@@ -15,6 +15,7 @@ import polars as pl
 import pytest
 from tests.reference.simulator import simulate as reference_simulate
 from tests.reference.strategies import jobs_frame, nodes_frame
+from tests.test_kueue_quota import KUEUE
 
 from gpureplay.config import compose_config
 from gpureplay.errors import InputError
@@ -23,22 +24,8 @@ from gpureplay.queues.kueue_quota import assign_flavors, borrow_height, manifest
 from gpureplay.queues.manifests import read_manifests
 from gpureplay.replay.simulate import Replay, simulate
 from gpureplay.schedulers.policy import (
-    Backfill,
     KueueAdmission,
     Policy,
-    QueueModel,
-    QueueOrder,
-    QuotaSource,
-)
-
-KUEUE = Policy(
-    name="kueue",
-    queue_order=QueueOrder.priority,
-    backfill=Backfill.skip,
-    node_placement="best_fit",
-    gpu_placement="best_fit",
-    queues=QueueModel.kueue,
-    quotas=QuotaSource.manifests,
 )
 
 #: GPU Feature Discovery's product labels: the catalog matches them to the node list's A100-80GB and V100.
