@@ -303,3 +303,83 @@ def test_the_philly_flavor_examples_split_each_vc_between_the_two_machine_types(
     per_flavor = quotas.nominal[[0, 3], : quotas.num_cluster_queues].sum(axis=1) // 1000
     assert per_flavor.tolist() == [1827, 637]
     assert quotas.try_next_flavor == (folder.endswith("try-next"),) * quotas.num_cluster_queues
+
+
+#: Flavors without node labels (quota only): Kueue's own test cases name them so.
+PLAIN_FLAVORS = "---\n".join(
+    f"apiVersion: kueue.x-k8s.io/v1beta1\nkind: ResourceFlavor\nmetadata:\n  name: {name}\n"
+    for name in ("on-demand", "spot", "one", "two")
+)
+
+#: Four 8-GPU nodes: room for every job below, so only quota decides.
+ROOMY = nodes_frame([{"gpu_model": "V100", "num_gpus": 8}] * 4)
+
+
+def spread(job_id: int, t: float, queue: str, gpus: int) -> dict:
+    """A job of ``gpus`` one-GPU pods (fits the nodes in any quota outcome)."""
+    return {**job(job_id, t, queue, 1), "num_pods": gpus}
+
+
+def limited_queue(name: str, quotas: list[tuple[str, int, int | None]], extra: str = "") -> str:
+    """A ClusterQueue of cohort "all" with (flavor, nominal GPUs, borrowingLimit) in order."""
+    text = f"apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata:\n  name: {name}\nspec:\n"
+    text += "  cohort: all\n" + extra
+    text += '  resourceGroups:\n  - coveredResources: ["nvidia.com/gpu"]\n    flavors:\n'
+    for flavor, nominal, borrowing in quotas:
+        text += f"    - name: {flavor}\n      resources:\n      - name: nvidia.com/gpu\n"
+        text += f"        nominalQuota: {nominal}\n"
+        if borrowing is not None:
+            text += f"        borrowingLimit: {borrowing}\n"
+    return text
+
+
+@pytest.mark.parametrize(("when_can_borrow", "borrowed"), [("TryNextFlavor", 0.0), ("MayStopSearch", 1.0)])
+def test_kueues_try_next_flavor_instead_of_borrowing(
+    tmp_path: Path, when_can_borrow: str, borrowed: float
+) -> None:
+    """Kueue's integration test "Should try next flavor instead of borrowing" (test/integration/scheduler,
+    CPUs read as GPUs): prod-cq holds on-demand 10 (borrowingLimit 10); dev-cq on-demand 10 (10) then spot 11,
+    whenCanBorrow TryNextFlavor. prod's 9-GPU job takes on-demand; dev's 11-GPU job fits on-demand only by
+    borrowing prod's idle 1, so it goes to spot (Kueue expects "spot-tainted"): dev borrows nothing. Under
+    MayStopSearch it stays on on-demand and borrows 1."""
+    fungibility = f"  flavorFungibility:\n    whenCanBorrow: {when_can_borrow}\n"
+    path = tmp_path / "queues.yaml"
+    path.write_text(
+        "---\n".join(
+            [
+                PLAIN_FLAVORS,
+                limited_queue("prod-cq", [("on-demand", 10, 10)]),
+                limited_queue("dev-cq", [("on-demand", 10, 10), ("spot", 11, None)], fungibility),
+            ]
+        )
+    )
+    policy = replace(KUEUE, manifests=str(path))
+    jobs = jobs_frame([spread(1, 0.0, "prod-cq", 9), spread(2, 1.0, "dev-cq", 11)])
+    for replay in both(jobs, policy, ROOMY):
+        assert starts(replay) == {1: 0.0, 2: 1.0}
+        dev = replay.queues.filter((pl.col("time") == 10.0) & (pl.col("queue") == "dev-cq"))
+        assert dev.select("usage_gpu", "nominal_gpu", "borrowed_gpu").rows() == [(11.0, 21.0, borrowed)]
+
+
+def test_kueues_borrow_try_next_flavor_found_the_first_flavor(tmp_path: Path) -> None:
+    """Kueue's flavorassigner_test case "borrow try next flavor, found the first flavor" (CPUs read as GPUs):
+    flavor one 10 (borrowingLimit 1), two 1, TryNextFlavor; one already uses 2; the secondary ClusterQueue
+    lends one 1. A 9-GPU request fits one only by borrowing (2 + 9 > 10, within 10 + 1) and two not at all,
+    so one is kept, borrowing 1 (Kueue's ``Borrowing: 1``)."""
+    fungibility = "  flavorFungibility:\n    whenCanBorrow: TryNextFlavor\n"
+    path = tmp_path / "queues.yaml"
+    path.write_text(
+        "---\n".join(
+            [
+                PLAIN_FLAVORS,
+                limited_queue("test-clusterqueue", [("one", 10, 1), ("two", 1, None)], fungibility),
+                limited_queue("test-secondary-clusterqueue", [("one", 1, None)]),
+            ]
+        )
+    )
+    policy = replace(KUEUE, manifests=str(path))
+    jobs = jobs_frame([spread(1, 0.0, "test-clusterqueue", 2), spread(2, 1.0, "test-clusterqueue", 9)])
+    for replay in both(jobs, policy, ROOMY):
+        assert starts(replay) == {1: 0.0, 2: 1.0}
+        mine = replay.queues.filter((pl.col("time") == 10.0) & (pl.col("queue") == "test-clusterqueue"))
+        assert mine.select("usage_gpu", "nominal_gpu", "borrowed_gpu").rows() == [(11.0, 11.0, 1.0)]
