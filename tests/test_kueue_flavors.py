@@ -22,6 +22,7 @@ from gpureplay.errors import InputError
 from gpureplay.experiment import prepare_inputs
 from gpureplay.queues.kueue_quota import assign_flavors, borrow_height, manifest_quotas
 from gpureplay.queues.manifests import read_manifests
+from gpureplay.queues.tree import describe_tree
 from gpureplay.replay.simulate import Replay, simulate
 from gpureplay.schedulers.policy import (
     KueueAdmission,
@@ -383,3 +384,60 @@ def test_kueues_borrow_try_next_flavor_found_the_first_flavor(tmp_path: Path) ->
         assert starts(replay) == {1: 0.0, 2: 1.0}
         mine = replay.queues.filter((pl.col("time") == 10.0) & (pl.col("queue") == "test-clusterqueue"))
         assert mine.select("usage_gpu", "nominal_gpu", "borrowed_gpu").rows() == [(11.0, 11.0, 1.0)]
+
+
+def tainted(name: str, label: str, tolerations: str = "") -> str:
+    """A ResourceFlavor selecting ``label``'s nodes that taints them ``spot=true:NoSchedule``."""
+    return (
+        f"apiVersion: kueue.x-k8s.io/v1beta1\nkind: ResourceFlavor\nmetadata:\n  name: {name}\nspec:\n"
+        f"  nodeLabels:\n    nvidia.com/gpu.product: {label}\n"
+        '  nodeTaints:\n  - key: spot\n    value: "true"\n    effect: NoSchedule\n' + tolerations
+    )
+
+
+@pytest.mark.parametrize("tolerated", [False, True])
+def test_a_flavor_whose_taints_the_jobs_do_not_tolerate_is_never_assigned(
+    tmp_path: Path, tolerated: bool
+) -> None:
+    """team tries spot (the V100 node, tainted spot=true:NoSchedule; 8 GPUs of quota) before on-demand (the
+    A100 node, 8). The trace's jobs carry no tolerations, so Kueue's flavor check skips spot
+    (``FindMatchingUntoleratedTaint``): job 1 takes on-demand, job 2 waits for it (100). A toleration in the
+    flavor's own spec.tolerations (added to the pods Kueue admits with it) makes spot usable: job 1 takes
+    spot, job 2 on-demand, both at 0."""
+    toleration = "  tolerations:\n  - key: spot\n    operator: Exists\n    effect: NoSchedule\n"
+    path = tmp_path / "queues.yaml"
+    path.write_text(
+        "---\n".join(
+            [
+                tainted("spot", "Tesla-V100-SXM2-16GB", toleration if tolerated else ""),
+                FLAVORS.split("---\n")[0].replace("a100", "on-demand"),
+                cluster_queue("team", {"spot": 8, "on-demand": 8}),
+            ]
+        )
+    )
+    jobs = jobs_frame([job(1, 0.0, "team", 8), job(2, 0.0, "team", 8)])
+    for replay in both(jobs, replace(KUEUE, manifests=str(path))):
+        assert starts(replay) == ({1: 0.0, 2: 0.0} if tolerated else {1: 0.0, 2: 100.0})
+    described = "\n".join(describe_tree(read_manifests(path).tree))
+    assert ("untolerated taints spot=true:NoSchedule: never assigned" in described) is not tolerated
+
+
+def test_a_group_left_with_no_tolerated_flavor_is_refused_naming_the_field(tmp_path: Path) -> None:
+    path = tmp_path / "queues.yaml"
+    path.write_text(
+        "---\n".join([tainted("spot", "Tesla-V100-SXM2-16GB"), cluster_queue("team", {"spot": 8})])
+    )
+    with pytest.raises(InputError) as info:
+        simulate(jobs_frame([job(1, 0.0, "team", 1)]), NODES, replace(KUEUE, manifests=str(path)))
+    message = str(info.value)
+    assert "document 2, key 'spec.resourceGroups[0].flavors'" in message
+    assert "every flavor of this resource group taints its nodes (spot=true:NoSchedule)" in message
+    assert "add a matching toleration to the ResourceFlavor's spec.tolerations" in message
+    bad = path.read_text().replace("effect: NoSchedule", "effect: Sometimes")
+    path.write_text(bad)
+    with pytest.raises(InputError) as info:
+        read_manifests(path)
+    assert (
+        "key 'spec.nodeTaints[0].effect': must be one of ['NoSchedule', 'NoExecute', 'PreferNoSchedule']"
+        in (str(info.value))
+    )

@@ -542,6 +542,44 @@ def _check_covered(
             )
 
 
+def _check_tolerated(
+    jobs: pl.DataFrame,
+    queue_map: Mapping[str, str],
+    cqs: Sequence[ClusterQueue],
+    groups: Sequence[tuple[FlavorGroup, ...]],
+    flavors: Mapping[str, ResourceFlavor],
+    source: str,
+) -> None:
+    # Kueue never assigns a flavor whose NoSchedule / NoExecute taints the pods do not tolerate; a group left
+    # with none would keep its ClusterQueue's jobs pending for ever, which a replay reports instead.
+    numbered = jobs if "source_row" in jobs.columns else jobs.with_row_index("source_row", offset=1)
+    problems: list[Problem] = []
+    for q, cq in enumerate(cqs):
+        queues = [name for name, target in queue_map.items() if target == cq.name]
+        for g, (resources, slots) in enumerate(groups[q]):
+            if slots or not queues:
+                continue
+            columns = [("gpu_milli", "cpu_milli", "mem_mib")[r] for r in resources]
+            asking = numbered.filter(pl.col("queue").is_in(queues) & pl.any_horizontal(pl.col(columns) > 0))
+            if not asking.height:
+                continue
+            taints = sorted(
+                {f"{t.key}={t.value}:{t.effect}" for f in flavors.values() for t in f.untolerated()}
+            )
+            asked = ", ".join(RESOURCES[r][0] for r in resources)
+            problems.append(
+                cq.origin.problem(
+                    f"every flavor of this resource group taints its nodes ({', '.join(taints)}) and the "
+                    f"trace's jobs carry no tolerations: Kueue would never admit the {asking.height} jobs of "
+                    f"{cq.name!r} that ask for {asked} (add a matching toleration to the ResourceFlavor's "
+                    "spec.tolerations)",
+                    f"spec.resourceGroups[{g}].flavors",
+                )
+            )
+    if problems:
+        raise InputError(problems)
+
+
 def manifest_quotas(
     manifests: ManifestSet, jobs: pl.DataFrame, gpu_models: Sequence[str], source: str
 ) -> KueueQuotas:
@@ -601,6 +639,9 @@ def manifest_quotas(
             _fill(explicit[name], n, arrays, slots)
             weight[n] = explicit[name].fair_sharing_weight
     covered = np.zeros((len(RESOURCES) * len(slots), len(cqs)), dtype=np.int64)
+    by_name = {f.name: f for f in tree.flavors}
+    # A flavor whose nodeTaints the jobs do not tolerate is never assigned; its quota still counts and lends.
+    barred = {name for name, flavor in by_name.items() if flavor.untolerated()}
     groups: list[tuple[FlavorGroup, ...]] = []
     for q, cq in enumerate(cqs):
         in_groups: list[FlavorGroup] = []
@@ -608,15 +649,16 @@ def manifest_quotas(
             resources = tuple(
                 r for r in (_resource_index(name) for name in group.covered_resources) if r is not None
             )
-            flavor_slots = tuple(slots[f.name] for f in group.flavors)
-            for f in flavor_slots:
+            for f in group.flavors:
                 for r in resources:
-                    covered[f * len(RESOURCES) + r, q] = 1
-            if resources and flavor_slots:
-                in_groups.append((resources, flavor_slots))
+                    covered[slots[f.name] * len(RESOURCES) + r, q] = 1
+            if resources and group.flavors:
+                in_groups.append(
+                    (resources, tuple(slots[f.name] for f in group.flavors if f.name not in barred))
+                )
         groups.append(tuple(in_groups))
     _check_covered(jobs, queue_map, cqs, covered, source)
-    by_name = {f.name: f for f in tree.flavors}
+    _check_tolerated(jobs, queue_map, cqs, groups, by_name, source)
     return KueueQuotas(
         names=names,
         num_cluster_queues=len(cqs),

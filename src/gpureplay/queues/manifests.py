@@ -18,7 +18,7 @@ Every field is sorted into one of three bins:
 - ignored: does not change scheduling (``metadata.labels``, ``annotations``, ``status``,
   ``description``, KAI ``displayName``, ...), listed in :attr:`ManifestSet.ignored`;
 - not modelled: changes scheduling but the simulator does not model it (Kueue
-  ``admissionChecks``, ``stopPolicy``, flavor ``nodeTaints``; Volcano ``extendClusters``;
+  ``admissionChecks``, ``stopPolicy``, flavor ``topologyName``; Volcano ``extendClusters``;
   KAI ``preemptMinRuntime``, ...), or not part of the API at all. Either is an error
   naming the file, the document and the field path, so a what-if never silently drops
   a setting. A not-modelled field written with its API default (``stopPolicy: None``,
@@ -53,6 +53,8 @@ from gpureplay.errors import InputError, Problem
 from gpureplay.queues.tree import (
     GPU_MODEL_LABELS,
     KAI_RESOURCES,
+    TAINT_EFFECTS,
+    TOLERATION_OPERATORS,
     ClusterQueue,
     Cohort,
     FlavorQuotas,
@@ -67,6 +69,8 @@ from gpureplay.queues.tree import (
     ResourceFlavor,
     ResourceGroup,
     ResourceQuota,
+    Taint,
+    Toleration,
     VolcanoQueue,
     validate_tree,
 )
@@ -146,8 +150,11 @@ _LOCAL_QUEUE: dict[str, Schema] = {
 
 _FLAVOR: dict[str, Schema] = {
     "nodeLabels": LEAF,
-    "nodeTaints": UNMODELLED,
-    "tolerations": UNMODELLED,
+    # Taints the flavor's pods must tolerate, and the tolerations Kueue adds to them (flavor assignment).
+    "nodeTaints": [{"key": LEAF, "value": LEAF, "effect": LEAF, "timeAdded": IGNORE}],
+    "tolerations": [
+        {"key": LEAF, "operator": LEAF, "value": LEAF, "effect": LEAF, "tolerationSeconds": IGNORE}
+    ],
     "topologyName": UNMODELLED,
 }
 
@@ -410,6 +417,45 @@ class _Reader:
         return {str(k): self.quantity(v, f"{path}.{k}") for k, v in value.items()}
 
 
+def _enum(read: _Reader, value: Any, path: str, default: str, allowed: tuple[str, ...]) -> str:
+    found = read.text(value, path, default) or default
+    if found not in allowed:
+        read.doc.problem(f"must be one of {list(allowed)} (found {found!r})", path)
+    return found
+
+
+def _taints(read: _Reader, value: Any) -> tuple[Taint, ...]:
+    found = []
+    for i, item in enumerate(_list(value)):
+        item = _mapping(item)
+        path = f"spec.nodeTaints[{i}]"
+        key = read.text(item.get("key"), f"{path}.key", "")
+        if not key:
+            read.doc.problem("is required", f"{path}.key")
+        effect = _enum(read, item.get("effect"), f"{path}.effect", "", TAINT_EFFECTS)
+        found.append(Taint(key, read.text(item.get("value"), f"{path}.value", ""), effect))
+    return tuple(found)
+
+
+def _tolerations(read: _Reader, spec: Mapping[str, Any]) -> tuple[Toleration, ...]:
+    found = []
+    for i, item in enumerate(_list(spec.get("tolerations"))):
+        item = _mapping(item)
+        path = f"spec.tolerations[{i}]"
+        effect = read.text(item.get("effect"), f"{path}.effect", "")
+        if effect:
+            _enum(read, effect, f"{path}.effect", "", TAINT_EFFECTS)
+        found.append(
+            Toleration(
+                key=read.text(item.get("key"), f"{path}.key", ""),
+                operator=_enum(read, item.get("operator"), f"{path}.operator", "Equal", TOLERATION_OPERATORS),
+                value=read.text(item.get("value"), f"{path}.value", ""),
+                effect=effect,
+            )
+        )
+    return tuple(found)
+
+
 def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
@@ -463,7 +509,9 @@ def _build(doc: _Document, data: Mapping[str, Any], namespace: str | None) -> ob
     if doc.kind == "ResourceFlavor":
         labels = {str(k): str(v) for k, v in _mapping(spec.get("nodeLabels")).items()}
         model = next((labels[k] for k in GPU_MODEL_LABELS if k in labels), None)
-        return ResourceFlavor(name, labels, model, origin)
+        return ResourceFlavor(
+            name, labels, model, origin, _taints(read, spec.get("nodeTaints")), _tolerations(read, spec)
+        )
     if doc.kind == "ClusterQueue":
         pre = _mapping(spec.get("preemption"))
         borrow = _mapping(pre.get("borrowWithinCohort"))

@@ -92,19 +92,68 @@ class Origin:
 # --------------------------------------------------------------------------- Kueue
 
 
+#: Taint effects (``corev1.TaintEffect``); Kueue's flavor check counts the first two only.
+TAINT_EFFECTS = ("NoSchedule", "NoExecute", "PreferNoSchedule")
+#: Toleration operators (``corev1.TolerationOperator``; empty means Equal).
+TOLERATION_OPERATORS = ("Equal", "Exists")
+
+
+@dataclass(frozen=True)
+class Taint:
+    """A ``spec.nodeTaints[]`` entry of a ResourceFlavor."""
+
+    key: str
+    value: str = ""
+    effect: str = "NoSchedule"
+
+
+@dataclass(frozen=True)
+class Toleration:
+    """A ``spec.tolerations[]`` entry of a ResourceFlavor (empty key with Exists: every taint; empty effect:
+    every effect)."""
+
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+    def tolerates(self, taint: Taint) -> bool:
+        """``corev1.Toleration.ToleratesTaint``."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator == "Exists":
+            return True
+        return bool(self.key) and self.value == taint.value
+
+
 @dataclass(frozen=True)
 class ResourceFlavor:
     """Kueue ``ResourceFlavor``: a kind of node, here the GPU model its nodes carry.
 
     ``gpu_model`` is read from the first of :data:`GPU_MODEL_LABELS` found in
     ``spec.nodeLabels``; ``None`` means a flavor without a GPU-model label (CPU nodes,
-    or any GPU).
+    or any GPU). ``node_taints`` / ``tolerations``: ``spec.nodeTaints`` and the tolerations Kueue adds
+    to the pods it admits with the flavor.
     """
 
     name: str
     node_labels: Mapping[str, str] = field(default_factory=dict)
     gpu_model: str | None = None
     origin: Origin = field(default_factory=Origin)
+    node_taints: tuple[Taint, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+
+    def untolerated(self) -> tuple[Taint, ...]:
+        """The taints that keep a workload off this flavor: ``flavorassigner.go`` ``checkFlavorForPodSets``
+        (``FindMatchingUntoleratedTaint`` over NoSchedule and NoExecute taints, with the pod's tolerations
+        and the flavor's own). A trace's jobs carry no tolerations of their own."""
+        return tuple(
+            t
+            for t in self.node_taints
+            if t.effect in ("NoSchedule", "NoExecute") and not any(x.tolerates(t) for x in self.tolerations)
+        )
 
 
 @dataclass(frozen=True)
@@ -648,7 +697,14 @@ def _children(parent_of: Mapping[str, str | None], names: Iterable[str]) -> dict
 
 def _kueue_lines(tree: QueueTree) -> list[str]:
     lines = [
-        f"ResourceFlavor {f.name}" + (f" (GPU model {f.gpu_model})" if f.gpu_model else "")
+        f"ResourceFlavor {f.name}"
+        + (f" (GPU model {f.gpu_model})" if f.gpu_model else "")
+        + (
+            f"; untolerated taints {', '.join(f'{t.key}={t.value}:{t.effect}' for t in f.untolerated())}: "
+            "never assigned"
+            if f.untolerated()
+            else ""
+        )
         for f in tree.flavors
     ]
     cohorts = tree.cohort_names()

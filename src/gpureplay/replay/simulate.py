@@ -489,11 +489,13 @@ def _warm_up_cluster_queue(policy: Policy) -> tuple[str, list[str]]:
     # with the manifests).
     tree = read_manifests(manifest_path(policy)).tree
     models = {f.name: f.gpu_model for f in tree.flavors}
+    barred = {f.name for f in tree.flavors if f.untolerated()}  # never assigned: no place for the job
     selected = list(dict.fromkeys(m for m in models.values() if m is not None))
     for cq in tree.cluster_queues:
         for group in cq.resource_groups:
-            if GPU_RESOURCE in group.covered_resources and group.flavors:
-                first = models.get(group.flavors[0].name)
+            usable = [f for f in group.flavors if f.name not in barred]
+            if GPU_RESOURCE in group.covered_resources and usable:
+                first = models.get(usable[0].name)
                 ordered = [first] if first is not None else []
                 return cq.name, ordered + [m for m in selected if m != first]
     return "default", selected
