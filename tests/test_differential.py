@@ -685,18 +685,21 @@ def test_kueue_quotas_agree(
 @st.composite
 def kueue_flavor_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
     """:func:`kueue_cases` with several ResourceFlavors selecting the cluster's GPU models (or any node), each
-    ClusterQueue drawing 1-3 of them for its GPUs in its own order and its ``whenCanBorrow``; fair sharing
-    or not, no preemption (refused with several flavors). Admission by quota half the time."""
+    ClusterQueue drawing 1-3 of them for its GPUs in its own order and its ``whenCanBorrow``; or, a third of
+    the time, classical preemption (``spec.preemption`` drawn) with one flavor per ClusterQueue; fair sharing
+    or not (not with preemption). Admission by quota half the time."""
     jobs, nodes = draw(cases(max_jobs=40))
     jobs = _in_queues(draw, jobs)
     models = tuple(sorted(set(nodes.filter(pl.col("num_gpus") > 0)["gpu_model"].drop_nulls().to_list())))
     queues = tuple(sorted(set(jobs["queue"].to_list())))
-    text = draw(kueue_manifests(queues, models=models))
+    preempting = draw(st.sampled_from([False, False, True]))
+    text = draw(kueue_manifests(queues, preemption=preempting, models=models))
     policy = _kueue_policy(
         draw,
         text,
         kueue_admission=draw(st.sampled_from([KueueAdmission.placement, KueueAdmission.quota])),
-        fair_sharing=draw(st.booleans()),
+        fair_sharing=not preempting and draw(st.booleans()),
+        graceful_termination=draw(st.sampled_from([0.0, 2.5, 30.0])),
     )
     return jobs, nodes, policy
 
@@ -742,18 +745,32 @@ def test_pods_ready_agrees(
 
 
 @st.composite
-def cohort_preemption_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
+def cohort_preemption_cases(
+    draw: st.DrawFn, flavored: bool = False
+) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
     """Kueue where preemption happens: three ClusterQueues in a flat cohort (weights drawn, some 0), one of
     which fills the cohort at 0 (borrowing the others' quota), then the others' jobs of mixed priority
     arrive and preempt, under fair sharing's strategies or (a third of the cases) the classical targets,
     sometimes with borrowWithinCohort; sometimes within a queue too. Classical cases are half the time a
     cohort tree: each ClusterQueue in the root or in one of two inner cohorts, sometimes with lending
-    limits and a root quota (Kueue's hierarchical candidates and advantage)."""
-    fair = draw(st.integers(0, 2)) > 0
+    limits and a root quota (Kueue's hierarchical candidates and advantage). ``flavored``: classical only,
+    V100 and A100 nodes, and each ClusterQueue's quota in one of three flavors (V100 nodes, A100 nodes, any
+    node): quotas and candidates per flavor, victims freeing their flavor's nodes."""
+    fair = not flavored and draw(st.integers(0, 2)) > 0
     nested = not fair and draw(st.booleans())
     names = ("vc-a", "vc-b", "vc-c")
-    nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": 8}] * draw(st.integers(1, 3)))
+    v100 = [{"gpu_model": "V100", "num_gpus": 8}] * draw(st.integers(1, 3))
+    a100 = [{"gpu_model": "A100-80GB", "num_gpus": 8}] * (draw(st.integers(1, 2)) if flavored else 0)
+    nodes = nodes_frame(v100 + a100)
     docs = ["apiVersion: kueue.x-k8s.io/v1beta1\nkind: ResourceFlavor\nmetadata:\n  name: f\n"]
+    flavor_names = ["f"]
+    if flavored:
+        for name, label in (("fv", "V100"), ("fa", "A100-80GB")):
+            docs.append(
+                f"apiVersion: kueue.x-k8s.io/v1beta1\nkind: ResourceFlavor\nmetadata:\n  name: {name}\n"
+                f"spec:\n  nodeLabels:\n    nvidia.com/gpu.product: {label}\n"
+            )
+        flavor_names = ["fv", "fv", "fa", "f"]
     if nested:
         root = draw(st.sampled_from([0, 0, 2, 4]))
         docs.append(
@@ -788,7 +805,17 @@ def cohort_preemption_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame
             "      resources:\n      - name: nvidia.com/gpu\n"
             f"        nominalQuota: {gpus}\n" + ("" if lend is None else f"        lendingLimit: {lend}\n")
         )
+        if flavored:
+            flavor = draw(st.sampled_from(flavor_names))
+            docs[-1] = docs[-1].replace("    - name: f\n", f"    - name: {flavor}\n")
     hog = draw(st.sampled_from(names))
+    if flavored and draw(st.booleans()):
+        # The hog does not preempt and holds quota in two flavors: its jobs, the victims, in either.
+        i = 1 + 2 + names.index(hog) + (3 if nested else 0)
+        quota = docs[i][docs[i].index("      resources:") :]
+        head = docs[i][: docs[i].index("  preemption:")]
+        groups = '  resourceGroups:\n  - coveredResources: ["nvidia.com/gpu"]\n    flavors:\n'
+        docs[i] = f"{head}{groups}    - name: fv\n{quota}    - name: fa\n{quota}"
     rows = []
     sizes = st.sampled_from([(1, 1000), (1, 2000), (1, 4000), (2, 2000), (1, 500)])
     for _ in range(draw(st.integers(3, 10))):
@@ -837,6 +864,16 @@ def cohort_preemption_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame
 @settings(max_examples=40, **SETTINGS)
 @given(case=cohort_preemption_cases(), sample_interval=sample_intervals, seed=seeds)
 def test_kueue_cohort_preemption_agrees(
+    case: tuple[pl.DataFrame, pl.DataFrame, Policy], sample_interval: float, seed: int
+) -> None:
+    jobs, nodes, policy = case
+    assert_agree(jobs, nodes, policy, seed=seed, sample_interval=sample_interval)
+
+
+# Kueue's classical preemption with quotas in several flavors (one per ClusterQueue).
+@settings(max_examples=25, **SETTINGS)
+@given(case=cohort_preemption_cases(flavored=True), sample_interval=sample_intervals, seed=seeds)
+def test_kueue_flavor_preemption_agrees(
     case: tuple[pl.DataFrame, pl.DataFrame, Policy], sample_interval: float, seed: int
 ) -> None:
     jobs, nodes, policy = case

@@ -240,7 +240,7 @@ def test_unmodelled_flavor_configurations_are_refused_naming_the_field(tmp_path:
     with pytest.raises(InputError) as info:
         simulate(jobs, NODES, preempting)
     assert "spec.preemption" in str(info.value)
-    assert "preemption with several ResourceFlavors (a100, v100) is not modelled yet" in str(info.value)
+    assert "resource group 0 lists several flavors is not modelled yet" in str(info.value)
 
 
 @pytest.mark.parametrize("fair", [False, True])
@@ -267,6 +267,30 @@ def test_the_dominant_resource_share_sums_a_resource_over_its_flavors(tmp_path: 
             ("team-a", 10.0, 8.0, 2.0, 0.0, 125.0),
             ("team-b", 1.0, 8.0, 0.0, 2.0, 0.0),
         ]
+
+
+def test_preemption_looks_for_victims_in_the_flavor_that_needs_it(tmp_path: Path) -> None:
+    """One flavor per ClusterQueue, two in the cohort: team-a (v100 8, reclaimWithinCohort Any), team-b
+    (v100 0), team-c (a100 0), team-d (a100 8, idle). At 0 team-b borrows team-a's 8 V100 GPUs (job 1,
+    priority 1) and team-c team-d's 8 A100 GPUs (job 2, priority 0). At 10 team-a's job 3 needs preemption in
+    v100 only: team-c is above its nominal quota too, and its job has the lowest priority, but in a100, so it
+    is no candidate; job 1 is evicted and job 3 starts when it has left the V100 node (40, 30 s grace)."""
+    reclaim = "  preemption:\n    reclaimWithinCohort: Any\n"
+    policy = manifests(
+        tmp_path,
+        cluster_queue("team-a", {"v100": 8}, cohort="c", extra=reclaim),
+        cluster_queue("team-b", {"v100": 0}, cohort="c"),
+        cluster_queue("team-c", {"a100": 0}, cohort="c"),
+        cluster_queue("team-d", {"a100": 8}, cohort="c"),
+    )
+    rows = [
+        {**job(1, 0.0, "team-b", 8, duration=1000.0), "priority": 1},
+        {**job(2, 0.0, "team-c", 8, duration=1000.0), "priority": 0},
+        {**job(3, 10.0, "team-a", 8), "priority": 2},
+    ]
+    for replay in both(jobs_frame(rows), policy):
+        assert starts(replay) == {1: 0.0, 2: 0.0, 3: 40.0}
+        assert dict(replay.jobs.select("job_id", "preemptions").iter_rows()) == {1: 1, 2: 0, 3: 0}
 
 
 def test_reclaim_policies_stay_modelled_with_one_flavor(tmp_path: Path) -> None:

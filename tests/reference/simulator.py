@@ -69,6 +69,7 @@ from gpureplay.queues.kueue_quota import (
     assign_flavors,
     available,
     borrows,
+    first_flavors,
     fits,
     node_usage,
     request_of,
@@ -3465,9 +3466,11 @@ class _Replay:
                     continue
                 any_head = True
                 # [Kueue flavors] the flavor assigner picks each resource group's flavor first.
-                assigned = assign_flavors(quotas, usage, q, self.kueue_request3(job))
-                if assigned is not None:
-                    job.flavors = (assigned[0], assigned[1], assigned[2])
+                asked = self.kueue_request3(job)
+                assigned = assign_flavors(quotas, usage, q, asked)
+                # One that fits nowhere keeps each group's first flavor (where preemption searches).
+                flavors = assigned if assigned is not None else first_flavors(quotas, q, asked)
+                job.flavors = (flavors[0], flavors[1], flavors[2])
                 request = self.kueue_request(job)
                 if assigned is None or not fits(quotas, usage, q, request):
                     if self.kueue_preempt(quotas, q, job):

@@ -532,8 +532,9 @@ class Quotas(NamedTuple):
     adm_head, adm_next, adm_listed
         Per ClusterQueue a list of the jobs that took its quota (first job; per job the next, -1 ends it;
         whether listed), pruned of jobs that no longer hold quota as it is walked.
-    need, cand, cand_wb, order, targets
-        Preemption's work space: ``[resource]`` 1 where the preemptor needs preemption; candidates, whether
+    need, ask, cand, cand_wb, order, targets
+        Preemption's work space: ``[row]`` 1 where the preemptor needs preemption, and its request left at a
+        node of the hierarchical-advantage walk; candidates, whether
         each may be reclaimed only without borrowing (fair sharing: each one's state in the search); their
         order; the targets chosen.
     fs_drop, fs_next
@@ -643,6 +644,7 @@ class Quotas(NamedTuple):
     adm_next: Int64Array
     adm_listed: Int64Array
     need: Int64Array
+    ask: Int64Array
     cand: Int64Array
     cand_wb: Int64Array
     order: Int64Array
@@ -1036,7 +1038,8 @@ def quota_state(
         adm_head=np.full(max(num_cq, 1), -1, dtype=np.int64),
         adm_next=np.full(room, -1, dtype=np.int64),
         adm_listed=np.zeros(room, dtype=np.int64),
-        need=np.zeros(3, dtype=np.int64),
+        need=np.zeros(rows, dtype=np.int64),
+        ask=np.zeros(rows, dtype=np.int64),
         cand=np.zeros(room, dtype=np.int64),
         cand_wb=np.zeros(room, dtype=np.int64),
         order=np.zeros(room, dtype=np.int64),

@@ -53,6 +53,7 @@ from gpureplay.engine.layout import (
     KP_RECLAIM,
     KP_THRESHOLD,
     KP_WITHIN,
+    QUEUE_FIELDS,
     QUOTA_UNSET,
     S_ADMITTED,
     S_RUNNING,
@@ -66,9 +67,12 @@ from gpureplay.engine.quota_tree import (
     RESOURCE_ROWS,
     available,
     fits_quota,
+    flavor_of,
     local_quota,
     node_usage,
+    queue_use,
     request_amount,
+    row_amount,
 )
 
 #: A candidate's state in fair sharing's search (``Quotas.cand_wb``): in the first strategy's pool, taken as a
@@ -91,11 +95,16 @@ FS_INITIAL_SHARE = 2
 
 
 @inline_kernel
-def _move(jobs: Jobs, run: Run, v: int, sign: int) -> None:
-    # Add (sign 1) or remove (-1) job v's request to / from its ClusterQueue's usage.
+def _move(jobs: Jobs, js: JobState, run: Run, v: int, sign: int) -> None:
+    # Add (sign 1) or remove (-1) job v's request to / from its ClusterQueue's usage (and, with several
+    # flavors, to / from its flavors' rows).
     c = jobs.ints[J_TENANT, v]
+    flavored = run.queues.shape[0] > QUEUE_FIELDS
     for r in range(3):
-        run.queues[RESOURCE_ROWS[r], c] += sign * request_amount(jobs, v, r)
+        amount = sign * request_amount(jobs, v, r)
+        run.queues[RESOURCE_ROWS[r], c] += amount
+        if flavored:
+            run.queues[QUEUE_FIELDS + 3 * flavor_of(js, v, r) + r, c] += amount
 
 
 @kernel
@@ -173,13 +182,15 @@ def _reclaims_in_hierarchy(qt: Quotas, r: int, q: int, amount: int) -> bool:
 
 
 @kernel
-def _needs_preemption(qt: Quotas, jobs: Jobs, run: Run, j: int) -> bool:
-    # Fill qt.need: flavorassigner.go fitsResourceQuota's Preempt mode per resource; False on NoFit.
+def _needs_preemption(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int) -> bool:
+    # Fill qt.need: flavorassigner.go fitsResourceQuota's Preempt mode per quota row (the flavors assigned
+    # to j); False on NoFit.
     q = jobs.ints[J_TENANT, j]
     found = False
-    for r in range(3):
+    for r in range(qt.nominal.shape[0]):
         qt.need[r] = 0
-        need = request_amount(jobs, j, r)
+    for r in range(qt.nominal.shape[0]):
+        need = row_amount(jobs, js, j, r)
         if need == 0 or qt.covered[r, q] == 0:
             continue
         node_usage(qt, run, r)
@@ -203,18 +214,18 @@ def _needs_preemption(qt: Quotas, jobs: Jobs, run: Run, j: int) -> bool:
 
 
 @inline_kernel
-def _uses_needed(qt: Quotas, jobs: Jobs, v: int) -> bool:
-    for r in range(3):  # noqa: SIM110 (no generators in kernels)
-        if qt.need[r] != 0 and request_amount(jobs, v, r) > 0:
+def _uses_needed(qt: Quotas, jobs: Jobs, js: JobState, v: int) -> bool:
+    for r in range(qt.nominal.shape[0]):  # noqa: SIM110 (no generators in kernels)
+        if qt.need[r] != 0 and row_amount(jobs, js, v, r) > 0:
             return True
     return False
 
 
 @inline_kernel
 def _above_nominal(qt: Quotas, run: Run, c: int) -> bool:
-    # On some resource that needs preemption, ClusterQueue c uses more than its nominal quota.
-    for r in range(3):  # noqa: SIM110 (no generators in kernels)
-        if qt.need[r] != 0 and run.queues[RESOURCE_ROWS[r], c] > qt.nominal[r, c]:
+    # On some quota row that needs preemption, ClusterQueue c uses more than its nominal quota.
+    for r in range(qt.nominal.shape[0]):
+        if qt.need[r] != 0 and queue_use(run, r, c) > qt.nominal[r, c]:
             return True
     return False
 
@@ -242,12 +253,12 @@ def _still_above(qt: Quotas, run: Run, c: int, lca: int) -> bool:
     n = qt.parent[c]
     if n == lca:
         return True
-    for r in range(3):
+    for r in range(qt.nominal.shape[0]):
         if qt.need[r] != 0:
             node_usage(qt, run, r)
     while n != lca:
         above = False
-        for r in range(3):
+        for r in range(qt.nominal.shape[0]):
             if qt.need[r] != 0 and qt.used[r, n] > qt.subtree[r, n]:
                 above = True
         if not above:
@@ -257,28 +268,27 @@ def _still_above(qt: Quotas, run: Run, c: int, lca: int) -> bool:
 
 
 @kernel
-def _advantage_at(qt: Quotas, jobs: Jobs, j: int, lca: int) -> bool:
+def _advantage_at(qt: Quotas, jobs: Jobs, js: JobState, j: int, lca: int) -> bool:
     """``collectCandidatesForHierarchicalReclaim`` (``qt.used`` filled): whether job ``j``'s request fits the
     quota (``QuantitiesFitInQuota``) of its ClusterQueue or of a cohort below ``lca`` on the path, the
-    request less what each node below keeps locally."""
+    request less what each node below keeps locally (per quota row, in ``qt.ask``; -1: not requested)."""
     q = jobs.ints[J_TENANT, j]
-    a0 = request_amount(jobs, j, 0) if qt.covered[0, q] != 0 else 0
-    a1 = request_amount(jobs, j, 1) if qt.covered[1, q] != 0 else 0
-    a2 = request_amount(jobs, j, 2) if qt.covered[2, q] != 0 else 0
-    # A requested resource is checked even once nothing of it remains (Kueue keeps it in the map).
-    ask0, ask1, ask2 = a0 > 0, a1 > 0, a2 > 0
+    rows = qt.nominal.shape[0]
+    for r in range(rows):
+        amount = row_amount(jobs, js, j, r) if qt.covered[r, q] != 0 else 0
+        # A requested row is checked even once nothing of it remains (Kueue keeps it in the map).
+        qt.ask[r] = amount if amount > 0 else -1
     n = q
     while n != lca:
-        fits = (
-            (not ask0 or qt.used[0, n] + a0 <= qt.subtree[0, n])
-            and (not ask1 or qt.used[1, n] + a1 <= qt.subtree[1, n])
-            and (not ask2 or qt.used[2, n] + a2 <= qt.subtree[2, n])
-        )
+        fits = True
+        for r in range(rows):
+            if qt.ask[r] >= 0 and qt.used[r, n] + qt.ask[r] > qt.subtree[r, n]:
+                fits = False
         if fits:
             return True
-        a0 = max(0, a0 - _local_left(qt, 0, n))
-        a1 = max(0, a1 - _local_left(qt, 1, n))
-        a2 = max(0, a2 - _local_left(qt, 2, n))
+        for r in range(rows):
+            if qt.ask[r] >= 0:
+                qt.ask[r] = max(0, qt.ask[r] - _local_left(qt, r, n))
         n = qt.parent[n]
     return False
 
@@ -293,7 +303,7 @@ def _candidates(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int) -> int:
     reclaim = qt.pre[KP_RECLAIM, q]
     borrow = qt.pre[KP_BORROW, q]
     threshold = qt.pre[KP_THRESHOLD, q]
-    for r in range(3):
+    for r in range(qt.nominal.shape[0]):
         node_usage(qt, run, r)
     k = 0
     for c in range(run.queues.shape[1]):
@@ -307,11 +317,11 @@ def _candidates(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int) -> int:
             lca = _lowest_common_ancestor(qt, q, c)
             if lca < 0 or not _still_above(qt, run, c, lca):
                 continue
-            hierarchical = _advantage_at(qt, jobs, j, lca)
+            hierarchical = _advantage_at(qt, jobs, js, j, lca)
         _prune(qt, js, c)
         v = qt.adm_head[c]
         while v >= 0:
-            if jobs.ints[J_PREEMPTIBLE, v] != 0 and _uses_needed(qt, jobs, v):
+            if jobs.ints[J_PREEMPTIBLE, v] != 0 and _uses_needed(qt, jobs, js, v):
                 pv = jobs.ints[J_PRIO, v]
                 if c == q:
                     newer = within == 2 and pv == prio and stamp < js.time[T_KEY2, v]
@@ -433,7 +443,7 @@ def _targets(
                 continue
             if not _still_above(qt, run, c, _lowest_common_ancestor(qt, q, c)):
                 continue  # its ClusterQueue, or a cohort below the common ancestor, is back within quota
-        _move(jobs, run, v, -1)
+        _move(jobs, js, run, v, -1)
         qt.targets[nt] = v
         nt += 1
         if fits_quota(qt, jobs, js, run, j, borrowing):
@@ -442,7 +452,7 @@ def _targets(
     if fit:
         nt = _fill_back(qt, jobs, js, run, j, nt, borrowing)
     for i in range(nt):
-        _move(jobs, run, qt.targets[i], 1)
+        _move(jobs, js, run, qt.targets[i], 1)
     return (nt if fit else 0) * (k + 1) + taken
 
 
@@ -454,12 +464,12 @@ def _fill_back(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, nt: int, 
     """
     for i in range(nt - 2, -1, -1):
         v = qt.targets[i]
-        _move(jobs, run, v, 1)
+        _move(jobs, js, run, v, 1)
         if fits_quota(qt, jobs, js, run, j, borrowing):
             qt.targets[i] = qt.targets[nt - 1]
             nt -= 1
         else:
-            _move(jobs, run, v, -1)
+            _move(jobs, js, run, v, -1)
     return nt
 
 
@@ -557,11 +567,11 @@ def _take(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, i: int, nt: in
     """Candidate ``i`` becomes target ``nt``; whether ``j`` fits now (its own usage set aside to check)."""
     v = qt.cand[i]
     qt.cand_wb[i] = FS_TAKEN
-    _move(jobs, run, v, -1)
+    _move(jobs, js, run, v, -1)
     qt.targets[nt] = v
-    _move(jobs, run, j, -1)
+    _move(jobs, js, run, j, -1)
     fits = fits_quota(qt, jobs, js, run, j, True)
-    _move(jobs, run, j, 1)
+    _move(jobs, js, run, j, 1)
     return fits
 
 
@@ -586,11 +596,11 @@ def _fair_targets(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, k: int
     q = jobs.ints[J_TENANT, j]
     for i in range(k):
         qt.cand_wb[i] = FS_POOL
-    _move(jobs, run, j, 1)
+    _move(jobs, js, run, j, 1)
     # FairSharingPreemptWithinNominal: with its workload, q borrows none of what needs preemption.
     within = True
-    for r in range(3):
-        if qt.need[r] != 0 and run.queues[RESOURCE_ROWS[r], q] > qt.nominal[r, q]:
+    for r in range(qt.nominal.shape[0]):
+        if qt.need[r] != 0 and queue_use(run, r, q) > qt.nominal[r, q]:
             within = False
     initial_only = qt.fair[1] == FS_INITIAL_SHARE
     nt = 0
@@ -618,9 +628,9 @@ def _fair_targets(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, k: int
                 passed = _compare(pw, pu, tw, tu) < 0
             else:
                 v = qt.cand[i]
-                _move(jobs, run, v, -1)
+                _move(jobs, js, run, v, -1)
                 nw, nu = _share_of(qt, run, c)
-                _move(jobs, run, v, 1)
+                _move(jobs, js, run, v, 1)
                 passed = _compare(pw, pu, nw, nu) <= 0
             if passed:
                 fits = _take(qt, jobs, js, run, j, i, nt)
@@ -643,11 +653,11 @@ def _fair_targets(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, k: int
             else:
                 qt.cand_wb[i] = FS_USED
             qt.fs_drop[c] = 1
-    _move(jobs, run, j, -1)
+    _move(jobs, js, run, j, -1)
     if fits:
         nt = _fill_back(qt, jobs, js, run, j, nt, True)
     for i in range(nt):
-        _move(jobs, run, qt.targets[i], 1)
+        _move(jobs, js, run, qt.targets[i], 1)
     return nt if fits else 0
 
 
@@ -676,7 +686,7 @@ def kueue_preempt(
     workload evicted in this cycle, i.e. at ``t``, is skipped). Targets already terminating are not evicted
     again. A job whose PriorityClass ``preemptionPolicy`` is ``Never`` does not preempt.
     """
-    if jobs.ints[J_CAN_PREEMPT, j] == 0 or not _needs_preemption(qt, jobs, run, j):
+    if jobs.ints[J_CAN_PREEMPT, j] == 0 or not _needs_preemption(qt, jobs, js, run, j):
         return False
     run.counters[K_PREEMPT_TRIES] += 1
     k = _candidates(qt, jobs, js, run, j)
@@ -696,8 +706,8 @@ def kueue_preempt(
             if qt.cand_wb[i] != WB_WITHOUT_BORROWING:
                 all_without = False
     under = True
-    for r in range(3):
-        if qt.need[r] != 0 and run.queues[RESOURCE_ROWS[r], q] >= qt.nominal[r, q]:
+    for r in range(qt.nominal.shape[0]):
+        if qt.need[r] != 0 and queue_use(run, r, q) >= qt.nominal[r, q]:
             under = False
     forbidden = qt.pre[KP_BORROW, q] == 0
     first = True

@@ -185,12 +185,20 @@ def assign_flavors(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int) -> bo
     ``available``, at the worst borrowing level of them (:func:`borrow_height`). The first flavor that fits
     without borrowing is taken, or the first that fits at all under ``whenCanBorrow: MayStopSearch``; under
     ``TryNextFlavor`` the one of the lowest level (the first of equals). With one flavor slot the
-    assignment is that slot and :func:`fits_quota` decides alone. Plain statement:
+    assignment is that slot and :func:`fits_quota` decides alone. A job that fits nowhere is given each
+    group's first flavor (where a preempting ClusterQueue's preemption searches). Plain statement:
     :func:`gpureplay.queues.kueue_quota.assign_flavors`.
     """
     if qt.flv_mask.shape[0] <= 1:
         return True
     q = jobs.ints[J_TENANT, j]
+    # Each group's first flavor: the assignment a job that fits nowhere keeps (preempting ClusterQueues list
+    # one flavor per group: Kueue's Preempt mode is then in that flavor).
+    first = 0
+    for r in range(3):
+        g = qt.flv_group[r, q]
+        if g >= 0 and qt.flv_slots[q, g, 0] >= 0 and request_amount(jobs, j, r) > 0:
+            first |= qt.flv_slots[q, g, 0] << (FLAVOR_BITS * r)
     packed = 0
     for g in range(3):
         asked = False
@@ -225,6 +233,7 @@ def assign_flavors(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int) -> bo
                 best = f
                 best_height = height
         if best < 0:
+            js.dyn[D_FLAVOR, j] = first
             return False
         for r in range(3):
             if qt.flv_group[r, q] == g and request_amount(jobs, j, r) > 0:

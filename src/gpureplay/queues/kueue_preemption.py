@@ -55,7 +55,6 @@ from gpureplay.queues.kueue_quota import (
     PR_THRESHOLD,
     PR_WITHIN,
     PREEMPTION_ROWS,
-    RESOURCES,
     KueueQuotas,
     available,
     node_usage,
@@ -104,8 +103,9 @@ def preemption_problems(quotas: KueueQuotas) -> list[tuple[int, str, str]]:
 
     Kueue itself refuses ``borrowWithinCohort`` without ``reclaimWithinCohort`` (``clusterqueue_webhook.go``);
     fair sharing's preemption (:mod:`gpureplay.queues.kueue_fair_preemption`) is modelled for ClusterQueues
-    with no cohort or in a root cohort without a quota of its own, classical preemption in any tree;
-    neither with several ResourceFlavors.
+    with no cohort or in a root cohort without a quota of its own, classical preemption in any tree; with
+    several ResourceFlavors, classical preemption only, by ClusterQueues whose resource groups list one flavor
+    each.
     """
     table = preemption_table(quotas)
     problems: list[tuple[int, str, str]] = []
@@ -114,12 +114,22 @@ def preemption_problems(quotas: KueueQuotas) -> list[tuple[int, str, str]]:
         if borrow != 0 and reclaim == 0:
             message = "borrowWithinCohort needs reclaimWithinCohort other than Never (Kueue refuses it)"
             problems.append((q, "borrow_within_cohort", message))
-        if len(quotas.flavors) > 1 and (within != 0 or reclaim != 0):
+        key = "within_cluster_queue" if within != 0 else "reclaim_within_cohort"
+        several = [i for i, (_, slots) in enumerate(quotas.flavor_groups(q)) if len(slots) > 1]
+        if (within != 0 or reclaim != 0) and several:
             message = (
-                f"preemption with several ResourceFlavors ({', '.join(quotas.flavors)}) is not modelled yet "
-                "(the flavor assigner's Preempt modes and whenCanPreempt); one flavor, or Never"
+                f"preemption in a ClusterQueue whose resource group {several[0]} lists several flavors is "
+                "not modelled yet (the flavor assigner's Preempt modes and whenCanPreempt): one flavor per "
+                "group, or Never"
             )
-            problems.append((q, "within_cluster_queue" if within != 0 else "reclaim_within_cohort", message))
+            problems.append((q, key, message))
+            continue
+        if (within != 0 or reclaim != 0) and quotas.fair_sharing and len(quotas.flavors) > 1:
+            message = (
+                f"fair sharing's preemption with several ResourceFlavors ({', '.join(quotas.flavors)}) is "
+                "not modelled yet (classical preemption is, with one flavor per resource group)"
+            )
+            problems.append((q, key, message))
             continue
         if not quotas.fair_sharing or (within == 0 and reclaim == 0):
             continue
@@ -214,7 +224,7 @@ def needs_preemption(
     subtree = quotas.subtree_quota()
     used = node_usage(quotas, usage)
     need: list[int] = []
-    for r in range(len(RESOURCES)):
+    for r in range(quotas.rows):
         if not quotas.covered[r, q] or request[r] <= 0 or request[r] <= available(quotas, usage, q, r):
             continue
         if request[r] > potential_available(quotas, subtree, q, r):
@@ -253,7 +263,7 @@ def workload_fits(
     quotas: KueueQuotas, usage: list[list[int]], q: int, request: Sequence[int], borrowing: bool
 ) -> bool:
     # preemption.go workloadFits: the request within available; without borrowing, within nominal too.
-    for r in range(len(RESOURCES)):
+    for r in range(quotas.rows):
         if not quotas.covered[r, q] or request[r] <= 0:
             continue
         if not borrowing and usage[r][q] + request[r] > quotas.nominal[r, q]:
@@ -299,7 +309,7 @@ def _advantages(
 ) -> dict[int, bool]:
     # hierarchical_preemption.go collectCandidatesForHierarchicalReclaim: per ancestor of q, whether the
     # preemptor has the advantage there (QuantitiesFitInQuota at q or at an ancestor below it).
-    requested = [r for r in range(len(RESOURCES)) if quotas.covered[r, q] and request[r] > 0]
+    requested = [r for r in range(quotas.rows) if quotas.covered[r, q] and request[r] > 0]
     remaining = {r: int(request[r]) for r in requested}
     advantage = False
     node = q
@@ -414,7 +424,7 @@ def preemption_targets(
                 lca = _lowest_common_ancestor(quotas, q, c.cluster_queue)
                 if not _still_above(quotas, node_usage(quotas, left), subtree, c.cluster_queue, lca, need):
                     continue
-            for r in range(len(RESOURCES)):
+            for r in range(quotas.rows):
                 left[r][c.cluster_queue] -= c.request[r]
             targets.append(c)
             if workload_fits(quotas, left, q, request, borrowing):
@@ -434,13 +444,13 @@ def minimised(
     kept = list(targets)
     for i in range(len(kept) - 2, -1, -1):
         c = kept[i]
-        for r in range(len(RESOURCES)):
+        for r in range(quotas.rows):
             left[r][c.cluster_queue] += c.request[r]
         if workload_fits(quotas, left, q, request, borrowing):
             kept[i] = kept[-1]
             kept.pop()
         else:
-            for r in range(len(RESOURCES)):
+            for r in range(quotas.rows):
                 left[r][c.cluster_queue] -= c.request[r]
     return kept
 

@@ -52,6 +52,7 @@ __all__ = [
     "available",
     "borrow_height",
     "borrows",
+    "first_flavors",
     "fits",
     "flavor_nodes",
     "flavor_tables",
@@ -347,6 +348,17 @@ def assign_flavors(
             return None
         for r in asked:
             chosen[r] = best
+    return tuple(chosen)
+
+
+def first_flavors(quotas: KueueQuotas, q: int, request: Sequence[int]) -> tuple[int, ...]:
+    """Each resource group's first flavor for the resources ``request`` asks for (slot 0 for the others): the
+    assignment of a workload that fits no flavor, where a ClusterQueue of one flavor per group preempts."""
+    chosen = [0] * len(RESOURCES)
+    for resources, slots in quotas.flavor_groups(q):
+        for r in resources:
+            if request[r] > 0 and slots:
+                chosen[r] = slots[0]
     return tuple(chosen)
 
 
