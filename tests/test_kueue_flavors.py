@@ -448,14 +448,15 @@ def test_a_flavor_whose_taints_the_jobs_do_not_tolerate_is_never_assigned(
 
 def test_a_group_left_with_no_tolerated_flavor_is_refused_naming_the_field(tmp_path: Path) -> None:
     path = tmp_path / "queues.yaml"
-    path.write_text(
-        "---\n".join([tainted("spot", "Tesla-V100-SXM2-16GB"), cluster_queue("team", {"spot": 8})])
-    )
+    # A tainted flavor the group does not list stays out of the message.
+    other = tainted("other", "NVIDIA-A100-SXM4-80GB").replace("key: spot", "key: busy")
+    spot = tainted("spot", "Tesla-V100-SXM2-16GB")
+    path.write_text("---\n".join([spot, cluster_queue("team", {"spot": 8}), other]))
     with pytest.raises(InputError) as info:
         simulate(jobs_frame([job(1, 0.0, "team", 1)]), NODES, replace(KUEUE, manifests=str(path)))
     message = str(info.value)
     assert "document 2, key 'spec.resourceGroups[0].flavors'" in message
-    assert "every flavor of this resource group taints its nodes (spot=true:NoSchedule)" in message
+    assert "every flavor of this resource group taints its nodes (spot=true:NoSchedule) and" in message
     assert "add a matching toleration to the ResourceFlavor's spec.tolerations" in message
     bad = path.read_text().replace("effect: NoSchedule", "effect: Sometimes")
     path.write_text(bad)

@@ -558,7 +558,6 @@ def _check_tolerated(
     jobs: pl.DataFrame,
     queue_map: Mapping[str, str],
     cqs: Sequence[ClusterQueue],
-    groups: Sequence[tuple[FlavorGroup, ...]],
     flavors: Mapping[str, ResourceFlavor],
     source: str,
 ) -> None:
@@ -566,18 +565,18 @@ def _check_tolerated(
     # with none would keep its ClusterQueue's jobs pending for ever, which a replay reports instead.
     numbered = jobs if "source_row" in jobs.columns else jobs.with_row_index("source_row", offset=1)
     problems: list[Problem] = []
-    for q, cq in enumerate(cqs):
+    for cq in cqs:
         queues = [name for name, target in queue_map.items() if target == cq.name]
-        for g, (resources, slots) in enumerate(groups[q]):
-            if slots or not queues:
+        for g, group in enumerate(cq.resource_groups):
+            resources = [r for r in map(_resource_index, group.covered_resources) if r is not None]
+            barred = [flavors[f.name] for f in group.flavors if f.name in flavors]
+            if not queues or not resources or not barred or not all(f.untolerated() for f in barred):
                 continue
             columns = [("gpu_milli", "cpu_milli", "mem_mib")[r] for r in resources]
             asking = numbered.filter(pl.col("queue").is_in(queues) & pl.any_horizontal(pl.col(columns) > 0))
             if not asking.height:
                 continue
-            taints = sorted(
-                {f"{t.key}={t.value}:{t.effect}" for f in flavors.values() for t in f.untolerated()}
-            )
+            taints = sorted({f"{t.key}={t.value}:{t.effect}" for f in barred for t in f.untolerated()})
             asked = ", ".join(RESOURCES[r][0] for r in resources)
             problems.append(
                 cq.origin.problem(
@@ -670,7 +669,7 @@ def manifest_quotas(
                 )
         groups.append(tuple(in_groups))
     _check_covered(jobs, queue_map, cqs, covered, source)
-    _check_tolerated(jobs, queue_map, cqs, groups, by_name, source)
+    _check_tolerated(jobs, queue_map, cqs, by_name, source)
     return KueueQuotas(
         names=names,
         num_cluster_queues=len(cqs),
