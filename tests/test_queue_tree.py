@@ -395,6 +395,25 @@ def test_flavor_fungibility_is_read_and_checked() -> None:
     )
 
 
+def test_flavor_fungibility_preference_is_read_and_needs_try_next_flavor_on_both() -> None:
+    both = "  flavorFungibility: {whenCanBorrow: TryNextFlavor, whenCanPreempt: TryNextFlavor, "
+    cq = parse_manifests(
+        CQ.format(extra=both + "preference: PreemptionOverBorrowing}\n")
+    ).tree.cluster_queues[0]
+    assert cq.preference == "PreemptionOverBorrowing"
+    assert parse_manifests(CQ.format(extra="")).tree.cluster_queues[0].preference is None
+    assert error_of(CQ.format(extra=both + "preference: Cheapest}\n")) == (
+        "q.yaml, document 2, key 'spec.flavorFungibility.preference': must be one of "
+        "['BorrowingOverPreemption', 'PreemptionOverBorrowing'] (found 'Cheapest')"
+    )
+    # clusterqueue_types.go's CEL rule: Kueue's API server refuses it with a MayStopSearch policy.
+    lone = "  flavorFungibility: {preference: BorrowingOverPreemption}\n"
+    assert error_of(CQ.format(extra=lone)) == (
+        "q.yaml, document 2, key 'spec.flavorFungibility.preference': preference can only be set when both "
+        "whenCanBorrow and whenCanPreempt are TryNextFlavor (found Borrow/TryNextFlavor)"
+    )
+
+
 def test_reclaim_idle_annotations_on_a_priority_class_are_refused_not_dropped() -> None:
     text = (
         "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: notebook\n  annotations:\n"

@@ -120,7 +120,7 @@ _CLUSTER_QUEUE: dict[str, Schema] = {
         "borrowWithinCohort": {"policy": LEAF, "maxPriorityThreshold": LEAF},
     },
     "fairSharing": _KUEUE_FAIR,
-    "flavorFungibility": {"whenCanBorrow": LEAF, "whenCanPreempt": LEAF},
+    "flavorFungibility": {"whenCanBorrow": LEAF, "whenCanPreempt": LEAF, "preference": LEAF},
     # namespaceSelector picks which namespaces' LocalQueues may submit; the replay maps jobs to
     # queues itself, so it never changes which job is admitted.
     "namespaceSelector": IGNORE,
@@ -546,6 +546,7 @@ def _build(doc: _Document, data: Mapping[str, Any], namespace: str | None) -> ob
             when_can_preempt=read.text(
                 fungibility.get("whenCanPreempt"), "spec.flavorFungibility.whenCanPreempt", "TryNextFlavor"
             ),
+            preference=read.string(fungibility.get("preference"), "spec.flavorFungibility.preference"),
             origin=origin,
         )
     if doc.kind == "Cohort":

@@ -203,6 +203,8 @@ KUEUE_STRATEGIES = ("StrictFIFO", "BestEffortFIFO")
 #: ``flavorFungibility`` values: v1beta1's ``Borrow`` / ``Preempt`` are v1beta2's ``MayStopSearch``.
 KUEUE_WHEN_CAN_BORROW = ("Borrow", "TryNextFlavor", "MayStopSearch")
 KUEUE_WHEN_CAN_PREEMPT = ("Preempt", "TryNextFlavor", "MayStopSearch")
+#: ``flavorFungibility.preference`` (unset: ``BorrowingOverPreemption``).
+KUEUE_PREFERENCES = ("BorrowingOverPreemption", "PreemptionOverBorrowing")
 
 
 @dataclass(frozen=True)
@@ -213,7 +215,8 @@ class ClusterQueue:
     no ``Cohort`` object defines is an implicit cohort, as in Kueue
     (``clusterqueue_types.go``: "A cohort is a name that links CQs together, but it doesn't
     reference any object"). ``when_can_borrow`` / ``when_can_preempt`` are
-    ``spec.flavorFungibility`` with the v1beta1 defaults ``Borrow`` / ``TryNextFlavor``.
+    ``spec.flavorFungibility`` with the v1beta1 defaults ``Borrow`` / ``TryNextFlavor``;
+    ``preference`` its ``preference`` (None: unset, which Kueue reads as ``BorrowingOverPreemption``).
     """
 
     name: str
@@ -224,6 +227,7 @@ class ClusterQueue:
     fair_sharing_weight: float = 1.0
     when_can_borrow: str = "Borrow"
     when_can_preempt: str = "TryNextFlavor"
+    preference: str | None = None
     origin: Origin = field(default_factory=Origin)
 
 
@@ -484,9 +488,23 @@ def _kueue_problems(tree: QueueTree) -> list[Problem]:
             ("spec.preemption.reclaimWithinCohort", p.reclaim_within_cohort, KUEUE_RECLAIM),
             ("spec.preemption.borrowWithinCohort.policy", p.borrow_within_cohort, KUEUE_BORROW),
         ]
+        if cq.preference is not None:
+            enums.append(("spec.flavorFungibility.preference", cq.preference, KUEUE_PREFERENCES))
         for key, value, allowed in enums:
             if value not in allowed:
                 found.append(cq.origin.problem(f"must be one of {list(allowed)} (found {value!r})", key))
+        if cq.preference is not None and (cq.when_can_borrow, cq.when_can_preempt) != (
+            "TryNextFlavor",
+            "TryNextFlavor",
+        ):
+            # clusterqueue_types.go's CEL rule on FlavorFungibility.
+            found.append(
+                cq.origin.problem(
+                    "preference can only be set when both whenCanBorrow and whenCanPreempt are "
+                    f"TryNextFlavor (found {cq.when_can_borrow}/{cq.when_can_preempt})",
+                    "spec.flavorFungibility.preference",
+                )
+            )
         if p.borrow_within_cohort != "Never" and p.reclaim_within_cohort == "Never":
             # clusterqueue_types.go CEL rule on ClusterQueuePreemption.
             found.append(
@@ -727,7 +745,7 @@ def _kueue_lines(tree: QueueTree) -> list[str]:
             f"fairSharing weight {cq.fair_sharing_weight:g}, "
             f"preemption withinClusterQueue {p.within_cluster_queue}, reclaimWithinCohort "
             f"{p.reclaim_within_cohort}, borrowWithinCohort {borrow}, flavorFungibility "
-            f"{cq.when_can_borrow}/{cq.when_can_preempt}"
+            f"{cq.when_can_borrow}/{cq.when_can_preempt}" + (f" ({cq.preference})" if cq.preference else "")
         ]
         out += _quota_lines(cq.resource_groups, indent + "    ")
         out += [f"{indent}    LocalQueue {lq.namespace}/{lq.name}" for lq in local.get(cq.name, [])]
