@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import polars as pl
@@ -33,6 +34,10 @@ spec:
       - name: nvidia.com/gpu
         nominalQuota: 8
 {extra}"""
+
+
+#: ``CQ`` in ``kueue.x-k8s.io/v1beta2``, whose ClusterQueue names its cohort ``cohortName``.
+CQ2 = CQ.replace("kueue.x-k8s.io/v1beta1", "kueue.x-k8s.io/v1beta2").replace("  cohort: ", "  cohortName: ")
 
 
 def error_of(text: str, source: str = "q.yaml") -> str:
@@ -163,10 +168,10 @@ def test_unknown_kind_names_file_document_and_kind() -> None:
 
 
 def test_known_kind_of_an_unread_version_says_which_versions_are_read() -> None:
-    message = error_of("apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: x}\n")
-    assert (
-        "unknown kind 'LocalQueue' of apiVersion 'kueue.x-k8s.io/v1beta2' (read as kueue.x-k8s.io/v1beta1)"
-        in message
+    message = error_of("apiVersion: kueue.x-k8s.io/v1alpha1\nkind: LocalQueue\nmetadata: {name: x}\n")
+    assert message == (
+        "q.yaml, document 1, key 'kind': unknown kind 'LocalQueue' of apiVersion 'kueue.x-k8s.io/v1alpha1' "
+        "(read as kueue.x-k8s.io/v1beta1, kueue.x-k8s.io/v1beta2)"
     )
 
 
@@ -441,3 +446,182 @@ def test_kueue_philly_nested_example_names_every_philly_vc_in_a_cohort_tree() ->
     trace = pl.read_csv(EXAMPLES.parent.parent / "traces" / "philly" / "philly_jobs_pollux.csv.gz")
     assert set(trace["cluster"].unique().to_list()) == set(nominal)
     assert all(cq.preemption.reclaim_within_cohort == "Any" for cq in tree.cluster_queues)
+
+
+# --------------------------------------------------------------------------- kueue.x-k8s.io/v1beta2
+
+
+def test_v1beta2_cluster_queue_with_cohort_name_reads_like_its_v1beta1_twin() -> None:
+    both = "  flavorFungibility: {whenCanBorrow: MayStopSearch, whenCanPreempt: TryNextFlavor}\n"
+    assert parse_manifests(CQ2.format(extra=both)).tree == parse_manifests(CQ.format(extra=both)).tree
+    assert parse_manifests(CQ2.format(extra=both)).tree.cluster_queues[0].cohort == "research"
+    # Left out, whenCanBorrow is each version's own default, kept as spelled: v1beta2's MayStopSearch is the
+    # value v1beta1 called Borrow (apis/kueue/v1beta2/clusterqueue_types.go: +kubebuilder:default).
+    old = parse_manifests(CQ.format(extra="")).tree.cluster_queues[0]
+    new = parse_manifests(CQ2.format(extra="")).tree.cluster_queues[0]
+    assert (old.when_can_borrow, old.when_can_preempt) == ("Borrow", "TryNextFlavor")
+    assert (new.when_can_borrow, new.when_can_preempt) == ("MayStopSearch", "TryNextFlavor")
+    assert dataclasses.replace(old, when_can_borrow="MayStopSearch") == new
+
+
+def test_v1beta2_refuses_v1beta1_cohort_and_v1beta1_refuses_cohort_name() -> None:
+    cohort = CQ2.format(extra="").replace("  cohortName: ", "  cohort: ")
+    assert error_of(cohort) == (
+        "q.yaml, document 2, key 'spec.cohort': unknown field: not part of the ClusterQueue API as modelled; "
+        "kueue.x-k8s.io/v1beta2 names it cohortName"
+    )
+    cohort_name = CQ.format(extra="").replace("  cohort: ", "  cohortName: ")
+    assert error_of(cohort_name) == (
+        "q.yaml, document 2, key 'spec.cohortName': unknown field: not part of the ClusterQueue API as "
+        "modelled; kueue.x-k8s.io/v1beta1 names it cohort"
+    )
+
+
+def test_v1beta2_refuses_the_v1beta1_flavor_fungibility_names() -> None:
+    borrow = CQ2.format(extra="  flavorFungibility: {whenCanBorrow: Borrow}\n")
+    assert error_of(borrow) == (
+        "q.yaml, document 2, key 'spec.flavorFungibility.whenCanBorrow': must be one of "
+        "['MayStopSearch', 'TryNextFlavor'] (found 'Borrow', v1beta1's name of what kueue.x-k8s.io/v1beta2 "
+        "spells MayStopSearch)"
+    )
+    preempt = CQ2.format(extra="  flavorFungibility: {whenCanPreempt: Preempt}\n")
+    assert error_of(preempt) == (
+        "q.yaml, document 2, key 'spec.flavorFungibility.whenCanPreempt': must be one of "
+        "['MayStopSearch', 'TryNextFlavor'] (found 'Preempt', v1beta1's name of what kueue.x-k8s.io/v1beta2 "
+        "spells MayStopSearch)"
+    )
+    other = CQ2.format(extra="  flavorFungibility: {whenCanBorrow: Sometimes}\n")
+    assert error_of(other) == (
+        "q.yaml, document 2, key 'spec.flavorFungibility.whenCanBorrow': must be one of "
+        "['MayStopSearch', 'TryNextFlavor'] (found 'Sometimes')"
+    )
+    both = "  flavorFungibility: {whenCanBorrow: TryNextFlavor, whenCanPreempt: MayStopSearch}\n"
+    cq = parse_manifests(CQ2.format(extra=both)).tree.cluster_queues[0]
+    assert (cq.when_can_borrow, cq.when_can_preempt) == ("TryNextFlavor", "MayStopSearch")
+
+
+def test_v1beta2_flavor_fungibility_preference_is_read_and_checked() -> None:
+    both = "  flavorFungibility: {whenCanBorrow: TryNextFlavor, whenCanPreempt: TryNextFlavor, "
+    cq = parse_manifests(
+        CQ2.format(extra=both + "preference: PreemptionOverBorrowing}\n")
+    ).tree.cluster_queues[0]
+    assert cq.preference == "PreemptionOverBorrowing"
+    lone = "  flavorFungibility: {preference: BorrowingOverPreemption}\n"
+    assert error_of(CQ2.format(extra=lone)) == (
+        "q.yaml, document 2, key 'spec.flavorFungibility.preference': preference can only be set when both "
+        "whenCanBorrow and whenCanPreempt are TryNextFlavor (found MayStopSearch/TryNextFlavor)"
+    )
+
+
+def test_v1beta2_fields_that_change_scheduling_are_refused() -> None:
+    concurrent = "  concurrentAdmissionPolicy:\n    migration: {mode: TryPreferredFlavors}\n"
+    assert error_of(CQ2.format(extra=concurrent)) == (
+        "q.yaml, document 2, key 'spec.concurrentAdmissionPolicy': changes scheduling but is not modelled"
+    )
+    # v1beta2 drops the plain list (apis/kueue/v1beta2/clusterqueue_types.go); the strategy stays unmodelled.
+    assert error_of(CQ2.format(extra="  admissionChecks: [prov]\n")) == (
+        "q.yaml, document 2, key 'spec.admissionChecks': unknown field: not part of the ClusterQueue API as "
+        "modelled; kueue.x-k8s.io/v1beta2 has admissionChecksStrategy only, not modelled either"
+    )
+    strategy = "  admissionChecksStrategy:\n    admissionChecks: [{name: prov}]\n"
+    assert error_of(CQ2.format(extra=strategy)) == (
+        "q.yaml, document 2, key 'spec.admissionChecksStrategy': changes scheduling but is not modelled"
+    )
+    flavor = CQ2.format(extra="").replace(
+        "metadata: {name: a100}\n", "metadata: {name: a100}\nspec:\n  resourceWeights: {nvidia.com/gpu: 2}\n"
+    )
+    assert error_of(flavor) == (
+        "q.yaml, document 1, key 'spec.resourceWeights': changes scheduling but is not modelled"
+    )
+    local = CQ2.format(extra="") + (
+        "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: lq, namespace: ns}\n"
+        "spec:\n  clusterQueue: team-a\n  wallTimePolicy: {wallTimeAllocatedHours: 10}\n"
+    )
+    assert error_of(local) == (
+        "q.yaml, document 3, key 'spec.wallTimePolicy': changes scheduling but is not modelled"
+    )
+    # Neither is part of v1beta1.
+    assert error_of(CQ.format(extra=concurrent)) == (
+        "q.yaml, document 2, key 'spec.concurrentAdmissionPolicy': unknown field: not part of the "
+        "ClusterQueue API as modelled"
+    )
+
+
+def test_v1beta2_cohort_with_parent_name_and_quota() -> None:
+    text = CQ2.format(extra="") + (
+        "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {name: research}\nspec:\n"
+        "  parentName: org\n  fairSharing: {weight: 2}\n  resourceGroups:\n"
+        "  - coveredResources: [nvidia.com/gpu]\n    flavors:\n    - name: a100\n      resources:\n"
+        "      - {name: nvidia.com/gpu, nominalQuota: 4, lendingLimit: 2}\n"
+    )
+    tree = parse_manifests(text).tree
+    (cohort,) = tree.cohorts
+    assert (cohort.parent, cohort.parent_key, cohort.fair_sharing_weight) == ("org", "spec.parentName", 2.0)
+    assert cohort.resource_groups[0].flavors[0].resources[0].lending_limit == 2
+    assert tree.cohort_names() == ["research", "org"]
+    v1alpha1_name = (
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {name: c}\nspec: {parent: org}\n"
+    )
+    assert error_of(v1alpha1_name) == (
+        "q.yaml, document 1, key 'spec.parent': unknown field: not part of the Cohort API as modelled"
+    )
+    cycle = "".join(
+        "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\n"
+        f"metadata: {{name: {a}}}\nspec: {{parentName: {b}}}\n"
+        for a, b in (("a", "b"), ("b", "a"))
+    )
+    assert "q.yaml, document 1, key 'spec.parentName': cohort cycle: a -> b -> a" in error_of(cycle)
+
+
+def test_v1beta1_and_v1beta2_documents_mix_in_one_folder(tmp_path: Path) -> None:
+    (tmp_path / "a-flavors.yaml").write_text(
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: a100}\n"
+        "spec:\n  nodeLabels: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB}\n"
+    )
+    old = CQ.format(extra="").split("---\n")[1]
+    (tmp_path / "b-old.yaml").write_text(
+        old + "---\napiVersion: kueue.x-k8s.io/v1beta1\nkind: Cohort\nmetadata: {name: research}\n"
+        "spec: {parentName: org}\n"
+    )
+    new = CQ2.format(extra="").split("---\n")[1].replace("team-a", "team-b")
+    (tmp_path / "c-new.yaml").write_text(
+        new + "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\n"
+        "metadata: {name: lq, namespace: ns}\nspec: {clusterQueue: team-a}\n"
+    )
+    tree = read_manifests(tmp_path).tree
+    assert tree.flavors[0].gpu_model == "NVIDIA-A100-SXM4-80GB"
+    assert [(q.name, q.cohort, q.when_can_borrow) for q in tree.cluster_queues] == [
+        ("team-a", "research", "Borrow"),
+        ("team-b", "research", "MayStopSearch"),
+    ]
+    assert tree.cohort_parent("research") == "org"
+    assert [(q.namespace, q.name, q.cluster_queue) for q in tree.local_queues] == [("ns", "lq", "team-a")]
+    lines = describe_tree(tree)
+    assert "  Cohort research, fairSharing weight 1" in lines
+    assert (
+        "    ClusterQueue team-b: BestEffortFIFO, fairSharing weight 1, preemption withinClusterQueue Never, "
+        "reclaimWithinCohort Never, borrowWithinCohort Never, flavorFungibility MayStopSearch/TryNextFlavor"
+        in lines
+    )
+
+
+@pytest.mark.parametrize("folder", ["kueue-philly-flavors", "kueue-philly-flavors-try-next"])
+def test_the_v1beta2_philly_flavor_examples_read_as_their_v1beta1_twins(folder: str) -> None:
+    """The two flavor examples are written in v1beta2; spelled in v1beta1 (cohort for cohortName, nothing
+    else) they give the same tree, so both versions are exercised by the tests and runs that use them."""
+    path = EXAMPLES / folder / "queues.yaml"
+    text = path.read_text()
+    assert "kueue.x-k8s.io/v1beta1" not in text and text.count("apiVersion: kueue.x-k8s.io/v1beta2") == 17
+    twin = text.replace("kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1").replace("cohortName:", "cohort:")
+    assert parse_manifests(text, "q.yaml").tree == parse_manifests(twin, "q.yaml").tree
+    assert read_manifests(path).ignored == ()
+
+
+def test_cli_check_exits_2_on_bad_v1beta2_input(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(CQ2.format(extra="  flavorFungibility: {whenCanBorrow: Borrow}\n  cohort: research\n"))
+    result = CliRunner().invoke(main, ["manifests", "check", str(bad)])
+    assert result.exit_code == 2
+    assert f"{bad}, document 2, key 'spec.cohort': unknown field" in result.output
+    assert f"{bad}, document 2, key 'spec.flavorFungibility.whenCanBorrow': must be one of" in result.output
+    assert "Traceback" not in result.output

@@ -5,6 +5,7 @@ in sorted order), each a stream of ``---``-separated documents as users apply th
 ``kubectl``. The kinds read, by ``apiVersion`` and ``kind``:
 
 ============================================  ============================================
+``kueue.x-k8s.io/v1beta2``                    ResourceFlavor, ClusterQueue, Cohort, LocalQueue
 ``kueue.x-k8s.io/v1beta1``                    ResourceFlavor, ClusterQueue, Cohort, LocalQueue
 ``kueue.x-k8s.io/v1alpha1``                   Cohort
 ``scheduling.volcano.sh/v1beta1``             Queue (Volcano)
@@ -23,6 +24,22 @@ Every field is sorted into one of three bins:
   naming the file, the document and the field path, so a what-if never silently drops
   a setting. A not-modelled field written with its API default (``stopPolicy: None``,
   ``dequeueStrategy: traverse``) is accepted: it changes nothing.
+
+Kueue's two versions (``apis/kueue/v1beta1`` and ``apis/kueue/v1beta2``, ``*_types.go``) are
+read into the same objects, mixed freely; each document is checked against its own version's
+fields (a ClusterQueue's cohort spelled as the other version spells it is refused naming the
+right name). v1beta2 differs in:
+
+- ClusterQueue ``spec.cohortName`` (v1beta1 ``spec.cohort``);
+- ``flavorFungibility.whenCanBorrow`` / ``whenCanPreempt`` take ``MayStopSearch`` or
+  ``TryNextFlavor`` only: v1beta1's ``Borrow`` / ``Preempt``, its old names of
+  ``MayStopSearch``, are refused; an unset ``whenCanBorrow`` is ``MayStopSearch`` (v1beta1:
+  ``Borrow``, kept as spelled: the two mean the same);
+- ClusterQueue ``admissionChecks`` is gone (``admissionChecksStrategy`` is left); the new
+  ClusterQueue ``concurrentAdmissionPolicy``, ResourceFlavor ``resourceWeights`` and
+  LocalQueue ``wallTimePolicy`` change scheduling and are not modelled.
+
+Cohort (``parentName``, ``resourceGroups``, ``fairSharing``) and the rest are the same.
 
 Examples
 --------
@@ -53,6 +70,8 @@ from gpureplay.errors import InputError, Problem
 from gpureplay.queues.tree import (
     GPU_MODEL_LABELS,
     KAI_RESOURCES,
+    KUEUE_V1BETA2_WHEN_CAN_BORROW,
+    KUEUE_V1BETA2_WHEN_CAN_PREEMPT,
     TAINT_EFFECTS,
     TOLERATION_OPERATORS,
     ClusterQueue,
@@ -89,8 +108,14 @@ __all__ = [
 LEAF = "leaf"
 IGNORE = "ignore"
 UNMODELLED = "unmodelled"
+# ("elsewhere", hint) marks a field that is not part of this API version but of another one, so the
+# refusal can say where it went.
+ELSEWHERE = "elsewhere"
 
 Schema = Any  # dict[str, Schema] | list[Schema] (one item: every element) | str marker | tuple
+
+KUEUE_V1BETA1 = "kueue.x-k8s.io/v1beta1"
+KUEUE_V1BETA2 = "kueue.x-k8s.io/v1beta2"
 
 _METADATA: dict[str, Schema] = {"name": LEAF, "namespace": LEAF, "*": IGNORE}
 
@@ -112,6 +137,7 @@ _KUEUE_FAIR: Schema = {"weight": LEAF}
 
 _CLUSTER_QUEUE: dict[str, Schema] = {
     "cohort": LEAF,
+    "cohortName": (ELSEWHERE, f"{KUEUE_V1BETA1} names it cohort"),
     "resourceGroups": _QUOTAS,
     "queueingStrategy": LEAF,
     "preemption": {
@@ -130,7 +156,18 @@ _CLUSTER_QUEUE: dict[str, Schema] = {
     "admissionScope": UNMODELLED,
 }
 
-# v1beta1 names the parent parentName (apis/kueue/v1beta1/cohort_types.go); v1alpha1 named it parent.
+# apis/kueue/v1beta2/clusterqueue_types.go: the cohort is cohortName, admissionChecks is gone, and
+# concurrentAdmissionPolicy (a workload pursuing several flavors at once, then migrating) is new.
+_CLUSTER_QUEUE_V1BETA2: dict[str, Schema] = {
+    **{k: v for k, v in _CLUSTER_QUEUE.items() if k not in ("cohort", "cohortName", "admissionChecks")},
+    "cohortName": LEAF,
+    "cohort": (ELSEWHERE, f"{KUEUE_V1BETA2} names it cohortName"),
+    "admissionChecks": (ELSEWHERE, f"{KUEUE_V1BETA2} has admissionChecksStrategy only, not modelled either"),
+    "concurrentAdmissionPolicy": UNMODELLED,
+}
+
+# v1beta1 and v1beta2 name the parent parentName (apis/kueue/v1beta1/cohort_types.go,
+# apis/kueue/v1beta2/cohort_types.go: the same fields); v1alpha1 named it parent.
 _COHORT: dict[str, Schema] = {
     "parentName": LEAF,
     "resourceGroups": _QUOTAS,
@@ -147,6 +184,8 @@ _LOCAL_QUEUE: dict[str, Schema] = {
     "stopPolicy": ("default", "None"),
     "fairSharing": UNMODELLED,  # admission fair sharing: the LocalQueue's usage weight
 }
+# apis/kueue/v1beta2/localqueue_types.go adds a wall-time budget that holds the queue once spent.
+_LOCAL_QUEUE_V1BETA2: dict[str, Schema] = {**_LOCAL_QUEUE, "wallTimePolicy": UNMODELLED}
 
 _FLAVOR: dict[str, Schema] = {
     "nodeLabels": LEAF,
@@ -157,6 +196,9 @@ _FLAVOR: dict[str, Schema] = {
     ],
     "topologyName": UNMODELLED,
 }
+# apis/kueue/v1beta2/resourceflavor_types.go adds per-resource multipliers of fair sharing's dominant
+# resource share.
+_FLAVOR_V1BETA2: dict[str, Schema] = {**_FLAVOR, "resourceWeights": UNMODELLED}
 
 _AMOUNTS: dict[str, Schema] = {"*": LEAF}
 
@@ -198,11 +240,15 @@ _PRIORITY_CLASS: dict[str, Schema] = {
 
 #: (apiVersion, kind) -> (model, schema of ``spec`` (or of the top level for PriorityClass)).
 KINDS: dict[tuple[str, str], tuple[Model | None, dict[str, Schema]]] = {
-    ("kueue.x-k8s.io/v1beta1", "ResourceFlavor"): ("kueue", _FLAVOR),
-    ("kueue.x-k8s.io/v1beta1", "ClusterQueue"): ("kueue", _CLUSTER_QUEUE),
-    ("kueue.x-k8s.io/v1beta1", "Cohort"): ("kueue", _COHORT),
+    (KUEUE_V1BETA1, "ResourceFlavor"): ("kueue", _FLAVOR),
+    (KUEUE_V1BETA1, "ClusterQueue"): ("kueue", _CLUSTER_QUEUE),
+    (KUEUE_V1BETA1, "Cohort"): ("kueue", _COHORT),
     ("kueue.x-k8s.io/v1alpha1", "Cohort"): ("kueue", _COHORT_V1ALPHA1),
-    ("kueue.x-k8s.io/v1beta1", "LocalQueue"): ("kueue", _LOCAL_QUEUE),
+    (KUEUE_V1BETA1, "LocalQueue"): ("kueue", _LOCAL_QUEUE),
+    (KUEUE_V1BETA2, "ResourceFlavor"): ("kueue", _FLAVOR_V1BETA2),
+    (KUEUE_V1BETA2, "ClusterQueue"): ("kueue", _CLUSTER_QUEUE_V1BETA2),
+    (KUEUE_V1BETA2, "Cohort"): ("kueue", _COHORT),
+    (KUEUE_V1BETA2, "LocalQueue"): ("kueue", _LOCAL_QUEUE_V1BETA2),
     ("scheduling.volcano.sh/v1beta1", "Queue"): ("volcano", _VOLCANO_QUEUE),
     ("scheduling.run.ai/v2", "Queue"): ("kai", _KAI_QUEUE),
     ("scheduling.k8s.io/v1", "PriorityClass"): (None, _PRIORITY_CLASS),
@@ -317,6 +363,9 @@ class _Document:
 
     def check(self, value: Any, schema: Schema, path: str) -> None:
         """Sort every field of ``value`` under ``path`` against ``schema``."""
+        if isinstance(schema, tuple) and schema[0] == ELSEWHERE:
+            self.problem(f"unknown field: not part of the {self.kind} API as modelled; {schema[1]}", path)
+            return
         if isinstance(schema, tuple):
             if value != schema[1]:
                 self.problem(
@@ -422,6 +471,30 @@ def _enum(read: _Reader, value: Any, path: str, default: str, allowed: tuple[str
     if found not in allowed:
         read.doc.problem(f"must be one of {list(allowed)} (found {found!r})", path)
     return found
+
+
+def _fungibility(read: _Reader, spec: Mapping[str, Any], api: str) -> tuple[str, str]:
+    """``whenCanBorrow`` and ``whenCanPreempt`` as written, or defaulted as ``api`` defaults them."""
+    fungibility = _mapping(spec.get("flavorFungibility"))
+    base = "spec.flavorFungibility"
+    if api != KUEUE_V1BETA2:
+        # v1beta1's values are the ones validate_tree checks for every version.
+        return (
+            read.text(fungibility.get("whenCanBorrow"), f"{base}.whenCanBorrow", "Borrow"),
+            read.text(fungibility.get("whenCanPreempt"), f"{base}.whenCanPreempt", "TryNextFlavor"),
+        )
+    found = []
+    for key, default, allowed, old in (
+        ("whenCanBorrow", "MayStopSearch", KUEUE_V1BETA2_WHEN_CAN_BORROW, "Borrow"),
+        ("whenCanPreempt", "TryNextFlavor", KUEUE_V1BETA2_WHEN_CAN_PREEMPT, "Preempt"),
+    ):
+        value = read.text(fungibility.get(key), f"{base}.{key}", default)
+        if value not in allowed:
+            # The v1beta1 name is the likely slip when converting a manifest: say what replaced it.
+            hint = f", v1beta1's name of what {KUEUE_V1BETA2} spells MayStopSearch" if value == old else ""
+            read.doc.problem(f"must be one of {list(allowed)} (found {value!r}{hint})", f"{base}.{key}")
+        found.append(value)
+    return found[0], found[1]
 
 
 def _taints(read: _Reader, value: Any) -> tuple[Taint, ...]:
@@ -531,21 +604,20 @@ def _build(doc: _Document, data: Mapping[str, Any], namespace: str | None) -> ob
             else read.integer(threshold, "spec.preemption.borrowWithinCohort.maxPriorityThreshold", 0),
         )
         fungibility = _mapping(spec.get("flavorFungibility"))
+        api = str(data.get("apiVersion"))
+        when_can_borrow, when_can_preempt = _fungibility(read, spec, api)
+        cohort_key = "cohortName" if api == KUEUE_V1BETA2 else "cohort"
         return ClusterQueue(
             name=name,
-            cohort=read.string(spec.get("cohort"), "spec.cohort"),
+            cohort=read.string(spec.get(cohort_key), f"spec.{cohort_key}"),
             resource_groups=_resource_groups(read, spec.get("resourceGroups")),
             queueing_strategy=read.text(
                 spec.get("queueingStrategy"), "spec.queueingStrategy", "BestEffortFIFO"
             ),
             preemption=preemption,
             fair_sharing_weight=_fair_weight(read, spec),
-            when_can_borrow=read.text(
-                fungibility.get("whenCanBorrow"), "spec.flavorFungibility.whenCanBorrow", "Borrow"
-            ),
-            when_can_preempt=read.text(
-                fungibility.get("whenCanPreempt"), "spec.flavorFungibility.whenCanPreempt", "TryNextFlavor"
-            ),
+            when_can_borrow=when_can_borrow,
+            when_can_preempt=when_can_preempt,
             preference=read.string(fungibility.get("preference"), "spec.flavorFungibility.preference"),
             origin=origin,
         )

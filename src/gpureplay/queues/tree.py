@@ -8,8 +8,9 @@ keeps the :class:`Origin` (file and document) it was read from, so that
 
 The fields and their defaults follow the real APIs (scheduler-semantics reference §4):
 
-- Kueue ``kueue.x-k8s.io/v1beta1`` (``apis/kueue/v1beta1/clusterqueue_types.go``,
-  ``cohort_types.go``, ``localqueue_types.go``, ``resourceflavor_types.go``).
+- Kueue ``kueue.x-k8s.io/v1beta1`` and ``v1beta2`` (``apis/kueue/v1beta1/clusterqueue_types.go``,
+  ``cohort_types.go``, ``localqueue_types.go``, ``resourceflavor_types.go``, and the same files under
+  ``apis/kueue/v1beta2``); one object of either version reads into the same dataclass.
 - Volcano ``scheduling.volcano.sh/v1beta1`` ``Queue``
   (``staging/src/volcano.sh/apis/pkg/apis/scheduling/v1beta1/types.go``).
 - KAI ``scheduling.run.ai/v2`` ``Queue`` (``pkg/apis/scheduling/v2/queue_types.go``,
@@ -200,9 +201,14 @@ KUEUE_WITHIN_CQ = ("Never", "LowerPriority", "LowerOrNewerEqualPriority")
 KUEUE_RECLAIM = ("Never", "LowerPriority", "Any")
 KUEUE_BORROW = ("Never", "LowerPriority")
 KUEUE_STRATEGIES = ("StrictFIFO", "BestEffortFIFO")
-#: ``flavorFungibility`` values: v1beta1's ``Borrow`` / ``Preempt`` are v1beta2's ``MayStopSearch``.
+#: ``flavorFungibility`` values of v1beta1, which :func:`validate_tree` accepts from any version: v1beta1's
+#: ``Borrow`` / ``Preempt`` are deprecated names of ``MayStopSearch`` and mean the same.
 KUEUE_WHEN_CAN_BORROW = ("Borrow", "TryNextFlavor", "MayStopSearch")
 KUEUE_WHEN_CAN_PREEMPT = ("Preempt", "TryNextFlavor", "MayStopSearch")
+#: The same in ``kueue.x-k8s.io/v1beta2`` (``apis/kueue/v1beta2/clusterqueue_types.go`` enums), which
+#: drops the old names; the manifest reader checks a v1beta2 document against these.
+KUEUE_V1BETA2_WHEN_CAN_BORROW = ("MayStopSearch", "TryNextFlavor")
+KUEUE_V1BETA2_WHEN_CAN_PREEMPT = ("MayStopSearch", "TryNextFlavor")
 #: ``flavorFungibility.preference`` (unset: ``BorrowingOverPreemption``).
 KUEUE_PREFERENCES = ("BorrowingOverPreemption", "PreemptionOverBorrowing")
 
@@ -211,12 +217,14 @@ KUEUE_PREFERENCES = ("BorrowingOverPreemption", "PreemptionOverBorrowing")
 class ClusterQueue:
     """Kueue ``ClusterQueue``.
 
-    ``cohort`` is ``spec.cohort`` (``spec.cohortName`` in v1beta2); a cohort name that
+    ``cohort`` is ``spec.cohort`` (v1beta1) or ``spec.cohortName`` (v1beta2); a cohort name that
     no ``Cohort`` object defines is an implicit cohort, as in Kueue
     (``clusterqueue_types.go``: "A cohort is a name that links CQs together, but it doesn't
     reference any object"). ``when_can_borrow`` / ``when_can_preempt`` are
-    ``spec.flavorFungibility`` with the v1beta1 defaults ``Borrow`` / ``TryNextFlavor``;
-    ``preference`` its ``preference`` (None: unset, which Kueue reads as ``BorrowingOverPreemption``).
+    ``spec.flavorFungibility`` as written, or defaulted by the document's version: ``Borrow`` /
+    ``TryNextFlavor`` in v1beta1 (the dataclass defaults), ``MayStopSearch`` / ``TryNextFlavor`` in v1beta2.
+    ``Borrow`` and ``MayStopSearch`` (``Preempt`` and ``MayStopSearch``) mean the same.
+    ``preference`` is its ``preference`` (None: unset, which Kueue reads as ``BorrowingOverPreemption``).
     """
 
     name: str
@@ -235,7 +243,7 @@ class ClusterQueue:
 class Cohort:
     """Kueue ``Cohort`` object: an explicit node of a cohort tree.
 
-    ``parent`` is ``spec.parentName`` (v1beta1) or ``spec.parent`` (v1alpha1), named by
+    ``parent`` is ``spec.parentName`` (v1beta1, v1beta2) or ``spec.parent`` (v1alpha1), named by
     ``parent_key`` in messages. A parent that no Cohort object defines is an implicit root
     cohort (``cohort_types.go``: "References a non-existent Cohort").
     """
