@@ -55,6 +55,7 @@ from tests.reference.strategies import (
     cases,
     dynamic_mig_cases,
     dynamic_mig_policies,
+    flavor_fungibility,
     horizons,
     jobs_frame,
     kueue_manifests,
@@ -685,9 +686,9 @@ def test_kueue_quotas_agree(
 @st.composite
 def kueue_flavor_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
     """:func:`kueue_cases` with several ResourceFlavors selecting the cluster's GPU models (or any node), each
-    ClusterQueue drawing 1-3 of them for its GPUs in its own order and its ``whenCanBorrow``; or, a third of
-    the time, classical preemption (``spec.preemption`` drawn) with one flavor per ClusterQueue; fair sharing
-    or not (not with preemption). Admission by quota half the time."""
+    ClusterQueue drawing 1-3 of them for its GPUs in its own order and its flavor fungibility; a third of
+    the time classical preemption (``spec.preemption`` drawn: the flavor assigner weighs preemption modes);
+    fair sharing or not (not with preemption). Admission by quota half the time."""
     jobs, nodes = draw(cases(max_jobs=40))
     jobs = _in_queues(draw, jobs)
     models = tuple(sorted(set(nodes.filter(pl.col("num_gpus") > 0)["gpu_model"].drop_nulls().to_list())))
@@ -754,8 +755,9 @@ def cohort_preemption_cases(
     sometimes with borrowWithinCohort; sometimes within a queue too. Classical cases are half the time a
     cohort tree: each ClusterQueue in the root or in one of two inner cohorts, sometimes with lending
     limits and a root quota (Kueue's hierarchical candidates and advantage). ``flavored``: classical only,
-    V100 and A100 nodes, and each ClusterQueue's quota in one of three flavors (V100 nodes, A100 nodes, any
-    node): quotas and candidates per flavor, victims freeing their flavor's nodes."""
+    V100 and A100 nodes, and each ClusterQueue's quota in one or two of three flavors (V100 nodes, A100
+    nodes, any node) with its flavor fungibility drawn: quotas and candidates per flavor, the flavor
+    assigner's preemption modes, victims freeing their flavor's nodes."""
     fair = not flavored and draw(st.integers(0, 2)) > 0
     nested = not fair and draw(st.booleans())
     names = ("vc-a", "vc-b", "vc-c")
@@ -770,7 +772,7 @@ def cohort_preemption_cases(
                 f"apiVersion: kueue.x-k8s.io/v1beta1\nkind: ResourceFlavor\nmetadata:\n  name: {name}\n"
                 f"spec:\n  nodeLabels:\n    nvidia.com/gpu.product: {label}\n"
             )
-        flavor_names = ["fv", "fv", "fa", "f"]
+        flavor_names = ["fv", "fa", "f"]
     if nested:
         root = draw(st.sampled_from([0, 0, 2, 4]))
         docs.append(
@@ -806,13 +808,19 @@ def cohort_preemption_cases(
             f"        nominalQuota: {gpus}\n" + ("" if lend is None else f"        lendingLimit: {lend}\n")
         )
         if flavored:
-            flavor = draw(st.sampled_from(flavor_names))
-            docs[-1] = docs[-1].replace("    - name: f\n", f"    - name: {flavor}\n")
+            # One or two flavors (Kueue weighs each one's preemption mode), with the fungibility drawn.
+            chosen = draw(st.lists(st.sampled_from(flavor_names), min_size=1, max_size=2, unique=True))
+            head = docs[-1][: docs[-1].index("    - name: f\n")]
+            quota = docs[-1][docs[-1].index("      resources:") :]
+            head = head.replace("  fairSharing:", draw(flavor_fungibility()) + "  fairSharing:")
+            docs[-1] = head + "".join(f"    - name: {flavor}\n{quota}" for flavor in chosen)
     hog = draw(st.sampled_from(names))
     if flavored and draw(st.booleans()):
         # The hog does not preempt and holds quota in two flavors: its jobs, the victims, in either.
         i = 1 + 2 + names.index(hog) + (3 if nested else 0)
         quota = docs[i][docs[i].index("      resources:") :]
+        if "\n    - name:" in quota:  # the CQ lists two flavors: keep the first one's quota
+            quota = quota[: quota.index("\n    - name:") + 1]
         head = docs[i][: docs[i].index("  preemption:")]
         groups = '  resourceGroups:\n  - coveredResources: ["nvidia.com/gpu"]\n    flavors:\n'
         docs[i] = f"{head}{groups}    - name: fv\n{quota}    - name: fa\n{quota}"

@@ -229,18 +229,36 @@ def test_unmodelled_flavor_configurations_are_refused_naming_the_field(tmp_path:
     assert "spec.resourceGroups[0].flavors[0].name" in message
     assert "flavor 'a100' selects NVIDIA-H100-80GB-HBM3 nodes, and the cluster has none" in message
 
-    preempting = manifests(
+    fair_preempting = manifests(
         tmp_path,
         cluster_queue(
             "team",
             {"a100": 8, "v100": 8},
             extra="  preemption:\n    withinClusterQueue: LowerPriority\n",
         ),
+        fair_sharing=True,
     )
     with pytest.raises(InputError) as info:
-        simulate(jobs, NODES, preempting)
+        simulate(jobs, NODES, fair_preempting)
     assert "spec.preemption" in str(info.value)
-    assert "resource group 0 lists several flavors is not modelled yet" in str(info.value)
+    assert "fair sharing's preemption with several ResourceFlavors (a100, v100) is not modelled" in str(
+        info.value
+    )
+
+    # The engine packs a job's flavor per resource in 8 bits: 255 flavors at most.
+    names = [f"f{i}" for i in range(256)]
+    text = "---\n".join(
+        f"apiVersion: kueue.x-k8s.io/v1beta1\nkind: ResourceFlavor\nmetadata:\n  name: {name}\n"
+        for name in names
+    )
+    queues = [cluster_queue(f"q{k}", {name: 1 for name in names[k * 64 : (k + 1) * 64]}) for k in range(4)]
+    (tmp_path / "many.yaml").write_text("---\n".join([text, *queues]))
+    many = jobs_frame([job(1, 0.0, "q0", 1)])
+    with pytest.raises(InputError) as info:
+        simulate(many, NODES, replace(KUEUE, manifests=str(tmp_path / "many.yaml")))
+    assert "256 ResourceFlavors hold quota in spec.resourceGroups; the replay models at most 255" in str(
+        info.value
+    )
 
 
 @pytest.mark.parametrize("fair", [False, True])

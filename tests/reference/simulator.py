@@ -63,11 +63,22 @@ from gpureplay.queues.kai_order import (
 from gpureplay.queues.kai_queues import KaiQueues, kai_preemptibility, kai_total
 from gpureplay.queues.kai_reclaimable import can_reclaim, preempt_within_quota, reclaimable
 from gpureplay.queues.kueue_fair_preemption import fair_preemption_targets
+from gpureplay.queues.kueue_fungibility import (
+    FIT,
+    NO_CANDIDATES,
+    NO_FIT,
+    PREEMPT,
+    RECLAIM,
+    Mode,
+    Simulate,
+    assign_with_modes,
+)
 from gpureplay.queues.kueue_preemption import Admitted, preemption_targets, preempts
 from gpureplay.queues.kueue_quota import (
     KueueQuotas,
     assign_flavors,
     available,
+    borrow_height,
     borrows,
     first_flavors,
     fits,
@@ -3373,14 +3384,9 @@ class _Replay:
         and preemption policy."""
         return (job.queue, self.class_key(job)[0], job.num_pods, job.can_preempt)
 
-    def kueue_preempt(self, quotas: KueueQuotas, q: int, job: Job) -> bool:
-        """[Kueue preemption] evict the classical targets of ``job`` (ClusterQueue ``q``); whether it did.
-
-        No preemption when the job may not preempt, when no targets make it fit, or when a target was
-        evicted at this instant by another workload (Kueue skips overlapping preemptions in a cycle).
-        """
-        if not job.can_preempt or not preempts(quotas):
-            return False
+    def kueue_holders(self) -> tuple[dict[int, Job], list[Admitted]]:
+        """[Kueue preemption] the preemptible jobs holding quota (by id) and their :class:`Admitted`
+        records."""
         index = {name: n for n, name in enumerate(self.queue_names)}
         # [Kueue waitForPodsReady] a job admitted by quota alone holds quota before its pods are placed.
         holders = {
@@ -3402,6 +3408,42 @@ class _Replay:
             )
             for j in holders.values()
         ]
+        return holders, admitted
+
+    def kueue_simulate(self, quotas: KueueQuotas, q: int, job: Job) -> Simulate:
+        """[Kueue flavor fungibility] ``SimulatePreemption`` for ``job``: the classical target search for one
+        quota row alone (none when the job may not preempt), its mode and the borrowing level after."""
+        usage = self.kueue_usage()
+        _, admitted = self.kueue_holders()
+
+        def simulate(row: int, amount: int) -> Mode:
+            one = [0] * quotas.rows
+            one[row] = amount
+            targets = (
+                preemption_targets(quotas, usage, q, one, job.priority, job.key2, admitted)
+                if job.can_preempt
+                else []
+            )
+            if not targets:
+                return Mode(NO_CANDIDATES, borrow_height(quotas, usage, q, row, amount))
+            left = [list(line) for line in usage]
+            for t in targets:
+                for r in range(quotas.rows):
+                    left[r][t.cluster_queue] -= t.request[r]
+            own = any(t.cluster_queue == q for t in targets)
+            return Mode(PREEMPT if own else RECLAIM, borrow_height(quotas, left, q, row, amount))
+
+        return simulate
+
+    def kueue_preempt(self, quotas: KueueQuotas, q: int, job: Job) -> bool:
+        """[Kueue preemption] evict the classical targets of ``job`` (ClusterQueue ``q``); whether it did.
+
+        No preemption when the job may not preempt, when no targets make it fit, or when a target was
+        evicted at this instant by another workload (Kueue skips overlapping preemptions in a cycle).
+        """
+        if not job.can_preempt or not preempts(quotas):
+            return False
+        holders, admitted = self.kueue_holders()
         # [Kueue preemption] fair sharing's strategies in place of the classical targets.
         search = (
             partial(fair_preemption_targets, strategies=quotas.fair_strategies)
@@ -3467,13 +3509,20 @@ class _Replay:
                 any_head = True
                 # [Kueue flavors] the flavor assigner picks each resource group's flavor first.
                 asked = self.kueue_request3(job)
-                assigned = assign_flavors(quotas, usage, q, asked)
+                mode = FIT
+                if quotas.preempts_in_flavors(q) and job.can_preempt:
+                    # [Kueue flavor fungibility] a preempting ClusterQueue weighs each flavor's preemption.
+                    assigned, mode = assign_with_modes(
+                        quotas, usage, q, asked, self.kueue_simulate(quotas, q, job)
+                    )
+                else:
+                    assigned = assign_flavors(quotas, usage, q, asked)
                 # One that fits nowhere keeps each group's first flavor (where preemption searches).
                 flavors = assigned if assigned is not None else first_flavors(quotas, q, asked)
                 job.flavors = (flavors[0], flavors[1], flavors[2])
                 request = self.kueue_request(job)
-                if assigned is None or not fits(quotas, usage, q, request):
-                    if self.kueue_preempt(quotas, q, job):
+                if assigned is None or mode != FIT or not fits(quotas, usage, q, request):
+                    if mode != NO_FIT and self.kueue_preempt(quotas, q, job):
                         # Kueue keeps a preemptor as its queue's head until admitted: the queue waits for
                         # its victims (their release ends the block).
                         self.kueue_aside[self.kueue_class(job)] = now

@@ -895,11 +895,11 @@ def _kueue_quota_lines(gpus: int, cpus: int, memory: str, limits: str) -> str:
 
 
 def _kueue_flavored_lines(
-    draw: st.DrawFn, gpus: int, cpus: int, memory: str, limits: str, flavors: tuple[str, ...], single: bool
+    draw: st.DrawFn, gpus: int, cpus: int, memory: str, limits: str, flavors: tuple[str, ...]
 ) -> str:
-    # [Kueue flavors] GPUs over 1-3 of the flavors in a drawn order (each with its own quota; ``single``: one,
-    # as preemption needs), CPU and memory in the same group or in a second one of flavor "f".
-    chosen = draw(st.lists(st.sampled_from(flavors), min_size=1, max_size=1 if single else 3, unique=True))
+    # [Kueue flavors] GPUs over 1-3 of the flavors in a drawn order (each with its own quota), CPU and memory
+    # in the same group or in a second one of flavor "f".
+    chosen = draw(st.lists(st.sampled_from(flavors), min_size=1, max_size=3, unique=True))
     apart = draw(st.booleans())
     covered = '["nvidia.com/gpu"]' if apart else '["nvidia.com/gpu", "cpu", "memory"]'
     lines = f"  resourceGroups:\n  - coveredResources: {covered}\n    flavors:\n"
@@ -920,6 +920,19 @@ def _kueue_flavored_lines(
 
 
 @st.composite
+def flavor_fungibility(draw: st.DrawFn) -> str:
+    """A ClusterQueue's ``spec.flavorFungibility`` lines: ``whenCanBorrow`` and ``whenCanPreempt`` drawn in
+    either API spelling, and, when both are TryNextFlavor (Kueue's CEL rule), sometimes a ``preference``."""
+    borrow = draw(st.sampled_from(["Borrow", "TryNextFlavor", "MayStopSearch"]))
+    preempt = draw(st.sampled_from(["Preempt", "TryNextFlavor", "TryNextFlavor", "MayStopSearch"]))
+    lines = f"  flavorFungibility:\n    whenCanBorrow: {borrow}\n    whenCanPreempt: {preempt}\n"
+    if borrow == preempt == "TryNextFlavor" and draw(st.booleans()):
+        preference = draw(st.sampled_from(["BorrowingOverPreemption", "PreemptionOverBorrowing"]))
+        lines += f"    preference: {preference}\n"
+    return lines
+
+
+@st.composite
 def kueue_manifests(
     draw: st.DrawFn,
     queues: tuple[str, ...],
@@ -935,8 +948,8 @@ def kueue_manifests(
     (withinClusterQueue, reclaimWithinCohort, borrowWithinCohort with or without a maxPriorityThreshold);
     ``nested``: False leaves the two-level tree out (fair sharing's preemption is not modelled there).
     ``models``: the cluster's GPU models; given (even empty), [Kueue flavors] 2-3 ResourceFlavors select one
-    of them each (or any node), every ClusterQueue's GPUs draw 1-3 of them in its own order (one with
-    ``preemption``: a preempting ClusterQueue lists one flavor per group), with ``whenCanBorrow`` drawn.
+    of them each (or any node), every ClusterQueue's GPUs draw 1-3 of them in its own order, with its
+    flavor fungibility drawn (:func:`flavor_fungibility`).
     """
     shapes = ["none", "flat", "flat"] + (["nested", "nested"] if nested else [])
     shape = draw(st.sampled_from(shapes))
@@ -986,8 +999,7 @@ def kueue_manifests(
         memory = draw(st.sampled_from(["64Gi", "1Ti", "10Ti"]))
         fungibility = ""
         if flavors:
-            borrow_rule = draw(st.sampled_from(["Borrow", "TryNextFlavor", "MayStopSearch"]))
-            fungibility = f"  flavorFungibility:\n    whenCanBorrow: {borrow_rule}\n"
+            fungibility = draw(flavor_fungibility())
         docs.append(
             f"apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata:\n  name: {name}\nspec:\n"
             + (f"  cohort: {cohort}\n" if cohort else "")
@@ -996,7 +1008,7 @@ def kueue_manifests(
             + f"  fairSharing:\n    weight: {draw(st.sampled_from([1, 1, 0, 0.5, 2]))}\n"
             + f"  queueingStrategy: {strategy}\n"
             + (
-                _kueue_flavored_lines(draw, gpus, cpus, memory, limits, flavors, preemption)
+                _kueue_flavored_lines(draw, gpus, cpus, memory, limits, flavors)
                 if flavors
                 else _kueue_quota_lines(gpus, cpus, memory, limits)
             )

@@ -598,11 +598,11 @@ class Quotas(NamedTuple):
         remaining allocation per queue and its stamps; per node the list (head, tail, stamp) of a probe's
         added victims with pods there, the lists' entries (victim, next); per leaf queue whether no reclaim
         strategy allows taking from it for the job at hand.
-    flv_slots, flv_group, flv_mask, flv_next, flv_on
+    flv_slots, flv_group, flv_mask, flv_policy, flv_on
         Kueue's ResourceFlavors (:mod:`gpureplay.engine.quota_tree`): ``[cluster queue, group, k]`` the flavor
         slots each resource group tries, in order (-1 after the last); ``[resource, cluster queue]`` the
         group covering the resource (-1: none); per flavor slot the GPU models its ``nodeLabels`` select (a
-        model mask); per ClusterQueue 1 under ``whenCanBorrow: TryNextFlavor``; ``[1]``: 1 when some
+        model mask); per ClusterQueue its flavor fungibility (``layout.FP_*`` bits); ``[1]``: 1 when some
         flavor selects nodes (placements are narrowed to the assigned flavors' models). The quota arrays
         above have one row per flavor slot and resource (``3 f + r``).
     w_jobs, w_n, w_mark
@@ -741,7 +741,7 @@ class Quotas(NamedTuple):
     flv_slots: Int64Array
     flv_group: Int64Array
     flv_mask: UInt64Array
-    flv_next: Int64Array
+    flv_policy: Int64Array
     flv_on: Int64Array
     w_jobs: Int64Array
     w_n: Int64Array
@@ -987,7 +987,7 @@ def quota_state(
     ``preemption``: ``[KP_* row, cluster queue]`` (None: Never everywhere); ``num_jobs``: the trace's jobs
     (preemption candidates); ``fair_strategies``: ``FairSharingStrategies`` value; ``quota_only``: Kueue
     admits by quota alone (the admitted jobs' list is sized for every job); ``flavors``: the flavor arrays
-    ``flv_slots``, ``flv_group``, ``flv_mask``, ``flv_next`` (None: one flavor that selects every node,
+    ``flv_slots``, ``flv_group``, ``flv_mask``, ``flv_policy`` (None: one flavor that selects every node,
     each ClusterQueue's covered resources in one group).
     """
     num_nodes = parent.shape[0]
@@ -1001,7 +1001,7 @@ def quota_state(
             np.full(1, L.ALL_MODELS, dtype=np.uint64),
             np.zeros(max(num_cq, 1), dtype=np.int64),
         )
-    flv_slots, flv_group, flv_mask, flv_next = flavors
+    flv_slots, flv_group, flv_mask, flv_policy = flavors
     if preemption is None:
         preemption = np.zeros((L.KP_ROWS, num_cq), dtype=np.int64)
     preempting = bool((preemption[L.KP_WITHIN] != 0).any() or (preemption[L.KP_RECLAIM] != 0).any())
@@ -1051,7 +1051,7 @@ def quota_state(
         flv_slots=flv_slots.astype(np.int64),
         flv_group=flv_group.astype(np.int64),
         flv_mask=flv_mask.astype(np.uint64),
-        flv_next=flv_next.astype(np.int64),
+        flv_policy=flv_policy.astype(np.int64),
         flv_on=np.array([1 if bool((flv_mask != np.uint64(L.ALL_MODELS)).any()) else 0], dtype=np.int64),
         w_jobs=np.zeros(room if quota_only else 1, dtype=np.int64),
         w_n=np.zeros(2, dtype=np.int64),

@@ -95,9 +95,9 @@ FS_INITIAL_SHARE = 2
 
 
 @inline_kernel
-def _move(jobs: Jobs, js: JobState, run: Run, v: int, sign: int) -> None:
-    # Add (sign 1) or remove (-1) job v's request to / from its ClusterQueue's usage (and, with several
-    # flavors, to / from its flavors' rows).
+def move_usage(jobs: Jobs, js: JobState, run: Run, v: int, sign: int) -> None:
+    """Add (``sign`` 1) or remove (-1) job ``v``'s request to / from its ClusterQueue's usage (and, with
+    several flavors, its flavors' rows)."""
     c = jobs.ints[J_TENANT, v]
     flavored = run.queues.shape[0] > QUEUE_FIELDS
     for r in range(3):
@@ -138,9 +138,11 @@ def _prune(qt: Quotas, js: JobState, q: int) -> None:
 
 
 @kernel
-def _potential(qt: Quotas, r: int, q: int) -> int:
-    # resource_node.go potentialAvailable: the root's subtree quota, then down the path
-    # localQuota + the parent's, capped at subtreeQuota + borrowingLimit.
+def potential(qt: Quotas, r: int, q: int) -> int:
+    """``resource_node.go`` ``potentialAvailable``: the most of quota row ``r`` ClusterQueue ``q`` could take
+    with no usage anywhere."""
+    # The root's subtree quota, then down the path localQuota + the parent's, capped at
+    # subtreeQuota + borrowingLimit.
     depth = 0
     n = q
     while n >= 0:
@@ -182,6 +184,27 @@ def _reclaims_in_hierarchy(qt: Quotas, r: int, q: int, amount: int) -> bool:
 
 
 @kernel
+def may_preempt_row(qt: Quotas, r: int, q: int, need: int) -> bool:
+    """Whether ``need`` more of quota row ``r``, above what ClusterQueue ``q`` has available and within its
+    ``potentialAvailable``, may be had by preemption (``qt.used[r]`` filled).
+
+    Notes
+    -----
+    kubernetes-sigs/kueue ``flavorassigner.go`` ``fitsResourceQuota``: within the nominal quota, or held
+    by a subtree below the root (``FindHeightOfLowestSubtreeThatFits``), or ``withinClusterQueue`` set
+    (``canPreemptWithinClusterQueue``), or ``borrowWithinCohort`` set, or under fair sharing
+    ``reclaimWithinCohort`` (``canPreemptWhileBorrowing``).
+    """
+    while_borrowing = qt.pre[KP_BORROW, q] != 0 or (qt.fair[0] != 0 and qt.pre[KP_RECLAIM, q] != 0)
+    return bool(
+        need <= qt.nominal[r, q]
+        or _reclaims_in_hierarchy(qt, r, q, need)
+        or while_borrowing
+        or qt.pre[KP_WITHIN, q] != 0
+    )
+
+
+@kernel
 def _needs_preemption(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int) -> bool:
     # Fill qt.need: flavorassigner.go fitsResourceQuota's Preempt mode per quota row (the flavors assigned
     # to j); False on NoFit.
@@ -196,20 +219,10 @@ def _needs_preemption(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int) ->
         node_usage(qt, run, r)
         if need <= available(qt, r, q):
             continue
-        if need > _potential(qt, r, q):
+        if need > potential(qt, r, q) or not may_preempt_row(qt, r, q, need):
             return False
-        # canPreemptWhileBorrowing: borrowWithinCohort, or under fair sharing reclaimWithinCohort.
-        while_borrowing = qt.pre[KP_BORROW, q] != 0 or (qt.fair[0] != 0 and qt.pre[KP_RECLAIM, q] != 0)
-        if (
-            need <= qt.nominal[r, q]
-            or _reclaims_in_hierarchy(qt, r, q, need)
-            or while_borrowing
-            or qt.pre[KP_WITHIN, q] != 0
-        ):
-            qt.need[r] = 1
-            found = True
-        else:
-            return False
+        qt.need[r] = 1
+        found = True
     return found
 
 
@@ -443,7 +456,7 @@ def _targets(
                 continue
             if not _still_above(qt, run, c, _lowest_common_ancestor(qt, q, c)):
                 continue  # its ClusterQueue, or a cohort below the common ancestor, is back within quota
-        _move(jobs, js, run, v, -1)
+        move_usage(jobs, js, run, v, -1)
         qt.targets[nt] = v
         nt += 1
         if fits_quota(qt, jobs, js, run, j, borrowing):
@@ -452,7 +465,7 @@ def _targets(
     if fit:
         nt = _fill_back(qt, jobs, js, run, j, nt, borrowing)
     for i in range(nt):
-        _move(jobs, js, run, qt.targets[i], 1)
+        move_usage(jobs, js, run, qt.targets[i], 1)
     return (nt if fit else 0) * (k + 1) + taken
 
 
@@ -464,12 +477,12 @@ def _fill_back(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, nt: int, 
     """
     for i in range(nt - 2, -1, -1):
         v = qt.targets[i]
-        _move(jobs, js, run, v, 1)
+        move_usage(jobs, js, run, v, 1)
         if fits_quota(qt, jobs, js, run, j, borrowing):
             qt.targets[i] = qt.targets[nt - 1]
             nt -= 1
         else:
-            _move(jobs, js, run, v, -1)
+            move_usage(jobs, js, run, v, -1)
     return nt
 
 
@@ -567,11 +580,11 @@ def _take(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, i: int, nt: in
     """Candidate ``i`` becomes target ``nt``; whether ``j`` fits now (its own usage set aside to check)."""
     v = qt.cand[i]
     qt.cand_wb[i] = FS_TAKEN
-    _move(jobs, js, run, v, -1)
+    move_usage(jobs, js, run, v, -1)
     qt.targets[nt] = v
-    _move(jobs, js, run, j, -1)
+    move_usage(jobs, js, run, j, -1)
     fits = fits_quota(qt, jobs, js, run, j, True)
-    _move(jobs, js, run, j, 1)
+    move_usage(jobs, js, run, j, 1)
     return fits
 
 
@@ -596,7 +609,7 @@ def _fair_targets(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, k: int
     q = jobs.ints[J_TENANT, j]
     for i in range(k):
         qt.cand_wb[i] = FS_POOL
-    _move(jobs, js, run, j, 1)
+    move_usage(jobs, js, run, j, 1)
     # FairSharingPreemptWithinNominal: with its workload, q borrows none of what needs preemption.
     within = True
     for r in range(qt.nominal.shape[0]):
@@ -628,9 +641,9 @@ def _fair_targets(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, k: int
                 passed = _compare(pw, pu, tw, tu) < 0
             else:
                 v = qt.cand[i]
-                _move(jobs, js, run, v, -1)
+                move_usage(jobs, js, run, v, -1)
                 nw, nu = _share_of(qt, run, c)
-                _move(jobs, js, run, v, 1)
+                move_usage(jobs, js, run, v, 1)
                 passed = _compare(pw, pu, nw, nu) <= 0
             if passed:
                 fits = _take(qt, jobs, js, run, j, i, nt)
@@ -653,11 +666,11 @@ def _fair_targets(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, k: int
             else:
                 qt.cand_wb[i] = FS_USED
             qt.fs_drop[c] = 1
-    _move(jobs, js, run, j, -1)
+    move_usage(jobs, js, run, j, -1)
     if fits:
         nt = _fill_back(qt, jobs, js, run, j, nt, True)
     for i in range(nt):
-        _move(jobs, js, run, qt.targets[i], 1)
+        move_usage(jobs, js, run, qt.targets[i], 1)
     return nt if fits else 0
 
 
@@ -689,15 +702,34 @@ def kueue_preempt(
     if jobs.ints[J_CAN_PREEMPT, j] == 0 or not _needs_preemption(qt, jobs, js, run, j):
         return False
     run.counters[K_PREEMPT_TRIES] += 1
-    k = _candidates(qt, jobs, js, run, j)
-    if k == 0:
-        return False
-    q = jobs.ints[J_TENANT, j]
     if qt.fair[0] != 0:
-        _sort_candidates(qt, jobs, js, q, k)
+        k = _candidates(qt, jobs, js, run, j)
+        if k == 0:
+            return False
+        _sort_candidates(qt, jobs, js, jobs.ints[J_TENANT, j], k)
         return _evict_targets(
             params, jobs, cs, cl, js, pend, tm, sc, run, qt, j, _fair_targets(qt, jobs, js, run, j, k), t
         )
+    return _evict_targets(
+        params, jobs, cs, cl, js, pend, tm, sc, run, qt, j, classical_targets(qt, jobs, js, run, j), t
+    )
+
+
+@kernel
+def classical_targets(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int) -> int:
+    """Job ``j``'s classical preemption targets (``qt.need`` filled: the quota rows that need preemption),
+    in ``qt.targets``; how many (0: none make it fit). The usage is left as it was.
+
+    Notes
+    -----
+    kubernetes-sigs/kueue ``preemption.go`` ``classicalPreemptions``: runs with borrowing first unless
+    ``borrowWithinCohort`` is unset and the ClusterQueue is above nominal, or every other-queue candidate may
+    be reclaimed only without borrowing.
+    """
+    k = _candidates(qt, jobs, js, run, j)
+    if k == 0:
+        return 0
+    q = jobs.ints[J_TENANT, j]
     others = 0
     all_without = True
     for i in range(k):
@@ -722,7 +754,7 @@ def kueue_preempt(
     nt = packed // (k + 1)
     if nt == 0 and second >= 0:
         nt = _targets(qt, jobs, js, run, j, k, second == 1, packed % (k + 1)) // (k + 1)
-    return _evict_targets(params, jobs, cs, cl, js, pend, tm, sc, run, qt, j, nt, t)
+    return nt
 
 
 @kernel
@@ -758,4 +790,11 @@ def _evict_targets(
     return True
 
 
-__all__ = ["kueue_preempt", "list_admitted"]
+__all__ = [
+    "classical_targets",
+    "kueue_preempt",
+    "list_admitted",
+    "may_preempt_row",
+    "move_usage",
+    "potential",
+]

@@ -114,7 +114,17 @@ D_READY_TIMEOUTS = 14  # Kueue waitForPodsReady: admissions that timed out befor
 D_RESERVED = 15  # 1: Kueue admitted it by quota and its reservation still counts its unplaced pods
 D_FLAVOR = 16  # Kueue: the flavor slot of each resource r (GPU, CPU, memory) in bits FLAVOR_BITS * r up
 JOB_DYN_FIELDS = 17
-FLAVOR_BITS = 8  # bits per resource in D_FLAVOR (at most 2^8 flavor slots)
+FLAVOR_BITS = 8  # bits per resource in D_FLAVOR (at most 2^8 - 1 flavor slots)
+#: A D_FLAVOR slot no quota row has: the resource counts on no row (a preemption simulation's other
+#: resources).
+FLAVOR_NONE = (1 << FLAVOR_BITS) - 1
+#: ``Quotas.flv_policy`` bits per ClusterQueue (``spec.flavorFungibility``): ``whenCanBorrow: TryNextFlavor``,
+#: ``whenCanPreempt: TryNextFlavor``, ``preference: PreemptionOverBorrowing``, and whether its assignment
+#: weighs preemption modes (it preempts and a resource group lists several flavors).
+FP_BORROW_NEXT = 1
+FP_PREEMPT_NEXT = 2
+FP_PREEMPTION_OVER = 4
+FP_MODES = 8
 
 # --- js.time: per-job dynamic floats -----------------------------------------------------------------
 T_FIRST_START = 0  # start of the first attempt that ran (nan: never ran)

@@ -28,6 +28,7 @@ from gpureplay.engine.bundles import (
     Topology,
 )
 from gpureplay.engine.config import inline_kernel, kernel
+from gpureplay.engine.flavor_modes import AM_FIT, AM_NO_FIT, assign_by_modes
 from gpureplay.engine.gang import try_gang
 from gpureplay.engine.jobs import start_job
 from gpureplay.engine.kueue_preempt import kueue_preempt, list_admitted
@@ -35,6 +36,8 @@ from gpureplay.engine.layout import (
     C_TENANT,
     CD_FAIL,
     D_STATUS,
+    FP_MODES,
+    J_CAN_PREEMPT,
     J_CLASS,
     J_TENANT,
     K_NACTIVE,
@@ -334,10 +337,19 @@ def kueue_cycle(
             if j < 0:
                 continue
             heads += 1
-            if not (assign_flavors(qt, jobs, js, run, j) and quota_fits(qt, jobs, js, run, j)):
+            mode = AM_FIT
+            if qt.flv_policy[q] & FP_MODES != 0 and jobs.ints[J_CAN_PREEMPT, j] != 0:
+                # A preempting ClusterQueue with several flavors in a group weighs their preemption modes.
+                mode = assign_by_modes(qt, jobs, js, run, j)
+                fits = mode == AM_FIT
+            else:
+                fits = assign_flavors(qt, jobs, js, run, j) and quota_fits(qt, jobs, js, run, j)
+            if not fits:
                 # A preemptor's queue waits for its victims (their release ends the block).
-                preempted = qt.pre_on[0] != 0 and kueue_preempt(
-                    qt, params, jobs, cs, cl, js, pend, tm, sc, run, j, t
+                preempted = (
+                    qt.pre_on[0] != 0
+                    and mode != AM_NO_FIT
+                    and kueue_preempt(qt, params, jobs, cs, cl, js, pend, tm, sc, run, j, t)
                 )
                 _set_aside(pend, qt, run, q, jobs.ints[J_CLASS, j], preempted)
                 continue

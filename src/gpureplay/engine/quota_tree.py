@@ -17,6 +17,7 @@ from gpureplay.engine.layout import (
     ALL_MODELS,
     D_FLAVOR,
     FLAVOR_BITS,
+    FP_BORROW_NEXT,
     J_CPU,
     J_ID,
     J_MEM,
@@ -186,14 +187,16 @@ def assign_flavors(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int) -> bo
     without borrowing is taken, or the first that fits at all under ``whenCanBorrow: MayStopSearch``; under
     ``TryNextFlavor`` the one of the lowest level (the first of equals). With one flavor slot the
     assignment is that slot and :func:`fits_quota` decides alone. A job that fits nowhere is given each
-    group's first flavor (where a preempting ClusterQueue's preemption searches). Plain statement:
+    group's first flavor (a ClusterQueue of one flavor per group preempts there; one that preempts with
+    several flavors in a group assigns by :func:`gpureplay.engine.flavor_modes.assign_by_modes`). Plain
+    statement:
     :func:`gpureplay.queues.kueue_quota.assign_flavors`.
     """
     if qt.flv_mask.shape[0] <= 1:
         return True
     q = jobs.ints[J_TENANT, j]
-    # Each group's first flavor: the assignment a job that fits nowhere keeps (preempting ClusterQueues list
-    # one flavor per group: Kueue's Preempt mode is then in that flavor).
+    # Each group's first flavor: the assignment a job that fits nowhere keeps (with one flavor per group,
+    # Kueue's Preempt mode is in that flavor).
     first = 0
     for r in range(3):
         g = qt.flv_group[r, q]
@@ -226,7 +229,7 @@ def assign_flavors(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int) -> bo
                 height = max(height, borrow_height(qt, row, q, need))
             if height < 0:
                 continue
-            if height == 0 or qt.flv_next[q] == 0:
+            if height == 0 or qt.flv_policy[q] & FP_BORROW_NEXT == 0:
                 best = f
                 break
             if best < 0 or height < best_height:

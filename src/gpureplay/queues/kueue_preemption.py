@@ -104,8 +104,8 @@ def preemption_problems(quotas: KueueQuotas) -> list[tuple[int, str, str]]:
     Kueue itself refuses ``borrowWithinCohort`` without ``reclaimWithinCohort`` (``clusterqueue_webhook.go``);
     fair sharing's preemption (:mod:`gpureplay.queues.kueue_fair_preemption`) is modelled for ClusterQueues
     with no cohort or in a root cohort without a quota of its own, classical preemption in any tree; with
-    several ResourceFlavors, classical preemption only, by ClusterQueues whose resource groups list one flavor
-    each.
+    several ResourceFlavors, classical preemption only (flavors chosen by the flavor assigner's preemption
+    modes, :mod:`gpureplay.queues.kueue_fungibility`).
     """
     table = preemption_table(quotas)
     problems: list[tuple[int, str, str]] = []
@@ -115,19 +115,10 @@ def preemption_problems(quotas: KueueQuotas) -> list[tuple[int, str, str]]:
             message = "borrowWithinCohort needs reclaimWithinCohort other than Never (Kueue refuses it)"
             problems.append((q, "borrow_within_cohort", message))
         key = "within_cluster_queue" if within != 0 else "reclaim_within_cohort"
-        several = [i for i, (_, slots) in enumerate(quotas.flavor_groups(q)) if len(slots) > 1]
-        if (within != 0 or reclaim != 0) and several:
-            message = (
-                f"preemption in a ClusterQueue whose resource group {several[0]} lists several flavors is "
-                "not modelled yet (the flavor assigner's Preempt modes and whenCanPreempt): one flavor per "
-                "group, or Never"
-            )
-            problems.append((q, key, message))
-            continue
         if (within != 0 or reclaim != 0) and quotas.fair_sharing and len(quotas.flavors) > 1:
             message = (
                 f"fair sharing's preemption with several ResourceFlavors ({', '.join(quotas.flavors)}) is "
-                "not modelled yet (classical preemption is, with one flavor per resource group)"
+                "not modelled yet (classical preemption is)"
             )
             problems.append((q, key, message))
             continue

@@ -23,6 +23,11 @@ import polars as pl
 from gpureplay.cluster.catalog import label_model
 from gpureplay.engine.layout import (
     ALL_MODELS,
+    FLAVOR_NONE,
+    FP_BORROW_NEXT,
+    FP_MODES,
+    FP_PREEMPT_NEXT,
+    FP_PREEMPTION_OVER,
     KP_BORROW,
     KP_RECLAIM,
     KP_ROWS,
@@ -134,6 +139,12 @@ class KueueQuotas:
     try_next_flavor
         Per ClusterQueue, ``flavorFungibility.whenCanBorrow: TryNextFlavor`` (else ``MayStopSearch``,
         Kueue's default ``Borrow`` in v1beta1); empty: the default everywhere.
+    try_next_on_preempt
+        Per ClusterQueue, ``flavorFungibility.whenCanPreempt: TryNextFlavor`` (Kueue's default; else
+        ``MayStopSearch``, v1beta1 ``Preempt``); empty: the default everywhere.
+    preemption_over_borrowing
+        Per ClusterQueue, ``flavorFungibility.preference: PreemptionOverBorrowing`` (else Kueue's default
+        ``BorrowingOverPreemption``); empty: the default everywhere.
     """
 
     names: tuple[str, ...]
@@ -154,6 +165,8 @@ class KueueQuotas:
     flavor_models: tuple[frozenset[str] | None, ...] = (None,)
     groups: tuple[tuple[FlavorGroup, ...], ...] = ()
     try_next_flavor: tuple[bool, ...] = ()
+    try_next_on_preempt: tuple[bool, ...] = ()
+    preemption_over_borrowing: tuple[bool, ...] = ()
 
     @property
     def rows(self) -> int:
@@ -166,6 +179,14 @@ class KueueQuotas:
             return self.groups[q]
         covered = tuple(r for r in range(len(RESOURCES)) if self.covered[r, q])
         return ((covered, (0,)),) if covered else ()
+
+    def preempts_in_flavors(self, q: int) -> bool:
+        """Whether ClusterQueue ``q`` may preempt (``withinClusterQueue`` or ``reclaimWithinCohort`` set) and
+        lists several flavors in a resource group: its flavor assignment weighs preemption modes
+        (:mod:`gpureplay.queues.kueue_fungibility`)."""
+        if self.preemption is None or not (self.preemption[PR_WITHIN, q] or self.preemption[PR_RECLAIM, q]):
+            return False
+        return any(len(slots) > 1 for _, slots in self.flavor_groups(q))
 
     def covers(self, q: int, r: int) -> bool:
         """Whether ClusterQueue ``q`` covers resource ``r`` (in any flavor)."""
@@ -319,8 +340,9 @@ def assign_flavors(
     the group's requested resources, ``Fit`` at a borrowing level (:func:`borrow_height`) when the request
     is at most ``available``. The search stops at the first flavor that fits without borrowing, or that
     fits at all under ``whenCanBorrow: MayStopSearch`` (``Borrow``, the default); under ``TryNextFlavor``
-    it goes on and keeps the flavor of the lowest borrowing level (the first of equals). Preemption modes
-    are not modelled with several flavors (refused by :mod:`gpureplay.replay.queue_model`).
+    it goes on and keeps the flavor of the lowest borrowing level (the first of equals). A preempting
+    ClusterQueue with several flavors in a group weighs preemption modes too
+    (:func:`gpureplay.queues.kueue_fungibility.assign_with_modes`).
     """
     chosen = [0] * len(RESOURCES)
     try_next = bool(quotas.try_next_flavor[q]) if quotas.try_next_flavor else False
@@ -353,7 +375,7 @@ def assign_flavors(
 
 def first_flavors(quotas: KueueQuotas, q: int, request: Sequence[int]) -> tuple[int, ...]:
     """Each resource group's first flavor for the resources ``request`` asks for (slot 0 for the others): the
-    assignment of a workload that fits no flavor, where a ClusterQueue of one flavor per group preempts."""
+    assignment of a workload that fits no flavor (a ClusterQueue of one flavor per group preempts there)."""
     chosen = [0] * len(RESOURCES)
     for resources, slots in quotas.flavor_groups(q):
         for r in resources:
@@ -635,6 +657,17 @@ def manifest_quotas(
     index = {name: i for i, name in enumerate(names)}
     explicit = {c.name: c for c in tree.cohorts}
     slots = _flavor_slots(cqs, [explicit[name] for name in cohorts_sorted if name in explicit])
+    if len(slots) > FLAVOR_NONE:
+        # The engine packs a job's flavor per resource in FLAVOR_BITS bits, the top value meaning none.
+        raise InputError(
+            [
+                Problem(
+                    f"{len(slots)} ResourceFlavors hold quota in spec.resourceGroups; the replay models at "
+                    f"most {FLAVOR_NONE}",
+                    source,
+                )
+            ]
+        )
     arrays = _arrays(len(names), len(slots))
     parent = np.full(len(names), -1, dtype=np.int64)
     weight = np.ones(len(names))
@@ -689,13 +722,15 @@ def manifest_quotas(
         flavor_models=tuple(flavor_nodes(by_name.get(name), gpu_models) for name in slots),
         groups=tuple(groups),
         try_next_flavor=tuple(cq.when_can_borrow == "TryNextFlavor" for cq in cqs),
+        try_next_on_preempt=tuple(cq.when_can_preempt == "TryNextFlavor" for cq in cqs),
+        preemption_over_borrowing=tuple(cq.preference == "PreemptionOverBorrowing" for cq in cqs),
     )
 
 
 def flavor_tables(
     quotas: KueueQuotas, models: Sequence[str]
 ) -> tuple[Int64Array, Int64Array, np.ndarray, Int64Array]:
-    """The engine's flavor arrays (``Quotas.flv_slots``, ``flv_group``, ``flv_mask``, ``flv_next``).
+    """The engine's flavor arrays (``Quotas.flv_slots``, ``flv_group``, ``flv_mask``, ``flv_policy``).
 
     ``models``: the cluster's GPU models by code (bit ``i`` of a mask is model ``i``).
     """
@@ -713,10 +748,17 @@ def flavor_tables(
     for f, selected in enumerate(quotas.flavor_models):
         if selected is not None:
             masks[f] = np.uint64(sum(1 << i for i, m in enumerate(models) if m in selected))
-    try_next = np.zeros(max(num_cq, 1), dtype=np.int64)
-    for q, value in enumerate(quotas.try_next_flavor):
-        try_next[q] = 1 if value else 0
-    return slots, group_of, masks, try_next
+    policy = np.zeros(max(num_cq, 1), dtype=np.int64)
+    for q in range(num_cq):
+        if quotas.try_next_flavor and quotas.try_next_flavor[q]:
+            policy[q] |= FP_BORROW_NEXT
+        if not quotas.try_next_on_preempt or quotas.try_next_on_preempt[q]:
+            policy[q] |= FP_PREEMPT_NEXT
+        if quotas.preemption_over_borrowing and quotas.preemption_over_borrowing[q]:
+            policy[q] |= FP_PREEMPTION_OVER
+        if quotas.preempts_in_flavors(q):
+            policy[q] |= FP_MODES
+    return slots, group_of, masks, policy
 
 
 def potential_available(quotas: KueueQuotas, subtree: Int64Array, node: int, r: int) -> int:
