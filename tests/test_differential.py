@@ -1079,10 +1079,11 @@ def test_volcano_queues_agree(
 
 
 @st.composite
-def kai_manifests(draw: st.DrawFn, queues: tuple[str, ...]) -> str:
+def kai_manifests(draw: st.DrawFn, queues: tuple[str, ...], min_runtime: bool = False) -> str:
     """KAI ``Queue`` manifests: GPU quota, overQuotaWeight and limit (sometimes -1), a priority; the leaf
     queues top-level or under one or two parents (with quotas and limits of their own), sometimes an idle
-    leaf; CPU and memory sometimes bounded too."""
+    leaf; CPU and memory sometimes bounded too. ``min_runtime``: each queue sometimes sets
+    ``preemptMinRuntime`` and ``reclaimMinRuntime`` (the minruntime plugin)."""
 
     def amounts(most: int) -> str:
         quota = draw(st.sampled_from([-1, 0, *range(1, most + 1)]))
@@ -1101,6 +1102,11 @@ def kai_manifests(draw: st.DrawFn, queues: tuple[str, ...]) -> str:
             spec.append(f"  parentQueue: {draw(st.sampled_from(parents))}")
         if draw(st.integers(0, 2)) == 0:
             spec.append(f"  priority: {draw(st.sampled_from([50, 100, 200]))}")
+        if min_runtime:
+            for key in ("preemptMinRuntime", "reclaimMinRuntime"):
+                value = draw(st.sampled_from([None, None, "0s", "5s", "30s", "1m40s"]))
+                if value is not None:
+                    spec.append(f"  {key}: {value}")
         cpu = f"{{quota: -1, overQuotaWeight: 1, limit: {draw(st.sampled_from([-1, -1, 8000, 64000]))}}}"
         spec.append(f"  resources:\n    gpu: {amounts(12)}\n    cpu: {cpu}\n    memory: {unlimited}")
         docs.append(
@@ -1153,7 +1159,8 @@ def kai_evict_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy
     """A small contended case under KAI's queues with the reclaim and/or preempt action: early, long jobs of
     several small pods fill (and fragment) the cluster, later jobs of mixed priorities (100 and above are
     non-preemptible) and sizes; the queues as :func:`kai_manifests` draws them (quotas, weights, limits,
-    priorities, parent levels). Whole-GPU pods (the actions' scope), sometimes CPU requests."""
+    priorities, parent levels; half the time min-runtimes). Whole-GPU pods (the actions' scope), sometimes
+    CPU requests."""
     nodes, names, rows = _contended(draw, early_priorities=[0, 0, 50], late_priorities=[0, 50, 50, 100, 125])
     jobs = jobs_frame(rows)
     policy = Policy(
@@ -1166,7 +1173,7 @@ def kai_evict_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy
         graceful_termination=draw(st.sampled_from([0.0, 0.0, 30.0])),
         queues=QueueModel.kai,
         quotas=QuotaSource.manifests,
-        manifests=_manifest_file(draw(kai_manifests(tuple(names)))),
+        manifests=_manifest_file(draw(kai_manifests(tuple(names), min_runtime=draw(st.booleans())))),
         actions=draw(
             st.sampled_from(["allocate, reclaim", "allocate, preempt", "allocate, reclaim, preempt"])
         ),

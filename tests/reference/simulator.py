@@ -4408,6 +4408,39 @@ class _Replay:
 
         for within in [w for w, on in ((False, reclaim_on), (True, preempt_on)) if on]:
             action(within)
+        if kq.preempt_min_runtime is not None:
+            self.wake = self.kai_protection_wake(kq)
+
+    def kai_min_runtime(self, kq: KaiQueues, q: int, vq: int, within: bool) -> float:
+        """[KAI min-runtime] the protection of a job of leaf ``vq`` against the preempt action (``within``)
+        or a reclaim by leaf ``q``, in seconds."""
+        if kq.preempt_min_runtime is None or kq.reclaim_min_runtime is None:
+            return 0.0
+        return float(kq.preempt_min_runtime[vq] if within else kq.reclaim_min_runtime[q, vq])
+
+    def kai_protected(self, kq: KaiQueues, q: int, v: Job, within: bool) -> bool:
+        """[KAI min-runtime] ``v`` is no victim until its last start plus its min-runtime."""
+        index = {name: n for n, name in enumerate(kq.cluster_queues)}
+        return self.now < v.start + self.kai_min_runtime(kq, q, index[v.queue], within)
+
+    def kai_protection_wake(self, kq: KaiQueues) -> float:
+        """[KAI min-runtime] "Wake": while jobs are pending, the next time a running preemptible job's
+        protection ends for some queue of an action that is on (KAI's periodic sessions would try again)."""
+        if not self.with_state("pending"):
+            return math.inf
+        index = {name: n for n, name in enumerate(kq.cluster_queues)}
+        ends: list[float] = []
+        for v in self.with_state("running"):
+            if not v.preemptible or not v.placements:
+                continue
+            b = index[v.queue]
+            if kq.actions & 1:
+                ends += [
+                    v.start + self.kai_min_runtime(kq, a, b, False) for a in range(kq.num_leaves) if a != b
+                ]
+            if kq.actions & 2:
+                ends.append(v.start + self.kai_min_runtime(kq, b, b, True))
+        return min((e for e in ends if e > self.now), default=math.inf)
 
     def kai_solve(
         self,
@@ -4443,7 +4476,11 @@ class _Replay:
             vq = index[v.queue]
             if v.state != "running":
                 continue  # evicted earlier in this action
-            if (vq == q) == within and (not within or v.priority < job.priority):
+            if (
+                (vq == q) == within
+                and (not within or v.priority < job.priority)
+                and not self.kai_protected(kq, q, v, within)  # [KAI min-runtime]
+            ):
                 lists[vq].append(v)
         for vq in range(leaves):
             lists[vq].sort(key=self.queue_key, reverse=True)

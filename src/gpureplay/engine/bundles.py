@@ -598,6 +598,10 @@ class Quotas(NamedTuple):
         remaining allocation per queue and its stamps; per node the list (head, tail, stamp) of a probe's
         added victims with pods there, the lists' entries (victim, next); per leaf queue whether no reclaim
         strategy allows taking from it for the job at hand.
+    k_minrt, k_minrt_on, k_rtnow
+        KAI's minruntime plugin: ``[reclaimer's leaf, victim's leaf]`` reclaim min-runtimes (seconds) and, in
+        the last row, per victim leaf its preempt min-runtime; ``[0]`` 1 when some queue sets one; ``[0]`` the
+        session's time.
     flv_slots, flv_group, flv_mask, flv_policy, flv_on
         Kueue's ResourceFlavors (:mod:`gpureplay.engine.quota_tree`): ``[cluster queue, group, k]`` the flavor
         slots each resource group tries, in order (-1 after the last); ``[resource, cluster queue]`` the
@@ -738,6 +742,9 @@ class Quotas(NamedTuple):
     k_ejob: Int64Array
     k_enext: Int64Array
     k_poison: Int64Array
+    k_minrt: Float64Array
+    k_minrt_on: Int64Array
+    k_rtnow: Float64Array
     flv_slots: Int64Array
     flv_group: Int64Array
     flv_mask: UInt64Array
@@ -800,6 +807,9 @@ def _kai_arrays(
         "k_best": np.full(n + 1, -1, dtype=np.int64),
         "k_bchild": np.full(n + 1, -1, dtype=np.int64),
         "k_req": np.zeros((3, n)),
+        "k_minrt": np.zeros((max(num_leaves, 1) + 1, max(num_leaves, 1))),
+        "k_minrt_on": np.zeros(1, dtype=np.int64),
+        "k_rtnow": np.zeros(1),
     }
 
 
@@ -817,13 +827,15 @@ def kai_state(
     num_jobs: int = 0,
     num_nodes: int = 0,
     num_pods: int = 0,
+    min_runtimes: tuple[Float64Array, Float64Array] | None = None,
 ) -> Quotas:
     """The :class:`Quotas` bundle of a KAI queue tree (``queues: kai``), arrays as
     :class:`gpureplay.queues.kai_queues.KaiQueues` (leaves first, then parents children-first).
 
     ``actions``: the eviction actions after allocate (bits ``KA_RECLAIM``, ``KA_PREEMPT`` of
     :mod:`gpureplay.engine.kai_evict`), which need ``num_jobs`` (the trace's jobs), ``num_nodes`` and
-    ``num_pods`` (the trace's pods).
+    ``num_pods`` (the trace's pods). ``min_runtimes``: per leaf the preempt min-runtime and per (reclaimer,
+    victim) leaf the reclaim min-runtime, in seconds (None: no protection).
     """
     if actions != 0 and num_nodes <= 0:
         raise ValueError("KAI's reclaim and preempt actions need the cluster's node count")
@@ -846,6 +858,11 @@ def kai_state(
     arrays["k_oqw"][:, :num] = over_quota_weight
     arrays["k_limit"][:, :num] = limit
     arrays["k_created"][:num] = created
+    if min_runtimes is not None and num_leaves > 0:
+        preempt, reclaim = min_runtimes
+        arrays["k_minrt"][:num_leaves, :num_leaves] = reclaim
+        arrays["k_minrt"][num_leaves, :num_leaves] = preempt
+        arrays["k_minrt_on"][0] = 1
     # Children lists, the top level (parent -1) at index num; children in queue order.
     owner = np.where(parent < 0, num, parent)
     counts = np.bincount(owner, minlength=num + 1)

@@ -90,6 +90,7 @@ from gpureplay.engine.layout import (
     J_PRIO_RANK,
     J_TENANT,
     K_NACTIVE,
+    K_NPEND,
     NOM_ALL,
     NOM_CLASS,
     NOM_CPU,
@@ -104,6 +105,8 @@ from gpureplay.engine.layout import (
     S_RUNNING,
     T_KEY1,
     T_KEY2,
+    T_START,
+    X_WAKE,
 )
 from gpureplay.engine.nomination import end_nomination
 from gpureplay.engine.pending import cursor_job, cursor_reset, cursor_step
@@ -333,6 +336,57 @@ def _victim_first(
     return bool(qt.k_created[a] >= qt.k_created[b])
 
 
+@inline_kernel
+def _min_runtime(qt: Quotas, q: int, vq: int, within: bool) -> float:
+    # The minruntime plugin's protection of a job of leaf vq against the preempt action (within) or a
+    # reclaim by leaf q.
+    return float(qt.k_minrt[qt.k_cstart.shape[0] - 1 if within else q, vq])
+
+
+@inline_kernel
+def _protected(qt: Quotas, jobs: Jobs, js: JobState, q: int, v: int, within: bool) -> bool:
+    """Whether running job ``v`` is within its min-runtime against a job of leaf ``q`` (``minruntime.go``
+    ``isPreemptMinRuntimeProtected`` / ``isReclaimMinRuntimeProtected``: now before its last start plus the
+    min-runtime)."""
+    if qt.k_minrt_on[0] == 0:
+        return False
+    return bool(qt.k_rtnow[0] < js.time[T_START, v] + _min_runtime(qt, q, jobs.ints[J_TENANT, v], within))
+
+
+@kernel
+def _protection_wake(qt: Quotas, cl: Cluster, jobs: Jobs, js: JobState, run: Run, t: float) -> None:
+    """Set the loop's wake (``run.clock[X_WAKE]``) to the next time a running preemptible job's min-runtime
+    ends for some queue, while jobs are pending (inf otherwise): KAI's periodic sessions would try again
+    then, and the replay's event-driven sessions run one."""
+    wake = math.inf
+    if run.counters[K_NPEND] > 0:
+        num_leaves = qt.k_cstart.shape[0] - 1
+        qt.k_tstamp[0] += 1
+        stamp = qt.k_tstamp[0]
+        for n in range(cl.node_int.shape[1]):
+            pod = js.node_pods[n]
+            while pod >= 0:
+                v = jobs.pod_job[pod]
+                pod = js.pod_next[pod]
+                if js.dyn[D_STATUS, v] != S_RUNNING or jobs.ints[J_PREEMPTIBLE, v] == 0:
+                    continue
+                if qt.k_jmark[v] == stamp:
+                    continue
+                qt.k_jmark[v] = stamp
+                b = jobs.ints[J_TENANT, v]
+                for a in range(num_leaves + 1):
+                    if a == b and a < num_leaves:
+                        continue  # reclaim is between queues
+                    if a < num_leaves and qt.v_act[0] & KA_RECLAIM == 0:
+                        continue
+                    if a == num_leaves and qt.v_act[0] & KA_PREEMPT == 0:
+                        continue
+                    end = js.time[T_START, v] + qt.k_minrt[a, b]
+                    if end > t:
+                        wake = min(wake, end)
+    run.clock[X_WAKE] = wake
+
+
 @kernel
 def _next_victim(qt: Quotas, jobs: Jobs, js: JobState, j: int, within: bool) -> int:
     """Pop the next victim for job ``j`` (-1: none left): the tree walked from the top by
@@ -347,11 +401,14 @@ def _next_victim(qt: Quotas, jobs: Jobs, js: JobState, j: int, within: bool) -> 
         if n < num_leaves:
             if within != (n == q):
                 continue
-            # The leaf's next candidate: still running, and of a lower priority within the queue.
+            # The leaf's next candidate: still running, of a lower priority within the queue, and past its
+            # min-runtime.
             while qt.k_ccur[n] < qt.k_cstart[n + 1]:
                 v = qt.k_cand[qt.k_ccur[n]]
-                if js.dyn[D_STATUS, v] == S_RUNNING and (
-                    not within or jobs.ints[J_PRIO, v] < jobs.ints[J_PRIO, j]
+                if (
+                    js.dyn[D_STATUS, v] == S_RUNNING
+                    and (not within or jobs.ints[J_PRIO, v] < jobs.ints[J_PRIO, j])
+                    and not _protected(qt, jobs, js, q, v, within)
                 ):
                     break
                 qt.k_ccur[n] += 1
@@ -947,6 +1004,7 @@ def kai_evict(
     ``qt.v_des``) is allocate's, moved by each commit as KAI's event handlers move it.
     """
     evicted = 0
+    qt.k_rtnow[0] = t
     if qt.v_act[0] & KA_RECLAIM != 0:
         evicted += _action(qt, params, jobs, cs, cl, js, pend, tm, sc, run, t, False)
     if qt.v_act[0] & KA_PREEMPT != 0:
@@ -954,6 +1012,8 @@ def kai_evict(
     for q in range(run.queues.shape[1]):
         # The session's dominant shares once its actions moved allocations (pipelined jobs count).
         run.queues[QU_SHARE, q] = math.floor(dominant_share(qt, q, 0.0, 0.0, 0.0) * 1e6 + 0.5)
+    if qt.k_minrt_on[0] != 0:
+        _protection_wake(qt, cl, jobs, js, run, t)
     return evicted
 
 

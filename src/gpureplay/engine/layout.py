@@ -357,7 +357,7 @@ X_WINDOW_INTEGRAL = 6  # allocated milli-GPU x seconds inside the measurement wi
 X_SAMPLE_INTERVAL = 7  # current sample interval (widened when the timeline would exceed its bound)
 X_LOST = 8  # lost GPU-seconds so far
 X_MIG_READY = 9  # the earliest end of a MIG re-partitioning downtime (inf: none under way)
-X_WAKE = 10  # reclaim_idle: the next time a running job stops being exempt (inf: none)
+X_WAKE = 10  # reclaim_idle / KAI minruntime: the next time a running job stops being exempt or protected
 CLOCK_FIELDS = 11
 
 # --- run.cursor: int64 scalars of the event loop, kept between chunks -----------------------------------

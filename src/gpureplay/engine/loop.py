@@ -12,7 +12,9 @@ times, the finish times of running jobs, the timers (an evicted job's end of
 grace period), the sample times ``k * sample_interval`` and, in periodic mode,
 the cycle ticks ``k * session_interval`` and, under ``preemption: reclaim_idle``, the
 next time a running job stops being exempt from reclaim (:mod:`gpureplay.engine.idle`; it
-counts as a change: the preemption searches that failed run again). The loop visits each distinct event
+counts as a change: the preemption searches that failed run again), or under KAI queues with a
+min-runtime, while jobs are pending, the next time a running job's min-runtime ends
+(:mod:`gpureplay.engine.kai_evict`; also a change). The loop visits each distinct event
 time ``t`` once, in increasing order, and at ``t`` does, in this order:
 
 1. **completions**: every running job with ``finish_time == t`` finishes, in

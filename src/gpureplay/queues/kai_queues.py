@@ -35,6 +35,7 @@ __all__ = [
     "kai_preemptibility",
     "kai_total",
     "manifest_kai_queues",
+    "min_runtimes",
 ]
 
 log = logging.getLogger(__name__)
@@ -69,6 +70,12 @@ class KaiQueues:
     actions
         The eviction actions its sessions run after allocate (``KA_*`` bits of
         :mod:`gpureplay.engine.kai_evict`; ``scheduler.actions``).
+    preempt_min_runtime
+        Per leaf queue, seconds a job of it runs before the preempt action may evict it (:func:`min_runtimes`;
+        None: no queue sets one).
+    reclaim_min_runtime
+        ``[reclaimer's leaf, victim's leaf]`` seconds a victim runs before a reclaim by that queue may evict
+        it (None: no queue sets one).
     """
 
     names: tuple[str, ...]
@@ -81,6 +88,8 @@ class KaiQueues:
     created: Int64Array
     source: str
     actions: int = 0
+    preempt_min_runtime: Float64Array | None = None
+    reclaim_min_runtime: Float64Array | None = None
 
     @property
     def cluster_queues(self) -> tuple[str, ...]:
@@ -160,6 +169,8 @@ def manifest_kai_queues(manifests: ManifestSet, jobs: pl.DataFrame, *, source: s
             weight[r, i] = res.over_quota_weight
             limit[r, i] = res.limit
     _refuse_job_queues(jobs, [q.name for q in ordered[:num_leaves]], parents, source)
+    guarded = any(q.preempt_min_runtime or q.reclaim_min_runtime for q in ordered)
+    preempt_rt, reclaim_rt = min_runtimes(ordered, num_leaves)
     return KaiQueues(
         names=tuple(q.name for q in ordered),
         num_leaves=num_leaves,
@@ -172,7 +183,59 @@ def manifest_kai_queues(manifests: ManifestSet, jobs: pl.DataFrame, *, source: s
         limit=limit,
         created=np.array([created_order.index(q.name) for q in ordered], dtype=np.int64),
         source=source,
+        preempt_min_runtime=preempt_rt if guarded else None,
+        reclaim_min_runtime=reclaim_rt if guarded else None,
     )
+
+
+def _path(queues: list[KaiQueue], q: int) -> list[int]:
+    # Queue q's path from its top-level queue down to itself.
+    index = {x.name: i for i, x in enumerate(queues)}
+    path = [q]
+    while queues[path[0]].parent_queue is not None:
+        path.insert(0, index[queues[path[0]].parent_queue])  # type: ignore[index]
+    return path
+
+
+def min_runtimes(queues: list[KaiQueue], num_leaves: int) -> tuple[Float64Array, Float64Array]:
+    """Per leaf, its preempt min-runtime; per (reclaimer leaf, victim leaf), the reclaim min-runtime.
+
+    Notes
+    -----
+    NVIDIA/KAI-Scheduler ``pkg/scheduler/plugins/minruntime`` (``resolver.go``, the plugin's defaults:
+    ``defaultPreemptMinRuntime`` / ``defaultReclaimMinRuntime`` 0, ``reclaimResolveMethod: lca``). Preempt:
+    the victim's queue's ``preemptMinRuntime``, else its nearest ancestor's. Reclaim: when the two queues'
+    top-level queues differ, the victim's top-level queue's ``reclaimMinRuntime``; else from the child of
+    their lowest common ancestor on the victim's path (the victim's queue itself when it is that child) up
+    to the top, the first that sets one. Unset everywhere: 0 (no protection).
+    """
+    preempt = np.zeros(num_leaves)
+    reclaim = np.zeros((num_leaves, num_leaves))
+    paths = [_path(queues, q) for q in range(num_leaves)]
+    for b in range(num_leaves):
+        for n in reversed(paths[b]):
+            if queues[n].preempt_min_runtime is not None:
+                preempt[b] = queues[n].preempt_min_runtime
+                break
+    for a in range(num_leaves):
+        for b in range(num_leaves):
+            mine, theirs = paths[a], paths[b]
+            if mine[0] != theirs[0]:
+                reclaim[a, b] = queues[theirs[0]].reclaim_min_runtime or 0.0
+                continue
+            lca = 0
+            for i in range(min(len(mine), len(theirs))):
+                if mine[i] != theirs[i]:
+                    break
+                lca = i
+            if lca + 1 < len(theirs):
+                lca += 1
+            for i in range(lca, -1, -1):
+                found = queues[theirs[i]].reclaim_min_runtime
+                if found is not None:
+                    reclaim[a, b] = found
+                    break
+    return preempt, reclaim
 
 
 def _refuse_job_queues(jobs: pl.DataFrame, leaves: list[str], parents: set[str], source: str) -> None:

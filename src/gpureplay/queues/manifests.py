@@ -98,6 +98,7 @@ __all__ = [
     "KINDS",
     "IgnoredField",
     "ManifestSet",
+    "parse_duration",
     "parse_manifests",
     "parse_quantity",
     "read_manifests",
@@ -227,8 +228,8 @@ _KAI_QUEUE: dict[str, Schema] = {
     "priority": LEAF,
     "displayName": IGNORE,
     "resources": {name: _KAI_RESOURCE for name in KAI_RESOURCES},
-    "preemptMinRuntime": UNMODELLED,
-    "reclaimMinRuntime": UNMODELLED,
+    "preemptMinRuntime": LEAF,
+    "reclaimMinRuntime": LEAF,
 }
 
 _PRIORITY_CLASS: dict[str, Schema] = {
@@ -299,6 +300,56 @@ _SUFFIXES = {
     "Ei": 2.0**60,
 }
 _QUANTITY = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$")
+
+
+#: Go's ``time.ParseDuration`` units, in seconds.
+_DURATION_UNITS = {
+    "ns": 1e-9,
+    "us": 1e-6,
+    "\u00b5s": 1e-6,
+    "\u03bcs": 1e-6,
+    "ms": 1e-3,
+    "s": 1.0,
+    "m": 60.0,
+    "h": 3600.0,
+}
+_DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
+
+
+def parse_duration(value: object) -> float:
+    """A Kubernetes ``metav1.Duration`` (Go's ``time.ParseDuration``: ``"90s"``, ``"1h30m"``, ``"0"``) in
+    seconds.
+
+    Raises
+    ------
+    ValueError
+        When ``value`` is not a duration string.
+
+    Examples
+    --------
+    >>> parse_duration("1h30m"), parse_duration("250ms"), parse_duration("0"), parse_duration("-2m")
+    (5400.0, 0.25, 0.0, -120.0)
+    """
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"not a duration: {value!r}")
+    text = value
+    sign = 1.0
+    if text[0] in "+-":
+        sign = -1.0 if text[0] == "-" else 1.0
+        text = text[1:]
+    if text == "0":
+        return 0.0
+    total = 0.0
+    at = 0
+    while at < len(text):
+        part = _DURATION_PART.match(text, at)
+        if part is None:
+            raise ValueError(f"not a duration: {value!r}")
+        total += float(part.group(1)) * _DURATION_UNITS[part.group(2)]
+        at = part.end()
+    if at == 0:
+        raise ValueError(f"not a duration: {value!r}")
+    return sign * total
 
 
 def parse_quantity(value: object) -> float:
@@ -430,6 +481,20 @@ class _Reader:
         except ValueError:
             self.doc.problem(f"must be a number (found {value!r})", path)
             return default
+
+    def duration(self, value: Any, path: str) -> float | None:
+        """A ``metav1.Duration`` in seconds (None: unset); a negative or malformed one is a problem."""
+        if value is None:
+            return None
+        try:
+            seconds = parse_duration(value)
+        except ValueError:
+            self.doc.problem(f"must be a duration such as 30s, 10m or 1h30m (found {value!r})", path)
+            return None
+        if seconds < 0:
+            self.doc.problem(f"must not be negative (found {value!r})", path)
+            return None
+        return seconds
 
     def integer(self, value: Any, path: str, default: int) -> int:
         if value is None:
@@ -670,6 +735,8 @@ def _build(doc: _Document, data: Mapping[str, Any], namespace: str | None) -> ob
             gpu=per["gpu"],
             cpu=per["cpu"],
             memory=per["memory"],
+            preempt_min_runtime=read.duration(spec.get("preemptMinRuntime"), "spec.preemptMinRuntime"),
+            reclaim_min_runtime=read.duration(spec.get("reclaimMinRuntime"), "spec.reclaimMinRuntime"),
             origin=origin,
         )
     # PriorityClass: its fields are at the top level.

@@ -311,7 +311,8 @@ KAI_RESOURCES = ("gpu", "cpu", "memory")
 
 @dataclass(frozen=True)
 class KaiQueue:
-    """KAI ``Queue`` (``scheduling.run.ai/v2``): ``parentQueue``, ``priority`` (default 100), resources."""
+    """KAI ``Queue`` (``scheduling.run.ai/v2``): ``parentQueue``, ``priority`` (default 100), resources, and
+    ``preemptMinRuntime`` / ``reclaimMinRuntime`` in seconds (None: unset, inherited from the parent)."""
 
     name: str
     parent_queue: str | None = None
@@ -319,6 +320,8 @@ class KaiQueue:
     gpu: KaiResource = field(default_factory=KaiResource)
     cpu: KaiResource = field(default_factory=KaiResource)
     memory: KaiResource = field(default_factory=KaiResource)
+    preempt_min_runtime: float | None = None
+    reclaim_min_runtime: float | None = None
     origin: Origin = field(default_factory=Origin)
 
     def resource(self, name: str) -> KaiResource:
@@ -815,7 +818,14 @@ def _kai_lines(tree: QueueTree) -> list[str]:
 
     def lines_of(name: str, indent: str) -> list[str]:
         q = queues[name]
-        out = [f"{indent}Queue {name}: priority {q.priority}"]
+        head = f"{indent}Queue {name}: priority {q.priority}"
+        for label, seconds in (
+            ("preemptMinRuntime", q.preempt_min_runtime),
+            ("reclaimMinRuntime", q.reclaim_min_runtime),
+        ):
+            if seconds is not None:
+                head += f", {label} {seconds:g} s"
+        out = [head]
         for r in KAI_RESOURCES:
             res = q.resource(r)
             out.append(

@@ -554,6 +554,9 @@ def _initial(
             compiled.jobs.ints.shape[1],
             compiled.cluster.node_int.shape[1],
             compiled.jobs.pod_job.shape[0],
+            None
+            if quotas.preempt_min_runtime is None or quotas.reclaim_min_runtime is None
+            else (quotas.preempt_min_runtime, quotas.reclaim_min_runtime),
         )
     elif isinstance(quotas, VolcanoQueues):
         if nodes is None:
