@@ -687,19 +687,22 @@ def test_kueue_quotas_agree(
 def kueue_flavor_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
     """:func:`kueue_cases` with several ResourceFlavors selecting the cluster's GPU models (or any node), each
     ClusterQueue drawing 1-3 of them for its GPUs in its own order and its flavor fungibility; a third of
-    the time classical preemption (``spec.preemption`` drawn: the flavor assigner weighs preemption modes);
-    fair sharing or not (not with preemption). Admission by quota half the time."""
+    the time preemption (``spec.preemption`` drawn: the flavor assigner weighs preemption modes); fair
+    sharing or not (with preemption: in flat cohorts). Admission by quota half the time."""
     jobs, nodes = draw(cases(max_jobs=40))
     jobs = _in_queues(draw, jobs)
     models = tuple(sorted(set(nodes.filter(pl.col("num_gpus") > 0)["gpu_model"].drop_nulls().to_list())))
     queues = tuple(sorted(set(jobs["queue"].to_list())))
     preempting = draw(st.sampled_from([False, False, True]))
-    text = draw(kueue_manifests(queues, preemption=preempting, models=models))
+    fair = draw(st.booleans())
+    # Fair sharing's preemption is modelled in flat cohorts only.
+    nested = not (fair and preempting)
+    text = draw(kueue_manifests(queues, preemption=preempting, nested=nested, models=models))
     policy = _kueue_policy(
         draw,
         text,
         kueue_admission=draw(st.sampled_from([KueueAdmission.placement, KueueAdmission.quota])),
-        fair_sharing=not preempting and draw(st.booleans()),
+        fair_sharing=fair,
         graceful_termination=draw(st.sampled_from([0.0, 2.5, 30.0])),
     )
     return jobs, nodes, policy
@@ -754,11 +757,11 @@ def cohort_preemption_cases(
     arrive and preempt, under fair sharing's strategies or (a third of the cases) the classical targets,
     sometimes with borrowWithinCohort; sometimes within a queue too. Classical cases are half the time a
     cohort tree: each ClusterQueue in the root or in one of two inner cohorts, sometimes with lending
-    limits and a root quota (Kueue's hierarchical candidates and advantage). ``flavored``: classical only,
-    V100 and A100 nodes, and each ClusterQueue's quota in one or two of three flavors (V100 nodes, A100
-    nodes, any node) with its flavor fungibility drawn: quotas and candidates per flavor, the flavor
+    limits and a root quota (Kueue's hierarchical candidates and advantage). ``flavored``: V100 and A100
+    nodes, and each ClusterQueue's quota in one or two of three flavors (V100 nodes, A100 nodes, any node)
+    with its flavor fungibility drawn: quotas and candidates per flavor, the flavor
     assigner's preemption modes, victims freeing their flavor's nodes."""
-    fair = not flavored and draw(st.integers(0, 2)) > 0
+    fair = draw(st.integers(0, 2)) > 0
     nested = not fair and draw(st.booleans())
     names = ("vc-a", "vc-b", "vc-c")
     v100 = [{"gpu_model": "V100", "num_gpus": 8}] * draw(st.integers(1, 3))
@@ -878,7 +881,7 @@ def test_kueue_cohort_preemption_agrees(
     assert_agree(jobs, nodes, policy, seed=seed, sample_interval=sample_interval)
 
 
-# Kueue's classical preemption with quotas in several flavors (one per ClusterQueue).
+# Kueue's preemption (classical and fair sharing's) with quotas in several flavors.
 @settings(max_examples=25, **SETTINGS)
 @given(case=cohort_preemption_cases(flavored=True), sample_interval=sample_intervals, seed=seeds)
 def test_kueue_flavor_preemption_agrees(

@@ -229,22 +229,6 @@ def test_unmodelled_flavor_configurations_are_refused_naming_the_field(tmp_path:
     assert "spec.resourceGroups[0].flavors[0].name" in message
     assert "flavor 'a100' selects NVIDIA-H100-80GB-HBM3 nodes, and the cluster has none" in message
 
-    fair_preempting = manifests(
-        tmp_path,
-        cluster_queue(
-            "team",
-            {"a100": 8, "v100": 8},
-            extra="  preemption:\n    withinClusterQueue: LowerPriority\n",
-        ),
-        fair_sharing=True,
-    )
-    with pytest.raises(InputError) as info:
-        simulate(jobs, NODES, fair_preempting)
-    assert "spec.preemption" in str(info.value)
-    assert "fair sharing's preemption with several ResourceFlavors (a100, v100) is not modelled" in str(
-        info.value
-    )
-
     # The engine packs a job's flavor per resource in 8 bits: 255 flavors at most.
     names = [f"f{i}" for i in range(256)]
     text = "---\n".join(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import polars as pl
 import pytest
 from tests.reference.strategies import jobs_frame
 from tests.test_kueue_flavors import (
@@ -211,3 +212,33 @@ def test_kueues_preempt_try_next_flavor(
 
     assert assign_with_modes(quotas, usage, 0, (9000, 0, 0), simulate) == expected
     assert simulated == [(0, 9000)]
+
+
+def test_fair_sharing_preemption_weighs_each_flavor_too(tmp_path: Path) -> None:
+    """Fair sharing, team-a and team-b with a100 4 and v100 4 each in one cohort, team-a reclaiming from
+    lower priorities. At 0 team-b's four 4-GPU jobs take a100 (1, priority 5), a100 by borrowing (2,
+    priority 5; MayStopSearch stops there), v100 (3, priority 0) and v100 by borrowing (4, priority 0):
+    team-b borrows 4 + 4 GPUs of the cohort's 16, DRS 8 x 1000 / 16 = 500 (a resource's borrowing summed over
+    its flavors). At 10 team-a's job 5 (priority 2): in a100 fair sharing's search finds no candidate (jobs 1
+    and 2 outrank it), in v100 it takes job 3 (the lowest priority, then the lowest id): mode Reclaim beats
+    "no candidates", so v100 is assigned, job 3 is evicted and job 5 starts on the V100 node at 40 (the
+    first flavor alone would have found nothing to reclaim)."""
+    reclaim = "  preemption:\n    reclaimWithinCohort: LowerPriority\n"
+    policy = manifests(
+        tmp_path,
+        cluster_queue("team-a", {"a100": 4, "v100": 4}, cohort="c", extra=reclaim),
+        cluster_queue("team-b", {"a100": 4, "v100": 4}, cohort="c"),
+        fair_sharing=True,
+    )
+    rows = [
+        {**job(1, 0.0, "team-b", 4, duration=1000.0), "priority": 5},
+        {**job(2, 0.0, "team-b", 4, duration=1000.0), "priority": 5},
+        {**job(3, 0.0, "team-b", 4, duration=1000.0), "priority": 0},
+        {**job(4, 0.0, "team-b", 4, duration=1000.0), "priority": 0},
+        {**job(5, 10.0, "team-a", 4), "priority": 2},
+    ]
+    for replay in both(jobs_frame(rows), policy):
+        assert starts(replay)[5] == 40.0
+        assert preemptions(replay) == {1: 0, 2: 0, 3: 1, 4: 0, 5: 0}
+        at0 = replay.queues.filter((pl.col("time") == 0.0) & (pl.col("queue") == "team-b"))
+        assert at0["share"].to_list() == [500.0]

@@ -3411,18 +3411,23 @@ class _Replay:
         return holders, admitted
 
     def kueue_simulate(self, quotas: KueueQuotas, q: int, job: Job) -> Simulate:
-        """[Kueue flavor fungibility] ``SimulatePreemption`` for ``job``: the classical target search for one
-        quota row alone (none when the job may not preempt), its mode and the borrowing level after."""
+        """[Kueue flavor fungibility] ``SimulatePreemption`` for ``job``: the target search (classical, or
+        fair sharing's) for one quota row alone (none when the job may not preempt), its mode and the
+        borrowing level after."""
         usage = self.kueue_usage()
         _, admitted = self.kueue_holders()
 
         def simulate(row: int, amount: int) -> Mode:
             one = [0] * quotas.rows
             one[row] = amount
+            # [Kueue preemption] under fair sharing the oracle runs fair sharing's strategies.
+            search = (
+                partial(fair_preemption_targets, strategies=quotas.fair_strategies)
+                if quotas.fair_sharing
+                else preemption_targets
+            )
             targets = (
-                preemption_targets(quotas, usage, q, one, job.priority, job.key2, admitted)
-                if job.can_preempt
-                else []
+                search(quotas, usage, q, one, job.priority, job.key2, admitted) if job.can_preempt else []
             )
             if not targets:
                 return Mode(NO_CANDIDATES, borrow_height(quotas, usage, q, row, amount))

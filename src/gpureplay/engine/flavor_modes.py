@@ -4,7 +4,7 @@
 A preempting ClusterQueue whose resource group lists several flavors (``Quotas.flv_policy`` bit
 ``FP_MODES``) weighs each flavor's preemption mode before choosing one: kubernetes-sigs/kueue
 ``flavorassigner.go`` ``findFlavorForPodSets`` / ``fitsResourceQuota`` / ``isPreferred`` /
-``shouldTryNextFlavor`` and ``preemption_oracle.go`` ``SimulatePreemption`` (the classical target search of
+``shouldTryNextFlavor`` and ``preemption_oracle.go`` ``SimulatePreemption`` (the target search of
 :mod:`gpureplay.engine.kueue_preempt` for one flavor-resource alone). The rule is stated once, in plain
 Python, in that module's docstring; these kernels follow it step for step.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from gpureplay.engine.bundles import Jobs, JobState, Quotas, Run
 from gpureplay.engine.config import inline_kernel, kernel
-from gpureplay.engine.kueue_preempt import classical_targets, may_preempt_row, move_usage, potential
+from gpureplay.engine.kueue_preempt import may_preempt_row, move_usage, potential, search_targets
 from gpureplay.engine.layout import (
     D_FLAVOR,
     FLAVOR_BITS,
@@ -76,10 +76,11 @@ def simulate_preemption(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, 
 
     Notes
     -----
-    kubernetes-sigs/kueue ``preemption_oracle.go``: the classical target search with only this
-    flavor-resource needing preemption and the job's request of it alone (``D_FLAVOR`` set to the row's
-    flavor for its resource and :data:`~gpureplay.engine.layout.FLAVOR_NONE` for the others during the
-    search); ``Preempt`` when a target is in the job's own ClusterQueue, else ``Reclaim``.
+    kubernetes-sigs/kueue ``preemption_oracle.go``: the target search (fair sharing's strategies under fair
+    sharing, else the classical one) with only this flavor-resource needing preemption and the job's
+    request of it alone (``D_FLAVOR`` set to the row's flavor for its resource and
+    :data:`~gpureplay.engine.layout.FLAVOR_NONE` for the others during the search); ``Preempt`` when a
+    target is in the job's own ClusterQueue, else ``Reclaim``.
     """
     q = jobs.ints[J_TENANT, j]
     r = row % 3
@@ -91,7 +92,7 @@ def simulate_preemption(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, 
     for x in range(qt.need.shape[0]):
         qt.need[x] = 0
     qt.need[row] = 1
-    nt = classical_targets(qt, jobs, js, run, j)
+    nt = search_targets(qt, jobs, js, run, j)
     js.dyn[D_FLAVOR, j] = saved
     own = False
     for i in range(nt):

@@ -43,6 +43,7 @@ from gpureplay.engine.config import inline_kernel, kernel
 from gpureplay.engine.jobs import evict_job
 from gpureplay.engine.layout import (
     D_STATUS,
+    FLAVOR_NONE,
     J_CAN_PREEMPT,
     J_ID,
     J_PREEMPTIBLE,
@@ -101,10 +102,13 @@ def move_usage(jobs: Jobs, js: JobState, run: Run, v: int, sign: int) -> None:
     c = jobs.ints[J_TENANT, v]
     flavored = run.queues.shape[0] > QUEUE_FIELDS
     for r in range(3):
+        f = flavor_of(js, v, r)
+        if f == FLAVOR_NONE:
+            continue  # a preemption simulation's request leaves the resource out
         amount = sign * request_amount(jobs, v, r)
         run.queues[RESOURCE_ROWS[r], c] += amount
         if flavored:
-            run.queues[QUEUE_FIELDS + 3 * flavor_of(js, v, r) + r, c] += amount
+            run.queues[QUEUE_FIELDS + 3 * f + r, c] += amount
 
 
 @kernel
@@ -491,18 +495,23 @@ def _share_of(qt: Quotas, run: Run, x: int) -> tuple[float, float]:
     """ClusterQueue ``x``'s dominant resource share at ``run.queues`` (weighted, unweighted).
 
     ``fair_sharing.go`` ``dominantResourceShare`` in a flat cohort (a ClusterQueue's subtree quota is its
-    nominal quota); ``DRS.IsZero`` (ratio 0, e.g. not borrowing) gives ``(0, 0)``; a zero-weight borrower
-    ``(inf, ratio)``.
+    nominal quota; a resource's borrowing summed over its flavors); ``DRS.IsZero`` (ratio 0, e.g. not
+    borrowing) gives ``(0, 0)``; a zero-weight borrower ``(inf, ratio)``.
     """
     if qt.parent[x] < 0:
         return 0.0, 0.0
     ratio = 0.0
     for r in range(3):
-        if qt.present[r, x] == 0:
-            continue
-        borrowed = run.queues[RESOURCE_ROWS[r], x] - qt.subtree[r, x]
-        if borrowed > 0 and qt.lendable[r, x] > 0:
-            ratio = max(ratio, borrowed * 1000.0 / float(qt.lendable[r, x]))
+        # B_r sums the borrowing over the flavors of resource r (quota rows r, r + 3, ...).
+        borrowed_r = 0
+        for row in range(r, qt.nominal.shape[0], 3):
+            if qt.present[row, x] == 0:
+                continue
+            borrowed = queue_use(run, row, x) - qt.subtree[row, x]
+            if borrowed > 0:
+                borrowed_r += borrowed
+        if borrowed_r > 0 and qt.lendable[r, x] > 0:
+            ratio = max(ratio, borrowed_r * 1000.0 / float(qt.lendable[r, x]))
     if ratio == 0.0:
         return 0.0, 0.0
     if qt.weight[x] == 0.0:
@@ -702,17 +711,21 @@ def kueue_preempt(
     if jobs.ints[J_CAN_PREEMPT, j] == 0 or not _needs_preemption(qt, jobs, js, run, j):
         return False
     run.counters[K_PREEMPT_TRIES] += 1
-    if qt.fair[0] != 0:
-        k = _candidates(qt, jobs, js, run, j)
-        if k == 0:
-            return False
-        _sort_candidates(qt, jobs, js, jobs.ints[J_TENANT, j], k)
-        return _evict_targets(
-            params, jobs, cs, cl, js, pend, tm, sc, run, qt, j, _fair_targets(qt, jobs, js, run, j, k), t
-        )
-    return _evict_targets(
-        params, jobs, cs, cl, js, pend, tm, sc, run, qt, j, classical_targets(qt, jobs, js, run, j), t
-    )
+    nt = search_targets(qt, jobs, js, run, j)
+    return _evict_targets(params, jobs, cs, cl, js, pend, tm, sc, run, qt, j, nt, t)
+
+
+@kernel
+def search_targets(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int) -> int:
+    """Job ``j``'s preemption targets (``qt.need`` filled) in ``qt.targets``, how many (0: none make it fit):
+    fair sharing's strategies under fair sharing, else the classical search. The usage is left as it was."""
+    if qt.fair[0] == 0:
+        return classical_targets(qt, jobs, js, run, j)
+    k = _candidates(qt, jobs, js, run, j)
+    if k == 0:
+        return 0
+    _sort_candidates(qt, jobs, js, jobs.ints[J_TENANT, j], k)
+    return _fair_targets(qt, jobs, js, run, j, k)
 
 
 @kernel
@@ -797,4 +810,5 @@ __all__ = [
     "may_preempt_row",
     "move_usage",
     "potential",
+    "search_targets",
 ]

@@ -6,8 +6,10 @@ Plain Python, the rule as Kueue states it (kubernetes-sigs/kueue ``pkg/scheduler
 at the v0.20 feature-gate defaults: ``FairSharingPreemptWithinNominal`` on (beta since v0.17),
 ``FairSharingReevaluatePreemptionCandidates`` off (alpha). The engine's kernel
 (:mod:`gpureplay.engine.kueue_preempt`) states it again on arrays; the differential tests compare the two.
-Modelled where classical preemption is: ClusterQueues without a cohort or in a root cohort without a quota
-of its own (there the "almost least common ancestors" of two ClusterQueues are the queues themselves).
+Modelled for ClusterQueues without a cohort or in a root cohort without a quota of its own (there the
+"almost least common ancestors" of two ClusterQueues are the queues themselves), with any number of
+ResourceFlavors: usage and requests are per quota row (flavor and resource), shares sum a resource's
+borrowing over its flavors (:func:`gpureplay.queues.kueue_quota.share`).
 
 A workload ``W`` of ClusterQueue ``q`` that needs preemption (:func:`~gpureplay.queues.kueue_preemption.
 needs_preemption`; under fair sharing ``reclaimWithinCohort`` also lets it preempt while borrowing) takes its
@@ -47,7 +49,7 @@ from gpureplay.queues.kueue_preemption import (
     needs_preemption,
     workload_fits,
 )
-from gpureplay.queues.kueue_quota import RESOURCES, KueueQuotas, node_usage, share
+from gpureplay.queues.kueue_quota import KueueQuotas, node_usage, share
 from gpureplay.schedulers.policy import FairSharingStrategies
 
 #: A share as Kueue compares them (``DRS``): (weighted, unweighted); weighted ``inf``: a zero-weight borrower.
@@ -82,7 +84,7 @@ class _Search:
         self.q = q
         self.request = request
         self.left = [list(row) for row in usage]
-        for r in range(len(RESOURCES)):
+        for r in range(quotas.rows):
             self.left[r][q] += request[r]
         self.targets: list[Admitted] = []
 
@@ -98,17 +100,17 @@ class _Search:
         return found
 
     def _move(self, c: Admitted, sign: int) -> None:
-        for r in range(len(RESOURCES)):
+        for r in range(self.quotas.rows):
             self.left[r][c.cluster_queue] += sign * c.request[r]
 
     def take(self, c: Admitted) -> bool:
         """``c`` is a target; whether ``W`` now fits (``workloadFitsForFairSharing``)."""
         self._move(c, -1)
         self.targets.append(c)
-        for r in range(len(RESOURCES)):
+        for r in range(self.quotas.rows):
             self.left[r][self.q] -= self.request[r]
         fits = workload_fits(self.quotas, self.left, self.q, self.request, True)
-        for r in range(len(RESOURCES)):
+        for r in range(self.quotas.rows):
             self.left[r][self.q] += self.request[r]
         return fits
 
@@ -222,7 +224,7 @@ def fair_preemption_targets(
             dropped.add(cq)
     if not fits:
         return []
-    for r in range(len(RESOURCES)):
+    for r in range(quotas.rows):
         search.left[r][q] -= request[r]
     return minimised(quotas, search.left, q, request, True, search.targets)
 

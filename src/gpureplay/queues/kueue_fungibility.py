@@ -15,7 +15,8 @@ group lists several flavors, each flavor's mode per requested resource of the gr
 - ``NoFit`` when the request exceeds ``potentialAvailable``, or when it exceeds ``available`` and may not
   preempt (:func:`gpureplay.queues.kueue_preemption.needs_preemption` on that one flavor-resource);
 - ``Fit`` at its borrowing level (``FindHeightOfLowestSubtreeThatFits``) when within ``available``;
-- else what ``SimulatePreemption`` finds: the classical target search for that flavor-resource alone; no
+- else what ``SimulatePreemption`` finds: the target search (classical, or fair sharing's under fair
+  sharing) for that flavor-resource alone; no
   targets: "no candidates" (borrowing level now); else ``Preempt`` when a target is in the ClusterQueue
   itself, ``Reclaim`` when all are in others (borrowing level once the targets' usage is removed).
 

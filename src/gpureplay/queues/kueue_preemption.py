@@ -103,9 +103,9 @@ def preemption_problems(quotas: KueueQuotas) -> list[tuple[int, str, str]]:
 
     Kueue itself refuses ``borrowWithinCohort`` without ``reclaimWithinCohort`` (``clusterqueue_webhook.go``);
     fair sharing's preemption (:mod:`gpureplay.queues.kueue_fair_preemption`) is modelled for ClusterQueues
-    with no cohort or in a root cohort without a quota of its own, classical preemption in any tree; with
-    several ResourceFlavors, classical preemption only (flavors chosen by the flavor assigner's preemption
-    modes, :mod:`gpureplay.queues.kueue_fungibility`).
+    with no cohort or in a root cohort without a quota of its own, classical preemption in any tree; both
+    with any number of ResourceFlavors (flavors chosen by the flavor assigner's preemption modes,
+    :mod:`gpureplay.queues.kueue_fungibility`).
     """
     table = preemption_table(quotas)
     problems: list[tuple[int, str, str]] = []
@@ -114,14 +114,6 @@ def preemption_problems(quotas: KueueQuotas) -> list[tuple[int, str, str]]:
         if borrow != 0 and reclaim == 0:
             message = "borrowWithinCohort needs reclaimWithinCohort other than Never (Kueue refuses it)"
             problems.append((q, "borrow_within_cohort", message))
-        key = "within_cluster_queue" if within != 0 else "reclaim_within_cohort"
-        if (within != 0 or reclaim != 0) and quotas.fair_sharing and len(quotas.flavors) > 1:
-            message = (
-                f"fair sharing's preemption with several ResourceFlavors ({', '.join(quotas.flavors)}) is "
-                "not modelled yet (classical preemption is)"
-            )
-            problems.append((q, key, message))
-            continue
         if not quotas.fair_sharing or (within == 0 and reclaim == 0):
             continue
         p = int(quotas.parent[q])

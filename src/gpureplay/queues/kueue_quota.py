@@ -624,10 +624,10 @@ def manifest_quotas(
     Raises
     ------
     InputError
-        When the manifests are not Kueue's, use what is not modelled yet (several flavors in a resource
-        group, a flavor that selects some of the cluster's GPU models), name a resource
-        the jobs cannot request, or a job's queue names no queue of them (naming the file and document,
-        or the job row).
+        When the manifests are not Kueue's, use what is not modelled (a flavor that selects a GPU model the
+        cluster lacks, more flavors than the engine packs, a resource group left with no tolerated flavor),
+        name a resource the jobs cannot request, or a job's queue names no queue of them (naming the file
+        and document, or the job row).
     """
     tree = manifests.tree
     if tree.model != "kueue":
