@@ -23,7 +23,15 @@ from gpureplay.engine.layout import (
     FP_PREEMPTION_OVER,
     J_TENANT,
 )
-from gpureplay.engine.quota_tree import available, borrow_height, node_usage, request_amount
+from gpureplay.engine.quota_tree import (
+    available,
+    borrow_height,
+    first_flavors,
+    group_asked,
+    group_bits,
+    node_usage,
+    request_amount,
+)
 
 #: ``flavorassigner.go`` ``preemptionMode``, worst to best.
 PM_NO_FIT = 0
@@ -125,19 +133,10 @@ def assign_by_modes(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int) -> i
     q = jobs.ints[J_TENANT, j]
     policy = qt.flv_policy[q]
     over = policy & FP_PREEMPTION_OVER != 0
-    first = 0
-    for r in range(3):
-        g = qt.flv_group[r, q]
-        if g >= 0 and qt.flv_slots[q, g, 0] >= 0 and request_amount(jobs, j, r) > 0:
-            first |= qt.flv_slots[q, g, 0] << (FLAVOR_BITS * r)
     packed = 0
     result = AM_FIT
     for g in range(3):
-        asked = False
-        for r in range(3):
-            if qt.flv_group[r, q] == g and request_amount(jobs, j, r) > 0:
-                asked = True
-        if not asked:
+        if not group_asked(qt, jobs, q, j, g):
             continue
         best = -1
         best_mode = PM_NO_FIT
@@ -177,11 +176,9 @@ def assign_by_modes(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int) -> i
                 best_mode = mode
                 best_borrow = borrow
         if best < 0:
-            js.dyn[D_FLAVOR, j] = first
+            js.dyn[D_FLAVOR, j] = first_flavors(qt, jobs, q, j)
             return AM_NO_FIT
-        for r in range(3):
-            if qt.flv_group[r, q] == g and request_amount(jobs, j, r) > 0:
-                packed |= best << (FLAVOR_BITS * r)
+        packed |= group_bits(qt, jobs, q, j, g, best)
         if best_mode != PM_FIT:
             result = AM_PREEMPT
     js.dyn[D_FLAVOR, j] = packed

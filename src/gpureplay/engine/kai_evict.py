@@ -245,9 +245,8 @@ def _sort_candidates(qt: Quotas, jobs: Jobs, js: JobState, count: int) -> None:
 
 
 @kernel
-def _gather(qt: Quotas, cl: Cluster, jobs: Jobs, js: JobState) -> None:
-    """The running preemptible jobs, sorted by leaf queue and reverse job order into ``qt.k_cand``, each
-    leaf's run ``qt.k_cand[qt.k_cstart[q] : qt.k_cstart[q + 1]]``."""
+def _running_preemptible(qt: Quotas, cl: Cluster, jobs: Jobs, js: JobState) -> int:
+    """The running preemptible jobs with pods placed, each once, into ``qt.k_cand``; how many."""
     qt.k_tstamp[0] += 1
     stamp = qt.k_tstamp[0]
     count = 0
@@ -263,6 +262,14 @@ def _gather(qt: Quotas, cl: Cluster, jobs: Jobs, js: JobState) -> None:
             qt.k_jmark[v] = stamp
             qt.k_cand[count] = v
             count += 1
+    return count
+
+
+@kernel
+def _gather(qt: Quotas, cl: Cluster, jobs: Jobs, js: JobState) -> None:
+    """The running preemptible jobs, sorted by leaf queue and reverse job order into ``qt.k_cand``, each
+    leaf's run ``qt.k_cand[qt.k_cstart[q] : qt.k_cstart[q + 1]]``."""
+    count = _running_preemptible(qt, cl, jobs, js)
     _sort_candidates(qt, jobs, js, count)
     num_leaves = qt.k_cstart.shape[0] - 1
     for q in range(num_leaves + 1):
@@ -361,29 +368,19 @@ def _protection_wake(qt: Quotas, cl: Cluster, jobs: Jobs, js: JobState, run: Run
     wake = math.inf
     if run.counters[K_NPEND] > 0:
         num_leaves = qt.k_cstart.shape[0] - 1
-        qt.k_tstamp[0] += 1
-        stamp = qt.k_tstamp[0]
-        for n in range(cl.node_int.shape[1]):
-            pod = js.node_pods[n]
-            while pod >= 0:
-                v = jobs.pod_job[pod]
-                pod = js.pod_next[pod]
-                if js.dyn[D_STATUS, v] != S_RUNNING or jobs.ints[J_PREEMPTIBLE, v] == 0:
+        for i in range(_running_preemptible(qt, cl, jobs, js)):
+            v = qt.k_cand[i]
+            b = jobs.ints[J_TENANT, v]
+            for a in range(num_leaves + 1):
+                if a == b and a < num_leaves:
+                    continue  # reclaim is between queues
+                if a < num_leaves and qt.v_act[0] & KA_RECLAIM == 0:
                     continue
-                if qt.k_jmark[v] == stamp:
+                if a == num_leaves and qt.v_act[0] & KA_PREEMPT == 0:
                     continue
-                qt.k_jmark[v] = stamp
-                b = jobs.ints[J_TENANT, v]
-                for a in range(num_leaves + 1):
-                    if a == b and a < num_leaves:
-                        continue  # reclaim is between queues
-                    if a < num_leaves and qt.v_act[0] & KA_RECLAIM == 0:
-                        continue
-                    if a == num_leaves and qt.v_act[0] & KA_PREEMPT == 0:
-                        continue
-                    end = js.time[T_START, v] + qt.k_minrt[a, b]
-                    if end > t:
-                        wake = min(wake, end)
+                end = js.time[T_START, v] + qt.k_minrt[a, b]
+                if end > t:
+                    wake = min(wake, end)
     run.clock[X_WAKE] = wake
 
 

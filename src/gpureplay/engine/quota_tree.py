@@ -195,20 +195,9 @@ def assign_flavors(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int) -> bo
     if qt.flv_mask.shape[0] <= 1:
         return True
     q = jobs.ints[J_TENANT, j]
-    # Each group's first flavor: the assignment a job that fits nowhere keeps (with one flavor per group,
-    # Kueue's Preempt mode is in that flavor).
-    first = 0
-    for r in range(3):
-        g = qt.flv_group[r, q]
-        if g >= 0 and qt.flv_slots[q, g, 0] >= 0 and request_amount(jobs, j, r) > 0:
-            first |= qt.flv_slots[q, g, 0] << (FLAVOR_BITS * r)
     packed = 0
     for g in range(3):
-        asked = False
-        for r in range(3):
-            if qt.flv_group[r, q] == g and request_amount(jobs, j, r) > 0:
-                asked = True
-        if not asked:
+        if not group_asked(qt, jobs, q, j, g):
             continue
         best = -1
         best_height = 0
@@ -236,13 +225,43 @@ def assign_flavors(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int) -> bo
                 best = f
                 best_height = height
         if best < 0:
-            js.dyn[D_FLAVOR, j] = first
+            # Each group's first flavor: the assignment a job that fits nowhere keeps (with one flavor per
+            # group, Kueue's Preempt mode is in that flavor).
+            js.dyn[D_FLAVOR, j] = first_flavors(qt, jobs, q, j)
             return False
-        for r in range(3):
-            if qt.flv_group[r, q] == g and request_amount(jobs, j, r) > 0:
-                packed |= best << (FLAVOR_BITS * r)
+        packed |= group_bits(qt, jobs, q, j, g, best)
     js.dyn[D_FLAVOR, j] = packed
     return True
+
+
+@inline_kernel
+def group_asked(qt: Quotas, jobs: Jobs, q: int, j: int, g: int) -> bool:
+    """Whether job ``j`` requests a resource of ClusterQueue ``q``'s resource group ``g``."""
+    for r in range(3):  # noqa: SIM110 (no generators in kernels)
+        if qt.flv_group[r, q] == g and request_amount(jobs, j, r) > 0:
+            return True
+    return False
+
+
+@inline_kernel
+def group_bits(qt: Quotas, jobs: Jobs, q: int, j: int, g: int, f: int) -> int:
+    """``D_FLAVOR`` bits giving flavor slot ``f`` to the resources job ``j`` requests of group ``g``."""
+    bits = 0
+    for r in range(3):
+        if qt.flv_group[r, q] == g and request_amount(jobs, j, r) > 0:
+            bits |= f << (FLAVOR_BITS * r)
+    return bits
+
+
+@inline_kernel
+def first_flavors(qt: Quotas, jobs: Jobs, q: int, j: int) -> int:
+    """``D_FLAVOR`` with each of ClusterQueue ``q``'s groups' first flavor for the resources job ``j``
+    requests (the assignment of a job that fits no flavor)."""
+    packed = 0
+    for g in range(3):
+        if qt.flv_slots[q, g, 0] >= 0:
+            packed |= group_bits(qt, jobs, q, j, g, qt.flv_slots[q, g, 0])
+    return packed
 
 
 @inline_kernel
@@ -286,9 +305,12 @@ __all__ = [
     "available",
     "borrow_height",
     "drop_top",
+    "first_flavors",
     "fits_quota",
     "flavor_mask",
     "flavor_of",
+    "group_asked",
+    "group_bits",
     "local_quota",
     "node_usage",
     "push_class_head",
