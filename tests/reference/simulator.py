@@ -2779,15 +2779,20 @@ class _Replay:
                 if not kept:
                     self.nominees.remove(other)
         if cleared:
+            # The room the cleared nominations hid may fit pods and classes that failed: new versions (the
+            # engine's room_back bumps both).
             self.version += 1
+            self.release_version += 1
 
     def end_nomination(self, job: Job) -> None:
-        """Drop ``job``'s nominations: the room they hid is free for everyone (a new version)."""
+        """Drop ``job``'s nominations: the room they hid is free for everyone (new search and release
+        versions: classes set aside for placement may fit now)."""
         job.kai_reserved = False
         if job.nominated:
             job.nominated = []
             self.nominees.remove(job)
             self.version += 1
+            self.release_version += 1
 
     def kai_class(self, job: Job) -> tuple[Any, ...]:
         """[KAI reclaim] the engine's class of a job: its queue's jobs of one demand, priority and policy."""
