@@ -658,7 +658,7 @@ def kueue_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
     preempting = draw(st.booleans())
     fair = draw(st.booleans())
     queues = tuple(sorted(set(jobs["queue"].to_list())))
-    text = draw(kueue_manifests(queues, preemption=preempting, nested=not (preempting and fair)))
+    text = draw(kueue_manifests(queues, preemption=preempting))
     policy = _kueue_policy(
         draw,
         text,
@@ -688,16 +688,14 @@ def kueue_flavor_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Pol
     """:func:`kueue_cases` with several ResourceFlavors selecting the cluster's GPU models (or any node), each
     ClusterQueue drawing 1-3 of them for its GPUs in its own order and its flavor fungibility; a third of
     the time preemption (``spec.preemption`` drawn: the flavor assigner weighs preemption modes); fair
-    sharing or not (with preemption: in flat cohorts). Admission by quota half the time."""
+    sharing or not. Admission by quota half the time."""
     jobs, nodes = draw(cases(max_jobs=40))
     jobs = _in_queues(draw, jobs)
     models = tuple(sorted(set(nodes.filter(pl.col("num_gpus") > 0)["gpu_model"].drop_nulls().to_list())))
     queues = tuple(sorted(set(jobs["queue"].to_list())))
     preempting = draw(st.sampled_from([False, False, True]))
     fair = draw(st.booleans())
-    # Fair sharing's preemption is modelled in flat cohorts only.
-    nested = not (fair and preempting)
-    text = draw(kueue_manifests(queues, preemption=preempting, nested=nested, models=models))
+    text = draw(kueue_manifests(queues, preemption=preempting, models=models))
     policy = _kueue_policy(
         draw,
         text,
@@ -752,17 +750,18 @@ def test_pods_ready_agrees(
 def cohort_preemption_cases(
     draw: st.DrawFn, flavored: bool = False
 ) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
-    """Kueue where preemption happens: three ClusterQueues in a flat cohort (weights drawn, some 0), one of
+    """Kueue where preemption happens: three ClusterQueues in a cohort (weights drawn, some 0), one of
     which fills the cohort at 0 (borrowing the others' quota), then the others' jobs of mixed priority
     arrive and preempt, under fair sharing's strategies or (a third of the cases) the classical targets,
-    sometimes with borrowWithinCohort; sometimes within a queue too. Classical cases are half the time a
-    cohort tree: each ClusterQueue in the root or in one of two inner cohorts, sometimes with lending
-    limits and a root quota (Kueue's hierarchical candidates and advantage). ``flavored``: V100 and A100
+    sometimes with borrowWithinCohort; sometimes within a queue too. Half the cases are a cohort tree:
+    each ClusterQueue in the root or in one of two inner cohorts (weights drawn under fair sharing),
+    sometimes with lending limits and a root quota (Kueue's hierarchical candidates and advantage; fair
+    sharing's walk of the tree and almost-LCA shares). ``flavored``: V100 and A100
     nodes, and each ClusterQueue's quota in one or two of three flavors (V100 nodes, A100 nodes, any node)
     with its flavor fungibility drawn: quotas and candidates per flavor, the flavor
     assigner's preemption modes, victims freeing their flavor's nodes."""
     fair = draw(st.integers(0, 2)) > 0
-    nested = not fair and draw(st.booleans())
+    nested = draw(st.booleans())
     names = ("vc-a", "vc-b", "vc-c")
     v100 = [{"gpu_model": "V100", "num_gpus": 8}] * draw(st.integers(1, 3))
     a100 = [{"gpu_model": "A100-80GB", "num_gpus": 8}] * (draw(st.integers(1, 2)) if flavored else 0)
@@ -788,9 +787,12 @@ def cohort_preemption_cases(
             )
         )
         for inner in ("x", "y"):
+            # Under fair sharing the inner cohorts' weights scale their shares at the root's level.
+            weight = draw(st.sampled_from([1, 1, 2, 0.5, 0]))
+            weight = f"  fairSharing:\n    weight: {weight}\n" if fair else ""
             docs.append(
                 f"apiVersion: kueue.x-k8s.io/v1beta1\nkind: Cohort\nmetadata:\n  name: {inner}\n"
-                "spec:\n  parentName: c\n"
+                f"spec:\n  parentName: c\n{weight}"
             )
     for name in names:
         cohort = draw(st.sampled_from(["c", "x", "x", "y"])) if nested else "c"

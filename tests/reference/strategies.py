@@ -937,7 +937,6 @@ def kueue_manifests(
     draw: st.DrawFn,
     queues: tuple[str, ...],
     preemption: bool = False,
-    nested: bool = True,
     models: tuple[str, ...] | None = None,
 ) -> str:
     """Kueue manifests for ``queues`` (plus, sometimes, an idle ClusterQueue that only lends).
@@ -945,14 +944,12 @@ def kueue_manifests(
     No cohort, one flat cohort, or a two-level tree (a root Cohort with its own GPU quota and an inner
     one); nominal GPU, CPU and memory quotas, GPU borrowing and lending limits inside cohorts, and
     either queueing strategy. ``preemption``: each ClusterQueue draws its ``spec.preemption``
-    (withinClusterQueue, reclaimWithinCohort, borrowWithinCohort with or without a maxPriorityThreshold);
-    ``nested``: False leaves the two-level tree out (fair sharing's preemption is not modelled there).
+    (withinClusterQueue, reclaimWithinCohort, borrowWithinCohort with or without a maxPriorityThreshold).
     ``models``: the cluster's GPU models; given (even empty), [Kueue flavors] 2-3 ResourceFlavors select one
     of them each (or any node), every ClusterQueue's GPUs draw 1-3 of them in its own order, with its
     flavor fungibility drawn (:func:`flavor_fungibility`).
     """
-    shapes = ["none", "flat", "flat"] + (["nested", "nested"] if nested else [])
-    shape = draw(st.sampled_from(shapes))
+    shape = draw(st.sampled_from(["none", "flat", "flat", "nested", "nested"]))
     names = list(queues) + (["idle"] if draw(st.booleans()) else [])
     docs = [_KUEUE_FLAVOR]
     flavors: tuple[str, ...] = ()

@@ -538,8 +538,8 @@ class Quotas(NamedTuple):
         each may be reclaimed only without borrowing (fair sharing: each one's state in the search); their
         order; the targets chosen.
     fs_drop, fs_next
-        Fair sharing's preemption work space, per ClusterQueue: dropped from the search; the position (in
-        ``order``) from which its next candidate is looked for.
+        Fair sharing's preemption work space: per node, dropped from the search; per ClusterQueue, the
+        position (in ``order``) from which its next candidate is looked for.
     model
         ``[1]``: ``QM_KUEUE`` or ``QM_VOLCANO`` (:mod:`gpureplay.engine.proportion`; the Kueue arrays are
         unused there, and ``weight`` is each queue's ``spec.weight``).
@@ -1061,7 +1061,7 @@ def quota_state(
         cand_wb=np.zeros(room, dtype=np.int64),
         order=np.zeros(room, dtype=np.int64),
         targets=np.zeros(room, dtype=np.int64),
-        fs_drop=np.zeros(max(num_cq, 1), dtype=np.int64),
+        fs_drop=np.zeros(max(num_nodes, 1), dtype=np.int64),
         fs_next=np.zeros(max(num_cq, 1), dtype=np.int64),
         **_volcano_arrays(0, 0, 0),
         **_kai_arrays(0, 0),

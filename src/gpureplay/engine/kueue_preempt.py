@@ -311,8 +311,9 @@ def _advantage_at(qt: Quotas, jobs: Jobs, js: JobState, j: int, lca: int) -> boo
 
 
 @kernel
-def _candidates(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int) -> int:
-    # Fill qt.cand / qt.cand_wb (WB_*); returns how many.
+def _candidates(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, fair: bool) -> int:
+    # Fill qt.cand / qt.cand_wb (WB_*); returns how many. fair: fair sharing's findCandidates (another
+    # ClusterQueue of q's tree qualifies when it is above nominal on a row that needs preemption).
     q = jobs.ints[J_TENANT, j]
     prio = jobs.ints[J_PRIO, j]
     stamp = js.time[T_KEY2, j]
@@ -332,9 +333,15 @@ def _candidates(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int) -> int:
             if reclaim == 0:
                 continue
             lca = _lowest_common_ancestor(qt, q, c)
-            if lca < 0 or not _still_above(qt, run, c, lca):
+            if lca < 0:
                 continue
-            hierarchical = _advantage_at(qt, jobs, js, j, lca)
+            if fair:
+                if not _above_nominal(qt, run, c):
+                    continue
+            elif not _still_above(qt, run, c, lca):
+                continue
+            else:
+                hierarchical = _advantage_at(qt, jobs, js, j, lca)
         _prune(qt, js, c)
         v = qt.adm_head[c]
         while v >= 0:
@@ -492,22 +499,29 @@ def _fill_back(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, nt: int, 
 
 @kernel
 def _share_of(qt: Quotas, run: Run, x: int) -> tuple[float, float]:
-    """ClusterQueue ``x``'s dominant resource share at ``run.queues`` (weighted, unweighted).
+    """Node ``x``'s dominant resource share at ``run.queues`` (weighted, unweighted).
 
-    ``fair_sharing.go`` ``dominantResourceShare`` in a flat cohort (a ClusterQueue's subtree quota is its
-    nominal quota; a resource's borrowing summed over its flavors); ``DRS.IsZero`` (ratio 0, e.g. not
-    borrowing) gives ``(0, 0)``; a zero-weight borrower ``(inf, ratio)``.
+    ``fair_sharing.go`` ``dominantResourceShare``: a node borrows what it uses beyond its subtree quota (a
+    ClusterQueue: its nominal quota; a cohort uses what its children use beyond their local quotas,
+    :func:`node_usage`), a resource's borrowing summed over its flavors; ``DRS.IsZero`` (ratio 0, e.g. not
+    borrowing, or a root) gives ``(0, 0)``; a zero-weight borrower ``(inf, ratio)``.
     """
     if qt.parent[x] < 0:
         return 0.0, 0.0
+    num_cq = run.queues.shape[1]
+    rows = qt.nominal.shape[0]
+    if x >= num_cq:
+        for row in range(rows):
+            node_usage(qt, run, row)
     ratio = 0.0
     for r in range(3):
         # B_r sums the borrowing over the flavors of resource r (quota rows r, r + 3, ...).
         borrowed_r = 0
-        for row in range(r, qt.nominal.shape[0], 3):
+        for row in range(r, rows, 3):
             if qt.present[row, x] == 0:
                 continue
-            borrowed = queue_use(run, row, x) - qt.subtree[row, x]
+            use = queue_use(run, row, x) if x < num_cq else int(qt.used[row, x])
+            borrowed = use - qt.subtree[row, x]
             if borrowed > 0:
                 borrowed_r += borrowed
         if borrowed_r > 0 and qt.lendable[r, x] > 0:
@@ -517,6 +531,25 @@ def _share_of(qt: Quotas, run: Run, x: int) -> tuple[float, float]:
     if qt.weight[x] == 0.0:
         return math.inf, ratio
     return ratio / qt.weight[x], ratio
+
+
+@inline_kernel
+def _almost_lca(qt: Quotas, x: int, lca: int) -> int:
+    # getAlmostLCA: the node on x's path up to lca whose parent is lca.
+    while qt.parent[x] != lca:
+        x = qt.parent[x]
+    return x
+
+
+@inline_kernel
+def _is_above(qt: Quotas, n: int, q: int) -> bool:
+    # Whether cohort n is an ancestor of node q.
+    x = qt.parent[q]
+    while x >= 0:
+        if x == n:
+            return True
+        x = qt.parent[x]
+    return False
 
 
 @inline_kernel
@@ -556,32 +589,58 @@ def _next_of(qt: Quotas, jobs: Jobs, k: int, c: int, state: int) -> int:
 
 @kernel
 def _next_queue(qt: Quotas, jobs: Jobs, run: Run, q: int, k: int, state: int) -> int:
-    """``TargetClusterQueueOrdering.nextTarget`` over a flat cohort: the ClusterQueue whose candidates (in
-    ``state``) come next, or -1 when every one is dropped.
+    """``TargetClusterQueueOrdering`` (``nextTarget``) from the root of ``q``'s cohort tree: the ClusterQueue
+    whose candidates (in ``state``) come next, or -1 once the root is dropped (``qt.fs_drop``, per node).
 
-    A queue is dropped when it has no candidate left or does not borrow (the preemptor's own queue only
-    when it has none left); of the others the highest share wins, ties to the one whose next candidate
-    comes first in ``CandidatesOrdering``.
+    At a cohort: a ClusterQueue with no candidate left or not borrowing (the preemptor's own only when it has
+    none left) is dropped, of the others the highest share wins, ties to the one whose next candidate comes
+    first in ``CandidatesOrdering``; a child cohort not borrowing and not above ``q`` is dropped, of the
+    others the highest share wins, ties to the later. A cohort with neither is dropped and the walk starts
+    again from the root; the cohort winner is entered when its share is at least the ClusterQueue winner's.
     """
-    cohort = qt.parent[q]
-    best = -1
-    best_w = -1.0
-    best_u = -1.0
-    best_pos = -1
-    for c in range(run.queues.shape[1]):
-        if c != q and (cohort < 0 or qt.parent[c] != cohort):
-            continue
-        if qt.fs_drop[c] != 0:
-            continue
-        w, u = _share_of(qt, run, c)
-        pos = _next_of(qt, jobs, k, c, state)
-        if (u == 0.0 and c != q) or pos < 0:
-            qt.fs_drop[c] = 1
-            continue
-        order = 1 if best < 0 else _compare(w, u, best_w, best_u)
-        if order > 0 or (order == 0 and pos < best_pos):
-            best, best_w, best_u, best_pos = c, w, u, pos
-    return best
+    if qt.parent[q] < 0:
+        if qt.fs_drop[q] != 0 or _next_of(qt, jobs, k, q, state) < 0:
+            qt.fs_drop[q] = 1
+            return -1
+        return q
+    num_cq = run.queues.shape[1]
+    root = q
+    while qt.parent[root] >= 0:
+        root = qt.parent[root]
+    while qt.fs_drop[root] == 0:
+        node = root
+        while True:
+            best = -1
+            best_w = -1.0
+            best_u = -1.0
+            best_pos = -1
+            sub = -1
+            sub_w = -1.0
+            sub_u = -1.0
+            for x in range(qt.parent.shape[0]):
+                if qt.parent[x] != node or qt.fs_drop[x] != 0:
+                    continue
+                w, u = _share_of(qt, run, x)
+                if x < num_cq:
+                    pos = _next_of(qt, jobs, k, x, state)
+                    if (u == 0.0 and x != q) or pos < 0:
+                        qt.fs_drop[x] = 1
+                        continue
+                    order = 1 if best < 0 else _compare(w, u, best_w, best_u)
+                    if order > 0 or (order == 0 and pos < best_pos):
+                        best, best_w, best_u, best_pos = x, w, u, pos
+                elif u == 0.0 and not _is_above(qt, x, q):
+                    qt.fs_drop[x] = 1
+                elif sub < 0 or _compare(w, u, sub_w, sub_u) >= 0:
+                    sub, sub_w, sub_u = x, w, u
+            if best < 0 and sub < 0:
+                qt.fs_drop[node] = 1
+                break
+            if sub >= 0 and (best < 0 or _compare(sub_w, sub_u, best_w, best_u) >= 0):
+                node = sub
+                continue
+            return best
+    return -1
 
 
 @kernel
@@ -599,8 +658,9 @@ def _take(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, i: int, nt: in
 
 @inline_kernel
 def _reset_search(qt: Quotas) -> None:
-    for c in range(qt.fs_drop.shape[0]):
-        qt.fs_drop[c] = 0
+    for n in range(qt.fs_drop.shape[0]):
+        qt.fs_drop[n] = 0
+    for c in range(qt.fs_next.shape[0]):
         qt.fs_next[c] = 0
 
 
@@ -636,8 +696,11 @@ def _fair_targets(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, k: int
             fits = _take(qt, jobs, js, run, j, qt.order[qt.fs_next[c]], nt)
             nt += 1
             continue
-        pw, pu = _share_of(qt, run, q)
-        tw, tu = _share_of(qt, run, c)
+        lca = _lowest_common_ancestor(qt, q, c)
+        mine = _almost_lca(qt, q, lca)
+        theirs = _almost_lca(qt, c, lca)
+        pw, pu = _share_of(qt, run, mine)
+        tw, tu = _share_of(qt, run, theirs)
         p = _next_of(qt, jobs, k, c, FS_POOL)
         if math.isinf(pw) and not math.isinf(tw):
             while p >= 0:  # fsStrategyUnsatisfiable: none of its candidates can pass
@@ -651,7 +714,7 @@ def _fair_targets(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, k: int
             else:
                 v = qt.cand[i]
                 move_usage(jobs, js, run, v, -1)
-                nw, nu = _share_of(qt, run, c)
+                nw, nu = _share_of(qt, run, theirs)
                 move_usage(jobs, js, run, v, 1)
                 passed = _compare(pw, pu, nw, nu) <= 0
             if passed:
@@ -666,8 +729,9 @@ def _fair_targets(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, k: int
             c = _next_queue(qt, jobs, run, q, k, FS_RETRY)
             if c < 0:
                 break
-            pw, pu = _share_of(qt, run, q)
-            tw, tu = _share_of(qt, run, c)
+            lca = _lowest_common_ancestor(qt, q, c)
+            pw, pu = _share_of(qt, run, _almost_lca(qt, q, lca))
+            tw, tu = _share_of(qt, run, _almost_lca(qt, c, lca))
             i = qt.order[qt.fs_next[c]]
             if _compare(pw, pu, tw, tu) < 0:
                 fits = _take(qt, jobs, js, run, j, i, nt)
@@ -721,7 +785,7 @@ def search_targets(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int) -> in
     fair sharing's strategies under fair sharing, else the classical search. The usage is left as it was."""
     if qt.fair[0] == 0:
         return classical_targets(qt, jobs, js, run, j)
-    k = _candidates(qt, jobs, js, run, j)
+    k = _candidates(qt, jobs, js, run, j, True)
     if k == 0:
         return 0
     _sort_candidates(qt, jobs, js, jobs.ints[J_TENANT, j], k)
@@ -739,7 +803,7 @@ def classical_targets(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int) ->
     ``borrowWithinCohort`` is unset and the ClusterQueue is above nominal, or every other-queue candidate may
     be reclaimed only without borrowing.
     """
-    k = _candidates(qt, jobs, js, run, j)
+    k = _candidates(qt, jobs, js, run, j, False)
     if k == 0:
         return 0
     q = jobs.ints[J_TENANT, j]

@@ -6,26 +6,33 @@ Plain Python, the rule as Kueue states it (kubernetes-sigs/kueue ``pkg/scheduler
 at the v0.20 feature-gate defaults: ``FairSharingPreemptWithinNominal`` on (beta since v0.17),
 ``FairSharingReevaluatePreemptionCandidates`` off (alpha). The engine's kernel
 (:mod:`gpureplay.engine.kueue_preempt`) states it again on arrays; the differential tests compare the two.
-Modelled for ClusterQueues without a cohort or in a root cohort without a quota of its own (there the
-"almost least common ancestors" of two ClusterQueues are the queues themselves), with any number of
-ResourceFlavors: usage and requests are per quota row (flavor and resource), shares sum a resource's
-borrowing over its flavors (:func:`gpureplay.queues.kueue_quota.share`).
+Modelled in any cohort tree (nested cohorts, cohorts with quotas and weights of their own) and with any
+number of ResourceFlavors: usage and requests are per quota row (flavor and resource), shares sum a
+resource's borrowing over its flavors (:func:`gpureplay.queues.kueue_quota.share`); a cohort's usage is what
+its children use beyond their local quotas.
 
 A workload ``W`` of ClusterQueue ``q`` that needs preemption (:func:`~gpureplay.queues.kueue_preemption.
 needs_preemption`; under fair sharing ``reclaimWithinCohort`` also lets it preempt while borrowing) takes its
-candidates (:func:`~gpureplay.queues.kueue_preemption.candidates_of`, in ``CandidatesOrdering``), adds its
-request to ``q``'s usage, then:
+candidates (:func:`~gpureplay.queues.kueue_preemption.candidates_of` with ``fair``: ``q``'s own as
+``withinClusterQueue`` allows, and those ``reclaimWithinCohort`` allows of every ClusterQueue of ``q``'s
+cohort tree that borrows on a resource that needs preemption; in ``CandidatesOrdering``), adds its request to
+``q``'s usage, then:
 
-1. **First strategy.** Repeatedly pick the target ClusterQueue: among the cohort's ClusterQueues with
-   candidates left, not dropped, and borrowing (share > 0; ``q`` itself even at share 0), the highest share
-   (``CompareDRS``: a zero-weight borrower above all others), ties to the one whose next candidate comes
-   first. If it is ``q``, its next candidate is a target. Else, if ``q`` (with ``W``) is within its nominal
-   quota on every resource that needs preemption, the next candidate is a target. Else, with
-   ``P`` = share of ``q`` and ``T`` = share of the target queue: if ``q`` borrows at weight 0 and the target
-   does not, all its candidates are set aside for the second strategy; otherwise its candidates are tried
-   in order: the first that passes the strategy (``LessThanOrEqualToFinalShare``: ``P <=`` the target's
-   share without that candidate; ``LessThanInitialShare``: ``P < T``) is a target and the queue is picked
-   again; each that fails is set aside.
+1. **First strategy.** Repeatedly pick the target ClusterQueue (``TargetClusterQueueOrdering``, walked from
+   the root of ``q``'s tree: :meth:`_Search.next_queue`): at each cohort, the child with the highest share
+   (``CompareDRS``: a zero-weight borrower above all others) among those not dropped; a ClusterQueue with no
+   candidate left or not borrowing (share 0; ``q`` itself only once out of candidates) and a cohort not
+   borrowing that is not above ``q`` are dropped, and so is a cohort left with no child; ties between
+   ClusterQueues go to the one whose next candidate comes first, between cohorts to the later, and between
+   the best cohort and the best ClusterQueue to the cohort, which is entered. If the target is ``q``, its next
+   candidate is a target. Else, if ``q`` (with ``W``) is within its nominal quota on every resource that
+   needs preemption, the next candidate is a target. Else the shares compared are those of the *almost
+   lowest common ancestors* (``getAlmostLCAs``: the children of the lowest cohort above both queues on
+   their paths; in a flat cohort the queues themselves): ``P`` = share of ``q``'s, ``T`` = share of the
+   target's. If ``P`` is a zero-weight borrower's and ``T`` is not, all the target queue's candidates are set
+   aside for the second strategy; otherwise its candidates are tried in order: the first that passes the
+   strategy (``LessThanOrEqualToFinalShare``: ``P <=`` the target's almost-LCA share without that candidate;
+   ``LessThanInitialShare``: ``P < T``) is a target and the walk starts again; each that fails is set aside.
 2. **Second strategy** (``LessThanInitialShare``, when both are configured): over the candidates set aside,
    pick target queues the same way; each is tried once: if ``P < T`` its first candidate is a target; the
    queue is then dropped.
@@ -43,8 +50,10 @@ from gpureplay.queues.kueue_preemption import (
     PRIORITY,
     SAME_QUEUE,
     Admitted,
+    ancestors,
     candidate_rank,
     candidates_of,
+    lowest_common_ancestor,
     minimised,
     needs_preemption,
     workload_fits,
@@ -87,15 +96,22 @@ class _Search:
         for r in range(quotas.rows):
             self.left[r][q] += request[r]
         self.targets: list[Admitted] = []
+        self.ancestors = ancestors(quotas, q)
 
     def share(self, node: int) -> Share:
         found = share(self.quotas, node_usage(self.quotas, self.left), node)
         # DRS.IsZero: a node borrowing only what no one lends has ratio 0 and counts as not borrowing.
         return (0.0, 0.0) if found[1] == 0 else found
 
-    def share_without(self, c: Admitted) -> Share:
+    def almost_lcas(self, cq: int) -> tuple[int, int]:
+        """``getAlmostLCAs``: the children of the lowest cohort above ``q`` and ``cq`` on their paths."""
+        lca = lowest_common_ancestor(self.quotas, self.q, cq)
+        return _child_towards(self.quotas, self.q, lca), _child_towards(self.quotas, cq, lca)
+
+    def share_without(self, c: Admitted, node: int) -> Share:
+        """``node``'s share with ``c``'s usage removed (``ComputeTargetShareAfterRemoval``)."""
         self._move(c, -1)
-        found = self.share(c.cluster_queue)
+        found = self.share(node)
         self._move(c, 1)
         return found
 
@@ -115,33 +131,72 @@ class _Search:
         return fits
 
     def rank(self, c: Admitted) -> tuple[bool, int, int, float, int]:
-        """``c``'s place in the candidate order (in a flat cohort, other ClusterQueues' form one group)."""
+        """``c``'s place in ``CandidatesOrdering`` (other ClusterQueues' candidates form one group)."""
         return candidate_rank(c, SAME_QUEUE if c.cluster_queue == self.q else PRIORITY)
 
     def next_queue(self, by_queue: dict[int, list[Admitted]], dropped: set[int]) -> int | None:
-        """``TargetClusterQueueOrdering.nextTarget`` over a flat cohort (None: every queue is dropped)."""
-        best: int | None = None
-        best_share: Share = (-1.0, -1.0)
-        for cq in sorted(by_queue):
-            if cq in dropped:
-                continue
-            found = self.share(cq)
-            if (found[1] == 0 and cq != self.q) or not by_queue[cq]:
-                dropped.add(cq)
-                continue
-            if best is None or compare_shares(found, best_share) > 0:
-                best, best_share = cq, found
-            elif compare_shares(found, best_share) == 0 and self.rank(by_queue[cq][0]) < self.rank(
-                by_queue[best][0]
-            ):
-                best = cq
-        return best
+        """``TargetClusterQueueOrdering`` (``nextTarget``, from the root of ``q``'s tree): the ClusterQueue
+        whose candidates come next, None once the root is dropped. ``dropped`` holds pruned nodes.
+
+        At a cohort: of its ClusterQueues not dropped, one with no candidate left or not borrowing (share 0;
+        ``q`` itself only once out of candidates) is dropped, the others' highest share wins (ties: the one
+        whose next candidate comes first); of its child cohorts not dropped, one not borrowing and not above
+        ``q`` is dropped, the others' highest share wins (ties: the later). A cohort with neither is dropped
+        and the walk starts again from the root; the cohort winner is entered when its share is at least the
+        ClusterQueue winner's, else that ClusterQueue is the answer.
+        """
+        quotas, q = self.quotas, self.q
+        if not self.ancestors:
+            return q if by_queue.get(q) and q not in dropped else None
+        root = self.ancestors[-1]
+        num_cq = quotas.num_cluster_queues
+        while root not in dropped:
+            node = root
+            while True:
+                best_cq: int | None = None
+                best_cq_share: Share = (-1.0, -1.0)
+                best_cohort: int | None = None
+                best_cohort_share: Share = (-1.0, -1.0)
+                for child in range(len(quotas.names)):
+                    if int(quotas.parent[child]) != node or child in dropped:
+                        continue
+                    found = self.share(child)
+                    if child < num_cq:
+                        if (found[1] == 0 and child != q) or not by_queue.get(child):
+                            dropped.add(child)
+                        elif best_cq is None or compare_shares(found, best_cq_share) > 0:
+                            best_cq, best_cq_share = child, found
+                        elif compare_shares(found, best_cq_share) == 0 and self.rank(
+                            by_queue[child][0]
+                        ) < self.rank(by_queue[best_cq][0]):
+                            best_cq = child
+                    elif found[1] == 0 and child not in self.ancestors:
+                        dropped.add(child)
+                    elif best_cohort is None or compare_shares(found, best_cohort_share) >= 0:
+                        best_cohort, best_cohort_share = child, found
+                if best_cq is None and best_cohort is None:
+                    dropped.add(node)
+                    break
+                if best_cohort is not None and (
+                    best_cq is None or compare_shares(best_cohort_share, best_cq_share) >= 0
+                ):
+                    node = best_cohort
+                    continue
+                return best_cq
+        return None
 
 
-def _grouped(candidates: Sequence[Admitted], members: Sequence[int]) -> dict[int, list[Admitted]]:
-    by_queue: dict[int, list[Admitted]] = {cq: [] for cq in members}
+def _child_towards(quotas: KueueQuotas, node: int, lca: int) -> int:
+    # getAlmostLCA: the node on the path from node up to lca whose parent is lca.
+    while int(quotas.parent[node]) != lca:
+        node = int(quotas.parent[node])
+    return node
+
+
+def _grouped(candidates: Sequence[Admitted]) -> dict[int, list[Admitted]]:
+    by_queue: dict[int, list[Admitted]] = {}
     for c in candidates:
-        by_queue[c.cluster_queue].append(c)
+        by_queue.setdefault(c.cluster_queue, []).append(c)
     return by_queue
 
 
@@ -170,15 +225,11 @@ def fair_preemption_targets(
     need = needs_preemption(quotas, usage, q, request)
     if not need:
         return []
-    candidates = [c for c, _ in candidates_of(quotas, usage, q, request, priority, timestamp, admitted, need)]
+    candidates = [
+        c for c, _ in candidates_of(quotas, usage, q, request, priority, timestamp, admitted, need, fair=True)
+    ]
     if not candidates:
         return []
-    cohort = int(quotas.parent[q])
-    members = (
-        [q]
-        if cohort < 0
-        else [c for c in range(quotas.num_cluster_queues) if int(quotas.parent[c]) == cohort]
-    )
     search = _Search(quotas, usage, q, request)
     first = (
         FairSharingStrategies.less_than_initial_share
@@ -187,7 +238,7 @@ def fair_preemption_targets(
     )
     # FairSharingPreemptWithinNominal: q stays within nominal (W included) where it needs preemption.
     within_nominal = all(search.left[r][q] <= quotas.nominal[r, q] for r in need)
-    by_queue = _grouped(candidates, members)
+    by_queue = _grouped(candidates)
     dropped: set[int] = set()
     retry: list[Admitted] = []
     fits = False
@@ -198,26 +249,28 @@ def fair_preemption_targets(
         if cq == q or within_nominal:
             fits = search.take(by_queue[cq].pop(0))
             continue
-        preemptor, target_old = search.share(q), search.share(cq)
+        mine, theirs = search.almost_lcas(cq)
+        preemptor, target_old = search.share(mine), search.share(theirs)
         if preemptor[0] == float("inf") and target_old[0] != float("inf"):
             retry += by_queue[cq]  # fsStrategyUnsatisfiable: no candidate here can pass
             by_queue[cq] = []
             continue
         while by_queue[cq]:
             c = by_queue[cq].pop(0)
-            if _passes(first, preemptor, target_old, search.share_without(c)):
+            if _passes(first, preemptor, target_old, search.share_without(c, theirs)):
                 fits = search.take(c)
                 break
             retry.append(c)
     if not fits and strategies is FairSharingStrategies.both:
         # Each queue's set-aside candidates are still in candidate order (popped in it).
-        by_queue = _grouped(retry, members)
+        by_queue = _grouped(retry)
         dropped = set()
         while not fits:
             cq = search.next_queue(by_queue, dropped)
             if cq is None:
                 break
-            passed = compare_shares(search.share(q), search.share(cq)) < 0
+            mine, theirs = search.almost_lcas(cq)
+            passed = compare_shares(search.share(mine), search.share(theirs)) < 0
             c = by_queue[cq].pop(0)
             if passed:
                 fits = search.take(c)

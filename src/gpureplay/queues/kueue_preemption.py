@@ -5,9 +5,8 @@ Plain Python, the rule as Kueue states it (kubernetes-sigs/kueue ``pkg/scheduler
 ``common/ordering.go``, ``common/preemption_policy.go``; ``flavorassigner.go`` ``fitsResourceQuota``;
 scheduler-semantics.md §4.2). The reference simulator calls it; the engine's kernel
 (:mod:`gpureplay.engine.kueue_preempt`) states it again on arrays and the differential tests compare the two.
-Classical preemption is modelled in any cohort tree (nested cohorts, cohorts with quotas of their own);
-fair sharing's (:mod:`gpureplay.queues.kueue_fair_preemption`) in a root cohort without quota of its own,
-other trees refused (:func:`preemption_problems`).
+Both are modelled in any cohort tree (nested cohorts, cohorts with quotas of their own); fair sharing's is
+:mod:`gpureplay.queues.kueue_fair_preemption`.
 
 Usage and quota of a node: a ClusterQueue's own usage and nominal quota; a cohort's usage is what its children
 use beyond their local quotas and its quota is its subtree quota (``resource_node.go``). A node is *within
@@ -101,31 +100,18 @@ def preempts(quotas: KueueQuotas) -> bool:
 def preemption_problems(quotas: KueueQuotas) -> list[tuple[int, str, str]]:
     """``(cluster queue, config key, message)`` per ClusterQueue whose preemption the replay cannot model.
 
-    Kueue itself refuses ``borrowWithinCohort`` without ``reclaimWithinCohort`` (``clusterqueue_webhook.go``);
-    fair sharing's preemption (:mod:`gpureplay.queues.kueue_fair_preemption`) is modelled for ClusterQueues
-    with no cohort or in a root cohort without a quota of its own, classical preemption in any tree; both
-    with any number of ResourceFlavors (flavors chosen by the flavor assigner's preemption modes,
-    :mod:`gpureplay.queues.kueue_fungibility`).
+    Kueue itself refuses ``borrowWithinCohort`` without ``reclaimWithinCohort`` (``clusterqueue_webhook.go``).
+    Classical and fair sharing's preemption (:mod:`gpureplay.queues.kueue_fair_preemption`) are modelled in
+    any cohort tree, with any number of ResourceFlavors (flavors chosen by the flavor assigner's preemption
+    modes, :mod:`gpureplay.queues.kueue_fungibility`).
     """
     table = preemption_table(quotas)
     problems: list[tuple[int, str, str]] = []
     for q in range(quotas.num_cluster_queues):
-        within, reclaim, borrow = (int(table[row, q]) for row in (PR_WITHIN, PR_RECLAIM, PR_BORROW))
+        reclaim, borrow = (int(table[row, q]) for row in (PR_RECLAIM, PR_BORROW))
         if borrow != 0 and reclaim == 0:
             message = "borrowWithinCohort needs reclaimWithinCohort other than Never (Kueue refuses it)"
             problems.append((q, "borrow_within_cohort", message))
-        if not quotas.fair_sharing or (within == 0 and reclaim == 0):
-            continue
-        p = int(quotas.parent[q])
-        if p >= 0 and (int(quotas.parent[p]) >= 0 or bool((quotas.nominal[:, p] != 0).any())):
-            problems.append(
-                (
-                    q,
-                    "reclaim_within_cohort",
-                    "fair sharing's preemption is modelled for a ClusterQueue in a root cohort without a "
-                    "quota of its own (not a nested cohort or a cohort quota; classical preemption is)",
-                )
-            )
     return problems
 
 
@@ -160,7 +146,7 @@ class Admitted:
     request: tuple[int, int, int]
 
 
-def _ancestors(quotas: KueueQuotas, n: int) -> list[int]:
+def ancestors(quotas: KueueQuotas, n: int) -> list[int]:
     # The cohorts above node n, its parent first.
     path: list[int] = []
     p = int(quotas.parent[n])
@@ -185,7 +171,7 @@ def _reclaims_in_hierarchy(
     if not (used[r][q] + amount > subtree[r, q] and quotas.parent[q] >= 0):
         return bool(quotas.parent[q] >= 0)
     remaining = amount - _local_available(quotas, subtree, used, q, r)
-    for n in _ancestors(quotas, q):
+    for n in ancestors(quotas, q):
         if used[r][n] + remaining <= subtree[r, n]:
             return bool(quotas.parent[n] >= 0)
         remaining -= _local_available(quotas, subtree, used, n, r)
@@ -261,9 +247,9 @@ def workload_fits(
 HIERARCHICAL, PRIORITY, SAME_QUEUE = 0, 1, 2
 
 
-def _lowest_common_ancestor(quotas: KueueQuotas, a: int, b: int) -> int:
-    above = set(_ancestors(quotas, a))
-    for n in _ancestors(quotas, b):
+def lowest_common_ancestor(quotas: KueueQuotas, a: int, b: int) -> int:
+    above = set(ancestors(quotas, a))
+    for n in ancestors(quotas, b):
         if n in above:
             return n
     return -1
@@ -297,7 +283,7 @@ def _advantages(
     advantage = False
     node = q
     out: dict[int, bool] = {}
-    for a in _ancestors(quotas, q):
+    for a in ancestors(quotas, q):
         advantage = advantage or all(used[r][node] + remaining[r] <= subtree[r, node] for r in requested)
         remaining = {
             r: max(0, v - _local_available(quotas, subtree, used, node, r)) for r, v in remaining.items()
@@ -316,11 +302,15 @@ def candidates_of(
     timestamp: float,
     admitted: Sequence[Admitted],
     need: Sequence[int],
+    fair: bool = False,
 ) -> list[tuple[Admitted, bool]]:
     """The preemption candidates of a workload of ClusterQueue ``q``, in Kueue's candidate order.
 
     Each comes with whether it may be reclaimed only without borrowing (classical preemption's
-    ``borrowWithinCohort`` rule; fair sharing ignores it). ``need``: :func:`needs_preemption`.
+    ``borrowWithinCohort`` rule; fair sharing ignores it). ``need``: :func:`needs_preemption`. ``fair``:
+    fair sharing's candidates (``preemption.go`` ``findCandidates``): another ClusterQueue's anywhere in
+    ``q``'s cohort tree when that queue borrows (usage above nominal) on a resource that needs preemption,
+    whatever its cohorts do; no hierarchical-reclaim group.
     """
     table = preemption_table(quotas)
     within, reclaim, borrow = (int(table[row, q]) for row in (PR_WITHIN, PR_RECLAIM, PR_BORROW))
@@ -336,10 +326,14 @@ def candidates_of(
             if _within_allows(within, c, priority, timestamp):
                 ranked.append((candidate_rank(c, SAME_QUEUE), c, False))
             continue
-        lca = _lowest_common_ancestor(quotas, q, c.cluster_queue)
-        if reclaim == 0 or lca < 0 or not _still_above(quotas, used, subtree, c.cluster_queue, lca, need):
+        lca = lowest_common_ancestor(quotas, q, c.cluster_queue)
+        if reclaim == 0 or lca < 0 or not _reclaim_allows(reclaim, c, priority):
             continue
-        if not _reclaim_allows(reclaim, c, priority):
+        if fair:
+            if any(usage[r][c.cluster_queue] > quotas.nominal[r, c.cluster_queue] for r in need):
+                ranked.append((candidate_rank(c, PRIORITY), c, False))
+            continue
+        if not _still_above(quotas, used, subtree, c.cluster_queue, lca, need):
             continue
         if advantage[lca]:
             ranked.append((candidate_rank(c, HIERARCHICAL), c, False))
@@ -404,7 +398,7 @@ def preemption_targets(
             if c.cluster_queue != q:
                 if borrowing and without_borrowing:
                     continue
-                lca = _lowest_common_ancestor(quotas, q, c.cluster_queue)
+                lca = lowest_common_ancestor(quotas, q, c.cluster_queue)
                 if not _still_above(quotas, node_usage(quotas, left), subtree, c.cluster_queue, lca, need):
                     continue
             for r in range(quotas.rows):
@@ -440,8 +434,10 @@ def minimised(
 
 __all__ = [
     "Admitted",
+    "ancestors",
     "candidate_rank",
     "candidates_of",
+    "lowest_common_ancestor",
     "minimised",
     "needs_preemption",
     "preemption_problems",
