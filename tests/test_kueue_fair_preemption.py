@@ -10,6 +10,7 @@ name (Kueue: UID), which the job ids below follow.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -65,13 +66,17 @@ def usage_of(quotas: KueueQuotas, admitted: list[Admitted]) -> list[list[int]]:
     return usage
 
 
-def workloads(quotas: KueueQuotas, spec: str) -> list[Admitted]:
-    """``"a1:3 b_low:5@0"``: name (queue = its first letter, or ``preemptible``), GPUs, priority."""
+def workloads(quotas: KueueQuotas, spec: str, queue_of: Callable[[str], str] | None = None) -> list[Admitted]:
+    """``"a1:3 b_low:5@0"``: name (queue = its first letter, or ``preemptible``; or ``queue_of(name)``),
+    GPUs, priority."""
     found = []
     for i, item in enumerate(spec.split()):
         name, _, rest = item.partition(":")
         amount, _, priority = rest.partition("@")
-        queue = "preemptible" if name.startswith("preemptible") else name[0]
+        if queue_of is not None:
+            queue = queue_of(name)
+        else:
+            queue = "preemptible" if name.startswith("preemptible") else name[0]
         found.append(
             Admitted(
                 job_id=i + 1,

@@ -17,6 +17,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from tests.reference.strategies import jobs_frame, nodes_frame
+from tests.test_kueue_fair_preemption import usage_of, workloads
 from tests.test_kueue_preemption import evictions
 from tests.test_kueue_quota import KUEUE, both, job, starts
 
@@ -70,32 +71,16 @@ def quotas_of(path: Path, queues: list[str]) -> KueueQuotas:
 
 def admitted(quotas: KueueQuotas, spec: str) -> list[Admitted]:
     """``"a1:1@-1 b1:4@100"``: name (its ClusterQueue: the name less its digits), GPUs, priority."""
-    found = []
-    for i, item in enumerate(spec.split()):
-        name, _, rest = item.partition(":")
-        amount, _, priority = rest.partition("@")
-        found.append(
-            Admitted(
-                job_id=i + 1,
-                cluster_queue=quotas.names.index(name.rstrip("0123456789")),
-                priority=int(priority or 0),
-                timestamp=0.0,
-                admitted=0.0,
-                evicted=False,
-                request=(round(float(amount) * 1000), 0, 0),
-            )
-        )
-    return found
+    return workloads(quotas, spec, lambda name: name.rstrip("0123456789"))
 
 
 def targets(quotas: KueueQuotas, spec: str, queue: str, gpus: float) -> set[str]:
     """The names Kueue's fair sharing evicts for a workload of ``gpus`` GPUs (priority 0) of ``queue``."""
     held = admitted(quotas, spec)
-    usage = [[0] * quotas.num_cluster_queues for _ in range(quotas.rows)]
-    for c in held:
-        usage[0][c.cluster_queue] += c.request[0]
     q = quotas.names.index(queue)
-    found = fair_preemption_targets(quotas, usage, q, (round(gpus * 1000), 0, 0), 0, 1.0, held)
+    found = fair_preemption_targets(
+        quotas, usage_of(quotas, held), q, (round(gpus * 1000), 0, 0), 0, 1.0, held
+    )
     names = spec.split()
     return {names[t.job_id - 1].partition(":")[0] for t in found}
 
@@ -104,35 +89,28 @@ ANY = {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}
 LOWER = {"reclaimWithinCohort": "LowerPriority", "withinClusterQueue": "LowerPriority"}
 
 
-def test_a_borrowing_queue_in_a_cohort_within_its_quota_is_protected(tmp_path: Path) -> None:
-    """Kueue's "borrowing cq in non-borrowing cohort is protected": ROOT holds a (nominal 5, weight 10)
-    and cohort RIGHT (quota 1, weight 0.1) with b (nominal 0, weight 0.1). b borrows RIGHT's GPU, but RIGHT
-    does not borrow (share 0): it is dropped from the walk, so a's 5-GPU workload preempts a's own three
-    (priority -1)."""
+@pytest.mark.parametrize(
+    ("right_quota", "policy", "spec", "gpus"),
+    [(1, ANY, "a1:1@-1 a2:1@-1 a3:1@-1 b1:1@-1", 5), (3, LOWER, "a1:1@-1 a2:1@-1 a3:1@-1 b1:4@100", 4)],
+    ids=["borrowing cq in non-borrowing cohort is protected", "forced to preempt within clusterqueue"],
+)
+def test_a_borrowing_queue_out_of_reach_leaves_the_preemptor_its_own(
+    tmp_path: Path, right_quota: int, policy: dict[str, str], spec: str, gpus: int
+) -> None:
+    """Kueue's "borrowing cq in non-borrowing cohort is protected" and "forced to preempt within
+    clusterqueue because borrowing workload too important": ROOT holds a (nominal 5, weight 10) and cohort
+    RIGHT (weight 0.1) with b (nominal 0, weight 0.1). With RIGHT's quota 1, b1 borrows RIGHT's GPU but RIGHT
+    does not borrow (share 0): it is dropped from the walk. With RIGHT's quota 3, b1 (4 GPUs, priority 100)
+    borrows one, but under ``reclaimWithinCohort: LowerPriority`` it is no candidate. Either way a's workload
+    preempts a's own three (priority -1)."""
     path = tree(
         tmp_path,
         cohort("ROOT"),
-        cohort("RIGHT", "ROOT", gpus=1, weight=0.1),
-        cq("a", "ROOT", 5, weight=10, **ANY),
+        cohort("RIGHT", "ROOT", gpus=right_quota, weight=0.1),
+        cq("a", "ROOT", 5, weight=10, **policy),
         cq("b", "RIGHT", 0, weight=0.1),
     )
-    quotas = quotas_of(path, ["a", "b"])
-    assert targets(quotas, "a1:1@-1 a2:1@-1 a3:1@-1 b1:1@-1", "a", 5) == {"a1", "a2", "a3"}
-
-
-def test_a_borrowing_workload_of_higher_priority_forces_preemption_within_the_queue(tmp_path: Path) -> None:
-    """Kueue's "forced to preempt within clusterqueue because borrowing workload too important": RIGHT
-    has quota 3, b1 (4 GPUs, priority 100) borrows one; under ``reclaimWithinCohort: LowerPriority`` it is no
-    candidate, so a's 4-GPU workload takes a's own three."""
-    path = tree(
-        tmp_path,
-        cohort("ROOT"),
-        cohort("RIGHT", "ROOT", gpus=3, weight=0.1),
-        cq("a", "ROOT", 5, weight=10, **LOWER),
-        cq("b", "RIGHT", 0, weight=0.1),
-    )
-    quotas = quotas_of(path, ["a", "b"])
-    assert targets(quotas, "a1:1@-1 a2:1@-1 a3:1@-1 b1:4@100", "a", 4) == {"a1", "a2", "a3"}
+    assert targets(quotas_of(path, ["a", "b"]), spec, "a", gpus) == {"a1", "a2", "a3"}
 
 
 def deep(tmp_path: Path, weight_a: float, weight_b: float, gpus: float = 1) -> Path:
@@ -199,10 +177,7 @@ def test_the_walk_visits_the_subtree_with_the_higher_share_first(tmp_path: Path)
     )
     quotas = quotas_of(path, ["preemptor-cq", "left-cq", "right-cq"])
     held = admitted(quotas, "left-cq1:5 right-cq1:3")
-    usage = [[0] * quotas.num_cluster_queues for _ in range(quotas.rows)]
-    for c in held:
-        usage[0][c.cluster_queue] += c.request[0]
-    search = _Search(quotas, usage, quotas.names.index("preemptor-cq"), (0, 0, 0))
+    search = _Search(quotas, usage_of(quotas, held), quotas.names.index("preemptor-cq"), (0, 0, 0))
     by_queue = {c.cluster_queue: [c] for c in held}
     dropped: set[int] = set()
     order = []
