@@ -8,6 +8,7 @@ twin; nodes have 4 GPUs, the termination grace is 30 s.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
@@ -19,9 +20,12 @@ from tests.test_kueue_quota import both, job, starts
 from tests.test_queue_tree import error_of
 from tests.test_volcano_reclaim import evictions
 
-from gpureplay.queues.kai_queues import min_runtimes
+from gpureplay.errors import InputError
+from gpureplay.queues.kai_queues import MinRuntimeArgs, min_runtimes
 from gpureplay.queues.manifests import read_manifests
 from gpureplay.queues.tree import KaiQueue
+from gpureplay.replay.simulate import simulate
+from gpureplay.schedulers.policy import KaiReclaimResolveMethod, QueueModel, QuotaSource
 
 
 def guarded(text: str, preempt: str | None = None, reclaim: str | None = None) -> str:
@@ -129,3 +133,69 @@ def test_the_philly_example_is_the_vc_quotas_with_an_hour_of_reclaim_protection(
         assert q.parent_queue is None
         assert (q.reclaim_min_runtime, q.preempt_min_runtime) == (3600.0, None)
         assert q.gpu.quota == nodes.get(q.name, 0) * 8
+
+
+def test_the_plugins_defaults_fill_what_no_queue_sets() -> None:
+    """The minruntime plugin's arguments (``resolver.go``): leaf-a, leaf-b under dept, leaf-c top-level,
+    none setting a min-runtime; ``defaultPreemptMinRuntime`` 5 s, ``defaultReclaimMinRuntime`` 7 s.
+
+    Preempt: 5 everywhere. Reclaim, ``lca``: across top-level queues (a or b vs c) the default reclaim 7; in
+    dept's tree, where no queue from the child of the lowest common ancestor up sets one, the resolver falls
+    back to the default *preempt* min-runtime (5), as its source reads. ``queue``: the victim's path, else
+    the default reclaim, 7 everywhere; with dept's 60 s, 60 for its leaves' jobs and 7 for leaf-c's."""
+    dept = KaiQueue("dept")
+    a, b = KaiQueue("leaf-a", parent_queue="dept"), KaiQueue("leaf-b", parent_queue="dept")
+    c = KaiQueue("leaf-c")
+    args = MinRuntimeArgs(default_preempt=5.0, default_reclaim=7.0)
+    preempt, reclaim = min_runtimes([a, b, c, dept], 3, args)
+    assert preempt.tolist() == [5.0, 5.0, 5.0]
+    assert reclaim.tolist() == [[5.0, 5.0, 7.0], [5.0, 5.0, 7.0], [7.0, 7.0, 5.0]]
+    by_queue = replace(args, method=KaiReclaimResolveMethod.queue)
+    assert min_runtimes([a, b, c, dept], 3, by_queue)[1].tolist() == [[7.0] * 3] * 3
+    guarded_dept = KaiQueue("dept", reclaim_min_runtime=60.0)
+    _, reclaim = min_runtimes([a, b, c, guarded_dept], 3, by_queue)
+    assert reclaim[:, 0].tolist() == reclaim[:, 1].tolist() == [60.0] * 3
+    assert reclaim[:, 2].tolist() == [7.0] * 3
+
+
+@pytest.mark.parametrize("quotas", ["manifests", "derived"])
+def test_a_default_reclaim_min_runtime_protects_as_a_queues_own_would(tmp_path: Path, quotas: str) -> None:
+    """The first case with no queue setting one but ``kai_default_reclaim_min_runtime: 60``: vc-b's jobs 3
+    and 4 are protected until 60, evicted then, and vc-a's jobs start at 90 — from manifests, and from
+    derived quotas (GPU-time shares: every queue top-level, quota 2 each here), which set none."""
+    policy = acting(manifests(tmp_path, queue("vc-a", gpu(2)), queue("vc-b", gpu(2))))
+    if quotas == "derived":
+        policy = replace(policy, quotas=QuotaSource.gpu_time_share, manifests=None)
+    policy = replace(policy, kai_default_reclaim_min_runtime=60.0)
+    rows = [job(i, 0.0, "vc-b", 1, 1, duration=100.0) for i in (1, 2, 3, 4)]
+    rows += [job(5, 10.0, "vc-a", 1, 1, duration=200.0), job(6, 10.0, "vc-a", 1, 1, duration=200.0)]
+    for replay in both(jobs_frame(rows), nodes(), policy):
+        assert evictions(replay) == {4: 5, 3: 6}
+        assert starts(replay)[5] == starts(replay)[6] == 90.0
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        (
+            {"kai_default_preempt_min_runtime": 30.0},
+            "is read by KAI's preempt action: add it to scheduler.actions",
+        ),
+        ({"kai_default_reclaim_min_runtime": -1.0}, "must be seconds >= 0 (found -1)"),
+        (
+            {"kai_reclaim_resolve_method": KaiReclaimResolveMethod.queue, "actions": "allocate, preempt"},
+            "is read by KAI's reclaim action: add it to scheduler.actions",
+        ),
+        (
+            {"queues": QueueModel.kueue, "actions": None, "kai_default_reclaim_min_runtime": 60.0},
+            "is KAI's minruntime plugin argument: read under queues: kai only",
+        ),
+    ],
+)
+def test_plugin_arguments_nothing_reads_are_refused(tmp_path: Path, change: dict, says: str) -> None:
+    policy = replace(acting(manifests(tmp_path, queue("vc-a", gpu(2))), "allocate, reclaim"), **change)
+    with pytest.raises(InputError) as caught:
+        simulate(jobs_frame([job(1, 0.0, "vc-a", 1, 1)]), nodes(), policy)
+    assert says in str(caught.value)
+    key = next(k for k in change if k.startswith("kai_"))
+    assert f"scheduler.{key}" in str(caught.value)

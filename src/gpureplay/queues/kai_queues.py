@@ -25,11 +25,13 @@ from gpureplay.engine.layout import MB_PER_MIB, Float64Array, Int64Array
 from gpureplay.errors import InputError, Problem
 from gpureplay.queues.manifests import ManifestSet
 from gpureplay.queues.tree import KAI_DEFAULT_PRIORITY, KAI_RESOURCES, KAI_UNLIMITED, KaiQueue
+from gpureplay.schedulers.policy import KaiReclaimResolveMethod
 from gpureplay.traces.schema import UNKNOWN_CAPACITY
 
 __all__ = [
     "KAI_NON_PREEMPTIBLE",
     "KaiQueues",
+    "MinRuntimeArgs",
     "generated_kai_queues",
     "kai_columns",
     "kai_preemptibility",
@@ -97,16 +99,21 @@ class KaiQueues:
         return self.names[: self.num_leaves]
 
 
-def generated_kai_queues(gpu_quota: Mapping[str, float], *, source: str) -> KaiQueues:
+def generated_kai_queues(
+    gpu_quota: Mapping[str, float], *, source: str, min_runtime: MinRuntimeArgs | None = None
+) -> KaiQueues:
     """A top-level queue per trace queue: GPU ``quota`` its derived quota, ``overQuotaWeight`` 1, no limit.
 
     CPU and memory get quota and limit -1 (unlimited), as KAI's quickstart queues do: the derived quota
-    bounds GPUs only. Every queue has KAI's default priority 100.
+    bounds GPUs only. Every queue has KAI's default priority 100 and no min-runtime of its own
+    (``min_runtime``: the minruntime plugin's defaults, :func:`min_runtimes`).
     """
     names = tuple(sorted(gpu_quota))
     num = len(names)
     quota = np.full((len(KAI_RESOURCES), num), KAI_UNLIMITED)
     quota[0] = [float(gpu_quota[n]) for n in names]
+    preempt_rt, reclaim_rt = min_runtimes([KaiQueue(n) for n in names], num, min_runtime)
+    guarded = bool(preempt_rt.any() or reclaim_rt.any())
     return KaiQueues(
         names=names,
         num_leaves=num,
@@ -117,6 +124,8 @@ def generated_kai_queues(gpu_quota: Mapping[str, float], *, source: str) -> KaiQ
         limit=np.full((len(KAI_RESOURCES), num), KAI_UNLIMITED),
         created=np.arange(num, dtype=np.int64),
         source=source,
+        preempt_min_runtime=preempt_rt if guarded else None,
+        reclaim_min_runtime=reclaim_rt if guarded else None,
     )
 
 
@@ -137,8 +146,11 @@ def _tree_order(queues: list[KaiQueue]) -> list[KaiQueue]:
     return leaves + inner
 
 
-def manifest_kai_queues(manifests: ManifestSet, jobs: pl.DataFrame, *, source: str) -> KaiQueues:
-    """The :class:`KaiQueues` of KAI ``Queue`` manifests, for jobs whose ``queue`` names a leaf queue.
+def manifest_kai_queues(
+    manifests: ManifestSet, jobs: pl.DataFrame, *, source: str, min_runtime: MinRuntimeArgs | None = None
+) -> KaiQueues:
+    """The :class:`KaiQueues` of KAI ``Queue`` manifests, for jobs whose ``queue`` names a leaf queue;
+    ``min_runtime``: the minruntime plugin's arguments (:func:`min_runtimes`).
 
     Raises
     ------
@@ -169,8 +181,8 @@ def manifest_kai_queues(manifests: ManifestSet, jobs: pl.DataFrame, *, source: s
             weight[r, i] = res.over_quota_weight
             limit[r, i] = res.limit
     _refuse_job_queues(jobs, [q.name for q in ordered[:num_leaves]], parents, source)
-    guarded = any(q.preempt_min_runtime or q.reclaim_min_runtime for q in ordered)
-    preempt_rt, reclaim_rt = min_runtimes(ordered, num_leaves)
+    preempt_rt, reclaim_rt = min_runtimes(ordered, num_leaves, min_runtime)
+    guarded = bool(preempt_rt.any() or reclaim_rt.any())
     return KaiQueues(
         names=tuple(q.name for q in ordered),
         num_leaves=num_leaves,
@@ -197,31 +209,55 @@ def _path(queues: list[KaiQueue], q: int) -> list[int]:
     return path
 
 
-def min_runtimes(queues: list[KaiQueue], num_leaves: int) -> tuple[Float64Array, Float64Array]:
+@dataclass(frozen=True)
+class MinRuntimeArgs:
+    """The minruntime plugin's arguments (``scheduler.kai_default_*_min_runtime``,
+    ``scheduler.kai_reclaim_resolve_method``): defaults in seconds, the reclaim resolve method."""
+
+    default_preempt: float = 0.0
+    default_reclaim: float = 0.0
+    method: KaiReclaimResolveMethod = KaiReclaimResolveMethod.lca
+
+
+def min_runtimes(
+    queues: list[KaiQueue], num_leaves: int, args: MinRuntimeArgs | None = None
+) -> tuple[Float64Array, Float64Array]:
     """Per leaf, its preempt min-runtime; per (reclaimer leaf, victim leaf), the reclaim min-runtime.
 
     Notes
     -----
-    NVIDIA/KAI-Scheduler ``pkg/scheduler/plugins/minruntime`` (``resolver.go``, the plugin's defaults:
-    ``defaultPreemptMinRuntime`` / ``defaultReclaimMinRuntime`` 0, ``reclaimResolveMethod: lca``). Preempt:
-    the victim's queue's ``preemptMinRuntime``, else its nearest ancestor's. Reclaim: when the two queues'
-    top-level queues differ, the victim's top-level queue's ``reclaimMinRuntime``; else from the child of
-    their lowest common ancestor on the victim's path (the victim's queue itself when it is that child) up
-    to the top, the first that sets one. Unset everywhere: 0 (no protection).
+    NVIDIA/KAI-Scheduler ``pkg/scheduler/plugins/minruntime`` (``resolver.go``; ``args``: the plugin's
+    arguments, KAI's defaults 0 s and ``lca``). Preempt: the victim's queue's ``preemptMinRuntime``, else its
+    nearest ancestor's, else ``defaultPreemptMinRuntime``. Reclaim, ``lca``: when the two queues' top-level
+    queues differ, the victim's top-level queue's ``reclaimMinRuntime``, else ``defaultReclaimMinRuntime``;
+    in one tree, from the child of their lowest common ancestor on the victim's path (the victim's queue
+    itself when it is that child) up to the top, the first that sets one, else ``defaultPreemptMinRuntime``
+    (the resolver's own fallback there, as its source reads). Reclaim, ``queue``: the victim's queue's, else
+    its nearest ancestor's, else ``defaultReclaimMinRuntime``.
     """
+    args = args or MinRuntimeArgs()
     preempt = np.zeros(num_leaves)
     reclaim = np.zeros((num_leaves, num_leaves))
     paths = [_path(queues, q) for q in range(num_leaves)]
+
+    def nearest(path: list[int], preempting: bool, default: float) -> float:
+        for n in reversed(path):
+            found = queues[n].preempt_min_runtime if preempting else queues[n].reclaim_min_runtime
+            if found is not None:
+                return found
+        return default
+
     for b in range(num_leaves):
-        for n in reversed(paths[b]):
-            if queues[n].preempt_min_runtime is not None:
-                preempt[b] = queues[n].preempt_min_runtime
-                break
+        preempt[b] = nearest(paths[b], True, args.default_preempt)
     for a in range(num_leaves):
         for b in range(num_leaves):
             mine, theirs = paths[a], paths[b]
+            if args.method is KaiReclaimResolveMethod.queue:
+                reclaim[a, b] = nearest(theirs, False, args.default_reclaim)
+                continue
             if mine[0] != theirs[0]:
-                reclaim[a, b] = queues[theirs[0]].reclaim_min_runtime or 0.0
+                top = queues[theirs[0]].reclaim_min_runtime
+                reclaim[a, b] = args.default_reclaim if top is None else top
                 continue
             lca = 0
             for i in range(min(len(mine), len(theirs))):
@@ -230,11 +266,7 @@ def min_runtimes(queues: list[KaiQueue], num_leaves: int) -> tuple[Float64Array,
                 lca = i
             if lca + 1 < len(theirs):
                 lca += 1
-            for i in range(lca, -1, -1):
-                found = queues[theirs[i]].reclaim_min_runtime
-                if found is not None:
-                    reclaim[a, b] = found
-                    break
+            reclaim[a, b] = nearest(theirs[: lca + 1], False, args.default_preempt)
     return preempt, reclaim
 
 

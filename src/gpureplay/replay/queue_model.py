@@ -18,7 +18,7 @@ import polars as pl
 from gpureplay.errors import InputError
 from gpureplay.paths import bundled_traces_dir, resolve_data_path
 from gpureplay.queues.kai_actions import kai_action_bits, kai_actions
-from gpureplay.queues.kai_queues import KaiQueues, generated_kai_queues, manifest_kai_queues
+from gpureplay.queues.kai_queues import KaiQueues, MinRuntimeArgs, generated_kai_queues, manifest_kai_queues
 from gpureplay.queues.kueue_preemption import preemption_problems, preempts, uniform_table
 from gpureplay.queues.kueue_quota import KueueQuotas, generated_quotas, manifest_quotas
 from gpureplay.queues.manifests import ManifestSet, read_manifests
@@ -31,6 +31,7 @@ from gpureplay.schedulers.policy import (
     FairSharingStrategies,
     GangMode,
     GpuSharing,
+    KaiReclaimResolveMethod,
     MigStrategy,
     MissingQuota,
     Policy,
@@ -94,6 +95,12 @@ def queue_model_problems(
                 "is read under queues: volcano only, with the preempt action in scheduler.actions",
             )
         )
+    if model is not QueueModel.kai:
+        problems += [
+            (f"scheduler.{key}", "is KAI's minruntime plugin argument: read under queues: kai only")
+            for key, unset in _kai_keys_unset(policy)
+            if not unset
+        ]
     if model is QueueModel.none:
         for key, unset in (
             ("quotas", source is QuotaSource.none),
@@ -134,6 +141,8 @@ def queue_model_problems(
             kai_actions(policy.actions)
         except ValueError as error:
             problems.append(("scheduler.actions", str(error)))
+        else:
+            problems += _kai_min_runtime_problems(policy)
     elif source is QuotaSource.manifests:
         for key, unset in _preemption_keys_unset(policy):
             if not unset:
@@ -241,6 +250,51 @@ def _volcano_key_problems(policy: Policy) -> list[tuple[str, str]]:
             )
         )
     return problems
+
+
+def _kai_keys_unset(policy: Policy) -> list[tuple[str, bool]]:
+    """KAI's minruntime plugin arguments, each with whether it is at KAI's default."""
+    method = KaiReclaimResolveMethod[_name(policy.kai_reclaim_resolve_method)]
+    return [
+        ("kai_default_preempt_min_runtime", float(policy.kai_default_preempt_min_runtime) == 0.0),
+        ("kai_default_reclaim_min_runtime", float(policy.kai_default_reclaim_min_runtime) == 0.0),
+        ("kai_reclaim_resolve_method", method is KaiReclaimResolveMethod.lca),
+    ]
+
+
+def _kai_min_runtime_problems(policy: Policy) -> list[tuple[str, str]]:
+    """The minruntime plugin's arguments: seconds >= 0, each read by an action in ``scheduler.actions``."""
+    reclaim, preempt = kai_actions(policy.actions)
+    problems: list[tuple[str, str]] = []
+    for key, action, runs in (
+        ("kai_default_preempt_min_runtime", "preempt", preempt),
+        ("kai_default_reclaim_min_runtime", "reclaim", reclaim),
+    ):
+        value = float(getattr(policy, key))
+        if not (math.isfinite(value) and value >= 0):
+            problems.append((f"scheduler.{key}", f"must be seconds >= 0 (found {value:g})"))
+        elif value > 0 and not runs:
+            problems.append(
+                (f"scheduler.{key}", f"is read by KAI's {action} action: add it to scheduler.actions")
+            )
+    method = KaiReclaimResolveMethod[_name(policy.kai_reclaim_resolve_method)]
+    if method is not KaiReclaimResolveMethod.lca and not reclaim:
+        problems.append(
+            (
+                "scheduler.kai_reclaim_resolve_method",
+                "is read by KAI's reclaim action: add it to scheduler.actions",
+            )
+        )
+    return problems
+
+
+def kai_min_runtime_args(policy: Policy) -> MinRuntimeArgs:
+    """The minruntime plugin's arguments of ``policy`` (checked by :func:`queue_model_problems`)."""
+    return MinRuntimeArgs(
+        default_preempt=float(policy.kai_default_preempt_min_runtime),
+        default_reclaim=float(policy.kai_default_reclaim_min_runtime),
+        method=KaiReclaimResolveMethod[_name(policy.kai_reclaim_resolve_method)],
+    )
 
 
 def _kueue_keys_unset(policy: Policy) -> list[tuple[str, bool]]:
@@ -443,10 +497,12 @@ def kai_queues(policy: Policy, jobs: pl.DataFrame, nodes: pl.DataFrame) -> KaiQu
         return None
     if QuotaSource[_name(policy.quotas)] is QuotaSource.manifests:
         manifests, path = _read_manifests(policy)
-        queues = manifest_kai_queues(manifests, jobs, source=path)
+        queues = manifest_kai_queues(manifests, jobs, source=path, min_runtime=kai_min_runtime_args(policy))
     else:
         per_queue, described = _derived_per_queue(policy, jobs, nodes)
-        queues = generated_kai_queues(per_queue, source=f"GPU quotas from {described}")
+        queues = generated_kai_queues(
+            per_queue, source=f"GPU quotas from {described}", min_runtime=kai_min_runtime_args(policy)
+        )
     queues = dataclasses.replace(queues, actions=kai_action_bits(policy.actions))
     if queues.actions:
         _refuse_fractional(jobs)

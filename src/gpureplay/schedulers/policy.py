@@ -233,6 +233,19 @@ class KueueAdmission(Enum):
     quota = 1
 
 
+class KaiReclaimResolveMethod(Enum):
+    """Which queue's ``reclaimMinRuntime`` protects a victim from a reclaimer (KAI's minruntime plugin
+    argument ``reclaimResolveMethod``; NVIDIA/KAI-Scheduler ``pkg/scheduler/plugins/minruntime``).
+
+    ``lca`` (KAI's default): across top-level queues the victim's top-level queue's; else from the child of
+    the two queues' lowest common ancestor on the victim's path up to the top, the first set. ``queue``: the
+    victim's leaf queue's, else its nearest ancestor's.
+    """
+
+    lca = 0
+    queue = 1
+
+
 class QuotaSource(Enum):
     """Where a queue model's quotas come from.
 
@@ -579,6 +592,12 @@ class Policy:
     pods_ready_block_admission
         ``waitForPodsReady.blockAdmission``: nothing is admitted while an admitted job's pods are not all
         placed (default false).
+    kai_default_preempt_min_runtime, kai_default_reclaim_min_runtime, kai_reclaim_resolve_method
+        ``queues: kai`` only: the minruntime plugin's arguments ``defaultPreemptMinRuntime``,
+        ``defaultReclaimMinRuntime`` (seconds, KAI's default 0) and ``reclaimResolveMethod``
+        (:class:`KaiReclaimResolveMethod`), used where no KAI Queue on the resolved path sets
+        ``preemptMinRuntime`` / ``reclaimMinRuntime`` (derived quotas set none). Each is refused where the
+        action that reads it (preempt, reclaim) is not in ``actions``.
     pods_ready_backoff_limit, pods_ready_backoff_base, pods_ready_backoff_max
         ``waitForPodsReady.requeuingStrategy``'s ``backoffLimitCount`` (null: requeued forever; once a job
         was requeued this many times its next timeout deactivates it, ``failed``), ``backoffBaseSeconds``
@@ -646,6 +665,9 @@ class Policy:
     pods_ready_backoff_limit: int | None = None
     pods_ready_backoff_base: float = 60.0
     pods_ready_backoff_max: float = 3600.0
+    kai_default_preempt_min_runtime: float = 0.0
+    kai_default_reclaim_min_runtime: float = 0.0
+    kai_reclaim_resolve_method: KaiReclaimResolveMethod = KaiReclaimResolveMethod.lca
 
     def devices_per_gpu(self) -> int:
         """``nvidia.com/gpu`` devices per GPU: ``replicas`` when shared by replicas, else 1."""
