@@ -499,38 +499,74 @@ def _fill_back(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, nt: int, 
 
 @kernel
 def _share_of(qt: Quotas, run: Run, x: int) -> tuple[float, float]:
-    """Node ``x``'s dominant resource share at ``run.queues`` (weighted, unweighted).
+    """ClusterQueue ``x``'s dominant resource share at ``run.queues`` (weighted, unweighted).
 
-    ``fair_sharing.go`` ``dominantResourceShare``: a node borrows what it uses beyond its subtree quota (a
-    ClusterQueue: its nominal quota; a cohort uses what its children use beyond their local quotas,
-    :func:`node_usage`), a resource's borrowing summed over its flavors; ``DRS.IsZero`` (ratio 0, e.g. not
-    borrowing, or a root) gives ``(0, 0)``; a zero-weight borrower ``(inf, ratio)``.
+    ``fair_sharing.go`` ``dominantResourceShare``: a ClusterQueue borrows what it uses beyond its nominal
+    quota (its subtree quota), a resource's borrowing summed over its flavors; ``DRS.IsZero`` (ratio 0,
+    e.g. not borrowing) gives ``(0, 0)``; a zero-weight borrower ``(inf, ratio)``. A cohort's:
+    :func:`_cohort_share`.
     """
     if qt.parent[x] < 0:
         return 0.0, 0.0
-    num_cq = run.queues.shape[1]
-    rows = qt.nominal.shape[0]
-    if x >= num_cq:
-        for row in range(rows):
-            node_usage(qt, run, row)
     ratio = 0.0
     for r in range(3):
         # B_r sums the borrowing over the flavors of resource r (quota rows r, r + 3, ...).
         borrowed_r = 0
-        for row in range(r, rows, 3):
+        for row in range(r, qt.nominal.shape[0], 3):
             if qt.present[row, x] == 0:
                 continue
-            use = queue_use(run, row, x) if x < num_cq else int(qt.used[row, x])
-            borrowed = use - qt.subtree[row, x]
+            borrowed = queue_use(run, row, x) - qt.subtree[row, x]
             if borrowed > 0:
                 borrowed_r += borrowed
         if borrowed_r > 0 and qt.lendable[r, x] > 0:
             ratio = max(ratio, borrowed_r * 1000.0 / float(qt.lendable[r, x]))
+    return _weighted(qt, x, ratio)
+
+
+@kernel
+def _cohort_share(qt: Quotas, x: int) -> tuple[float, float]:
+    """Cohort ``x``'s dominant resource share as :func:`_share_of` states it, its usage what its children
+    use beyond their local quotas (``qt.used``: call :func:`_fresh_usage` after the usage last moved)."""
+    if qt.parent[x] < 0:
+        return 0.0, 0.0
+    ratio = 0.0
+    for r in range(3):
+        borrowed_r = 0
+        for row in range(r, qt.nominal.shape[0], 3):
+            if qt.present[row, x] == 0:
+                continue
+            borrowed = int(qt.used[row, x]) - qt.subtree[row, x]
+            if borrowed > 0:
+                borrowed_r += borrowed
+        if borrowed_r > 0 and qt.lendable[r, x] > 0:
+            ratio = max(ratio, borrowed_r * 1000.0 / float(qt.lendable[r, x]))
+    return _weighted(qt, x, ratio)
+
+
+@inline_kernel
+def _weighted(qt: Quotas, x: int, ratio: float) -> tuple[float, float]:
+    # DRS.IsZero at ratio 0; a zero-weight borrower's weighted share is +inf.
     if ratio == 0.0:
         return 0.0, 0.0
     if qt.weight[x] == 0.0:
         return math.inf, ratio
     return ratio / qt.weight[x], ratio
+
+
+@kernel
+def _fresh_usage(qt: Quotas, run: Run) -> None:
+    # qt.used for every quota row: the cohorts' usage that _share_of reads.
+    for row in range(qt.nominal.shape[0]):
+        node_usage(qt, run, row)
+
+
+@inline_kernel
+def _node_share(qt: Quotas, run: Run, x: int) -> tuple[float, float]:
+    # Node x's share at the current usage: a ClusterQueue's, or a cohort's with qt.used refreshed.
+    if x < run.queues.shape[1]:
+        return _share_of(qt, run, x)
+    _fresh_usage(qt, run)
+    return _cohort_share(qt, x)
 
 
 @inline_kernel
@@ -609,6 +645,7 @@ def _next_queue(qt: Quotas, jobs: Jobs, run: Run, q: int, k: int, state: int) ->
         root = qt.parent[root]
     while qt.fs_drop[root] == 0:
         node = root
+        fresh = False
         while True:
             best = -1
             best_w = -1.0
@@ -620,8 +657,8 @@ def _next_queue(qt: Quotas, jobs: Jobs, run: Run, q: int, k: int, state: int) ->
             for x in range(qt.parent.shape[0]):
                 if qt.parent[x] != node or qt.fs_drop[x] != 0:
                     continue
-                w, u = _share_of(qt, run, x)
                 if x < num_cq:
+                    w, u = _share_of(qt, run, x)
                     pos = _next_of(qt, jobs, k, x, state)
                     if (u == 0.0 and x != q) or pos < 0:
                         qt.fs_drop[x] = 1
@@ -629,7 +666,12 @@ def _next_queue(qt: Quotas, jobs: Jobs, run: Run, q: int, k: int, state: int) ->
                     order = 1 if best < 0 else _compare(w, u, best_w, best_u)
                     if order > 0 or (order == 0 and pos < best_pos):
                         best, best_w, best_u, best_pos = x, w, u, pos
-                elif u == 0.0 and not _is_above(qt, x, q):
+                    continue
+                if not fresh:
+                    _fresh_usage(qt, run)  # nothing moves during one walk
+                    fresh = True
+                w, u = _cohort_share(qt, x)
+                if u == 0.0 and not _is_above(qt, x, q):
                     qt.fs_drop[x] = 1
                 elif sub < 0 or _compare(w, u, sub_w, sub_u) >= 0:
                     sub, sub_w, sub_u = x, w, u
@@ -699,8 +741,8 @@ def _fair_targets(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, k: int
         lca = _lowest_common_ancestor(qt, q, c)
         mine = _almost_lca(qt, q, lca)
         theirs = _almost_lca(qt, c, lca)
-        pw, pu = _share_of(qt, run, mine)
-        tw, tu = _share_of(qt, run, theirs)
+        pw, pu = _node_share(qt, run, mine)
+        tw, tu = _node_share(qt, run, theirs)
         p = _next_of(qt, jobs, k, c, FS_POOL)
         if math.isinf(pw) and not math.isinf(tw):
             while p >= 0:  # fsStrategyUnsatisfiable: none of its candidates can pass
@@ -714,7 +756,7 @@ def _fair_targets(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, k: int
             else:
                 v = qt.cand[i]
                 move_usage(jobs, js, run, v, -1)
-                nw, nu = _share_of(qt, run, theirs)
+                nw, nu = _node_share(qt, run, theirs)
                 move_usage(jobs, js, run, v, 1)
                 passed = _compare(pw, pu, nw, nu) <= 0
             if passed:
@@ -730,8 +772,8 @@ def _fair_targets(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, k: int
             if c < 0:
                 break
             lca = _lowest_common_ancestor(qt, q, c)
-            pw, pu = _share_of(qt, run, _almost_lca(qt, q, lca))
-            tw, tu = _share_of(qt, run, _almost_lca(qt, c, lca))
+            pw, pu = _node_share(qt, run, _almost_lca(qt, q, lca))
+            tw, tu = _node_share(qt, run, _almost_lca(qt, c, lca))
             i = qt.order[qt.fs_next[c]]
             if _compare(pw, pu, tw, tu) < 0:
                 fits = _take(qt, jobs, js, run, j, i, nt)
