@@ -112,8 +112,14 @@ def generated_kai_queues(
     num = len(names)
     quota = np.full((len(KAI_RESOURCES), num), KAI_UNLIMITED)
     quota[0] = [float(gpu_quota[n]) for n in names]
-    preempt_rt, reclaim_rt = min_runtimes([KaiQueue(n) for n in names], num, min_runtime)
-    guarded = bool(preempt_rt.any() or reclaim_rt.any())
+    args = min_runtime or MinRuntimeArgs()
+    # With both defaults 0 nothing is protected: skip the (leaves x leaves) resolution, which a trace with
+    # thousands of users as queues would pay for nothing.
+    guarded = args.default_preempt > 0 or args.default_reclaim > 0
+    preempt_rt: Float64Array | None = None
+    reclaim_rt: Float64Array | None = None
+    if guarded:
+        preempt_rt, reclaim_rt = min_runtimes([KaiQueue(n) for n in names], num, args)
     return KaiQueues(
         names=names,
         num_leaves=num,
@@ -124,8 +130,8 @@ def generated_kai_queues(
         limit=np.full((len(KAI_RESOURCES), num), KAI_UNLIMITED),
         created=np.arange(num, dtype=np.int64),
         source=source,
-        preempt_min_runtime=preempt_rt if guarded else None,
-        reclaim_min_runtime=reclaim_rt if guarded else None,
+        preempt_min_runtime=preempt_rt,
+        reclaim_min_runtime=reclaim_rt,
     )
 
 
