@@ -10,6 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from gpureplay.report.build import build_report
 from gpureplay.results.writer import DONE_MARKER, read_metadata
 
 REPO = Path(__file__).resolve().parents[1]
@@ -109,3 +110,33 @@ def test_real_openb_timed_replay_with_fractional_pods(tmp_path: Path) -> None:
     assert jobs.height == 8_152
     fractional = jobs.filter((pl.col("gpu_milli") > 0) & (pl.col("gpu_milli") < 1000))
     assert fractional.height == 3_078 and fractional["start_time"].is_not_null().sum() > 0
+
+
+def test_a_horizon_run_is_the_same_for_any_sample_interval_and_its_report_counts_the_starved(
+    tmp_path: Path,
+) -> None:
+    # Issue 43, items 1-2: job 1 holds the 8 GPUs 0-100, job 2 arrives at 10 and waits; horizon 50. With
+    # hourly samples the run used to stop at 10 (the last event) and the report said every job started on
+    # arrival, where job 2 never started.
+    trace = tmp_path / "two.csv"
+    pl.DataFrame(
+        {"job_id": [1, 2], "submit_time": [0.0, 10.0], "duration": [100.0, 5.0], "num_pods": [1, 1]}
+        | {"gpu_milli": [8000, 8000]}
+    ).write_csv(trace)
+    rows = {}
+    for interval in ("3600", "5"):
+        out = tmp_path / "runs" / f"every-{interval}"
+        proc = csv_run(trace, out, "scheduler=fifo", "horizon=50", f"sample_interval={interval}")
+        assert proc.returncode == 0, proc.stderr
+        rows[interval] = pl.read_parquet(out / "summary.parquet").row(0, named=True)
+        attempt = pl.read_parquet(out / "attempts.parquet").row(0, named=True)
+        assert (attempt["end"], attempt["gpu_seconds"]) == (50.0, 400.0)
+    for row in rows.values():
+        assert (row["span_end"], row["wait_mean"], row["never_started"]) == (50.0, 20.0, 1)
+    report = build_report([tmp_path / "runs"], tmp_path / "report")
+    md = (report.parent / "report.md").read_text()
+    assert "every job started on arrival" not in md
+    assert (
+        "Wait time CDF: no started job waited in any run; 2 jobs never started (in 2 of 2 configurations)."
+        in md
+    )

@@ -873,13 +873,13 @@ def test_pod_by_pod_preemption_evicts_a_partly_placed_lower_priority_job() -> No
 
 def test_accounting_identity_holds_with_evictions_and_a_horizon() -> None:
     # The debug run checks sum over attempts of held GPU-seconds == the allocation integral at the end.
-    # With a horizon inside the grace period the run ends at the eviction (the last event time at or
-    # before the horizon), and the evicted attempt's end (due at 1030) is clamped to it.
+    # With a horizon inside the grace period the run ends at the horizon, and the evicted attempt's end
+    # (due at 1030) is clamped to it: it held its 8 GPUs to 1010.
     replay = run(three_jobs(), make_nodes(8), GANG_PREEMPT, horizon=1010.0)
     attempts = replay.attempts.filter(pl.col("job_id") == 1)
-    assert attempts["end"].to_list() == [1000.0]
-    assert attempts["gpu_seconds"].to_list() == [8 * 1000.0]
-    assert replay.gpu_milli_seconds == 8000 * 1000.0
+    assert attempts["end"].to_list() == [1010.0]
+    assert attempts["gpu_seconds"].to_list() == [8 * 1010.0]
+    assert replay.gpu_milli_seconds == 8000 * 1010.0
     assert by_id(replay, "state") == {1: "unfinished", 2: "unfinished", 3: "unfinished"}
 
 

@@ -11,12 +11,13 @@ from typing import Any
 
 import polars as pl
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from tests.reference.draws import draws
 from tests.reference.strategies import PRESETS, as_taken_by, cases, jobs_frame, nodes_frame, windows
 
 from gpureplay.errors import InputError
-from gpureplay.replay.simulate import simulate
+from gpureplay.replay.simulate import Replay, simulate
 from gpureplay.results.metrics import (
     MeasurementWindow,
     job_results,
@@ -25,14 +26,8 @@ from gpureplay.results.metrics import (
     summary_metrics,
     timeline_results,
 )
+from gpureplay.schedulers.policy import Policy
 from gpureplay.traces.schema import JOBS_SCHEMA
-
-SETTINGS: dict[str, Any] = {
-    "deadline": None,
-    "derandomize": True,
-    "database": None,
-    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large],
-}
 
 
 def summarise(
@@ -47,6 +42,13 @@ def summarise(
     window = window or measurement_window(jobs, None, None)
     policy = PRESETS[preset]
     replay = simulate(jobs, nodes, policy, window=(window.start, window.end), debug=True, **kwargs)
+    return summary_of(jobs, nodes, policy, replay, window)
+
+
+def summary_of(
+    jobs: pl.DataFrame, nodes: pl.DataFrame, policy: Policy, replay: Replay, window: MeasurementWindow
+) -> dict[str, Any]:
+    """The summary row of a replay, as ``run_experiment`` writes it."""
     total_gpus = int(nodes["num_gpus"].sum())
     # Shared by replicas, the cluster counts devices (as run_experiment does).
     replicas = policy.devices_per_gpu()
@@ -90,7 +92,64 @@ def test_two_jobs_cut_by_a_horizon_allocate_at_most_the_whole_cluster() -> None:
     assert row["jct_mean_finished"] == 10.0
 
 
-@settings(max_examples=60, **SETTINGS)
+def test_a_horizon_cuts_the_run_at_its_time_whatever_the_sampling() -> None:
+    # Issue 43, item 1: job 1 runs 0-100 on 8 GPUs, job 2 arrives at 10 and waits; horizon 50. With hourly
+    # samples the run used to end at the last event it processed (10): span_end 10, job 1's attempt cut at
+    # 10 (80 GPU-s), job 2's wait censored at 0. A horizon is a time: every figure is cut at 50.
+    jobs = jobs_frame([job(1, 0.0, 100.0, 8000), job(2, 10.0, 5.0, 8000)])
+    for interval in (3600.0, 5.0, 7.0):
+        row = summarise(jobs, EIGHT_GPUS, "fifo", horizon=50.0, sample_interval=interval)
+        assert (row["span_end"], row["never_started"], row["wait_censored"]) == (50.0, 1, 1), interval
+        assert row["wait_mean"] == pytest.approx((0.0 + 40.0) / 2)
+        assert row["gpu_allocation_rate"] == 1.0
+    replay = simulate(jobs, EIGHT_GPUS, PRESETS["fifo"], horizon=50.0, sample_interval=3600.0, debug=True)
+    assert replay.stats["end_time"] == 50.0
+    attempt = replay.attempts.row(0, named=True)
+    assert (attempt["job_id"], attempt["end"], attempt["gpu_seconds"]) == (1, 50.0, 400.0)
+    assert replay.gpu_milli_seconds == 8000 * 50.0
+
+
+#: Summary columns read off the timeline: the only ones the sample interval may change.
+SAMPLED_COLUMNS = ("fragmented_gpus_mean", "sample_interval_used")
+
+
+@draws(40)
+@given(
+    case=cases(),
+    preset=st.sampled_from(sorted(PRESETS)),
+    horizon=st.sampled_from([None, 0.0, 3.0, 7.5, 12.0, 30.0]),
+    intervals=st.lists(st.sampled_from([0.3, 1.0, 2.5, 4.0, 3600.0]), min_size=2, max_size=2, unique=True),
+)
+def test_results_do_not_depend_on_the_sample_interval(
+    case: tuple[pl.DataFrame, pl.DataFrame], preset: str, horizon: float | None, intervals: list[float]
+) -> None:
+    # Sampling looks at the run; it never changes it: jobs, attempts and every summary figure not read off
+    # the timeline are the same for any two sample intervals, with or without a horizon.
+    jobs, nodes = case
+    jobs = as_taken_by(jobs, PRESETS[preset])
+    window = measurement_window(jobs, None, None)
+    seen = []
+    for interval in intervals:
+        replay = simulate(
+            jobs,
+            nodes,
+            PRESETS[preset],
+            window=(window.start, window.end),
+            horizon=horizon,
+            sample_interval=interval,
+            debug=True,
+        )
+        row = summary_of(jobs, nodes, PRESETS[preset], replay, window)
+        seen.append(
+            (replay.jobs, replay.attempts, {k: v for k, v in row.items() if k not in SAMPLED_COLUMNS})
+        )
+    (jobs_a, attempts_a, row_a), (jobs_b, attempts_b, row_b) = seen
+    assert jobs_a.equals(jobs_b)
+    assert attempts_a.equals(attempts_b)
+    assert row_a == row_b
+
+
+@draws(60)
 @given(
     case=cases(),
     preset=st.sampled_from(sorted(PRESETS)),

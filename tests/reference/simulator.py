@@ -5125,10 +5125,14 @@ class _Replay:
                     sample_k = (sample_k + 1) // 2
                     continue  # the new grid may not sample at t
                 break
-            if t > end:
-                break  # the run ends at the last time processed, not at the horizon
             # allocated_milli is constant between events: integrate exactly.
             alloc = self.allocated_milli()
+            if t > end:
+                # [Time and events] a run not over by the horizon ends at the horizon itself.
+                integral += alloc * (end - self.now)
+                window_integral += alloc * max(0.0, min(end, window[1]) - max(self.now, window[0]))
+                self.now = end
+                break
             integral += alloc * (t - self.now)
             window_integral += alloc * max(0.0, min(t, window[1]) - max(self.now, window[0]))
             self.now = t

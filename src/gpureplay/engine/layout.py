@@ -347,7 +347,7 @@ K_MIG_RECONFIG = 23  # MIG re-partitionings started (mig_reconfigure: idle)
 N_COUNTERS = 24
 
 # --- run.clock: float64 scalars of the event loop, kept between chunks ----------------------------------
-X_INTEGRAL = 0  # allocated milli-GPU x seconds up to X_NOW
+X_INTEGRAL = 0  # allocated milli-GPU x seconds up to X_SEG_T (up to X_NOW once the run is over)
 X_NOW = 1  # last event time processed (the result's end time)
 X_ERROR_T = 2  # time at which an invariant check failed
 X_NEXT_SAMPLE = 3  # time of the next sample
@@ -358,7 +358,9 @@ X_SAMPLE_INTERVAL = 7  # current sample interval (widened when the timeline woul
 X_LOST = 8  # lost GPU-seconds so far
 X_MIG_READY = 9  # the earliest end of a MIG re-partitioning downtime (inf: none under way)
 X_WAKE = 10  # reclaim_idle / KAI minruntime: the next time a running job stops being exempt or protected
-CLOCK_FIELDS = 11
+X_SEG_T = 11  # start of the allocation segment not yet in X_INTEGRAL: the last time the allocation changed
+X_SEG_LEVEL = 12  # allocated milli-GPU over that segment
+CLOCK_FIELDS = 13
 
 # --- run.cursor: int64 scalars of the event loop, kept between chunks -----------------------------------
 L_ARRIVAL = 0  # jobs admitted so far = position of the next one in arrival order

@@ -42,8 +42,9 @@ cycle the order is the queue order of :mod:`gpureplay.engine.cycles`.
 The run ends, after some ``t``, when nothing runs, nothing is terminating,
 nothing is left to arrive and (periodic mode) a cycle has run since the last
 change; its end time is that ``t``. With a horizon, no ``t > horizon`` is
-processed and the end time is the last ``t`` processed (a skipped idle tick
-counts as processed).
+processed, and a run not over by then ends at the horizon itself: a horizon is
+a time, not an event, so the end time (and every figure cut there) does not
+depend on which event, sample ticks included, came last before it.
 
 Periodic idle ticks
 -------------------
@@ -119,9 +120,12 @@ from gpureplay.engine.layout import (
     X_NEXT_T,
     X_NOW,
     X_SAMPLE_INTERVAL,
+    X_SEG_LEVEL,
+    X_SEG_T,
     X_TICK_T,
     X_WAKE,
     X_WINDOW_INTEGRAL,
+    Float64Array,
 )
 from gpureplay.engine.pods_ready import ready_timeout_given
 from gpureplay.engine.repartition import finish_repartitions, repartition_idle
@@ -144,6 +148,31 @@ def first_tick_at_or_after(t: float, interval: float, k: int) -> int:
     while guess * interval < t:
         guess += 1
     return guess
+
+
+@inline_kernel
+def integrate_to(clock: Float64Array, t: float, w0: float, w1: float) -> None:
+    """Add the open allocation segment, from ``clock[X_SEG_T]`` to ``t``, to the integrals (whole run and
+    window ``[w0, w1]``); the segment goes on from ``t``."""
+    level, start = clock[X_SEG_LEVEL], clock[X_SEG_T]
+    clock[X_INTEGRAL] += level * (t - start)
+    clock[X_WINDOW_INTEGRAL] += level * max(0.0, min(t, w1) - max(start, w0))
+    clock[X_SEG_T] = t
+
+
+@inline_kernel
+def allocation_from(clock: Float64Array, level: float, t: float, w0: float, w1: float) -> None:
+    """The allocation is ``level`` milli-GPU from ``t`` on: a change closes the open segment at ``t``.
+
+    Notes
+    -----
+    The allocation only changes at event times, so the integrals are exact. They are summed by segments
+    of constant allocation, not by event times: sample ticks (events that change nothing) never split a
+    sum, so the integrals are bit-identical for every sample interval (and every chunking).
+    """
+    if level != clock[X_SEG_LEVEL]:
+        integrate_to(clock, t, w0, w1)
+        clock[X_SEG_LEVEL] = level
 
 
 @inline_kernel
@@ -205,8 +234,6 @@ def advance(params: Params, jobs: Jobs, cs: Classes, cl: Cluster, st: State, t_s
     cursor = run.cursor
     counters = run.counters
 
-    integral = clock[X_INTEGRAL]
-    window_integral = clock[X_WINDOW_INTEGRAL]
     t_prev = clock[X_NOW]
     tick_t = clock[X_TICK_T]
     next_arrival = cursor[L_ARRIVAL]
@@ -247,18 +274,15 @@ def advance(params: Params, jobs: Jobs, cs: Classes, cl: Cluster, st: State, t_s
                 # Before the chunk test: a run whose next event lies past the horizon is over, not
                 # paused (a pause there would make one more call that processes nothing).
                 if periodic and idle and tick_t <= horizon:
-                    # The skipped no-op ticks up to the horizon are events too: the run ends at the last one.
+                    # The skipped no-op ticks up to the horizon ran, as cycles that changed nothing.
                     k = first_tick_at_or_after(horizon, session, tick_k)
                     if k * session > horizon:
                         k -= 1
                     counters[K_CYCLES] += k + 1 - tick_k
-                    counters[K_EVENTS] += 1
-                    last_tick = k * session
-                    integral += float(cl.totals[TOT_ALLOC]) * (last_tick - t_prev)
-                    window_integral += float(cl.totals[TOT_ALLOC]) * max(
-                        0.0, min(last_tick, w1) - max(t_prev, w0)
-                    )
-                    t_prev = last_tick
+                # A horizon is a time, not an event: the run is cut at it whatever happened (or was
+                # sampled) last, so every figure, allocation included, runs to the horizon.
+                allocation_from(clock, float(cl.totals[TOT_ALLOC]), t_prev, w0, w1)
+                t_prev = horizon
                 status = ADV_DONE
                 break
             if t > t_stop:
@@ -281,9 +305,8 @@ def advance(params: Params, jobs: Jobs, cs: Classes, cl: Cluster, st: State, t_s
                     counters[K_CYCLES] += k - tick_k
                     tick_k = k
                     tick_t = k * session
-            alloc = float(cl.totals[TOT_ALLOC])
-            integral += alloc * (t - t_prev)
-            window_integral += alloc * max(0.0, min(t, w1) - max(t_prev, w0))
+            # What the last event time left allocated held until now.
+            allocation_from(clock, float(cl.totals[TOT_ALLOC]), t_prev, w0, w1)
             t_prev = t
             processed = True
             counters[K_EVENTS] += 1
@@ -362,9 +385,9 @@ def advance(params: Params, jobs: Jobs, cs: Classes, cl: Cluster, st: State, t_s
     if status == ADV_DONE and not check_full(dbg, params, jobs, cs, cl, ix, js, pend, tm, run, t_prev):
         clock[X_ERROR_T] = t_prev
         status = ADV_FAILED
-
-    clock[X_INTEGRAL] = integral
-    clock[X_WINDOW_INTEGRAL] = window_integral
+    if status != ADV_PAUSED and status != ADV_GROW:
+        # Over: the integrals take the open segment up to the end time (at a horizon, the horizon).
+        integrate_to(clock, t_prev, w0, w1)
     clock[X_NOW] = t_prev
     clock[X_TICK_T] = tick_t
     cursor[L_ARRIVAL] = next_arrival

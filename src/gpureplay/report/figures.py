@@ -336,6 +336,17 @@ def _cdf_values(collection: Collection, column: str, state: pl.Expr) -> pl.DataF
     )
 
 
+def _never_started(never: dict[str, int]) -> str:
+    """ ", N jobs never started (in K of M configurations)", or nothing when every admitted job started."""
+    total = sum(never.values())
+    if not total:
+        return ""
+    hit = sum(1 for n in never.values() if n)
+    jobs = "1 job" if total == 1 else f"{total:,} jobs"
+    where = "" if len(never) == 1 else f" (in {hit} of {len(never)} configurations)"
+    return f"; {jobs} never started{where}"
+
+
 def cdf_figure(
     collection: Collection, lay: Layout, column: str, state: pl.Expr, what: str, name: str
 ) -> Drawn | str:
@@ -350,12 +361,22 @@ def cdf_figure(
     )
     values = _cdf_values(collection, column, state)
     waits = column == "wait_time"
+    # Admitted jobs that never started (a horizon cut them off, or they deadlocked): a curve of started
+    # jobs alone would hide them, so every sentence about waits counts them.
+    never = dict(
+        collection.runs.group_by(CONFIG_COLUMN)
+        .agg(pl.col("never_started").fill_null(0).sum())
+        .select(pl.col(CONFIG_COLUMN).cast(pl.String), "never_started")
+        .iter_rows()
+    )
     if values.height == 0:
-        return f"{what} CDF: no job {'started' if waits else 'finished'} in any run."
+        return f"{what} CDF: no job {'started' if waits else 'finished'} in any run{_never_started(never)}."
     # The largest raw value per configuration: zero means every job got there at once.
     largest = dict(values.group_by(CONFIG_COLUMN).agg(pl.col("_raw").max()).iter_rows())
     if waits and all((largest.get(c) or 0.0) <= 0.0 for c in configs):
-        return f"{what} CDF: no job waited in any run (every job started on arrival)."
+        if not any(never.values()):
+            return f"{what} CDF: no job waited in any run (every job started on arrival)."
+        return f"{what} CDF: no started job waited in any run{_never_started(never)}."
     parts = values.partition_by(CONFIG_COLUMN, as_dict=True, include_key=False)
     fig, rows, cols = _figure_for(lay, 3.6)
     axes = fig.subplots(rows, cols, squeeze=False).ravel()
@@ -366,7 +387,13 @@ def cdf_figure(
             _say(ax, f"no job {'started' if waits else 'finished'}")
             continue
         if waits and all((largest.get(c) or 0.0) <= 0.0 for c in members):
-            _say(ax, "no job waited\n(every job started on arrival)")
+            starved = sum(never.get(c, 0) for c in members)
+            _say(
+                ax,
+                f"no started job waited\n({starved} never started)"
+                if starved
+                else "no job waited\n(every job started on arrival)",
+            )
             continue
         for config in members:
             part = parts[(config,)]

@@ -4,7 +4,8 @@ Every figure here is defined over one **run span**, written once (:class:`RunSpa
 
 - ``span_start`` = the first arrival, the least ``submit_time`` of the replayed jobs;
 - ``span_end`` = the engine's end time (``Replay.stats["end_time"]``): the last
-  event time it processed; with a ``horizon`` it is at most the horizon.
+  event time it processed, or the ``horizon`` when the run was not over by
+  then (a horizon is a time: the span never depends on the sample interval).
 
 Jobs
 ----
