@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.cache/numba
 export HYDRA_FULL_ERROR ?= 0
 
-.PHONY: run test lint bench clean chromium
+.PHONY: run test lint bench soak clean chromium
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -40,6 +40,13 @@ chromium:
 TEST_WORKERS ?= auto
 test: $(STAMP) lint chromium
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --durations=15 src tests
+
+# The differential and property tests with fresh random draws (CI replays fixed ones), SOAK_SCALE times
+# their examples a round, round after round for SOAK_SECONDS; a failing round prints how to replay it.
+SOAK_SECONDS ?= 3600
+SOAK_SCALE ?= 5
+soak: $(STAMP)
+	$(BIN)/python tests/soak.py --seconds $(SOAK_SECONDS) --scale $(SOAK_SCALE)
 
 bench: $(STAMP)
 	$(BIN)/asv machine --yes --config asv_benchmarks/asv.conf.json >/dev/null

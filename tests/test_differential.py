@@ -14,9 +14,9 @@ integrals; on a mismatch the failure message prints the (shrunk) case as
 tables and the rows that differ.
 
 The engine runs with ``debug=True`` (its invariants are checked after every
-cycle). Runs are derandomized with no example database, so CI sees the same
-cases every time. The tests fail, never skip, when the engine cannot be
-imported.
+cycle). CI replays fixed draws (no example database), so it sees the same
+cases every time; ``make soak`` draws fresh ones (:mod:`tests.reference.draws`).
+The tests fail, never skip, when the engine cannot be imported.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import hashlib
 import importlib
 import math
 import os
+import pickle
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -33,8 +34,9 @@ from typing import Any
 
 import polars as pl
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from tests.reference.draws import draws
 from tests.reference.simulator import (
     ATTEMPT_SCHEMA,
     JOB_RESULT_SCHEMA,
@@ -108,16 +110,6 @@ EXACT_FLOATS = {"start_time", "finish_time", "hold_start", "start", "evicted", "
 #: Differing rows printed on a mismatch.
 MAX_SHOWN_ROWS = 20
 
-SETTINGS: dict[str, Any] = {
-    "deadline": None,
-    "derandomize": True,
-    "database": None,
-    "suppress_health_check": [
-        HealthCheck.too_slow,
-        HealthCheck.data_too_large,
-        HealthCheck.large_base_example,
-    ],
-}
 
 #: Every shipped preset plus the preemption variants, by name.
 ALL_POLICIES: dict[str, Policy] = {**PRESETS, **PREEMPT_VARIANTS}
@@ -250,6 +242,26 @@ def queue_usage_differences(replay: Replay, reserving: bool = False) -> list[str
     return [f"queues' usage_gpu does not sum to allocated_milli:\n{_table(both.head(MAX_SHOWN_ROWS))}"]
 
 
+#: Where a disagreement's case is saved whole (``make soak`` sets it): the tables printed are cut short.
+CASE_DIR_ENV = "GPUREPLAY_CASE_DIR"
+
+
+def save_case(jobs: pl.DataFrame, nodes: pl.DataFrame, policy: Policy, kwargs: dict[str, Any]) -> str:
+    """Pickle a disagreeing case into ``$GPUREPLAY_CASE_DIR`` (if set); the line saying where, or nothing.
+
+    Replay it with ``jobs, nodes, policy, kwargs = pickle.load(f)`` and
+    ``assert_agree(jobs, nodes, policy, **kwargs)``.
+    """
+    folder = os.environ.get(CASE_DIR_ENV)
+    if not folder:
+        return ""
+    blob = pickle.dumps((jobs, nodes, policy, kwargs))
+    path = Path(folder) / f"case-{hashlib.sha256(blob).hexdigest()[:16]}.pickle"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(blob)
+    return f"\ncase saved: {path}"
+
+
 def assert_agree(
     jobs: pl.DataFrame,
     nodes: pl.DataFrame,
@@ -290,7 +302,8 @@ def assert_agree(
         problems = queue_usage_differences(got, policy.kueue_admission is KueueAdmission.quota)
     if problems:
         case = describe_case(jobs, nodes, policy, shown)
-        raise AssertionError("engine and reference disagree\n" + case + "\n" + "\n".join(problems))
+        saved = save_case(jobs, nodes, policy, {**kwargs, "chunk_seconds": chunk_seconds})
+        raise AssertionError("engine and reference disagree\n" + case + "\n" + "\n".join(problems) + saved)
     return want
 
 
@@ -335,7 +348,7 @@ PAPER_PRESETS: frozenset[str] = frozenset(
 
 # Per policy (so a failure shrinks under that policy only): 40 small cases x every preset and variant.
 @pytest.mark.parametrize("name", sorted(set(ALL_POLICIES) - PAPER_PRESETS))
-@settings(max_examples=40, **SETTINGS)
+@draws(40)
 @given(case=cases(), sample_interval=sample_intervals, seed=seeds)
 def test_presets_agree(
     name: str, case: tuple[pl.DataFrame, pl.DataFrame], sample_interval: float, seed: int
@@ -346,7 +359,7 @@ def test_presets_agree(
 
 
 @pytest.mark.parametrize("name", sorted(PAPER_PRESETS))
-@settings(max_examples=12, **SETTINGS)
+@draws(12)
 @given(case=cases(), sample_interval=sample_intervals, seed=seeds)
 def test_paper_presets_agree(
     name: str, case: tuple[pl.DataFrame, pl.DataFrame], sample_interval: float, seed: int
@@ -356,7 +369,7 @@ def test_paper_presets_agree(
 
 
 # 80 small cases x 6 random policies, with horizons, windows, small max_samples and engine chunks.
-@settings(max_examples=80, **SETTINGS)
+@draws(80)
 @given(
     case=cases(),
     policy_list=st.lists(policies(), min_size=6, max_size=6),
@@ -392,7 +405,7 @@ def test_random_policies_agree(
         )
 
 
-@settings(max_examples=40, **SETTINGS)
+@draws(40)
 @given(
     case=cases(), policy=sharing_policies(), sample_interval=sample_intervals, seed=seeds, horizon=horizons
 )
@@ -408,7 +421,7 @@ def test_sharing_by_replicas_agrees(
     assert_agree(jobs, nodes, policy, seed=seed, sample_interval=sample_interval, horizon=horizon)
 
 
-@settings(max_examples=30, **SETTINGS)
+@draws(30)
 @given(
     case=mig_cases(), policy=mig_policies(), sample_interval=sample_intervals, seed=seeds, horizon=horizons
 )
@@ -424,7 +437,7 @@ def test_mig_instances_agree(
     assert_agree(jobs, nodes, policy, seed=seed, sample_interval=sample_interval, horizon=horizon)
 
 
-@settings(max_examples=30, **SETTINGS)
+@draws(30)
 @given(
     data=st.data(),
     sample_interval=sample_intervals,
@@ -444,7 +457,7 @@ def test_slice_mask_mig_agrees(
 
 
 # A few big cases (6-50 nodes, up to 300 jobs), each under a preset and two random policies.
-@settings(max_examples=6, **SETTINGS)
+@draws(6)
 @given(
     case=big_cases(),
     name=st.sampled_from(sorted(ALL_POLICIES)),
@@ -460,7 +473,7 @@ def test_big_cases_agree(
 
 
 # More than 64 nodes of one model (the engine's per-model fit tree and node scans at that width).
-@settings(max_examples=2, **SETTINGS)
+@draws(2)
 @given(case=big_cases(max_jobs=120, wide=True), policy=policies(), seed=seeds)
 def test_wide_cluster_agrees(case: tuple[pl.DataFrame, pl.DataFrame], policy: Policy, seed: int) -> None:
     jobs, nodes = case
@@ -674,7 +687,7 @@ def kueue_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
 
 
 # Kueue's quota admission and classical cycle (tests/test_kueue_quota.py holds the hand-computed cases).
-@settings(max_examples=60, **SETTINGS)
+@draws(60)
 @given(case=kueue_cases(), sample_interval=sample_intervals, seed=seeds)
 def test_kueue_quotas_agree(
     case: tuple[pl.DataFrame, pl.DataFrame, Policy], sample_interval: float, seed: int
@@ -707,7 +720,7 @@ def kueue_flavor_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Pol
 
 
 # Kueue's flavor assignment and node selection by flavor (tests/test_kueue_flavors.py: hand-computed).
-@settings(max_examples=40, **SETTINGS)
+@draws(40)
 @given(case=kueue_flavor_cases(), sample_interval=sample_intervals, seed=seeds)
 def test_kueue_flavors_agree(
     case: tuple[pl.DataFrame, pl.DataFrame, Policy], sample_interval: float, seed: int
@@ -737,7 +750,7 @@ def pods_ready_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Polic
 
 
 # Kueue's admission by quota and waitForPodsReady (tests/test_pods_ready.py holds the hand-computed cases).
-@settings(max_examples=40, **SETTINGS)
+@draws(40)
 @given(case=pods_ready_cases(), sample_interval=sample_intervals, seed=seeds)
 def test_pods_ready_agrees(
     case: tuple[pl.DataFrame, pl.DataFrame, Policy], sample_interval: float, seed: int
@@ -874,7 +887,7 @@ def cohort_preemption_cases(
 
 # Kueue's preemption in a cohort, fair sharing's and classical (tests/test_kueue_fair_preemption.py and
 # tests/test_kueue_preemption.py hold the hand-computed cases).
-@settings(max_examples=40, **SETTINGS)
+@draws(40)
 @given(case=cohort_preemption_cases(), sample_interval=sample_intervals, seed=seeds)
 def test_kueue_cohort_preemption_agrees(
     case: tuple[pl.DataFrame, pl.DataFrame, Policy], sample_interval: float, seed: int
@@ -884,7 +897,7 @@ def test_kueue_cohort_preemption_agrees(
 
 
 # Kueue's preemption (classical and fair sharing's) with quotas in several flavors.
-@settings(max_examples=25, **SETTINGS)
+@draws(25)
 @given(case=cohort_preemption_cases(flavored=True), sample_interval=sample_intervals, seed=seeds)
 def test_kueue_flavor_preemption_agrees(
     case: tuple[pl.DataFrame, pl.DataFrame, Policy], sample_interval: float, seed: int
@@ -902,7 +915,7 @@ def quota_admitted_preemption_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.D
     return jobs, nodes, replace(policy, kueue_admission=KueueAdmission.quota, pods_ready_timeout=timeout)
 
 
-@settings(max_examples=30, **SETTINGS)
+@draws(30)
 @given(case=quota_admitted_preemption_cases(), sample_interval=sample_intervals, seed=seeds)
 def test_preemption_of_quota_admitted_jobs_agrees(
     case: tuple[pl.DataFrame, pl.DataFrame, Policy], sample_interval: float, seed: int
@@ -1001,7 +1014,7 @@ def volcano_reclaim_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, 
 
 
 # Volcano's reclaim action (tests/test_volcano_reclaim.py holds the hand-computed cases).
-@settings(max_examples=60, **SETTINGS)
+@draws(60)
 @given(case=volcano_reclaim_cases(), sample_interval=sample_intervals, seed=seeds)
 def test_volcano_reclaim_agrees(
     case: tuple[pl.DataFrame, pl.DataFrame, Policy], sample_interval: float, seed: int
@@ -1064,7 +1077,7 @@ def volcano_preempt_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, 
 
 
 # Volcano's preempt action (tests/test_volcano_preempt.py holds the hand-computed cases).
-@settings(max_examples=50, **SETTINGS)
+@draws(50)
 @given(case=volcano_preempt_cases(), sample_interval=sample_intervals, seed=seeds)
 def test_volcano_preempt_agrees(
     case: tuple[pl.DataFrame, pl.DataFrame, Policy], sample_interval: float, seed: int
@@ -1074,7 +1087,7 @@ def test_volcano_preempt_agrees(
 
 
 # Volcano's proportion, enqueue and allocate (tests/test_volcano_queues.py holds the hand-computed cases).
-@settings(max_examples=60, **SETTINGS)
+@draws(60)
 @given(case=volcano_cases(), sample_interval=sample_intervals, seed=seeds)
 def test_volcano_queues_agree(
     case: tuple[pl.DataFrame, pl.DataFrame, Policy], sample_interval: float, seed: int
@@ -1150,7 +1163,7 @@ def kai_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
 
 # KAI's division, queue order, capacity policy and allocate (tests/test_kai_queues.py holds the hand-computed
 # cases).
-@settings(max_examples=60, **SETTINGS)
+@draws(60)
 @given(case=kai_cases(), sample_interval=sample_intervals, seed=seeds)
 def test_kai_queues_agree(
     case: tuple[pl.DataFrame, pl.DataFrame, Policy], sample_interval: float, seed: int
@@ -1187,7 +1200,7 @@ def kai_evict_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy
 
 
 # KAI's reclaim and preempt actions (tests/test_kai_evict.py holds the hand-computed cases).
-@settings(max_examples=40, **SETTINGS)
+@draws(40)
 @given(case=kai_evict_cases(), sample_interval=sample_intervals, seed=seeds)
 def test_kai_evict_agrees(
     case: tuple[pl.DataFrame, pl.DataFrame, Policy], sample_interval: float, seed: int
@@ -1236,7 +1249,7 @@ def reclaim_idle_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Pol
 
 
 # ReclaimIdleResource's victims and wakes (tests/test_reclaim_idle.py holds the hand-computed cases).
-@settings(max_examples=60, **SETTINGS)
+@draws(60)
 @given(
     case=reclaim_idle_cases(),
     sample_interval=sample_intervals,

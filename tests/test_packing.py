@@ -14,9 +14,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import Phase, given
 from hypothesis import strategies as st
 from tests.reference import packing as ref_packing
+from tests.reference.draws import draws
 from tests.reference.scoring import GPU_SCORERS, SCORERS, tie_key
 from tests.reference.simulator import DECISION_NODE, DECISION_NODE_ORDER, draw
 from tests.reference.strategies import jobs_frame, nodes_frame
@@ -25,13 +26,6 @@ from gpureplay.errors import InputError
 from gpureplay.replay.packing import Packing, pack_pods
 from gpureplay.schedulers.policy import NodeTies, Policy
 from gpureplay.workload.tune import tune_pods
-
-SETTINGS: dict[str, Any] = {
-    "deadline": None,
-    "derandomize": True,
-    "database": None,
-    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large],
-}
 
 
 def pod(job_id: int, milli: int, cpu: int = 0, **extra: Any) -> dict[str, Any]:
@@ -307,7 +301,7 @@ def check_policies(
 # Each example runs every node scorer once, under the tie rule (i + offset) % 3 for the i-th scorer,
 # so the examples together cover scorers x tie rules (pack_pods costs ~60 ms a call, so not all 30
 # per example); FGD picks its own GPUs under seeded_order, as the fgd preset.
-@settings(max_examples=8, phases=[Phase.explicit, Phase.reuse, Phase.generate], **SETTINGS)
+@draws(8, phases=[Phase.explicit, Phase.reuse, Phase.generate])
 @given(
     case=packing_cases(),
     seed=st.sampled_from([0, 1, 42, 2**63 - 1]),

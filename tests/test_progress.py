@@ -31,8 +31,9 @@ from typing import Any
 
 import polars as pl
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from tests.reference.draws import draws
 from tests.reference.simulator import simulate as reference_simulate
 from tests.reference.strategies import (
     MECHANISM_PRESETS as PRESETS,
@@ -65,12 +66,6 @@ from gpureplay.schedulers.policy import GpuSharing, Policy
 
 REPO = Path(__file__).resolve().parents[1]
 
-SETTINGS: dict[str, Any] = {
-    "deadline": None,
-    "derandomize": True,
-    "database": None,
-    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large],
-}
 
 #: Statistics that must not depend on the chunks (everything but wall time).
 EXACT_STATS = [
@@ -176,7 +171,7 @@ def assert_chunks_change_nothing(
 # --------------------------------------------------------------------------------------------------
 
 
-@settings(max_examples=20, **SETTINGS)
+@draws(20)
 @given(case=cases(), chunking=chunkings, sample_interval=sample_intervals, seed=seeds)
 def test_chunks_change_nothing_under_the_presets(
     case: tuple[pl.DataFrame, pl.DataFrame], chunking: tuple[str, float], sample_interval: float, seed: int
@@ -188,7 +183,7 @@ def test_chunks_change_nothing_under_the_presets(
         )
 
 
-@settings(max_examples=20, **SETTINGS)
+@draws(20)
 @given(
     case=cases(),
     policy_list=st.lists(policies(), min_size=4, max_size=4),
@@ -212,7 +207,7 @@ def test_chunks_change_nothing_under_random_policies(
         )
 
 
-@settings(max_examples=20, **SETTINGS)
+@draws(20)
 @given(
     case=cases(),
     preset=st.sampled_from(sorted(PRESETS)),

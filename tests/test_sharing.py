@@ -13,9 +13,10 @@ from typing import Any
 
 import polars as pl
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from tests.reference import packing as ref_packing
+from tests.reference.draws import draws
 from tests.reference.simulator import simulate as reference_simulate
 from tests.reference.strategies import SHARING_PRESETS, cases, jobs_frame, nodes_frame, seeds
 from tests.test_differential import assert_agree
@@ -228,13 +229,7 @@ def test_presets_name_the_sharing_settings() -> None:
 
 # Generated cases under the sharing presets with few slots per GPU and each memory rule: the slot
 # and memory limits bind often (the presets' own settings rarely do on small cases).
-@settings(
-    max_examples=24,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@draws(24)
 @given(
     case=cases(),
     name=st.sampled_from(SHARING_PRESETS),

@@ -32,8 +32,9 @@ from typing import Any
 import polars as pl
 import pytest
 import tests.reference.simulator as reference
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from tests.reference.draws import draws
 from tests.reference.strategies import (
     CLASSIC_SCORERS,
     job_rows,
@@ -1003,12 +1004,6 @@ def test_slices_keep_each_slice_in_its_domain_over_time() -> None:
 # Generated cases: the kernel against the reference's assignment, whole replays against each other
 # --------------------------------------------------------------------------------------------------
 
-HYPOTHESIS: dict[str, Any] = {
-    "deadline": None,
-    "derandomize": True,
-    "database": None,
-    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large],
-}
 _REQUESTS = st.sampled_from(
     [(None, None), (None, None)]
     + [(mode, level) for mode in reference.TAS_MODES for level in reference.TAS_LEVELS]
@@ -1053,7 +1048,7 @@ def slices_for(
     return slice_level, draw(st.sampled_from(sizes))
 
 
-@settings(max_examples=150, **HYPOTHESIS)
+@draws(150)
 @given(
     nodes=tas_nodes(),
     pods=st.integers(1, 12),
@@ -1109,7 +1104,7 @@ def tas_policies(draw: st.DrawFn) -> Policy:
     )
 
 
-@settings(max_examples=100, **HYPOTHESIS)
+@draws(100)
 @given(case=tas_cases(), policy=tas_policies(), sample_interval=sample_intervals, seed=seeds)
 def test_generated_replays_agree(
     case: tuple[pl.DataFrame, pl.DataFrame], policy: Policy, sample_interval: float, seed: int

@@ -36,8 +36,9 @@ from typing import Any
 import polars as pl
 import pytest
 import tests.reference.simulator as reference
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from tests.reference.draws import draws
 from tests.reference.strategies import (
     CLASSIC_SCORERS,
     job_rows,
@@ -47,7 +48,7 @@ from tests.reference.strategies import (
     seeds,
 )
 from tests.test_differential import assert_agree
-from tests.test_tas import HYPOTHESIS, job, node, spans, tas_nodes
+from tests.test_tas import job, node, spans, tas_nodes
 
 from gpureplay.errors import InputError
 from gpureplay.replay.simulate import Replay
@@ -715,7 +716,7 @@ _CASES = {
 }
 
 
-@settings(max_examples=150, **HYPOTHESIS)
+@draws(150)
 @given(
     data=st.data(),
     kind=st.sampled_from(sorted(_CASES)),
@@ -732,7 +733,7 @@ def test_generated_kai_replays_agree(
     assert_agree(jobs, nodes, policy, seed=seed, sample_interval=sample_interval)
 
 
-@settings(max_examples=150, **HYPOTHESIS)
+@draws(150)
 @given(
     data=st.data(),
     kind=st.sampled_from(sorted(_CASES)),

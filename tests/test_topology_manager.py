@@ -32,11 +32,11 @@ from typing import Any
 import polars as pl
 import pytest
 import tests.reference.simulator as reference
-from hypothesis import event, given, settings
+from hypothesis import event, given
 from hypothesis import strategies as st
+from tests.reference.draws import draws
 from tests.reference.strategies import CLASSIC_SCORERS, jobs_frame, nodes_frame, sample_intervals, seeds
 from tests.test_differential import assert_agree
-from tests.test_tas import HYPOTHESIS
 
 from gpureplay.errors import InputError
 from gpureplay.replay.simulate import Replay
@@ -761,7 +761,7 @@ GENERATED: dict[str, tuple[TopologyManager, bool]] = {
 
 # Per setting (so a failure shrinks under that setting only): 15 cases each, 75 in all.
 @pytest.mark.parametrize("name", sorted(GENERATED))
-@settings(max_examples=15, **HYPOTHESIS)
+@draws(15)
 @given(data=st.data(), contended=st.booleans(), sample_interval=sample_intervals, seed=seeds)
 def test_generated_replays_agree(
     name: str, data: st.DataObject, contended: bool, sample_interval: float, seed: int
