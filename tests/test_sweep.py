@@ -277,3 +277,26 @@ def test_a_bad_value_in_a_sweep_fails_before_any_point_runs(tiny_jobs_csv: Path,
     assert "config key 'sample_interval': must be a number of seconds > 0" in proc.stderr
     assert "sample_interval=0" in proc.stderr and "Traceback" not in proc.stderr
     assert not list(sweep_dir.rglob("STATUS"))
+
+
+def test_a_point_whose_inputs_are_bad_fails_the_sweep_before_any_point_runs(tmp_path: Path) -> None:
+    # Issue 43, item 14: Kueue manifests whose flavor selects A100 nodes, on Philly's cluster (it has none).
+    # Every key is valid, so only the inputs show it; both points failed one after the other (rc 1).
+    sweep_dir = tmp_path / "sweep"
+    cmd = [
+        sys.executable,
+        "-m",
+        "gpureplay",
+        "run",
+        "-m",
+        "scheduler=kueue",
+        "scheduler.quotas=manifests",
+        f"scheduler.manifests={REPO / 'examples' / 'manifests' / 'kueue'}",
+        "seed=0,1",
+        f"hydra.sweep.dir={sweep_dir}",
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=ENV, cwd=REPO, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert "flavor 'a100' selects NVIDIA-A100-SXM4-80GB nodes, and the cluster has none" in proc.stderr
+    assert "(point #0: " in proc.stderr and "(point #1: " in proc.stderr and "Traceback" not in proc.stderr
+    assert not list(sweep_dir.rglob("STATUS"))

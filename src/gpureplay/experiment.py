@@ -95,9 +95,23 @@ class ReplayInputs:
     policy: Policy
 
 
-def prepare_inputs(cfg: DictConfig) -> ReplayInputs:
+def load_trace_of(cfg: DictConfig) -> AdaptedTrace:
+    """The adapted trace ``cfg.trace`` names (before the workload's transforms)."""
+    resolved = cast(dict[str, Any], OmegaConf.to_container(cfg.trace, resolve=True, enum_to_str=True))
+    with max_time_limit(float(cfg.max_time)):
+        return load_trace(resolved, int(cfg.seed))
+
+
+def prepare_inputs(cfg: DictConfig, trace: AdaptedTrace | None = None) -> ReplayInputs:
     """Load ``cfg.trace``, apply ``cfg.workload`` (load, window, priority classes, checkpoints, topology
     requests, usage under idle-resource reclaim) and build ``cfg.cluster`` and the policy, logging each.
+
+    Parameters
+    ----------
+    cfg
+        A composed config.
+    trace
+        ``cfg``'s trace, already loaded (:func:`load_trace_of`); default: loaded here.
 
     Raises
     ------
@@ -106,8 +120,8 @@ def prepare_inputs(cfg: DictConfig) -> ReplayInputs:
     """
     resolved = cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))
     seed = int(cfg.seed)
-    with max_time_limit(float(cfg.max_time)):
-        trace = load_trace(resolved["trace"], seed)
+    if trace is None:
+        trace = load_trace_of(cfg)
     log.info("trace %s: %s jobs from %s", cfg.trace.name, f"{trace.jobs.height:,}", trace.source)
     for reason, count in trace.changes.most_common():
         log.info("  adapter: %s rows: %s", f"{count:,}", reason)
@@ -125,6 +139,48 @@ def prepare_inputs(cfg: DictConfig) -> ReplayInputs:
     _note_topology_requests(jobs, policy)
     _note_topology_manager(policy)
     return ReplayInputs(trace, jobs, cluster, policy)
+
+
+def check_inputs(cfg: DictConfig, trace: AdaptedTrace | None = None) -> ReplayInputs:
+    """Every check a run makes before its kernels compile, without replaying: the trace, the workload, the
+    cluster, MIG layouts and the queue model's inputs (manifests against the cluster and the jobs).
+
+    ``gpureplay run`` meets these first; a local sweep runs them for every point before any point runs
+    (:mod:`gpureplay.launcher`), so a point that would fail on its inputs stops the sweep at once.
+
+    Parameters
+    ----------
+    cfg
+        A composed config that passed :func:`gpureplay.config_check.check_config`.
+    trace
+        ``cfg``'s trace, already loaded (:func:`load_trace_of`); default: loaded here.
+
+    Raises
+    ------
+    gpureplay.errors.InputError
+        Naming the bad input (file, row, column, config key).
+    """
+    inputs = prepare_inputs(cfg, trace)
+    if cfg.mode.name != "packing":
+        _check_replay_inputs(inputs)
+    return inputs
+
+
+def _check_replay_inputs(inputs: ReplayInputs) -> None:
+    """The checks of a timed replay's inputs that need no kernel: MIG layouts, the queue model's inputs."""
+    from gpureplay.replay.mig import check_mig_inputs, dynamic_mig_nodes
+    from gpureplay.replay.queue_model import kai_queues, kueue_quotas, volcano_queues
+    from gpureplay.replay.repartition import repartition_plan
+
+    jobs, nodes, policy = inputs.jobs, inputs.cluster.nodes, inputs.policy
+    strategy = str(getattr(policy.mig_strategy, "name", policy.mig_strategy))
+    check_mig_inputs(jobs, nodes, strategy)
+    if strategy == "mixed" and str(getattr(policy.mig_reconfigure, "name", policy.mig_reconfigure)) == "idle":
+        mig = dynamic_mig_nodes(nodes, mixed=True, repartition=True)
+        repartition_plan(mig, policy.mig_reconfigure_layouts)
+    # The queue models read their manifests and check them against the cluster and the jobs here too.
+    for build in (kueue_quotas, volcano_queues, kai_queues):
+        build(policy, jobs, nodes)
 
 
 def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
@@ -147,9 +203,7 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
         On any bad trace, node list or config value; nothing is written then.
     """
     from gpureplay.engine.config import cache_folder
-    from gpureplay.replay.mig import check_mig_inputs, dynamic_mig_nodes
     from gpureplay.replay.progress import announce_compilation, progress_for_terminal
-    from gpureplay.replay.repartition import repartition_plan
     from gpureplay.replay.simulate import (  # numba import deferred: `--help` stays fast
         kernels_cached,
         simulate,
@@ -169,12 +223,8 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
         return _run_packing(cfg, out_dir, trace, jobs, cluster.nodes, cluster.sha256 or "", run_started)
     window = measurement_window(jobs, cfg.measure.start, cfg.measure.end)
 
-    # Bad MIG inputs fail before the kernels compile (a minute on a first run).
-    strategy = str(getattr(policy.mig_strategy, "name", policy.mig_strategy))
-    check_mig_inputs(jobs, cluster.nodes, strategy)
-    if strategy == "mixed" and str(getattr(policy.mig_reconfigure, "name", policy.mig_reconfigure)) == "idle":
-        mig = dynamic_mig_nodes(cluster.nodes, mixed=True, repartition=True)
-        repartition_plan(mig, policy.mig_reconfigure_layouts)
+    # Bad inputs fail before the kernels compile (minutes on a first run).
+    _check_replay_inputs(inputs)
     # Kernels compile (first run) or load from numba's cache here, timed apart from the replay.
     if not kernels_cached():
         announce_compilation(str(cache_folder()))

@@ -27,7 +27,7 @@ import copy
 import logging
 import re
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,7 +38,7 @@ from hydra.types import HydraContext, TaskFunction
 from hydra_plugins.hydra_joblib_launcher._core import execute_job, process_joblib_cfg
 from joblib import Parallel, delayed
 from joblib.externals.loky.process_executor import TerminatedWorkerError
-from omegaconf import DictConfig, open_dict, read_write
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from gpureplay.config_check import check_config
 from gpureplay.errors import InputError, Problem
@@ -245,16 +245,55 @@ class _Runner:
 
 
 def _check(points: Sequence[_Point]) -> None:
-    """Refuse the sweep, before any point runs, when any point's config is bad."""
+    """Refuse the sweep, before any point runs, when any point's config or inputs are bad.
+
+    First every point's config (:func:`gpureplay.config_check.check_config`), then, when all pass, every
+    point's inputs as its run would check them before compiling (:func:`gpureplay.experiment.check_inputs`:
+    trace, cluster, MIG layouts, manifests against the cluster), each distinct trace loaded once. Points
+    already complete are skipped by the sweep, so they are not checked.
+    """
     problems: list[Problem] = []
     for point in points:
-        try:
-            check_config(point.task_cfg)
-        except InputError as err:
-            shown = " ".join(filter_overrides(point.overrides)) or "(no overrides)"
-            problems.extend(
-                Problem(f"{p.message} (point #{point.idx}: {shown})", p.source, p.row, p.column, p.key)
-                for p in err.problems
-            )
+        problems.extend(_point_problems(point, check_config))
     if problems:
         raise InputError(problems)
+    from gpureplay.experiment import check_inputs, load_trace_of
+    from gpureplay.results.writer import is_done
+    from gpureplay.traces.adapted import AdaptedTrace
+
+    traces: dict[str, AdaptedTrace] = {}
+
+    def inputs_of(cfg: DictConfig) -> None:
+        key = OmegaConf.to_yaml(cfg.trace, resolve=True) + f"seed={cfg.seed}, max_time={cfg.max_time}"
+        if key not in traces:
+            traces.clear()  # one trace held at a time: a sweep's points come grouped by trace
+            traces[key] = load_trace_of(cfg)
+        check_inputs(cfg, traces[key])
+
+    quiet = logging.getLogger("gpureplay")
+    level = quiet.level
+    quiet.setLevel(logging.WARNING)  # the points' runs log their inputs; the check says only what is wrong
+    try:
+        for point in points:
+            if not is_done(point.folder):
+                problems.extend(_point_problems(point, inputs_of))
+    finally:
+        quiet.setLevel(level)
+    if problems:
+        raise InputError(problems)
+
+
+def _point_problems(point: _Point, check: Callable[[DictConfig], object]) -> list[Problem]:
+    """What ``check`` refuses in a point's config, each message naming the point."""
+    try:
+        check(point.task_cfg)
+    except InputError as err:
+        found = err.problems
+    except FileNotFoundError as err:  # a missing input file, as a run reports it (app.py)
+        found = [Problem(str(err))]
+    else:
+        return []
+    shown = " ".join(filter_overrides(point.overrides)) or "(no overrides)"
+    return [
+        Problem(f"{p.message} (point #{point.idx}: {shown})", p.source, p.row, p.column, p.key) for p in found
+    ]
