@@ -203,7 +203,7 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
         On any bad trace, node list or config value; nothing is written then.
     """
     from gpureplay.engine.config import cache_folder
-    from gpureplay.replay.progress import announce_compilation, progress_for_terminal
+    from gpureplay.replay.progress import compile_notice, progress_for_terminal
     from gpureplay.replay.simulate import (  # numba import deferred: `--help` stays fast
         kernels_cached,
         simulate,
@@ -226,10 +226,10 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
     # Bad inputs fail before the kernels compile (minutes on a first run).
     _check_replay_inputs(inputs)
     # Kernels compile (first run) or load from numba's cache here, timed apart from the replay.
-    if not kernels_cached():
-        announce_compilation(str(cache_folder()))
     started = time.perf_counter()
-    warm_up(policy, debug=bool(cfg.debug))
+    queue_model = str(getattr(policy.queues, "name", policy.queues))
+    with compile_notice(str(cache_folder()), queue_model, cold=not kernels_cached()):
+        warm_up(policy, debug=bool(cfg.debug))
     compile_seconds = time.perf_counter() - started
     started = time.perf_counter()
     replay = simulate(

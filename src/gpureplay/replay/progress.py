@@ -6,25 +6,31 @@ is the terminal callback: one line on stderr that rewrites itself in place
 (a carriage return and the ANSI "erase to end of line", like pip's and
 tqdm's bars) and disappears when the replay ends. :func:`progress_for_terminal`
 decides whether to show it: only on an interactive terminal, never in CI.
-:func:`announce_compilation` says, on the same terms, that a first run is
-compiling the engine.
+:func:`announce_compilation` logs, in every mode, that a first run is compiling
+the engine and for about how long.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import sys
+import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TextIO
 
 __all__ = [
+    "COMPILE_ESTIMATES",
     "COMPILE_NOTICE",
     "Progress",
     "ProgressLine",
     "announce_compilation",
+    "compile_estimate",
+    "compile_notice",
     "format_progress",
     "progress_for_terminal",
     "someone_watches",
@@ -248,31 +254,85 @@ def someone_watches(stream: TextIO | None = None, environ: Mapping[str, str] | N
     return bool(callable(isatty) and isatty())
 
 
-#: What a terminal is told before a replay that has to compile the engine first.
-COMPILE_NOTICE = "gpureplay: compiling kernels, first run only (~1 min)…"
+#: How long a first run compiles the engine, by queue model, from an empty cache on a 2-core machine
+#: (``make bench``'s cold starts; a two-job trace, so the replay itself takes under a second): the presets
+#: without a queue model took 54-106 s (kube-default 54, mig-dynamic 64, fifo 75, gang-binpack-preempt 99,
+#: kueue-tas 106), the Kueue, Volcano and KAI presets 315-328 s.
+COMPILE_ESTIMATES: dict[str, str] = {
+    "none": "1-2 min",
+    "kueue": "5-6 min",
+    "volcano": "5-6 min",
+    "kai": "5-6 min",
+}
+
+#: The start of the line a run logs before it compiles the engine.
+COMPILE_NOTICE = "compiling the engine's kernels, first run only"
 
 
-def announce_compilation(
-    cache_dir: str | None, stream: TextIO | None = None, environ: Mapping[str, str] | None = None
-) -> bool:
-    """Tell a watching terminal that the kernels compile now (numba is silent for about a minute).
+def compile_estimate(queue_model: str) -> str:
+    """How long compiling takes for a queue model, in words (:data:`COMPILE_ESTIMATES`).
+
+    Examples
+    --------
+    >>> compile_estimate("kueue")
+    '5-6 min'
+    """
+    return COMPILE_ESTIMATES[queue_model]
+
+
+#: Seconds a warm-up may take before a run that looked cached says it is compiling after all.
+COMPILE_NOTICE_AFTER = 3.0
+
+
+@contextmanager
+def compile_notice(cache_dir: str | None, queue_model: str, cold: bool) -> Iterator[None]:
+    """Around the engine's warm-up: log that kernels compile, and for about how long, whenever they do.
+
+    A ``cold`` cache (the entry kernels are not cached) is announced at once. A cache that holds the entry
+    kernels may still lack the variant this preset compiles (its mechanisms' kernels): a timer announces it
+    when the warm-up runs past :data:`COMPILE_NOTICE_AFTER` seconds (numba's compiler spends most of its time
+    in LLVM calls that release the GIL, so the timer's thread gets to run). Either way, the time it took is
+    logged after.
+    """
+    announced = threading.Event()
+
+    def announce() -> None:
+        announced.set()
+        announce_compilation(cache_dir, queue_model)
+
+    if cold:
+        announce()
+    timer = threading.Timer(COMPILE_NOTICE_AFTER, announce)
+    timer.daemon = True
+    started = time.perf_counter()
+    if not cold:
+        timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+    if announced.is_set():
+        logging.getLogger("gpureplay").info("kernels ready in %.0f s", time.perf_counter() - started)
+
+
+def announce_compilation(cache_dir: str | None, queue_model: str) -> str:
+    """Log, in every mode (terminal, pipe, CI, a sweep's worker), that the kernels compile now.
+
+    numba says nothing while it compiles; without this line a first run looks hung for minutes.
 
     Parameters
     ----------
     cache_dir
-        Where the compiled code will be kept, shown in the notice (None: not shown).
-    stream, environ
-        As :func:`someone_watches`.
+        Where the compiled code will be kept, shown in the line (None: not shown).
+    queue_model
+        The run's queue model (``scheduler.queues``), which sets the estimate.
 
     Returns
     -------
-    bool
-        Whether the notice was written (never on a pipe, a file or in CI).
+    str
+        The line logged.
     """
-    if not someone_watches(stream, environ):
-        return False
-    out = sys.stderr if stream is None else stream
-    where = f" (cached in {cache_dir})" if cache_dir else ""
-    out.write(f"{COMPILE_NOTICE}{where}\n")
-    out.flush()
-    return True
+    where = f"; cached in {cache_dir} for later runs" if cache_dir else ""
+    line = f"{COMPILE_NOTICE} (about {compile_estimate(queue_model)} on 2 cores{where})"
+    logging.getLogger("gpureplay").info(line)
+    return line
