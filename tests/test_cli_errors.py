@@ -265,3 +265,11 @@ def test_report_baseline_must_be_key_equals_value_and_name_a_configuration(tmp_p
     assert bad.exception is None or isinstance(bad.exception, SystemExit)
     empty = runner.invoke(main, ["report", str(tmp_path), "-o", str(tmp_path / "out"), "--baseline", "a=b"])
     assert empty.exit_code == 2 and "no complete run" in empty.output
+
+
+def test_a_list_typed_parquet_column_exits_2_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "jobs.parquet"
+    pl.DataFrame({"job_id": [1], "submit_time": [0.0], "duration": [1.0], "num_pods": [1],
+                  "gpu_milli": [[1000]]}).write_parquet(path)  # fmt: skip
+    proc = gpureplay("trace", "inspect", str(path))
+    assert_usage_error(proc, f"{path}, column 'gpu_milli': the column holds List(Int64) values")

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import cast
 
 import polars as pl
 
@@ -186,10 +187,71 @@ def _lenient_cast(column: str, source: pl.DataType, target: pl.DataType) -> pl.E
     if source == pl.String and target == pl.Boolean:
         word = col.str.strip_chars().str.to_lowercase()
         return pl.when(word.is_in(TRUE_WORDS)).then(True).when(word.is_in(FALSE_WORDS)).then(False)
+    if source.is_integer() and target == pl.Boolean:
+        return pl.when(col == 1).then(True).when(col == 0).then(False)
     if source == pl.String and isinstance(target, pl.List):
         parts = col.str.split(MODEL_SEPARATOR).list.eval(pl.element().str.strip_chars())
         return pl.when(col.str.strip_chars() != "").then(parts.cast(target, strict=False))
     return col.cast(target, strict=False)
+
+
+def _text_like(dtype: pl.DataType) -> bool:
+    return dtype == pl.String or isinstance(dtype, pl.Categorical | pl.Enum)
+
+
+def _readable_as(source: pl.DataType, target: pl.DataType) -> bool:
+    """Whether a column of type ``source`` holds values of a ``target`` column (text always may).
+
+    A cast polars would do is not enough: a Boolean cast to a number gives 0 or 1 (a ``true`` in
+    ``gpu_milli`` would be one milli-GPU), and a list or struct cast to a number does not convert at all.
+    """
+    if source == pl.Null or _text_like(source):
+        return True
+    if isinstance(target, pl.List):
+        return isinstance(source, pl.List) and (
+            source.inner == pl.Null or _text_like(cast(pl.DataType, source.inner))
+        )
+    if target == pl.Boolean:
+        return source.is_integer()  # 0 and 1; any other number is reported as a bad value
+    if _text_like(target):
+        return source.is_integer()  # queue or user ids written as numbers
+    if target.is_numeric():
+        return source.is_numeric()  # not Boolean: polars does not count it as numeric
+    return False
+
+
+#: What a canonical column holds, in words, for the message about a column of the wrong type.
+_EXPECTED = {"Int": "whole numbers", "Float": "numbers", "Boolean": "true/false", "String": "text"}
+
+#: Hints for values that do not read, by canonical column.
+_CAST_HINTS = {
+    "priority": "priority is the integer value of a PriorityClass (e.g. 1000), not its name; map names to "
+    "values in the file, or leave the column out and give workload.priority_classes",
+}
+
+
+def _expected(target: pl.DataType) -> str:
+    if isinstance(target, pl.List):
+        return "lists of text (or text such as 'A100|H100')"
+    for prefix, words in _EXPECTED.items():
+        if str(target).startswith(prefix):
+            return words
+    return str(target)
+
+
+def _wrong_types(
+    df: pl.DataFrame, dtypes: Mapping[str, pl.DataType], source: str, raw_names: Mapping[str, str]
+) -> list[Problem]:
+    """One problem per column whose type cannot hold its canonical values (a Parquet file's own types)."""
+    return [
+        Problem(
+            f"the column holds {df.schema[c]} values; {c} must hold {_expected(t)} ({t})",
+            source,
+            column=raw_names.get(c, c),
+        )
+        for c, t in dtypes.items()
+        if c in df.columns and df.schema[c] != t and not _readable_as(df.schema[c], t)
+    ]
 
 
 def cast_columns(
@@ -216,10 +278,15 @@ def cast_columns(
     Raises
     ------
     InputError
-        Naming the file, row and column of each value that cannot be read, e.g.
+        Naming the file and column of a column whose type cannot hold the values
+        (a Parquet list, struct or Boolean where a number belongs), or the file,
+        row and column of each value that cannot be read, e.g.
         ``trace.csv, row 3, column 'duration': cannot read 'abc' as Float64``.
     """
     raw_names = raw_names or {}
+    wrong = _wrong_types(df, dtypes, source, raw_names)
+    if wrong:
+        raise InputError(wrong)
     present = {c: t for c, t in dtypes.items() if c in df.columns and df.schema[c] != t}
     if not present:
         return df
@@ -233,9 +300,10 @@ def cast_columns(
             failed &= df[col].str.strip_chars() != ""
         bad = df.filter(failed)
         total += bad.height
+        hint = f"; {_CAST_HINTS[col]}" if col in _CAST_HINTS else ""
         for row, value in bad.select("source_row", col).head(MAX_SHOWN).iter_rows():
             problems.append(
-                Problem(f"cannot read {value!r} as {dtype}", source, int(row), raw_names.get(col, col))
+                Problem(f"cannot read {value!r} as {dtype}{hint}", source, int(row), raw_names.get(col, col))
             )
     if total:
         raise InputError(problems, total=total)
