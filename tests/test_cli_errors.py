@@ -119,6 +119,12 @@ def test_plus_into_a_free_mapping_is_still_allowed(tiny_jobs_csv: Path, tmp_path
     [
         ("sample_interval=0", ["config key 'sample_interval'", "> 0", "found 0.0"]),
         ("horizon=-1", ["config key 'horizon'", ">= 0", "found -1.0"]),
+        (
+            "max_time=1e21",
+            ["config key 'max_time'", "too large to replay to the second", "steps by 131072 s"],
+        ),
+        ("horizon=1e17", ["config key 'horizon'", "too large to replay to the second", "steps by 16 s"]),
+        ("workload.window_end=1e300", ["config key 'workload.window_end'", "too large to replay"]),
     ],
 )
 def test_values_out_of_range_name_the_key(csv_args: list[str], override: str, fragments: list[str]) -> None:
@@ -273,3 +279,14 @@ def test_a_list_typed_parquet_column_exits_2_naming_it(tmp_path: Path) -> None:
                   "gpu_milli": [[1000]]}).write_parquet(path)  # fmt: skip
     proc = gpureplay("trace", "inspect", str(path))
     assert_usage_error(proc, f"{path}, column 'gpu_milli': the column holds List(Int64) values")
+
+
+def test_a_trace_time_too_large_for_float64_seconds_exits_2_and_the_run_failed(tmp_path: Path) -> None:
+    # The case: a 100 s job at 1e20 s finished at its submit time (max_time raised to let it in).
+    trace = tmp_path / "T.csv"
+    trace.write_text("job_id,submit_time,duration,num_pods,gpu_milli\n1,0,100,1,1000\n2,1e20,100,1,1000\n")
+    out = tmp_path / "out"
+    proc = gpureplay("run", "trace=csv", f"trace.path={trace}", "cluster=homogeneous", "cluster.nodes=1",
+                     "scheduler=fifo", f"hydra.run.dir={out}")  # fmt: skip
+    assert_usage_error(proc, f"{trace}, row 2, column 'submit_time'", "at 1e+20 s float64 steps by 16384 s")
+    assert '"status": "failed"' in (out / "STATUS").read_text() and not (out / "DONE").exists()

@@ -218,6 +218,16 @@ def test_priority_names_hint_that_priority_is_an_integer(tmp_path: Path) -> None
     assert "cannot read 'high' as Int32; priority is the integer value of a PriorityClass" in str(err.value)
 
 
+def test_times_rounded_when_read_are_refused_before_the_shift_to_zero(tmp_path: Path) -> None:
+    # 1e20 and 1e20 + 100 read as the same float64: shifted to 0 they would look fine.
+    path = _write(tmp_path, "job_id,submit_time,duration,num_pods,gpu_milli",
+                  ["1,100000000000000000000,10,1,0", "2,100000000000000000100,10,1,0"])  # fmt: skip
+    with pytest.raises(InputError) as err:
+        load_table(path)
+    assert [(p.row, p.column) for p in err.value.problems] == [(1, "submit_time"), (2, "submit_time")]
+    assert "float64 steps by 16384 s" in str(err.value)
+
+
 def test_missing_columns_list_what_was_looked_for_and_found(tmp_path: Path) -> None:
     path = _write(tmp_path, "id,arrival,gpus", ["1,0,1"])
     with pytest.raises(InputError) as err:

@@ -117,9 +117,35 @@ def check_config(cfg: DictConfig) -> None:
                 f"must be a time >= 0 in seconds, or null for none (found {horizon!r})", CONFIG, key="horizon"
             )
         )
+    problems.extend(_time_problems(cfg))
     problems.extend(_packing_problems(cfg))
     if problems:
         raise InputError(problems)
+
+
+#: Config keys that hold a time of the replay, in seconds.
+TIME_KEYS = (
+    "max_time",
+    "horizon",
+    "measure.start",
+    "measure.end",
+    "workload.window_start",
+    "workload.window_end",
+)
+
+
+def _time_problems(cfg: DictConfig) -> list[Problem]:
+    """Times too large for float64 to hold to the second (a max_time there would let such trace times in)."""
+    from gpureplay.traces.schema import SECOND_RESOLUTION_LIMIT, too_coarse
+
+    problems = []
+    for key in TIME_KEYS:
+        value = OmegaConf.select(cfg, key, default=None)
+        if isinstance(value, int | float) and math.isfinite(value) and value > SECOND_RESOLUTION_LIMIT:
+            problems.append(
+                Problem(f"is too large to replay to the second; {too_coarse(value)}", CONFIG, key=key)
+            )
+    return problems
 
 
 def _packing_problems(cfg: DictConfig) -> list[Problem]:

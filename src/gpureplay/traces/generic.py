@@ -37,6 +37,7 @@ from gpureplay.traces.schema import (
     canonical_model_expr,
     cast_columns,
     check_rules,
+    coarse_time_rule,
     validate_jobs,
 )
 
@@ -208,6 +209,10 @@ def load_table(
     df = cast_columns(df, rest, source, raw_names)
     df = _fill_defaults(df, fill, changes)
 
+    # Checked before the shift below: a time float64 rounded when it was read stays rounded after it.
+    check_rules(
+        df, [coarse_time_rule("submit_time", pl.col("submit_time"), "submit_time")], source, raw_names
+    )
     first = df.get_column("submit_time").min()
     if isinstance(first, float) and first != 0.0:
         changes["submit_time shifted so the first job arrives at 0"] += df.height

@@ -17,11 +17,13 @@ The tables are the ones of DESIGN.md ("Canonical tables"):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+import math
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 import polars as pl
 
@@ -136,6 +138,41 @@ MAX_SHOWN = 10
 #: Default bound on trace times (config ``max_time``): 100 years of 365.25 days, in seconds.
 DEFAULT_MAX_TIME: float = 100 * 365.25 * 86_400.0
 
+#: Times from here on lose whole seconds: IEEE 754 binary64 has ``sys.float_info.mant_dig`` = 53
+#: significant bits, so a value in ``[2**e, 2**(e + 1))`` steps by ``2**(e - 52)`` s: 1 s up to
+#: ``2**53`` s (285 million years), 2 s from there, 16384 s at 1e20 s, where a job of 100 s would end
+#: at its start. The engine adds durations to times, so a trace time must stay below it.
+SECOND_RESOLUTION_LIMIT: float = 2.0**sys.float_info.mant_dig
+
+
+def float_step(seconds: float) -> float:
+    """The gap between ``seconds`` and the next float64 up: what a time that large can be off by.
+
+    Examples
+    --------
+    >>> float_step(2.0**52), float_step(2.0**53), float_step(1e20)
+    (1.0, 2.0, 16384.0)
+    """
+    return math.ulp(seconds)
+
+
+def too_coarse(seconds: float) -> str:
+    """Why a time of ``seconds`` cannot be replayed to the second (for messages).
+
+    Examples
+    --------
+    >>> print(too_coarse(1e20))  # doctest: +NORMALIZE_WHITESPACE
+    at 1e+20 s float64 steps by 16384 s, so durations of seconds vanish in rounding;
+    times must stay below 2**53 s = 9.0072e+15 s (285 million years)
+    """
+    years = SECOND_RESOLUTION_LIMIT / (365.25 * 86_400) / 1e6
+    return (
+        f"at {seconds:g} s float64 steps by {float_step(seconds):g} s, so durations of seconds vanish in "
+        f"rounding; times must stay below 2**{sys.float_info.mant_dig} s = {SECOND_RESOLUTION_LIMIT:.5g} s "
+        f"({years:.0f} million years)"
+    )
+
+
 #: The bound :func:`validate_jobs` applies when not given one (see :func:`max_time_limit`).
 _MAX_TIME: ContextVar[float] = ContextVar("gpureplay_max_time", default=DEFAULT_MAX_TIME)
 
@@ -166,6 +203,8 @@ class Rule:
     bad: pl.Expr
     message: str
     detail: pl.Expr | None = None
+    #: Words for the detail value in the message; default ``found <value>``.
+    describe: Callable[[Any], str] | None = None
 
 
 #: Text spellings accepted for booleans (case-insensitive).
@@ -322,9 +361,10 @@ def check_rules(
         bad = df.filter(rule.bad.fill_null(False)).select(pl.col("source_row"), detail.alias("_detail"))
         total += bad.height
         for row, value in bad.head(MAX_SHOWN).iter_rows():
+            found = rule.describe(value) if rule.describe is not None else f"found {value!r}"
             problems.append(
                 Problem(
-                    f"{rule.message} (found {value!r})",
+                    f"{rule.message} ({found})",
                     source,
                     int(row),
                     raw_names.get(rule.column, rule.column),
@@ -379,13 +419,33 @@ def _nonfinite_or_negative(column: str) -> Rule:
 
 
 def _beyond(column: str, value: pl.Expr, max_time: float, what: str) -> Rule:
-    """``value`` (finite) beyond ``max_time``: a typo or a unit mistake, and a replay that never ends."""
+    """``value`` (finite) beyond ``max_time``: a typo or a unit mistake, and a replay that never ends.
+
+    A value too large for float64 to hold to the second is left to :func:`coarse_time_rule` (raising max_time
+    would not help it).
+    """
     return Rule(
         column,
-        value.is_finite() & (value > max_time),
+        value.is_finite() & (value > max_time) & (value < SECOND_RESOLUTION_LIMIT),
         f"{what} is beyond max_time = {max_time:g} s ({max_time / (365.25 * 86_400):g} years); "
         "if the trace really spans that long, raise the config key max_time",
         value,
+    )
+
+
+def coarse_time_rule(column: str, value: pl.Expr, what: str) -> Rule:
+    """``value`` (finite) so large that float64 steps by more than a second there (see
+    :data:`SECOND_RESOLUTION_LIMIT`).
+
+    Adapters that shift times (the first job at 0) check the times as read with it too: a value
+    rounded when it was read stays rounded after the shift.
+    """
+    return Rule(
+        column,
+        value.is_finite() & (value >= SECOND_RESOLUTION_LIMIT),
+        f"{what} is too large to replay to the second",
+        value,
+        describe=lambda found: f"found {found!r}; {too_coarse(float(found))}",
     )
 
 
@@ -401,6 +461,16 @@ def job_rules(max_time: float = DEFAULT_MAX_TIME) -> list[Rule]:
         _beyond("submit_time", pl.col("submit_time"), max_time, "submit_time"),
         _beyond("duration", pl.col("duration"), max_time, "duration"),
         _beyond("duration", pl.when(within).then(end), max_time, "submit_time + duration (the job's end)"),
+        coarse_time_rule("submit_time", pl.col("submit_time"), "submit_time"),
+        coarse_time_rule("duration", pl.col("duration"), "duration"),
+        coarse_time_rule(
+            "duration",
+            pl.when(
+                (pl.col("submit_time") < SECOND_RESOLUTION_LIMIT)
+                & (pl.col("duration") < SECOND_RESOLUTION_LIMIT)
+            ).then(end),
+            "submit_time + duration (the job's end)",
+        ),
         Rule("num_pods", pl.col("num_pods") < 1, "a job needs at least one pod"),
         Rule("gpu_milli", pl.col("gpu_milli") < 0, "gpu_milli must be >= 0"),
         Rule(
@@ -453,7 +523,8 @@ def validate_jobs(
     InputError
         On an empty trace, a missing required column, a value of the wrong type,
         a missing, negative, NaN or infinite time or duration, a time beyond
-        ``max_time``, zero pods,
+        ``max_time`` or too large for float64 to hold to the second
+        (:data:`SECOND_RESOLUTION_LIMIT`), zero pods,
         ``gpu_milli`` above 1000 that is not a whole multiple, an unknown GPU
         model, or a duplicate ``job_id``; each problem names file, row and column.
     """
