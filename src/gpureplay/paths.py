@@ -29,8 +29,15 @@ def data_roots() -> list[Path]:
     return roots
 
 
-def resolve_data_path(path: str | Path) -> Path:
+def resolve_data_path(path: str | Path, what: str = "file") -> Path:
     """Return an existing file for ``path``: absolute, relative to the cwd, or under a data root.
+
+    Parameters
+    ----------
+    path
+        The path as given.
+    what
+        What the file is, for the message (``"trace file"``, ``"node list"``, ``"topology file"``).
 
     Raises
     ------
@@ -44,7 +51,7 @@ def resolve_data_path(path: str | Path) -> Path:
             raise FileNotFoundError(f"{candidate} is a folder; a trace or node list is a file")
         if candidate.exists():
             return candidate
-        raise FileNotFoundError(f"trace file not found: {candidate}")
+        raise FileNotFoundError(f"{what} not found: {candidate}")
     tried = [f"{Path.cwd() / candidate} (the current directory)"]
     for root in data_roots():
         full = root / candidate
@@ -52,6 +59,6 @@ def resolve_data_path(path: str | Path) -> Path:
             return full
         tried.append(str(full) + (" (a folder)" if full.is_dir() else ""))
     raise FileNotFoundError(
-        f"file {str(path)!r} not found; looked in: {', '.join(tried)}. "
+        f"{what} {str(path)!r} not found; looked in: {', '.join(tried)}. "
         f"Set ${DATA_PATH_ENV} or run `gpureplay trace fetch NAME` for traces too large to bundle."
     )
