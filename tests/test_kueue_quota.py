@@ -349,6 +349,24 @@ def test_unmodelled_settings_are_refused(change: dict[str, Any], key: str, messa
     assert key in str(err.value)
 
 
+def test_a_queue_missing_from_the_manifests_names_the_trace_file_and_its_row(tmp_path: Path) -> None:
+    # It said "jobs, row 2": the row is the trace file's, so the run names the file.
+    from gpureplay.experiment import rows_of
+    from gpureplay.traces.generic import load_table
+
+    trace_file = tmp_path / "trace.csv"
+    trace_file.write_text("job_id,submit_time,duration,num_pods,gpu_milli,queue\n1,0,100,1,1000,team-a\n"
+                          "2,0,100,1,1000,nobody\n")  # fmt: skip
+    trace = load_table(trace_file)
+    nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": 8}])
+    with pytest.raises(InputError) as err, rows_of(trace):
+        simulate(trace.jobs, nodes, manifests(tmp_path, cluster_queue("team-a", 8)))
+    assert str(err.value).startswith(
+        f"{trace_file}, row 2, column 'queue': queue 'nobody' names no ClusterQueue or LocalQueue of "
+        f"{tmp_path / 'queues.yaml'}"
+    )
+
+
 def test_manifest_errors_name_file_document_and_field(tmp_path: Path) -> None:
     preempting = cluster_queue("team-a", 8).replace(
         "  queueingStrategy",

@@ -10,7 +10,8 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -108,6 +109,27 @@ def prepare_inputs(cfg: DictConfig) -> ReplayInputs:
     seed = int(cfg.seed)
     with max_time_limit(float(cfg.max_time)):
         trace = load_trace(resolved["trace"], seed)
+    with rows_of(trace):
+        return _prepare(cfg, resolved, trace, seed)
+
+
+@contextmanager
+def rows_of(trace: AdaptedTrace) -> Iterator[None]:
+    """Name the trace file in errors about a row of its jobs (raised as rows of ``"jobs"``, the table).
+
+    The jobs keep the file's row numbers (``source_row``) through the workload and the replay, so
+    ``trace.csv, row 7, column 'queue'`` points at the line to open. Traces built from several files
+    or generated keep ``jobs``.
+    """
+    try:
+        yield
+    except InputError as err:
+        if not Path(trace.source).is_file():
+            raise
+        raise err.in_file(trace.source) from err
+
+
+def _prepare(cfg: DictConfig, resolved: dict[str, Any], trace: AdaptedTrace, seed: int) -> ReplayInputs:
     log.info("trace %s: %s jobs from %s", cfg.trace.name, f"{trace.jobs.height:,}", trace.source)
     for reason, count in trace.changes.most_common():
         log.info("  adapter: %s rows: %s", f"{count:,}", reason)
@@ -146,6 +168,18 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
     gpureplay.errors.InputError
         On any bad trace, node list or config value; nothing is written then.
     """
+    run_started = time.perf_counter()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    clear_run(out_dir, (*RESULT_FILES, *PACKING_FILES, TIMING_FILE))
+    _check_run_keys(cfg)
+    inputs = prepare_inputs(cfg)
+    with rows_of(inputs.trace):
+        return _replay(cfg, out_dir, inputs, run_started)
+
+
+def _replay(cfg: DictConfig, out_dir: Path, inputs: ReplayInputs, run_started: float) -> RunOutcome:
+    """The replay (or the packing run) of prepared inputs, and its results written (see run_experiment)."""
     from gpureplay.engine.config import cache_folder
     from gpureplay.replay.mig import check_mig_inputs, dynamic_mig_nodes
     from gpureplay.replay.progress import announce_compilation, progress_for_terminal
@@ -156,13 +190,7 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
         warm_up,
     )
 
-    run_started = time.perf_counter()
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    clear_run(out_dir, (*RESULT_FILES, *PACKING_FILES, TIMING_FILE))
     seed = int(cfg.seed)
-    _check_run_keys(cfg)
-    inputs = prepare_inputs(cfg)
     trace, jobs, cluster, policy = inputs.trace, inputs.jobs, inputs.cluster, inputs.policy
     total_gpus = int(cluster.nodes["num_gpus"].sum())
     if cfg.mode.name == "packing":
