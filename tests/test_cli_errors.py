@@ -71,6 +71,15 @@ def csv_args(tiny_jobs_csv: Path, tmp_path: Path) -> list[str]:
         ("seed=abc", ["config key 'seed'", "'abc' is not an integer"]),
         ("scheduler.queue_order=lifo", ["config key 'scheduler.queue_order'", "fifo, sjf, priority"]),
         ("x==", ["cannot read the override 'x=='"]),
+        # An unquoted letter outside ASCII: named, with Hydra's advice to quote the value.
+        (
+            "trace.path=/data/täglich.csv",
+            [
+                "cannot read the override 'trace.path=/data/täglich.csv': 'ä' (character 19) is not allowed "
+                "in an unquoted value; quote the value: \"trace.path='/data/täglich.csv'\"",
+                "override_grammar",
+            ],
+        ),
     ],
 )
 def test_config_errors_caught_by_hydra_exit_2_naming_the_key(
@@ -290,3 +299,25 @@ def test_a_trace_time_too_large_for_float64_seconds_exits_2_and_the_run_failed(t
                      "scheduler=fifo", f"hydra.run.dir={out}")  # fmt: skip
     assert_usage_error(proc, f"{trace}, row 2, column 'submit_time'", "at 1e+20 s float64 steps by 16384 s")
     assert '"status": "failed"' in (out / "STATUS").read_text() and not (out / "DONE").exists()
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        # Each said "trace file not found"; an empty manifests path read the current folder recursively.
+        ("scheduler.manifests=/no/such/manifests", "manifest file or folder not found: /no/such/manifests"),
+        ("scheduler.manifests=", "is empty: give a manifest file or a folder of them"),
+    ],
+)
+def test_manifest_paths_that_name_nothing_exit_2_naming_the_key(
+    csv_args: list[str], tmp_path: Path, override: str, message: str
+) -> None:
+    proc = gpureplay(*csv_args, "scheduler=kueue", "scheduler.quotas=manifests", override)
+    assert_usage_error(proc, f"config key 'scheduler.manifests': {message}")
+    assert '"status": "failed"' in (tmp_path / "out" / "STATUS").read_text()
+
+
+def test_a_missing_topology_file_is_not_called_a_trace_file(csv_args: list[str]) -> None:
+    proc = gpureplay(*csv_args, "cluster.topology=/no/such/topology.csv")
+    assert_usage_error(proc, "config key 'cluster.topology': topology file not found: /no/such/topology.csv")
+    assert "trace file" not in proc.stderr
