@@ -321,3 +321,42 @@ def test_a_missing_topology_file_is_not_called_a_trace_file(csv_args: list[str])
     proc = gpureplay(*csv_args, "cluster.topology=/no/such/topology.csv")
     assert_usage_error(proc, "config key 'cluster.topology': topology file not found: /no/such/topology.csv")
     assert "trace file" not in proc.stderr
+
+
+NAN_QUOTA = """\
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: default}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - name: default
+      resources:
+      - {name: nvidia.com/gpu, nominalQuota: .nan}
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "extra", "message"),
+    [
+        # A ValueError traceback from the run before (kueue_quota._engine_amount).
+        (NAN_QUOTA, [], "document 2, key 'spec.resourceGroups[0].flavors[0].resources[0].nominalQuota': "
+                        "not a quantity: nan"),
+        ("[" * 100_000 + "]" * 100_000, [], "nested deeper than 100 levels"),  # a RecursionError before
+        (NAN_QUOTA + "#" * 200_000, ["max_manifest_mib=0.1"], "more than the 0.1 MiB cap"),
+    ],
+)  # fmt: skip
+def test_bad_manifests_exit_2_before_anything_compiles(
+    csv_args: list[str], tmp_path: Path, text: str, extra: list[str], message: str
+) -> None:
+    path = tmp_path / "queues.yaml"
+    path.write_text(text)
+    kueue = ["scheduler=kueue", "scheduler.quotas=manifests", f"scheduler.manifests={path}"]
+    proc = gpureplay(*csv_args, *kueue, *extra)
+    assert_usage_error(proc, f"{path}", message)
+    assert '"status": "failed"' in (tmp_path / "out" / "STATUS").read_text()

@@ -367,6 +367,21 @@ def test_a_queue_missing_from_the_manifests_names_the_trace_file_and_its_row(tmp
     )
 
 
+def test_a_quota_beyond_the_engines_integers_names_file_document_and_field(tmp_path: Path) -> None:
+    # 1e18 GPUs is a Kubernetes quantity (below 2^63-1), but 1e21 milli-GPU overflowed int64: an
+    # OverflowError traceback. Refused with the largest amount the replay counts.
+    jobs = jobs_frame([job(1, 0.0, "team-a", 1, 1)])
+    nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": 8}])
+    with pytest.raises(InputError) as err:
+        simulate(jobs, nodes, manifests(tmp_path, cluster_queue("team-a", 1e18, borrowing_limit=2e15)))
+    assert str(err.value).splitlines() == [
+        f"{tmp_path / 'queues.yaml'}, document 2, key 'spec.resourceGroups[0].flavors[0].resources[{k}]."
+        f"{field}': {amount} is more than the replay counts: at most 9.007e+12 nvidia.com/gpu (it counts "
+        "milli-GPU in 64-bit integers, summed over the cohort tree)"
+        for k, field, amount in [(0, "nominalQuota", "1e+18"), (0, "borrowingLimit", "2e+15")]
+    ]
+
+
 def test_manifest_errors_name_file_document_and_field(tmp_path: Path) -> None:
     preempting = cluster_queue("team-a", 8).replace(
         "  queueingStrategy",

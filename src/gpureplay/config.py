@@ -444,7 +444,11 @@ class Config:
     max_time
         Largest submit time, duration and submit time + duration a trace may
         hold, seconds (default 100 years): larger ones are refused when the
-        trace is read, naming file, row and column.
+        trace is read, naming file, row and column. At most 2**53 s, beyond
+        which float64 times step by more than a second.
+    max_manifest_mib
+        Most YAML read from ``scheduler.manifests`` (all files of a folder
+        together), MiB; more is refused before it is read.
     measure
         The measurement window (:class:`MeasureConf`).
     debug
@@ -464,6 +468,7 @@ class Config:
     max_samples: int = 100_000
     horizon: float | None = None
     max_time: float = 3_155_760_000.0
+    max_manifest_mib: float = 8.0
     measure: MeasureConf = field(default_factory=MeasureConf)
     debug: bool = False
     mode: RunMode = RunMode.replay

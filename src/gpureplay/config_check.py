@@ -110,6 +110,10 @@ def check_config(cfg: DictConfig) -> None:
         problems.append(
             Problem(f"must be a number of seconds > 0 (found {interval!r})", CONFIG, key="sample_interval")
         )
+    for key in ("max_manifest_mib",):
+        limit = cfg.get(key)
+        if limit is not None and not (math.isfinite(limit) and limit > 0):
+            problems.append(Problem(f"must be a number > 0 (found {limit!r})", CONFIG, key=key))
     horizon = cfg.get("horizon")
     if horizon is not None and not (horizon >= 0):
         problems.append(

@@ -58,6 +58,7 @@ from gpureplay.workload.utilization import (
     check_usage,
     check_utilization,
 )
+from gpureplay.yaml_input import yaml_size_limit
 
 log = logging.getLogger(__name__)
 
@@ -173,9 +174,10 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
     out_dir.mkdir(parents=True, exist_ok=True)
     clear_run(out_dir, (*RESULT_FILES, *PACKING_FILES, TIMING_FILE))
     _check_run_keys(cfg)
-    inputs = prepare_inputs(cfg)
-    with rows_of(inputs.trace):
-        return _replay(cfg, out_dir, inputs, run_started)
+    with yaml_size_limit(float(cfg.max_manifest_mib), "the config key max_manifest_mib"):
+        inputs = prepare_inputs(cfg)
+        with rows_of(inputs.trace):
+            return _replay(cfg, out_dir, inputs, run_started)
 
 
 def _replay(cfg: DictConfig, out_dir: Path, inputs: ReplayInputs, run_started: float) -> RunOutcome:
