@@ -500,7 +500,14 @@ SCHEMA_GROUP = "schema"
 
 
 def register_configs() -> None:
-    """Register every schema in Hydra's ConfigStore (idempotent)."""
+    """Register every schema in Hydra's ConfigStore, and the resolver ``gpureplay.point_dir`` that names
+    sweep-point folders (:func:`gpureplay.sweep.point_dir`); idempotent."""
+    from omegaconf import OmegaConf
+
+    from gpureplay.sweep import point_dir
+
+    if not OmegaConf.has_resolver("gpureplay.point_dir"):
+        OmegaConf.register_new_resolver("gpureplay.point_dir", point_dir)
     cs = ConfigStore.instance()
     cs.store(name="base_config", node=Config)
     for kind, trace_schema in TRACE_SCHEMAS.items():
