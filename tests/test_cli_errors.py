@@ -134,6 +134,8 @@ def test_plus_into_a_free_mapping_is_still_allowed(tiny_jobs_csv: Path, tmp_path
         ),
         ("horizon=1e17", ["config key 'horizon'", "too large to replay to the second", "steps by 16 s"]),
         ("workload.window_end=1e300", ["config key 'workload.window_end'", "too large to replay"]),
+        ("memory_budget_gib=0", ["config key 'memory_budget_gib'", "must be a number > 0"]),
+        ("max_manifest_mib=-1", ["config key 'max_manifest_mib'", "must be a number > 0"]),
     ],
 )
 def test_values_out_of_range_name_the_key(csv_args: list[str], override: str, fragments: list[str]) -> None:
@@ -359,4 +361,15 @@ def test_bad_manifests_exit_2_before_anything_compiles(
     kueue = ["scheduler=kueue", "scheduler.quotas=manifests", f"scheduler.manifests={path}"]
     proc = gpureplay(*csv_args, *kueue, *extra)
     assert_usage_error(proc, f"{path}", message)
+    assert '"status": "failed"' in (tmp_path / "out" / "STATUS").read_text()
+
+
+def test_a_cluster_too_large_for_the_memory_exits_2_and_the_run_failed(
+    csv_args: list[str], tmp_path: Path
+) -> None:
+    # It grew to 20.5 GB, the kernel killed it (rc 137) and its STATUS stayed `running`.
+    proc = gpureplay(*csv_args, "cluster.nodes=100000000")
+    assert_usage_error(
+        proc, "config key 'cluster.nodes': the replay would need about", "memory available now"
+    )
     assert '"status": "failed"' in (tmp_path / "out" / "STATUS").read_text()

@@ -449,6 +449,13 @@ class Config:
     max_manifest_mib
         Most YAML read from ``scheduler.manifests`` (all files of a folder
         together), MiB; more is refused before it is read.
+    memory_budget_gib
+        Memory a run may take, GiB: a run whose estimate (from its nodes, GPUs,
+        jobs, pods, queues and timeline samples: :mod:`gpureplay.replay.memory`)
+        exceeds it is refused before anything large is allocated (a generated
+        cluster before its node table is built), naming the config key that
+        sizes the largest part. Null: the memory available when the run starts
+        (``MemAvailable`` of ``/proc/meminfo``).
     measure
         The measurement window (:class:`MeasureConf`).
     debug
@@ -469,6 +476,7 @@ class Config:
     horizon: float | None = None
     max_time: float = 3_155_760_000.0
     max_manifest_mib: float = 8.0
+    memory_budget_gib: float | None = None
     measure: MeasureConf = field(default_factory=MeasureConf)
     debug: bool = False
     mode: RunMode = RunMode.replay

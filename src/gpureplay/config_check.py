@@ -110,7 +110,7 @@ def check_config(cfg: DictConfig) -> None:
         problems.append(
             Problem(f"must be a number of seconds > 0 (found {interval!r})", CONFIG, key="sample_interval")
         )
-    for key in ("max_manifest_mib",):
+    for key in ("max_manifest_mib", "memory_budget_gib"):
         limit = cfg.get(key)
         if limit is not None and not (math.isfinite(limit) and limit > 0):
             problems.append(Problem(f"must be a number > 0 (found {limit!r})", CONFIG, key=key))

@@ -23,6 +23,15 @@ from gpureplay import __version__
 from gpureplay.cluster.nodes import ClusterNodes
 from gpureplay.cluster.registry import build_cluster
 from gpureplay.errors import InputError
+from gpureplay.replay.memory import (
+    ClusterSize,
+    RunSizes,
+    check_memory,
+    cluster_size,
+    estimate_memory,
+    planned_cluster,
+    run_sizes,
+)
 from gpureplay.results.metrics import (
     admitted_jobs,
     attempt_results,
@@ -108,6 +117,7 @@ def prepare_inputs(cfg: DictConfig) -> ReplayInputs:
     """
     resolved = cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))
     seed = int(cfg.seed)
+    _check_synthetic_memory(cfg, resolved)
     with max_time_limit(float(cfg.max_time)):
         trace = load_trace(resolved["trace"], seed)
     with rows_of(trace):
@@ -138,12 +148,19 @@ def _prepare(cfg: DictConfig, resolved: dict[str, Any], trace: AdaptedTrace, see
     jobs = _priorities_and_checkpoints(jobs, resolved["workload"], seed)
     rules = [TopologyRequest(**r) for r in resolved["workload"]["topology_requests"]]
     jobs = assign_topology_requests(jobs, rules)
+    policy = _policy(cfg)
+    # A generated cluster's size is known from its config: a run too large for the memory is refused
+    # before its node table is built; a node list's, once it is read (its file bounds it).
+    planned = planned_cluster(resolved["cluster"])
+    if planned is not None:
+        _check_memory(cfg, jobs, planned, policy)
     cluster = build_cluster(resolved["cluster"])
     total_gpus = int(cluster.nodes["num_gpus"].sum())
     log.info(
         "cluster %s: %s nodes, %s GPUs", cfg.cluster.name, f"{cluster.nodes.height:,}", f"{total_gpus:,}"
     )
-    policy = _policy(cfg)
+    if planned is None:
+        _check_memory(cfg, jobs, cluster_size(cluster.nodes), policy)
     jobs = _usage(jobs, resolved["workload"], policy, seed)
     _note_topology_requests(jobs, policy)
     _note_topology_manager(policy)
@@ -427,6 +444,29 @@ def _note_topology_manager(policy: Policy) -> None:
         cpus,
         ", NUMA-aware scheduler" if policy.numa_aware_scheduler else "",
     )
+
+
+def _budget(cfg: DictConfig) -> float | None:
+    budget = cfg.get("memory_budget_gib")
+    return None if budget is None else float(budget)
+
+
+def _check_memory(cfg: DictConfig, jobs: pl.DataFrame, cluster: ClusterSize, policy: Policy) -> None:
+    """Refuse a replay whose estimated memory (:mod:`gpureplay.replay.memory`) is over the budget."""
+    sizes = run_sizes(jobs, cluster, policy, float(cfg.sample_interval), int(cfg.max_samples))
+    estimate = estimate_memory(sizes, policy, cluster.keys)
+    log.info("memory: about %s estimated (%s)", f"{estimate.total / 2**30:.2f} GiB", estimate.describe())
+    check_memory(estimate, _budget(cfg))
+
+
+def _check_synthetic_memory(cfg: DictConfig, resolved: Mapping[str, Any]) -> None:
+    """Refuse a synthetic trace (sized by a config key) too large for the memory before it is made."""
+    trace = resolved["trace"]
+    if trace.get("kind") != "synthetic":
+        return
+    n = int(trace["n_jobs"])
+    sizes = RunSizes(nodes=0, gpus=0, devices=0, node_devices=0, jobs=n, pods=n, slots=n, queues=1, samples=1)
+    check_memory(estimate_memory(sizes, _policy(cfg), job_keys="trace.n_jobs"), _budget(cfg))
 
 
 def _check_run_keys(cfg: DictConfig) -> None:
