@@ -71,6 +71,15 @@ def csv_args(tiny_jobs_csv: Path, tmp_path: Path) -> list[str]:
         ("seed=abc", ["config key 'seed'", "'abc' is not an integer"]),
         ("scheduler.queue_order=lifo", ["config key 'scheduler.queue_order'", "fifo, sjf, priority"]),
         ("x==", ["cannot read the override 'x=='"]),
+        # An unquoted letter outside ASCII: named, with Hydra's advice to quote the value.
+        (
+            "trace.path=/data/täglich.csv",
+            [
+                "cannot read the override 'trace.path=/data/täglich.csv': 'ä' (character 19) is not allowed "
+                "in an unquoted value; quote the value: \"trace.path='/data/täglich.csv'\"",
+                "override_grammar",
+            ],
+        ),
     ],
 )
 def test_config_errors_caught_by_hydra_exit_2_naming_the_key(
@@ -119,6 +128,14 @@ def test_plus_into_a_free_mapping_is_still_allowed(tiny_jobs_csv: Path, tmp_path
     [
         ("sample_interval=0", ["config key 'sample_interval'", "> 0", "found 0.0"]),
         ("horizon=-1", ["config key 'horizon'", ">= 0", "found -1.0"]),
+        (
+            "max_time=1e21",
+            ["config key 'max_time'", "too large to replay to the second", "steps by 131072 s"],
+        ),
+        ("horizon=1e17", ["config key 'horizon'", "too large to replay to the second", "steps by 16 s"]),
+        ("workload.window_end=1e300", ["config key 'workload.window_end'", "too large to replay"]),
+        ("memory_budget_gib=0", ["config key 'memory_budget_gib'", "must be a number > 0"]),
+        ("max_manifest_mib=-1", ["config key 'max_manifest_mib'", "must be a number > 0"]),
     ],
 )
 def test_values_out_of_range_name_the_key(csv_args: list[str], override: str, fragments: list[str]) -> None:
@@ -265,3 +282,94 @@ def test_report_baseline_must_be_key_equals_value_and_name_a_configuration(tmp_p
     assert bad.exception is None or isinstance(bad.exception, SystemExit)
     empty = runner.invoke(main, ["report", str(tmp_path), "-o", str(tmp_path / "out"), "--baseline", "a=b"])
     assert empty.exit_code == 2 and "no complete run" in empty.output
+
+
+def test_a_list_typed_parquet_column_exits_2_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "jobs.parquet"
+    pl.DataFrame({"job_id": [1], "submit_time": [0.0], "duration": [1.0], "num_pods": [1],
+                  "gpu_milli": [[1000]]}).write_parquet(path)  # fmt: skip
+    proc = gpureplay("trace", "inspect", str(path))
+    assert_usage_error(proc, f"{path}, column 'gpu_milli': the column holds List(Int64) values")
+
+
+def test_a_trace_time_too_large_for_float64_seconds_exits_2_and_the_run_failed(tmp_path: Path) -> None:
+    # The issue's case: a 100 s job at 1e20 s finished at its submit time (max_time raised to let it in).
+    trace = tmp_path / "T.csv"
+    trace.write_text("job_id,submit_time,duration,num_pods,gpu_milli\n1,0,100,1,1000\n2,1e20,100,1,1000\n")
+    out = tmp_path / "out"
+    proc = gpureplay("run", "trace=csv", f"trace.path={trace}", "cluster=homogeneous", "cluster.nodes=1",
+                     "scheduler=fifo", f"hydra.run.dir={out}")  # fmt: skip
+    assert_usage_error(proc, f"{trace}, row 2, column 'submit_time'", "at 1e+20 s float64 steps by 16384 s")
+    assert '"status": "failed"' in (out / "STATUS").read_text() and not (out / "DONE").exists()
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        # Each said "trace file not found"; an empty manifests path read the current folder recursively.
+        ("scheduler.manifests=/no/such/manifests", "manifest file or folder not found: /no/such/manifests"),
+        ("scheduler.manifests=", "is empty: give a manifest file or a folder of them"),
+    ],
+)
+def test_manifest_paths_that_name_nothing_exit_2_naming_the_key(
+    csv_args: list[str], tmp_path: Path, override: str, message: str
+) -> None:
+    proc = gpureplay(*csv_args, "scheduler=kueue", "scheduler.quotas=manifests", override)
+    assert_usage_error(proc, f"config key 'scheduler.manifests': {message}")
+    assert '"status": "failed"' in (tmp_path / "out" / "STATUS").read_text()
+
+
+def test_a_missing_topology_file_is_not_called_a_trace_file(csv_args: list[str]) -> None:
+    proc = gpureplay(*csv_args, "cluster.topology=/no/such/topology.csv")
+    assert_usage_error(proc, "config key 'cluster.topology': topology file not found: /no/such/topology.csv")
+    assert "trace file" not in proc.stderr
+
+
+NAN_QUOTA = """\
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: default}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - name: default
+      resources:
+      - {name: nvidia.com/gpu, nominalQuota: .nan}
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "extra", "message"),
+    [
+        # A ValueError traceback from the run before (kueue_quota._engine_amount).
+        (NAN_QUOTA, [], "document 2, key 'spec.resourceGroups[0].flavors[0].resources[0].nominalQuota': "
+                        "not a quantity: nan"),
+        ("[" * 100_000 + "]" * 100_000, [], "nested deeper than 100 levels"),  # a RecursionError before
+        (NAN_QUOTA + "#" * 200_000, ["max_manifest_mib=0.1"], "more than the 0.1 MiB cap"),
+    ],
+)  # fmt: skip
+def test_bad_manifests_exit_2_before_anything_compiles(
+    csv_args: list[str], tmp_path: Path, text: str, extra: list[str], message: str
+) -> None:
+    path = tmp_path / "queues.yaml"
+    path.write_text(text)
+    kueue = ["scheduler=kueue", "scheduler.quotas=manifests", f"scheduler.manifests={path}"]
+    proc = gpureplay(*csv_args, *kueue, *extra)
+    assert_usage_error(proc, f"{path}", message)
+    assert '"status": "failed"' in (tmp_path / "out" / "STATUS").read_text()
+
+
+def test_a_cluster_too_large_for_the_memory_exits_2_and_the_run_failed(
+    csv_args: list[str], tmp_path: Path
+) -> None:
+    # It grew to 20.5 GB, the kernel killed it (rc 137) and its STATUS stayed `running`.
+    proc = gpureplay(*csv_args, "cluster.nodes=100000000")
+    assert_usage_error(
+        proc, "config key 'cluster.nodes': the replay would need about", "memory available now"
+    )
+    assert '"status": "failed"' in (tmp_path / "out" / "STATUS").read_text()

@@ -349,6 +349,39 @@ def test_unmodelled_settings_are_refused(change: dict[str, Any], key: str, messa
     assert key in str(err.value)
 
 
+def test_a_queue_missing_from_the_manifests_names_the_trace_file_and_its_row(tmp_path: Path) -> None:
+    # It said "jobs, row 2": the row is the trace file's, so the run names the file.
+    from gpureplay.experiment import rows_of
+    from gpureplay.traces.generic import load_table
+
+    trace_file = tmp_path / "trace.csv"
+    trace_file.write_text("job_id,submit_time,duration,num_pods,gpu_milli,queue\n1,0,100,1,1000,team-a\n"
+                          "2,0,100,1,1000,nobody\n")  # fmt: skip
+    trace = load_table(trace_file)
+    nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": 8}])
+    with pytest.raises(InputError) as err, rows_of(trace):
+        simulate(trace.jobs, nodes, manifests(tmp_path, cluster_queue("team-a", 8)))
+    assert str(err.value).startswith(
+        f"{trace_file}, row 2, column 'queue': queue 'nobody' names no ClusterQueue or LocalQueue of "
+        f"{tmp_path / 'queues.yaml'}"
+    )
+
+
+def test_a_quota_beyond_the_engines_integers_names_file_document_and_field(tmp_path: Path) -> None:
+    # 1e18 GPUs is a Kubernetes quantity (below 2^63-1), but 1e21 milli-GPU overflowed int64: an
+    # OverflowError traceback. Refused with the largest amount the replay counts.
+    jobs = jobs_frame([job(1, 0.0, "team-a", 1, 1)])
+    nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": 8}])
+    with pytest.raises(InputError) as err:
+        simulate(jobs, nodes, manifests(tmp_path, cluster_queue("team-a", 1e18, borrowing_limit=2e15)))
+    assert str(err.value).splitlines() == [
+        f"{tmp_path / 'queues.yaml'}, document 2, key 'spec.resourceGroups[0].flavors[0].resources[{k}]."
+        f"{field}': {amount} is more than the replay counts: at most 9.007e+12 nvidia.com/gpu (it counts "
+        "milli-GPU in 64-bit integers, summed over the cohort tree)"
+        for k, field, amount in [(0, "nominalQuota", "1e+18"), (0, "borrowingLimit", "2e+15")]
+    ]
+
+
 def test_manifest_errors_name_file_document_and_field(tmp_path: Path) -> None:
     preempting = cluster_queue("team-a", 8).replace(
         "  queueingStrategy",

@@ -479,7 +479,8 @@ def entry(devices: str, mig_devices: str, extra: str = "") -> str:
         ("version: v1\nmig-config: {}\n", "unexpected top-level field(s) mig-config"),
         ("version: v1\nmig-configs:\n  cfg: []\n", "key 'mig-configs.cfg': needs a non-empty list"),
         ("- 1\n- 2\n", "must be a mapping with version and mig-configs"),
-        ("version: v1\nmig-configs:\n  a: [1, 2\n  b: 3\n", "not valid YAML: line 4, column 4: expected ','"),
+        # libyaml's words ("did not find expected ',' or ']'"; the pure-Python loader's "expected ','").
+        ("version: v1\nmig-configs:\n  a: [1, 2\n  b: 3\n", "not valid YAML: line 4, column 4: "),
         (
             entry(
                 "all",
@@ -651,6 +652,13 @@ def test_cli_check_good_file(runner: CliRunner, tmp_path: Path) -> None:
         (["check", "{good}"], ["pass --model"]),
         (["check", "{unplaceable}", "--model", "A100-40GB"], ["'mig-configs.cfg[0]'", "cannot be placed"]),
         (["check", "{bad_devices}", "--model", "A100-40GB"], ["devices must be 'all' or a non-empty list"]),
+        # A RecursionError traceback before.
+        (["check", "{deep}", "--model", "A100-40GB"], ["deep.yaml: nested deeper than 100 levels"]),
+        (["check", "{deep_block}", "--model", "A100-40GB"], ["nested deeper than 100 levels"]),
+        (
+            ["check", "{good}", "--model", "A100-40GB", "--max-mib", "0.0001"],
+            ["more than the 0.0001 MiB cap"],
+        ),
     ],
 )
 def test_cli_bad_input_exits_2(
@@ -662,6 +670,8 @@ def test_cli_bad_input_exits_2(
         "good": write(tmp_path, GOOD, "good.yaml"),
         "unplaceable": write(tmp_path, entry("all", '{"7g.40gb": 1, "1g.5gb": 1}'), "unplaceable.yaml"),
         "bad_devices": write(tmp_path, entry("[a]", "{}"), "devices.yaml"),
+        "deep": write(tmp_path, "[" * 100_000 + "]" * 100_000, "deep.yaml"),
+        "deep_block": write(tmp_path, "".join(" " * i + "a:\n" for i in range(200)), "deep_block.yaml"),
     }
     result = runner.invoke(main, ["mig", *(a.format(**files) for a in args)])
     assert result.exit_code == 2, result.output

@@ -156,6 +156,40 @@ def test_parse_quantity(text: str | float, expected: float) -> None:
     assert parse_quantity(text) == expected
 
 
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (float("nan"), "a quantity is a finite number"),
+        (float("inf"), "a quantity is a finite number"),
+        ("1e400", "a quantity is a finite number"),
+        ("1e19", r"beyond the largest Kubernetes quantity, 2\^63-1"),
+        ("-9Ei", "beyond the largest Kubernetes quantity"),
+    ],
+)
+def test_parse_quantity_refuses_what_no_quantity_can_be(value: str | float, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        parse_quantity(value)
+
+
+@pytest.mark.parametrize("quota", [".nan", "1e400", ".inf"])
+def test_a_quota_that_is_not_finite_names_file_document_and_field(quota: str) -> None:
+    # They passed as "nominal nan / inf", then crashed the run (kueue_quota._engine_amount).
+    assert error_of(CQ.format(extra="").replace("nominalQuota: 8", f"nominalQuota: {quota}")) == (
+        "q.yaml, document 2, key 'spec.resourceGroups[0].flavors[0].resources[0].nominalQuota': not a "
+        f"quantity: {parse_quantity_text(quota)} (a quantity is a finite number)"
+    )
+
+
+def parse_quantity_text(quota: str) -> str:
+    """How the message shows a YAML value: a float read from YAML, or the text of a quantity string."""
+    return {".nan": "nan", ".inf": "inf"}.get(quota, repr(quota))
+
+
+def test_a_fair_sharing_weight_that_is_not_finite_is_refused() -> None:
+    text = CQ.format(extra="  fairSharing: {weight: .nan}\n")
+    assert "spec.fairSharing.weight': not a quantity: nan" in error_of(text)
+
+
 # --------------------------------------------------------------------------- bad input
 
 
@@ -336,6 +370,59 @@ def test_missing_path_and_empty_folder(tmp_path: Path) -> None:
         read_manifests(tmp_path / "nope.yaml")
     with pytest.raises(InputError, match=r"no \*\.yaml or \*\.yml files"):
         read_manifests(tmp_path)
+    # An empty path is not the current folder (which would be read recursively, run folders and all).
+    with pytest.raises(InputError, match="no path given"):
+        read_manifests("")
+
+
+@pytest.mark.parametrize("text", ["", "# nothing here\n", "---\n---\n"])
+def test_a_file_with_no_document_is_refused_not_priority_classes_only(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "empty.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError) as err:
+        read_manifests(path)
+    assert str(err.value) == f"{path}: holds no YAML document: it is empty, or comments and --- only"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        # libyaml stops at 1,000 levels; below that, the depth check at 100 (the readers recurse per level).
+        ("[" * 100_000 + "]" * 100_000, "nested deeper than 100 levels (line 1, column 1001)"),
+        ("a: " + "[" * 150 + "]" * 150, "document 1: nested deeper than 100 levels"),
+        ("a: &a [*a]", "document 1: an alias makes the document contain itself"),
+        (
+            "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n"
+            + "".join(f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 8)),
+            "excessive aliasing",
+        ),
+    ],
+)
+def test_yaml_too_deep_or_self_referring_is_refused_without_recursion_error(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    # 100,000 levels were a RecursionError traceback in `manifests check` and `scheduler.manifests=`.
+    path = tmp_path / "deep.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError) as err:
+        read_manifests(path)
+    assert str(err.value).startswith(str(path)) and message in str(err.value)
+
+
+def test_yaml_beyond_the_size_cap_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    from gpureplay.yaml_input import yaml_size_limit
+
+    (tmp_path / "a.yaml").write_text(CQ.format(extra="") + "#" * 700_000 + "\n")
+    priority = "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: high}\nvalue: 1000\n"
+    (tmp_path / "b.yaml").write_text("#" * 700_000 + "\n" + priority)
+    with pytest.raises(InputError) as err, yaml_size_limit(1.0, "the config key max_manifest_mib"):
+        read_manifests(tmp_path)  # 1.3 MiB in two files
+    assert str(err.value).startswith(
+        f"{tmp_path}: its 2 YAML files hold 1.3 MiB of YAML, more than the 1 MiB cap"
+    )
+    assert str(err.value).endswith("if it is meant, raise the config key max_manifest_mib")
+    with yaml_size_limit(2.0, "the config key max_manifest_mib"):
+        assert len(read_manifests(tmp_path).files) == 2
 
 
 # --------------------------------------------------------------------------- CLI
@@ -361,6 +448,24 @@ def test_cli_check_exits_2_on_bad_input(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert f"{bad}, document 1, key 'kind': unknown kind 'Job' of apiVersion 'batch/v1'" in result.output
     assert "Traceback" not in result.output
+
+
+def test_cli_check_exits_2_on_deep_large_or_empty_input(tmp_path: Path) -> None:
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    result = CliRunner().invoke(main, ["manifests", "check", str(deep)])
+    assert result.exit_code == 2 and "nested deeper than 100 levels" in result.output, result.output
+    assert not isinstance(result.exception, RecursionError)
+    big = tmp_path / "big.yaml"
+    big.write_text(CQ.format(extra="") + "#" * 300_000 + "\n")
+    result = CliRunner().invoke(main, ["manifests", "check", str(big), "--max-mib", "0.25"])
+    assert (
+        result.exit_code == 2
+        and "more than the 0.25 MiB cap" in result.output
+        and "--max-mib" in result.output
+    )
+    result = CliRunner().invoke(main, ["manifests", "check", ""])
+    assert result.exit_code == 2 and "no path given" in result.output
 
 
 def test_cohort_parent_field_follows_the_api_version() -> None:

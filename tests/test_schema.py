@@ -182,8 +182,9 @@ def test_problems_from_several_rules_are_ordered_by_row(tmp_path: Path) -> None:
 
 def test_times_beyond_max_time_name_file_row_and_column(tmp_path: Path) -> None:
     # 100 years by default: 1e18 s durations and 1e20 s submit times (the issue's repros) exhausted memory.
+    # Those are beyond float64's whole seconds too, which says more (test_times_too_large_for_float64...).
     rows = _replace(
-        _replace(GOOD_JOBS, 1, "duration", "1e18", JOBS_HEADER), 2, "submit_time", "1e20", JOBS_HEADER
+        _replace(GOOD_JOBS, 1, "duration", "1e12", JOBS_HEADER), 2, "submit_time", "1e14", JOBS_HEADER
     )
     rows = _replace(rows, 3, "submit_time", "3e9", JOBS_HEADER)
     rows = _replace(rows, 3, "duration", "2e8", JOBS_HEADER)  # each fine alone, the end is beyond
@@ -194,8 +195,40 @@ def test_times_beyond_max_time_name_file_row_and_column(tmp_path: Path) -> None:
         f"{path}, row 2, column 'submit_time'",
         f"{path}, row 3, column 'duration'",
     ]
-    assert "beyond max_time = 3.15576e+09 s (100 years)" in lines[0] and "(found 1e+18)" in lines[0]
+    assert "beyond max_time = 3.15576e+09 s (100 years)" in lines[0] and "(found 1000000000000.0)" in lines[0]
     assert "submit_time + duration" in lines[2] and "(found 3200000000.0)" in lines[2]
+
+
+@pytest.mark.parametrize("max_time", [2.0**53, 1e21])
+def test_times_too_large_for_float64_seconds_name_file_row_and_column(
+    tmp_path: Path, max_time: float
+) -> None:
+    # At 1e20 s float64 steps by 16384 s: a job of 100 s submitted there finished at its submit time.
+    # Raising max_time does not let such times in.
+    rows = _replace(GOOD_JOBS, 2, "submit_time", "1e20", JOBS_HEADER)
+    rows = _replace(rows, 1, "duration", "1e16", JOBS_HEADER)
+    rows = _replace(rows, 3, "submit_time", str(2**53 - 60), JOBS_HEADER)
+    rows = _replace(rows, 3, "duration", "100", JOBS_HEADER)
+    path, df = jobs_from(tmp_path, rows)
+    lines = _error(lambda: validate_jobs(df, str(path), max_time=max_time)).splitlines()
+    assert [line.split(":")[0] for line in lines] == [
+        f"{path}, row 1, column 'duration'",
+        f"{path}, row 2, column 'submit_time'",
+        f"{path}, row 3, column 'duration'",
+    ]
+    assert "duration is too large to replay to the second" in lines[0]
+    assert "(found 1e+20; at 1e+20 s float64 steps by 16384 s" in lines[1]
+    assert "times must stay below 2**53 s = 9.0072e+15 s" in lines[1]
+    assert "submit_time + duration (the job's end) is too large" in lines[2] and "steps by 2 s" in lines[2]
+    # Just below 2**53 s a float64 still counts whole seconds.
+    ok = _replace(GOOD_JOBS, 2, "submit_time", str(2**53 - 200), JOBS_HEADER)
+    assert validate_jobs(jobs_from(tmp_path, ok)[1], str(path), max_time=max_time).height == 3
+
+
+def test_a_time_too_large_for_float64_is_not_also_beyond_max_time(tmp_path: Path) -> None:
+    path, df = jobs_from(tmp_path, _replace(GOOD_JOBS, 2, "submit_time", "1e20", JOBS_HEADER))
+    (line,) = _error(lambda: validate_jobs(df, str(path))).splitlines()
+    assert "too large to replay to the second" in line and "max_time" not in line
 
 
 def test_max_time_is_configurable(tmp_path: Path) -> None:

@@ -300,3 +300,40 @@ def test_a_point_whose_inputs_are_bad_fails_the_sweep_before_any_point_runs(tmp_
     assert "flavor 'a100' selects NVIDIA-A100-SXM4-80GB nodes, and the cluster has none" in proc.stderr
     assert "(point #0: " in proc.stderr and "(point #1: " in proc.stderr and "Traceback" not in proc.stderr
     assert not list(sweep_dir.rglob("STATUS"))
+
+
+def test_point_folders_are_flat_named_by_overrides_and_a_rerun_skips_them(
+    tiny_jobs_csv: Path, tmp_path: Path
+) -> None:
+    # An absolute path among the overrides nested each point as many folders deep as the path.
+    sweep_dir = tmp_path / "sweep"
+    cmd = [
+        sys.executable,
+        "-m",
+        "gpureplay",
+        "run",
+        "-m",
+        "trace=csv",
+        f"trace.path={tiny_jobs_csv}",
+        "cluster=homogeneous",
+        "cluster.nodes=1",
+        "scheduler=fifo",
+        "seed=0,1",
+        f"hydra.sweep.dir={sweep_dir}",
+        "hydra/launcher=basic",
+    ]
+    first = subprocess.run(cmd, capture_output=True, text=True, env=ENV, cwd=REPO, check=False)
+    assert first.returncode == 0, first.stderr
+    assert "2 points: 2 done, 0 skipped, 0 failed" in first.stderr
+    points = point_dirs(sweep_dir)
+    assert [p.parent for p in points] == [sweep_dir, sweep_dir]
+    for seed, point in enumerate(points):
+        expected = (
+            f"cluster.nodes=1,cluster=homogeneous,scheduler=fifo,seed={seed},trace.path=jobs.csv,trace=csv~"
+        )
+        assert point.name.startswith(expected), point.name
+        assert "/" not in point.name and len(point.name.encode()) <= 120
+    again = subprocess.run(cmd, capture_output=True, text=True, env=ENV, cwd=REPO, check=False)
+    assert again.returncode == 0, again.stderr
+    assert "2 points: 0 done, 2 skipped, 0 failed" in again.stderr
+    assert point_dirs(sweep_dir) == points

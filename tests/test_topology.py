@@ -107,6 +107,25 @@ def test_bad_files_name_the_problem_and_where(
         assert f"column '{column}'" in str(err.value)
 
 
+@pytest.mark.parametrize(
+    ("text", "row", "message"),
+    [
+        ("node_name,rack\nnode-0,a\nnode-1,b,extra\n", 2, "3 fields, where the header names 2 columns"),
+        ('node_name,rack\nnode-0,a\nnode-1,"b\nnode-2,c\n', 2, "cannot split the row"),
+    ],
+)
+def test_a_row_that_does_not_split_is_named(tmp_path: Path, text: str, row: int, message: str) -> None:
+    # polars' own message gave no row and advised its infer_schema_length / truncate_ragged_lines options.
+    path = write(tmp_path, text)
+    with pytest.raises(InputError) as err:
+        read_topology(path)
+    (problem,) = err.value.problems
+    assert (problem.source, problem.row) == (str(path), row)
+    assert (
+        message in problem.message and "infer_schema" not in str(err.value) and "ragged" not in str(err.value)
+    )
+
+
 def test_nodes_must_match_the_cluster(tmp_path: Path) -> None:
     path = write(tmp_path, "node_name,rack\nnode-0,a\nnode-1,a\nnode-9,b\n")
     with pytest.raises(InputError) as err:
@@ -123,6 +142,10 @@ def test_nodes_must_match_the_cluster(tmp_path: Path) -> None:
 def test_a_missing_file_is_a_config_error() -> None:
     with pytest.raises(InputError, match=r"cluster\.topology"):
         build_cluster(homogeneous(nodes=2, topology="no/such/topology.csv"))
+    # An absolute path was "trace file not found".
+    with pytest.raises(InputError) as err:
+        build_cluster(homogeneous(nodes=2, topology="/no/such/topology.csv"))
+    assert str(err.value) == "config key 'cluster.topology': topology file not found: /no/such/topology.csv"
 
 
 @pytest.mark.parametrize(

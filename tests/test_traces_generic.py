@@ -170,6 +170,64 @@ def test_parquet_fractional_integer_is_reported(tmp_path: Path) -> None:
     assert (err.value.problems[0].row, err.value.problems[0].column) == (2, "num_pods")
 
 
+@pytest.mark.parametrize(
+    ("column", "values", "found", "expected"),
+    [
+        ("gpu_milli", [[1000], [2000]], "List(Int64)", "whole numbers (Int32)"),
+        ("gpu_milli", [True, False], "Boolean", "whole numbers (Int32)"),
+        ("duration", [True, True], "Boolean", "numbers (Float64)"),
+        ("queue", [[1], [2]], "List(Int64)", "text (String)"),
+        ("priority", [{"a": 1}, {"a": 2}], "Struct", "whole numbers (Int32)"),
+        ("preemptible", [0.5, 1.0], "Float64", "true/false (Boolean)"),
+        ("gpu_models", [[1], [2]], "List(Int64)", "lists of text"),
+    ],
+)
+def test_parquet_column_of_the_wrong_type_is_refused_naming_it(
+    tmp_path: Path, column: str, values: list[object], found: str, expected: str
+) -> None:
+    # A list gpu_milli used to end in a polars traceback; a Boolean one was read as 1 milli-GPU.
+    base: dict[str, list[object]] = {"job_id": [1, 2], "submit_time": [0.0, 1.0], "duration": [1.0, 1.0],
+                                     "num_pods": [1, 1], "gpu_milli": [1000, 1000]}  # fmt: skip
+    path = tmp_path / "jobs.parquet"
+    pl.DataFrame({**base, column: values}).write_parquet(path)
+    with pytest.raises(InputError) as err:
+        load_table(path)
+    (problem,) = err.value.problems
+    assert (problem.source, problem.row, problem.column) == (str(path), None, column)
+    assert problem.message.startswith(f"the column holds {found}")
+    assert expected in problem.message
+
+
+def test_integer_preemptible_reads_zero_and_one_only(tmp_path: Path) -> None:
+    path = tmp_path / "jobs.parquet"
+    pl.DataFrame({"job_id": [1, 2, 3], "submit_time": [0.0, 1.0, 2.0], "duration": [1.0, 1.0, 1.0],
+                  "num_pods": [1, 1, 1], "gpu_milli": [0, 0, 0],
+                  "preemptible": [1, 0, 1]}).write_parquet(path)  # fmt: skip
+    assert load_table(path).jobs["preemptible"].to_list() == [True, False, True]
+    pl.DataFrame({"job_id": [1, 2], "submit_time": [0.0, 1.0], "duration": [1.0, 1.0], "num_pods": [1, 1],
+                  "gpu_milli": [0, 0], "preemptible": [1, 5]}).write_parquet(path)  # fmt: skip
+    with pytest.raises(InputError) as err:
+        load_table(path)
+    assert (err.value.problems[0].row, err.value.problems[0].column) == (2, "preemptible")
+
+
+def test_priority_names_hint_that_priority_is_an_integer(tmp_path: Path) -> None:
+    path = _write(tmp_path, "job_id,submit_time,duration,num_pods,gpu_milli,priority", ["1,0,1,1,0,high"])
+    with pytest.raises(InputError) as err:
+        load_table(path)
+    assert "cannot read 'high' as Int32; priority is the integer value of a PriorityClass" in str(err.value)
+
+
+def test_times_rounded_when_read_are_refused_before_the_shift_to_zero(tmp_path: Path) -> None:
+    # 1e20 and 1e20 + 100 read as the same float64: shifted to 0 they would look fine.
+    path = _write(tmp_path, "job_id,submit_time,duration,num_pods,gpu_milli",
+                  ["1,100000000000000000000,10,1,0", "2,100000000000000000100,10,1,0"])  # fmt: skip
+    with pytest.raises(InputError) as err:
+        load_table(path)
+    assert [(p.row, p.column) for p in err.value.problems] == [(1, "submit_time"), (2, "submit_time")]
+    assert "float64 steps by 16384 s" in str(err.value)
+
+
 def test_missing_columns_list_what_was_looked_for_and_found(tmp_path: Path) -> None:
     path = _write(tmp_path, "id,arrival,gpus", ["1,0,1"])
     with pytest.raises(InputError) as err:

@@ -51,3 +51,26 @@ def test_max_jobs_keeps_earliest() -> None:
 def test_bad_settings_name_the_config_key(kwargs: dict[str, float], key: str) -> None:
     with pytest.raises(InputError, match=re.escape(key)):
         apply_workload(jobs(), **kwargs)  # type: ignore[arg-type]
+
+
+def test_each_transform_says_how_many_jobs_it_kept(caplog: pytest.LogCaptureFixture) -> None:
+    # A window that keeps 1 job of many (a window in the wrong unit) said nothing of the window.
+    with caplog.at_level("INFO", logger="gpureplay.workload.transforms"):
+        apply_workload(jobs(), window_start=85.0, window_end=1e9, max_jobs=5)
+    assert "workload: window [85, 1e+09) s kept 1 of 10 jobs" in caplog.messages
+    assert "workload: max_jobs 5 kept 1 of 1 jobs" in caplog.messages
+
+
+def test_an_empty_window_names_its_key_and_where_the_jobs_are() -> None:
+    with pytest.raises(InputError) as err:
+        apply_workload(jobs(), window_start=1e9)
+    assert str(err.value) == (
+        "config key 'workload.window_start': the window [1e+09, -) s keeps none of the 10 jobs "
+        "(submitted from 0 to 90 s)"
+    )
+
+
+def test_a_load_that_spreads_arrivals_beyond_float64_seconds_is_refused() -> None:
+    with pytest.raises(InputError) as err:
+        apply_workload(jobs(), load=1e-15)
+    assert str(err.value).startswith("config key 'workload.load': 1e-15 spreads the arrivals until 9e+16 s")

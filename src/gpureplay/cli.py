@@ -41,7 +41,8 @@ OVERRIDES are Hydra overrides, e.g.:
 Config groups and their options:
 {groups}
 
-Top-level keys: seed (int), sample_interval (s), horizon (s or null), debug (bool).
+Top-level keys: seed (int), sample_interval (s), horizon (s or null), debug (bool),
+max_time (s), memory_budget_gib (GiB or null: the memory available), max_manifest_mib.
 Writes jobs.parquet, attempts.parquet, timeline.parquet, queues.parquet, summary.parquet
 and a DONE marker into hydra.run.dir (default results/runs/<time>_<trace>_<scheduler>),
 which the run locks (a second run into it fails at once) and keeps a STATUS in.

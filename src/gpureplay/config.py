@@ -444,7 +444,18 @@ class Config:
     max_time
         Largest submit time, duration and submit time + duration a trace may
         hold, seconds (default 100 years): larger ones are refused when the
-        trace is read, naming file, row and column.
+        trace is read, naming file, row and column. At most 2**53 s, beyond
+        which float64 times step by more than a second.
+    max_manifest_mib
+        Most YAML read from ``scheduler.manifests`` (all files of a folder
+        together), MiB; more is refused before it is read.
+    memory_budget_gib
+        Memory a run may take, GiB: a run whose estimate (from its nodes, GPUs,
+        jobs, pods, queues and timeline samples: :mod:`gpureplay.replay.memory`)
+        exceeds it is refused before anything large is allocated (a generated
+        cluster before its node table is built), naming the config key that
+        sizes the largest part. Null: the memory available when the run starts
+        (``MemAvailable`` of ``/proc/meminfo``).
     measure
         The measurement window (:class:`MeasureConf`).
     debug
@@ -464,6 +475,8 @@ class Config:
     max_samples: int = 100_000
     horizon: float | None = None
     max_time: float = 3_155_760_000.0
+    max_manifest_mib: float = 8.0
+    memory_budget_gib: float | None = None
     measure: MeasureConf = field(default_factory=MeasureConf)
     debug: bool = False
     mode: RunMode = RunMode.replay
@@ -495,7 +508,14 @@ SCHEMA_GROUP = "schema"
 
 
 def register_configs() -> None:
-    """Register every schema in Hydra's ConfigStore (idempotent)."""
+    """Register every schema in Hydra's ConfigStore, and the resolver ``gpureplay.point_dir`` that names
+    sweep-point folders (:func:`gpureplay.sweep.point_dir`); idempotent."""
+    from omegaconf import OmegaConf
+
+    from gpureplay.sweep import point_dir
+
+    if not OmegaConf.has_resolver("gpureplay.point_dir"):
+        OmegaConf.register_new_resolver("gpureplay.point_dir", point_dir)
     cs = ConfigStore.instance()
     cs.store(name="base_config", node=Config)
     for kind, trace_schema in TRACE_SCHEMAS.items():

@@ -110,6 +110,10 @@ def check_config(cfg: DictConfig) -> None:
         problems.append(
             Problem(f"must be a number of seconds > 0 (found {interval!r})", CONFIG, key="sample_interval")
         )
+    for key in ("max_manifest_mib", "memory_budget_gib"):
+        limit = cfg.get(key)
+        if limit is not None and not (math.isfinite(limit) and limit > 0):
+            problems.append(Problem(f"must be a number > 0 (found {limit!r})", CONFIG, key=key))
     horizon = cfg.get("horizon")
     if horizon is not None and not (horizon >= 0):
         problems.append(
@@ -117,9 +121,35 @@ def check_config(cfg: DictConfig) -> None:
                 f"must be a time >= 0 in seconds, or null for none (found {horizon!r})", CONFIG, key="horizon"
             )
         )
+    problems.extend(_time_problems(cfg))
     problems.extend(_packing_problems(cfg))
     if problems:
         raise InputError(problems)
+
+
+#: Config keys that hold a time of the replay, in seconds.
+TIME_KEYS = (
+    "max_time",
+    "horizon",
+    "measure.start",
+    "measure.end",
+    "workload.window_start",
+    "workload.window_end",
+)
+
+
+def _time_problems(cfg: DictConfig) -> list[Problem]:
+    """Times too large for float64 to hold to the second (a max_time there would let such trace times in)."""
+    from gpureplay.traces.schema import SECOND_RESOLUTION_LIMIT, too_coarse
+
+    problems = []
+    for key in TIME_KEYS:
+        value = OmegaConf.select(cfg, key, default=None)
+        if isinstance(value, int | float) and math.isfinite(value) and value > SECOND_RESOLUTION_LIMIT:
+            problems.append(
+                Problem(f"is too large to replay to the second; {too_coarse(value)}", CONFIG, key=key)
+            )
+    return problems
 
 
 def _packing_problems(cfg: DictConfig) -> list[Problem]:
@@ -252,6 +282,33 @@ def _strip_hydra_noise(text: str) -> str:
     return "\n".join(kept)
 
 
+#: Hydra's page on the override grammar (where quoting is explained), as its own message links it.
+OVERRIDE_GRAMMAR_URL = "https://hydra.cc/docs/advanced/override_grammar/basic/"
+_LEXER = "LexerNoViableAltException: "
+
+
+def _override_message(override: str, message: str) -> str:
+    """Hydra's refusal of an override in one line, keeping its point: where it stopped, and to quote.
+
+    The lexer's message is the override and a caret under the character it cannot read (a letter
+    outside ASCII, in a path or a name, is the usual one): the character is named instead, and how
+    to quote the value, which is what Hydra's linked page says.
+    """
+    lines = [line for line in message.splitlines() if not line.startswith("See https://")]
+    key, sep, value = override.partition("=")
+    quoted = f"\"{key}='{value}'\"" if sep and "'" not in value else None
+    hint = f"quote the value: {quoted} ({OVERRIDE_GRAMMAR_URL})" if quoted else f"see {OVERRIDE_GRAMMAR_URL}"
+    if len(lines) >= 2 and lines[0].startswith(_LEXER) and lines[1].strip() == "^":
+        at = len(lines[1]) - len(_LEXER) - 1  # Hydra right-aligns the caret under the override
+        if 0 <= at < len(override):
+            return (
+                f"cannot read the override {override!r}: {override[at]!r} (character {at + 1}) is not "
+                f"allowed in an unquoted value; {hint}"
+            )
+    detail = " ".join(lines[1:]) if len(lines) > 1 and lines[1].strip() != "^" else lines[0] if lines else ""
+    return f"cannot read the override {override!r}: {detail.removeprefix(_LEXER)}; {hint}"
+
+
 def describe_config_error(err: BaseException) -> str | None:
     """A short message for a config error raised by Hydra or OmegaConf, or None if ``err`` is not one.
 
@@ -274,8 +331,7 @@ def describe_config_error(err: BaseException) -> str | None:
             f"options: {', '.join(options)}"
         )
     if isinstance(err, OverrideParseException):
-        detail = [line for line in str(err.message).splitlines() if not line.startswith("See https://")]
-        return f"cannot read the override {err.override!r}: {' '.join(detail[1:]) or detail[0]}"
+        return _override_message(str(err.override), str(err.message))
     if isinstance(err, ConfigCompositionException):
         described = _compose_cause(err)
         if described is not None:

@@ -8,11 +8,14 @@ exits non-zero; nothing else catches it.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NoReturn
 
 #: ``Problem.source`` of a bad value in the run configuration (as opposed to a file).
 CONFIG = "config"
+#: ``Problem.source`` of a bad value in the jobs table being replayed, found where the trace file is not
+#: known; its ``row`` is the file's (``source_row``), and :meth:`InputError.in_file` names the file.
+JOBS = "jobs"
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,20 @@ class InputError(ValueError):
         # Exceptions pickle their args by default (here the message), which would not rebuild the
         # problems; sweep workers send errors back to the parent process.
         return (type(self), (self.problems, self.total, self.shown))
+
+    def in_file(self, path: str) -> InputError:
+        """The same problems, those of the jobs table at a row (:data:`JOBS`) named by the trace file.
+
+        Examples
+        --------
+        >>> err = InputError.single("queue 'x' names no ClusterQueue", JOBS, row=3, column="queue")
+        >>> str(err.in_file("trace.csv"))
+        "trace.csv, row 3, column 'queue': queue 'x' names no ClusterQueue"
+        """
+        problems = [
+            replace(p, source=path) if p.source == JOBS and p.row is not None else p for p in self.problems
+        ]
+        return InputError(problems, self.total, self.shown)
 
     @classmethod
     def single(

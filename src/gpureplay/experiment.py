@@ -10,7 +10,8 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -22,6 +23,15 @@ from gpureplay import __version__
 from gpureplay.cluster.nodes import ClusterNodes
 from gpureplay.cluster.registry import build_cluster
 from gpureplay.errors import InputError
+from gpureplay.replay.memory import (
+    ClusterSize,
+    RunSizes,
+    check_memory,
+    cluster_size,
+    estimate_memory,
+    planned_cluster,
+    run_sizes,
+)
 from gpureplay.results.metrics import (
     admitted_jobs,
     attempt_results,
@@ -57,6 +67,7 @@ from gpureplay.workload.utilization import (
     check_usage,
     check_utilization,
 )
+from gpureplay.yaml_input import yaml_size_limit
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +132,29 @@ def prepare_inputs(cfg: DictConfig, trace: AdaptedTrace | None = None) -> Replay
     resolved = cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))
     seed = int(cfg.seed)
     if trace is None:
+        _check_synthetic_memory(cfg, resolved)
         trace = load_trace_of(cfg)
+    with rows_of(trace):
+        return _prepare(cfg, resolved, trace, seed)
+
+
+@contextmanager
+def rows_of(trace: AdaptedTrace) -> Iterator[None]:
+    """Name the trace file in errors about a row of its jobs (raised as rows of ``"jobs"``, the table).
+
+    The jobs keep the file's row numbers (``source_row``) through the workload and the replay, so
+    ``trace.csv, row 7, column 'queue'`` points at the line to open. Traces built from several files
+    or generated keep ``jobs``.
+    """
+    try:
+        yield
+    except InputError as err:
+        if not Path(trace.source).is_file():
+            raise
+        raise err.in_file(trace.source) from err
+
+
+def _prepare(cfg: DictConfig, resolved: dict[str, Any], trace: AdaptedTrace, seed: int) -> ReplayInputs:
     log.info("trace %s: %s jobs from %s", cfg.trace.name, f"{trace.jobs.height:,}", trace.source)
     for reason, count in trace.changes.most_common():
         log.info("  adapter: %s rows: %s", f"{count:,}", reason)
@@ -129,12 +162,19 @@ def prepare_inputs(cfg: DictConfig, trace: AdaptedTrace | None = None) -> Replay
     jobs = _priorities_and_checkpoints(jobs, resolved["workload"], seed)
     rules = [TopologyRequest(**r) for r in resolved["workload"]["topology_requests"]]
     jobs = assign_topology_requests(jobs, rules)
+    policy = _policy(cfg)
+    # A generated cluster's size is known from its config: a run too large for the memory is refused
+    # before its node table is built; a node list's, once it is read (its file bounds it).
+    planned = planned_cluster(resolved["cluster"])
+    if planned is not None:
+        _check_memory(cfg, jobs, planned, policy)
     cluster = build_cluster(resolved["cluster"])
     total_gpus = int(cluster.nodes["num_gpus"].sum())
     log.info(
         "cluster %s: %s nodes, %s GPUs", cfg.cluster.name, f"{cluster.nodes.height:,}", f"{total_gpus:,}"
     )
-    policy = _policy(cfg)
+    if planned is None:
+        _check_memory(cfg, jobs, cluster_size(cluster.nodes), policy)
     jobs = _usage(jobs, resolved["workload"], policy, seed)
     _note_topology_requests(jobs, policy)
     _note_topology_manager(policy)
@@ -160,9 +200,11 @@ def check_inputs(cfg: DictConfig, trace: AdaptedTrace | None = None) -> ReplayIn
     gpureplay.errors.InputError
         Naming the bad input (file, row, column, config key).
     """
-    inputs = prepare_inputs(cfg, trace)
-    if cfg.mode.name != "packing":
-        _check_replay_inputs(inputs)
+    with yaml_size_limit(float(cfg.max_manifest_mib), "the config key max_manifest_mib"):
+        inputs = prepare_inputs(cfg, trace)
+        if cfg.mode.name != "packing":
+            with rows_of(inputs.trace):
+                _check_replay_inputs(inputs)
     return inputs
 
 
@@ -202,6 +244,19 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
     gpureplay.errors.InputError
         On any bad trace, node list or config value; nothing is written then.
     """
+    run_started = time.perf_counter()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    clear_run(out_dir, (*RESULT_FILES, *PACKING_FILES, TIMING_FILE))
+    _check_run_keys(cfg)
+    with yaml_size_limit(float(cfg.max_manifest_mib), "the config key max_manifest_mib"):
+        inputs = prepare_inputs(cfg)
+        with rows_of(inputs.trace):
+            return _replay(cfg, out_dir, inputs, run_started)
+
+
+def _replay(cfg: DictConfig, out_dir: Path, inputs: ReplayInputs, run_started: float) -> RunOutcome:
+    """The replay (or the packing run) of prepared inputs, and its results written (see run_experiment)."""
     from gpureplay.engine.config import cache_folder
     from gpureplay.replay.progress import compile_notice, progress_for_terminal
     from gpureplay.replay.simulate import (  # numba import deferred: `--help` stays fast
@@ -210,13 +265,7 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
         warm_up,
     )
 
-    run_started = time.perf_counter()
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    clear_run(out_dir, (*RESULT_FILES, *PACKING_FILES, TIMING_FILE))
     seed = int(cfg.seed)
-    _check_run_keys(cfg)
-    inputs = prepare_inputs(cfg)
     trace, jobs, cluster, policy = inputs.trace, inputs.jobs, inputs.cluster, inputs.policy
     total_gpus = int(cluster.nodes["num_gpus"].sum())
     if cfg.mode.name == "packing":
@@ -447,6 +496,29 @@ def _note_topology_manager(policy: Policy) -> None:
         cpus,
         ", NUMA-aware scheduler" if policy.numa_aware_scheduler else "",
     )
+
+
+def _budget(cfg: DictConfig) -> float | None:
+    budget = cfg.get("memory_budget_gib")
+    return None if budget is None else float(budget)
+
+
+def _check_memory(cfg: DictConfig, jobs: pl.DataFrame, cluster: ClusterSize, policy: Policy) -> None:
+    """Refuse a replay whose estimated memory (:mod:`gpureplay.replay.memory`) is over the budget."""
+    sizes = run_sizes(jobs, cluster, policy, float(cfg.sample_interval), int(cfg.max_samples))
+    estimate = estimate_memory(sizes, policy, cluster.keys)
+    log.info("memory: about %s estimated (%s)", f"{estimate.total / 2**30:.2f} GiB", estimate.describe())
+    check_memory(estimate, _budget(cfg))
+
+
+def _check_synthetic_memory(cfg: DictConfig, resolved: Mapping[str, Any]) -> None:
+    """Refuse a synthetic trace (sized by a config key) too large for the memory before it is made."""
+    trace = resolved["trace"]
+    if trace.get("kind") != "synthetic":
+        return
+    n = int(trace["n_jobs"])
+    sizes = RunSizes(nodes=0, gpus=0, devices=0, node_devices=0, jobs=n, pods=n, slots=n, queues=1, samples=1)
+    check_memory(estimate_memory(sizes, _policy(cfg), job_keys="trace.n_jobs"), _budget(cfg))
 
 
 def _check_run_keys(cfg: DictConfig) -> None:

@@ -13,6 +13,7 @@ import click
 
 from gpureplay.errors import InputError
 from gpureplay.errors import exit_with as _fail
+from gpureplay.yaml_input import DEFAULT_MAX_MIB, yaml_size_limit
 
 
 @click.group("mig")
@@ -51,7 +52,14 @@ def mig_layouts(model: str) -> None:
     help="GPU model to check every config against (catalog name or alias). "
     "Default: the models the file's device-filters name by PCI id.",
 )
-def mig_check(layout_file: Path, model: str | None) -> None:
+@click.option(
+    "--max-mib",
+    type=click.FloatRange(min=0, min_open=True),
+    default=DEFAULT_MAX_MIB,
+    show_default=True,
+    help="Largest file to read, MiB.",
+)
+def mig_check(layout_file: Path, model: str | None, max_mib: float) -> None:
     """Validate a mig-parted config file against the MIG geometry of the catalog.
 
     Prints each device entry that is valid with the placement found for it
@@ -63,7 +71,9 @@ def mig_check(layout_file: Path, model: str | None) -> None:
     from gpureplay.mig.parted import check_mig_parted, read_mig_parted
 
     try:
-        result = check_mig_parted(read_mig_parted(layout_file), model)
+        with yaml_size_limit(max_mib, "--max-mib"):
+            parsed = read_mig_parted(layout_file)
+        result = check_mig_parted(parsed, model)
     except InputError as err:
         _fail(err)
     for found in result.placements:

@@ -15,8 +15,10 @@ recorded as failed then (:func:`write_killed`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import sys
 import time
 import traceback
@@ -31,6 +33,51 @@ STATUS_FILE = "STATUS"
 #: Per-point error report of a failed point.
 ERROR_FILE = "ERROR.txt"
 STATUSES = ("running", "done", "skipped", "failed", "interrupted")
+
+
+#: Longest sweep-point folder name kept as Hydra's ``override_dirname`` gives it, in bytes (file names
+#: may be 255 bytes on the usual filesystems; the rest of the path counts against PATH_MAX).
+MAX_POINT_DIR_BYTES = 120
+
+#: Characters a folder name cannot hold (a slash makes folders) or should not (control characters).
+_UNSAFE = re.compile(r"[/\\\x00-\x1f\x7f]+")
+#: A value in ``key=value,key=value``: up to the next ``,`` that starts another ``key=``.
+_VALUE = re.compile(r"=(.*?)(?=,[^,=]+=|$)")
+
+
+def point_dir(override_dirname: str) -> str:
+    """A sweep point's folder name: Hydra's ``override_dirname``, flat and of bounded length.
+
+    The name Hydra builds (``scheduler=fifo,seed=0``) is kept when it is safe, so that a sweep
+    folder written before resumes as it did. A value holding a path keeps its last component
+    (``scheduler.manifests=/srv/q/kueue`` gives ``scheduler.manifests=kueue``: a slash made one
+    folder level per path component), other unsafe characters become ``_``, a name still too long
+    is cut, and a changed name ends with ``~`` and a hash of the whole ``override_dirname``, which
+    keeps two points apart whatever was shortened. Registered as the resolver
+    ``gpureplay.point_dir`` (``hydra.sweep.subdir`` in ``conf/config.yaml``).
+
+    Examples
+    --------
+    >>> point_dir("scheduler=fifo,seed=0")
+    'scheduler=fifo,seed=0'
+    >>> point_dir("scheduler.manifests=/srv/queues/kueue,seed=1")
+    'scheduler.manifests=kueue,seed=1~3e209ea772'
+    >>> len(point_dir("trace.path=" + "x" * 300).encode()) <= MAX_POINT_DIR_BYTES
+    True
+    """
+    if not _UNSAFE.search(override_dirname) and len(override_dirname.encode()) <= MAX_POINT_DIR_BYTES:
+        return override_dirname
+    digest = "~" + hashlib.sha256(override_dirname.encode()).hexdigest()[:10]
+
+    def last_component(found: re.Match[str]) -> str:
+        value = found[1]
+        return "=" + (value.rstrip("/").rsplit("/", 1)[-1] or value) if "/" in value else found[0]
+
+    readable = _UNSAFE.sub("_", _VALUE.sub(last_component, override_dirname))
+    room = MAX_POINT_DIR_BYTES - len(digest)
+    while len(readable.encode()) > room:
+        readable = readable[:-1]
+    return readable + digest
 
 
 def write_status(folder: Path, status: str, error: str | None = None) -> None:

@@ -63,7 +63,7 @@ def openb_nodes(
         number, an unknown model, a GPU node without a model, or a duplicate
         ``sn``; each names file, row and column.
     """
-    resolved = resolve_data_path(path)
+    resolved = resolve_data_path(path, "node list")
     source = str(resolved)
     changes: Counter[str] = Counter()
     raw = read_node_csv(resolved, source, _COLUMNS)

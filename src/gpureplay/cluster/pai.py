@@ -65,7 +65,7 @@ def pai_nodes(
         is not a number, an unknown GPU type, or a duplicate machine; each
         names file, row and column.
     """
-    resolved = resolve_data_path(path)
+    resolved = resolve_data_path(path, "node list")
     source = str(resolved)
     changes: Counter[str] = Counter()
     raw = read_node_csv(resolved, source, _COLUMNS, header=False)

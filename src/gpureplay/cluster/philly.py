@@ -117,7 +117,7 @@ def philly_nodes(
         whole number, an unknown memory class, duplicate machines, or (revised)
         a GPU machine that is not in the official list, naming file, row and column.
     """
-    official_path = resolve_data_path(machine_list)
+    official_path = resolve_data_path(machine_list, "node list")
     official_source = str(official_path)
     changes: Counter[str] = Counter()
     official = _read_official(official_path, official_source)
@@ -136,7 +136,7 @@ def philly_nodes(
         )
         return ClusterNodes(nodes, official_source, file_sha256(official_path), changes)
 
-    revised_path = resolve_data_path(revised_list)
+    revised_path = resolve_data_path(revised_list, "node list")
     revised_source = str(revised_path)
     _reject_duplicates(official, official_source)
     raw = read_node_csv(revised_path, revised_source, _REVISED_COLUMNS)

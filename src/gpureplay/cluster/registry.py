@@ -95,7 +95,7 @@ def _with_topology(cluster: ClusterNodes, path: str, match: str) -> ClusterNodes
     from gpureplay.paths import resolve_data_path
 
     try:
-        found = resolve_data_path(path)
+        found = resolve_data_path(path, "topology file")
     except FileNotFoundError as err:
         raise InputError.single(str(err), "config", key="cluster.topology") from err
     nodes = apply_topology(cluster.nodes, read_topology(found), match, str(found))

@@ -70,7 +70,7 @@ def spot_nodes(
         On an unreadable file, a missing column, a value that is not a number,
         an unknown model, or a duplicate node name; each names file, row and column.
     """
-    resolved = resolve_data_path(path)
+    resolved = resolve_data_path(path, "node list")
     source = str(resolved)
     changes: Counter[str] = Counter()
     raw = read_node_csv(resolved, source, _COLUMNS)

@@ -29,6 +29,7 @@ from pathlib import Path
 import polars as pl
 
 from gpureplay.errors import InputError, Problem
+from gpureplay.traces.generic import reading
 
 __all__ = ["LEVELS", "TOPOLOGY_MATCHES", "apply_topology", "read_topology"]
 
@@ -52,8 +53,9 @@ def read_topology(path: Path) -> pl.DataFrame:
     """
     source = str(path)
     try:
-        raw = pl.read_csv(path, infer_schema=False)
-    except (OSError, pl.exceptions.PolarsError) as err:
+        with reading(source, path):
+            raw = pl.read_csv(path, infer_schema=False)
+    except OSError as err:
         raise InputError.single(f"cannot read the topology file: {err}", source) from err
     if set(_CRUX_COLUMNS) <= set(raw.columns):
         table = raw.select(

@@ -39,6 +39,7 @@ import yaml  # type: ignore[import-untyped]
 from gpureplay.cluster.catalog import gpu_models
 from gpureplay.errors import InputError, Problem
 from gpureplay.mig.geometry import Instance, MigError, MigGeometry, SliceState, mig_geometry, mig_models
+from gpureplay.yaml_input import YAML_LOADER, load_documents, read_yaml_files
 
 __all__ = [
     "DeviceEntry",
@@ -307,21 +308,18 @@ def read_mig_parted(path: str | Path) -> MigPartedFile:
     ------
     InputError
         When the file cannot be read, is not valid YAML (the message gives the
-        line), repeats a key, or breaks the spec.
+        line), is larger than the size cap or nested too deeply
+        (:mod:`gpureplay.yaml_input`), repeats a key, or breaks the spec.
     """
     source = str(path)
-    try:
-        text = Path(path).read_text()
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError.single(f"cannot read the file: {err}", source) from None
-    try:
-        duplicate = _duplicate_key(yaml.compose(text))
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-        reason = getattr(err, "problem", None) or str(err)
-        raise InputError.single(f"not valid YAML: {where}{reason}", source) from None
+    ((_, text),) = read_yaml_files([Path(path)], source)
+    documents = load_documents(text, source)  # refuses YAML too large, too deep or aliased too far
+    if len(documents) > 1:
+        raise InputError.single(
+            f"not valid YAML for a mig-parted config: one document expected, found {len(documents)}", source
+        )
+    data = documents[0] if documents else None
+    duplicate = _duplicate_key(yaml.compose(text, Loader=YAML_LOADER))
     if duplicate is not None:
         raise InputError.single(f"line {duplicate[1]}: key {duplicate[0]!r} appears twice", source)
     return parse_mig_parted(data, source)

@@ -74,6 +74,10 @@ RESOURCES: tuple[tuple[str, str, float], ...] = (
     ("memory", "MiB", 1.0 / 2.0**20),
 )
 
+#: Largest quota amount, in engine units (milli-GPU, milli-CPU, MiB): 2**53, exact in a float64 (shares
+#: divide it) and summed over up to 1024 quotas of a cohort tree without overflowing int64.
+MAX_ENGINE_AMOUNT = 2**53
+
 #: An unset ``borrowingLimit`` / ``lendingLimit``, or a resource a node has no quota for.
 UNSET = -1
 
@@ -467,14 +471,32 @@ def _flavor_problems(
                     )
                 )
             for k, res in enumerate(flavor.resources):
-                if _resource_index(res.name) is None:
+                path = f"spec.resourceGroups[{g}].flavors[{f}].resources[{k}]"
+                r = _resource_index(res.name)
+                if r is None:
                     problems.append(
                         node.origin.problem(
                             f"quota for {res.name!r}: the replay's jobs request only "
                             f"{', '.join(name for name, _, _ in RESOURCES)}",
-                            f"spec.resourceGroups[{g}].flavors[{f}].resources[{k}].name",
+                            f"{path}.name",
                         )
                     )
+                    continue
+                amounts = (
+                    ("nominalQuota", res.nominal_quota),
+                    ("borrowingLimit", res.borrowing_limit),
+                    ("lendingLimit", res.lending_limit),
+                )
+                for field, amount in amounts:
+                    if amount is not None and abs(amount * RESOURCES[r][2]) > MAX_ENGINE_AMOUNT:
+                        problems.append(
+                            node.origin.problem(
+                                f"{amount:g} is more than the replay counts: at most "
+                                f"{MAX_ENGINE_AMOUNT / RESOURCES[r][2]:.4g} {res.name} (it counts "
+                                f"{RESOURCES[r][1]} in 64-bit integers, summed over the cohort tree)",
+                                f"{path}.{field}",
+                            )
+                        )
     return problems
 
 

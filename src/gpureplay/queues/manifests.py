@@ -58,13 +58,12 @@ Examples
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import yaml  # type: ignore[import-untyped]
 
 from gpureplay.errors import InputError, Problem
 from gpureplay.queues.tree import (
@@ -93,6 +92,7 @@ from gpureplay.queues.tree import (
     VolcanoQueue,
     validate_tree,
 )
+from gpureplay.yaml_input import load_documents, read_yaml_files
 
 __all__ = [
     "KINDS",
@@ -302,6 +302,9 @@ _SUFFIXES = {
 _QUANTITY = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$")
 
 
+#: The largest magnitude of a Kubernetes quantity (``resource.Quantity``: 2^63-1).
+MAX_QUANTITY = float(2**63 - 1)
+
 #: Go's ``time.ParseDuration`` units, in seconds.
 _DURATION_UNITS = {
     "ns": 1e-9,
@@ -368,32 +371,40 @@ def parse_quantity(value: object) -> float:
     Raises
     ------
     ValueError
-        When ``value`` is not a quantity.
+        When ``value`` is not a quantity: not a number, NaN or infinite (YAML's ``.nan``,
+        ``.inf``, or ``1e400``, which reads as infinite), or beyond :data:`MAX_QUANTITY`.
 
     Notes
     -----
     The grammar of ``k8s.io/apimachinery/pkg/api/resource/quantity.go`` (``ParseQuantity``):
     a signed decimal, then a binary suffix (``Ki``..``Ei``), a decimal suffix
-    (``n u m k M G T P E``) or a decimal exponent.
+    (``n u m k M G T P E``) or a decimal exponent. It has no NaN or infinity, and "no
+    quantity may represent a number greater than 2^63-1 in magnitude" (the ``Quantity``
+    type's documentation; Kubernetes caps a larger one, which here would change the
+    manifest's meaning silently, so it is refused).
 
     Examples
     --------
     >>> parse_quantity("500m"), parse_quantity("2Gi"), parse_quantity(16), parse_quantity("1e3")
     (0.5, 2147483648.0, 16.0, 1000.0)
+    >>> parse_quantity(float("nan"))
+    Traceback (most recent call last):
+    ValueError: not a quantity: nan (a quantity is a finite number)
     """
     if isinstance(value, bool):
         raise ValueError(f"not a quantity: {value!r}")
     if isinstance(value, int | float):
-        return float(value)
-    if not isinstance(value, str):
+        amount = float(value)
+    elif isinstance(value, str) and (match := _QUANTITY.match(value.strip())) is not None:
+        number, exponent, suffix = match.groups()
+        amount = float(number + exponent) if exponent is not None else float(number) * _SUFFIXES[suffix or ""]
+    else:
         raise ValueError(f"not a quantity: {value!r}")
-    match = _QUANTITY.match(value.strip())
-    if match is None:
-        raise ValueError(f"not a quantity: {value!r}")
-    number, exponent, suffix = match.groups()
-    if exponent is not None:
-        return float(number + exponent)
-    return float(number) * _SUFFIXES[suffix or ""]
+    if not math.isfinite(amount):
+        raise ValueError(f"not a quantity: {value!r} (a quantity is a finite number)")
+    if abs(amount) > MAX_QUANTITY:
+        raise ValueError(f"{value!r} is beyond the largest Kubernetes quantity, 2^63-1 = {MAX_QUANTITY:.4g}")
+    return amount
 
 
 class _Document:
@@ -477,10 +488,14 @@ class _Reader:
             self.doc.problem(f"must be a number (found {value!r})", path)
             return default
         try:
-            return float(value)
+            found = float(value)
         except ValueError:
             self.doc.problem(f"must be a number (found {value!r})", path)
             return default
+        if not math.isfinite(found):
+            self.doc.problem(f"must be a finite number (found {value!r})", path)
+            return default
+        return found
 
     def duration(self, value: Any, path: str) -> float | None:
         """A ``metav1.Duration`` in seconds (None: unset); a negative or malformed one is a problem."""
@@ -818,13 +833,12 @@ def _read_document(data: Any, origin: Origin, into: _Collected) -> None:
 
 def _load(text: str, source: str, into: _Collected) -> None:
     try:
-        documents = list(yaml.safe_load_all(text))
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-        reason = getattr(err, "problem", None) or str(err)
-        into.problems.append(Problem(f"not valid YAML: {where}{reason}", source))
+        documents = load_documents(text, source)
+    except InputError as err:
+        into.problems += err.problems
         return
+    if all(data is None for data in documents):
+        into.problems.append(Problem("holds no YAML document: it is empty, or comments and --- only", source))
     for index, data in enumerate(documents, start=1):
         if data is None:
             continue  # an empty document (a trailing or doubled ---) holds nothing
@@ -878,7 +892,8 @@ def parse_manifests(text: str, source: str = "<text>") -> ManifestSet:
     Raises
     ------
     InputError
-        On bad YAML, an unknown kind, a field not modelled, a bad value, mixed models,
+        On bad YAML (or YAML nested too deeply, or aliased too far: :mod:`gpureplay.yaml_input`),
+        no document at all, an unknown kind, a field not modelled, a bad value, mixed models,
         or a failed :func:`~gpureplay.queues.tree.validate_tree` check; each problem names
         ``source``, the 1-based document index and the field path.
     """
@@ -905,9 +920,12 @@ def read_manifests(path: str | Path, on_file: Callable[[Path], None] | None = No
     Raises
     ------
     InputError
-        As :func:`parse_manifests`, and when ``path`` does not exist, cannot be read, or
-        is a folder without YAML files.
+        As :func:`parse_manifests`, and when ``path`` is empty, does not exist, cannot be
+        read, is a folder without YAML files, holds more YAML than the size cap
+        (:func:`gpureplay.yaml_input.yaml_size_limit`), or a file holds no document.
     """
+    if not str(path).strip():
+        raise InputError.single("no path given: name a manifest file or a folder of them", "manifests")
     root = Path(path)
     if root.is_dir():
         files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in (".yaml", ".yml"))
@@ -918,13 +936,8 @@ def read_manifests(path: str | Path, on_file: Callable[[Path], None] | None = No
     else:
         raise InputError.single("no such file or folder", str(root))
     collected = _Collected()
-    for file in files:
+    for file, text in read_yaml_files(files, str(root)):
         if on_file is not None:
             on_file(file)
-        try:
-            text = file.read_text()
-        except (OSError, UnicodeDecodeError) as err:
-            collected.problems.append(Problem(f"cannot read the file: {err}", str(file)))
-            continue
         _load(text, str(file), collected)
     return _finish(collected, tuple(str(f) for f in files))

@@ -551,9 +551,24 @@ def _derived_per_queue(
 
 
 def manifest_path(policy: Policy) -> Path:
-    """``scheduler.manifests`` as read: a folder whole, a file not found here looked up in the data roots."""
-    given = Path(str(policy.manifests))
-    return given if given.is_dir() else resolve_data_path(given)
+    """``scheduler.manifests`` as read: a folder whole, a file not found here looked up in the data roots.
+
+    Raises
+    ------
+    InputError
+        Naming ``scheduler.manifests`` when it is empty (``Path("")`` is the current folder, which
+        would be read recursively, run folders and all) or names nothing that exists.
+    """
+    text = str(policy.manifests)
+    if not text.strip():
+        raise InputError.config("is empty: give a manifest file or a folder of them", "scheduler.manifests")
+    given = Path(text).expanduser()
+    if given.is_dir():
+        return given
+    try:
+        return resolve_data_path(given, "manifest file or folder")
+    except FileNotFoundError as err:
+        raise InputError.config(str(err), "scheduler.manifests") from None
 
 
 def _derived_quotas(

@@ -37,6 +37,7 @@ from gpureplay.traces.schema import (
     canonical_model_expr,
     cast_columns,
     check_rules,
+    coarse_time_rule,
     validate_jobs,
 )
 
@@ -72,19 +73,48 @@ def model_list_expr(expr: pl.Expr, separator: str = "|") -> pl.Expr:
 
 
 @contextmanager
-def reading(source: str) -> Iterator[None]:
+def reading(source: str, file: Path | None = None) -> Iterator[None]:
     """Turn polars' errors while reading a raw file into an :class:`InputError` naming the file.
 
     Wrap only the statements that read (scan, schema, collect of the raw table),
     so that errors in the adapter's own expressions are not disguised as bad input.
+    Given the ``file`` of a CSV, a row polars cannot split is found and named
+    (:func:`malformed_csv_row`), instead of polars' advice about its own options.
     """
     try:
         yield
     except pl.exceptions.NoDataError as err:
         raise InputError.single("the file is empty", source) from err
     except pl.exceptions.PolarsError as err:
+        found = malformed_csv_row(file) if file is not None and _is_csv(file) else None
+        if found is not None:
+            raise InputError.single(found[1], source, row=found[0]) from err
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise InputError.single(f"cannot read the file: {first}", source) from err
+
+
+def malformed_csv_row(file: Path) -> tuple[int, str] | None:
+    """The first data row (1-based, the header not counted) of a CSV that cannot be split, and why.
+
+    A row with more fields than the header, or a quoted field that is never closed; None when
+    every row splits (the error was something else). Read with Python's ``csv`` module, whose
+    quoting is polars' (RFC 4180 double quotes).
+    """
+    opener = gzip.open if file.name.lower().endswith(".gz") else open
+    try:
+        with opener(file, "rt", encoding="utf-8-sig", errors="replace", newline="") as text:
+            rows = csv.reader(text, strict=True)
+            header = next(rows, [])
+            row = 0
+            try:
+                for row, fields in enumerate(rows, start=1):
+                    if len(fields) > len(header):
+                        return row, f"{len(fields)} fields, where the header names {len(header)} columns"
+            except csv.Error as err:
+                return row + 1, f"cannot split the row: {err} (a quoted field that is never closed?)"
+    except (OSError, EOFError):
+        return None
+    return None
 
 
 def drop_blank_rows(df: pl.DataFrame, changes: Counter[str]) -> pl.DataFrame:
@@ -164,7 +194,7 @@ def load_table(
         )
     if not model_separator:
         raise InputError.single("model_separator must not be empty", "load_table", column="model_separator")
-    file = resolve_data_path(path)
+    file = resolve_data_path(path, "trace file")
     source = str(file)
     mapping = _column_mapping(columns)
     fill = _defaults(defaults, model_separator)
@@ -172,7 +202,7 @@ def load_table(
     lazy = _scan(file, source)
     if _is_csv(file):
         _refuse_repeated_columns(file, source)
-    with reading(source):
+    with reading(source, file):
         found = lazy.collect_schema().names()
     _require(mapping, columns or {}, found, source)
     used = {c: mapping[c] for c in JOBS_SCHEMA if mapping[c] in found}
@@ -184,7 +214,7 @@ def load_table(
             f"columns {', '.join(extras)} give clashing names {', '.join(clashes)}", source
         )
     raw_names = dict(used)
-    with reading(source):
+    with reading(source, file):
         df = (
             lazy.select(
                 *(pl.col(f).alias(c) for c, f in used.items()),
@@ -208,6 +238,10 @@ def load_table(
     df = cast_columns(df, rest, source, raw_names)
     df = _fill_defaults(df, fill, changes)
 
+    # Checked before the shift below: a time float64 rounded when it was read stays rounded after it.
+    check_rules(
+        df, [coarse_time_rule("submit_time", pl.col("submit_time"), "submit_time")], source, raw_names
+    )
     first = df.get_column("submit_time").min()
     if isinstance(first, float) and first != 0.0:
         changes["submit_time shifted so the first job arrives at 0"] += df.height

@@ -101,7 +101,7 @@ def load_helios(path: str | Path, gpu_only: bool = True) -> AdaptedTrace:
     allocates ``node_num`` nodes with the same number of GPUs on each, which is why an even
     split follows ``node_num``.
     """
-    file = resolve_data_path(path)
+    file = resolve_data_path(path, "trace file")
     source = str(file)
     raw = read_raw_csv(file, source)
     require_raw_columns(raw, _RAW_COLUMNS, source)

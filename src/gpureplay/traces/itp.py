@@ -124,7 +124,9 @@ def load_itp(
     folder = _FOLDERS[variant]
     dtypes = _ELASTICFLOW_DTYPES if variant == "elasticflow" else _RAW_DTYPES
     required = ("job_id", *dtypes, *(("model_name",) if variant == "elasticflow" else ()))
-    files = [resolve_data_path(Path(root) / folder / f"{cluster_name(c)}.csv.gz") for c in clusters]
+    files = [
+        resolve_data_path(Path(root) / folder / f"{cluster_name(c)}.csv.gz", "trace file") for c in clusters
+    ]
 
     tables: list[pl.DataFrame] = []
     for number, file in zip(clusters, files, strict=True):

@@ -151,7 +151,7 @@ def load_openb(
             "load_openb",
             column="packing_duration",
         )
-    file = resolve_data_path(path)
+    file = resolve_data_path(path, "trace file")
     source = str(file)
     with reading(source):
         raw = pl.scan_csv(file, infer_schema=False).with_row_index("source_row", offset=1).collect()

@@ -124,8 +124,11 @@ def load_pai2020(
     group-tag table (workload semantics) is not used, and every job goes to
     queue ``"default"``: PAI's quota groups are not in the trace.
     """
-    job_file, task_file = resolve_data_path(job_table), resolve_data_path(task_table)
-    inst_file = resolve_data_path(instance_table) if instance_table is not None else None
+    job_file, task_file = (
+        resolve_data_path(job_table, "trace file"),
+        resolve_data_path(task_table, "trace file"),
+    )
+    inst_file = resolve_data_path(instance_table, "trace file") if instance_table is not None else None
     changes: Counter[str] = Counter()
 
     with reading(str(job_file)):

@@ -183,7 +183,7 @@ def load_philly(path: str | Path = DEFAULT_PATH, max_gpus_per_pod: int = 8) -> A
     repeated when daylight saving time ended (2017-11-05) may be out of order by up to an hour.
     """
     num_pods, gpu_milli = split_gpus_into_pods(pl.col("num_gpus"), max_gpus_per_pod)  # checks the limit first
-    file = resolve_data_path(path)
+    file = resolve_data_path(path, "trace file")
     source = str(file)
     raw = read_raw_csv(file, source)
     require_raw_columns(raw, _RAW_COLUMNS, source)

@@ -121,7 +121,7 @@ def load_philly_raw(path: str | Path, max_gpus_per_pod: int = 8) -> AdaptedTrace
     num_pods, gpu_milli = split_gpus_into_pods(
         pl.col("first_gpus"), max_gpus_per_pod
     )  # checks the limit first
-    file = resolve_data_path(path)
+    file = resolve_data_path(path, "trace file")
     source = str(file)
     raw = _read_json_array(file, source).with_row_index("source_row", offset=1)
     jobs = parse_timestamps(raw.drop("attempts"), ["submitted_time"], source, missing=MISSING_TIME)

@@ -17,10 +17,13 @@ The tables are the ones of DESIGN.md ("Canonical tables"):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+import math
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Any, cast
 
 import polars as pl
 
@@ -135,6 +138,41 @@ MAX_SHOWN = 10
 #: Default bound on trace times (config ``max_time``): 100 years of 365.25 days, in seconds.
 DEFAULT_MAX_TIME: float = 100 * 365.25 * 86_400.0
 
+#: Times from here on lose whole seconds: IEEE 754 binary64 has ``sys.float_info.mant_dig`` = 53
+#: significant bits, so a value in ``[2**e, 2**(e + 1))`` steps by ``2**(e - 52)`` s: 1 s up to
+#: ``2**53`` s (285 million years), 2 s from there, 16384 s at 1e20 s, where a job of 100 s would end
+#: at its start. The engine adds durations to times, so a trace time must stay below it.
+SECOND_RESOLUTION_LIMIT: float = 2.0**sys.float_info.mant_dig
+
+
+def float_step(seconds: float) -> float:
+    """The gap between ``seconds`` and the next float64 up: what a time that large can be off by.
+
+    Examples
+    --------
+    >>> float_step(2.0**52), float_step(2.0**53), float_step(1e20)
+    (1.0, 2.0, 16384.0)
+    """
+    return math.ulp(seconds)
+
+
+def too_coarse(seconds: float) -> str:
+    """Why a time of ``seconds`` cannot be replayed to the second (for messages).
+
+    Examples
+    --------
+    >>> print(too_coarse(1e20))  # doctest: +NORMALIZE_WHITESPACE
+    at 1e+20 s float64 steps by 16384 s, so durations of seconds vanish in rounding;
+    times must stay below 2**53 s = 9.0072e+15 s (285 million years)
+    """
+    years = SECOND_RESOLUTION_LIMIT / (365.25 * 86_400) / 1e6
+    return (
+        f"at {seconds:g} s float64 steps by {float_step(seconds):g} s, so durations of seconds vanish in "
+        f"rounding; times must stay below 2**{sys.float_info.mant_dig} s = {SECOND_RESOLUTION_LIMIT:.5g} s "
+        f"({years:.0f} million years)"
+    )
+
+
 #: The bound :func:`validate_jobs` applies when not given one (see :func:`max_time_limit`).
 _MAX_TIME: ContextVar[float] = ContextVar("gpureplay_max_time", default=DEFAULT_MAX_TIME)
 
@@ -165,6 +203,8 @@ class Rule:
     bad: pl.Expr
     message: str
     detail: pl.Expr | None = None
+    #: Words for the detail value in the message; default ``found <value>``.
+    describe: Callable[[Any], str] | None = None
 
 
 #: Text spellings accepted for booleans (case-insensitive).
@@ -186,10 +226,71 @@ def _lenient_cast(column: str, source: pl.DataType, target: pl.DataType) -> pl.E
     if source == pl.String and target == pl.Boolean:
         word = col.str.strip_chars().str.to_lowercase()
         return pl.when(word.is_in(TRUE_WORDS)).then(True).when(word.is_in(FALSE_WORDS)).then(False)
+    if source.is_integer() and target == pl.Boolean:
+        return pl.when(col == 1).then(True).when(col == 0).then(False)
     if source == pl.String and isinstance(target, pl.List):
         parts = col.str.split(MODEL_SEPARATOR).list.eval(pl.element().str.strip_chars())
         return pl.when(col.str.strip_chars() != "").then(parts.cast(target, strict=False))
     return col.cast(target, strict=False)
+
+
+def _text_like(dtype: pl.DataType) -> bool:
+    return dtype == pl.String or isinstance(dtype, pl.Categorical | pl.Enum)
+
+
+def _readable_as(source: pl.DataType, target: pl.DataType) -> bool:
+    """Whether a column of type ``source`` holds values of a ``target`` column (text always may).
+
+    A cast polars would do is not enough: a Boolean cast to a number gives 0 or 1 (a ``true`` in
+    ``gpu_milli`` would be one milli-GPU), and a list or struct cast to a number does not convert at all.
+    """
+    if source == pl.Null or _text_like(source):
+        return True
+    if isinstance(target, pl.List):
+        return isinstance(source, pl.List) and (
+            source.inner == pl.Null or _text_like(cast(pl.DataType, source.inner))
+        )
+    if target == pl.Boolean:
+        return source.is_integer()  # 0 and 1; any other number is reported as a bad value
+    if _text_like(target):
+        return source.is_integer()  # queue or user ids written as numbers
+    if target.is_numeric():
+        return source.is_numeric()  # not Boolean: polars does not count it as numeric
+    return False
+
+
+#: What a canonical column holds, in words, for the message about a column of the wrong type.
+_EXPECTED = {"Int": "whole numbers", "Float": "numbers", "Boolean": "true/false", "String": "text"}
+
+#: Hints for values that do not read, by canonical column.
+_CAST_HINTS = {
+    "priority": "priority is the integer value of a PriorityClass (e.g. 1000), not its name; map names to "
+    "values in the file, or leave the column out and give workload.priority_classes",
+}
+
+
+def _expected(target: pl.DataType) -> str:
+    if isinstance(target, pl.List):
+        return "lists of text (or text such as 'A100|H100')"
+    for prefix, words in _EXPECTED.items():
+        if str(target).startswith(prefix):
+            return words
+    return str(target)
+
+
+def _wrong_types(
+    df: pl.DataFrame, dtypes: Mapping[str, pl.DataType], source: str, raw_names: Mapping[str, str]
+) -> list[Problem]:
+    """One problem per column whose type cannot hold its canonical values (a Parquet file's own types)."""
+    return [
+        Problem(
+            f"the column holds {df.schema[c]} values; {c} must hold {_expected(t)} ({t})",
+            source,
+            column=raw_names.get(c, c),
+        )
+        for c, t in dtypes.items()
+        if c in df.columns and df.schema[c] != t and not _readable_as(df.schema[c], t)
+    ]
 
 
 def cast_columns(
@@ -216,10 +317,15 @@ def cast_columns(
     Raises
     ------
     InputError
-        Naming the file, row and column of each value that cannot be read, e.g.
+        Naming the file and column of a column whose type cannot hold the values
+        (a Parquet list, struct or Boolean where a number belongs), or the file,
+        row and column of each value that cannot be read, e.g.
         ``trace.csv, row 3, column 'duration': cannot read 'abc' as Float64``.
     """
     raw_names = raw_names or {}
+    wrong = _wrong_types(df, dtypes, source, raw_names)
+    if wrong:
+        raise InputError(wrong)
     present = {c: t for c, t in dtypes.items() if c in df.columns and df.schema[c] != t}
     if not present:
         return df
@@ -233,9 +339,10 @@ def cast_columns(
             failed &= df[col].str.strip_chars() != ""
         bad = df.filter(failed)
         total += bad.height
+        hint = f"; {_CAST_HINTS[col]}" if col in _CAST_HINTS else ""
         for row, value in bad.select("source_row", col).head(MAX_SHOWN).iter_rows():
             problems.append(
-                Problem(f"cannot read {value!r} as {dtype}", source, int(row), raw_names.get(col, col))
+                Problem(f"cannot read {value!r} as {dtype}{hint}", source, int(row), raw_names.get(col, col))
             )
     if total:
         raise InputError(problems, total=total)
@@ -254,9 +361,10 @@ def check_rules(
         bad = df.filter(rule.bad.fill_null(False)).select(pl.col("source_row"), detail.alias("_detail"))
         total += bad.height
         for row, value in bad.head(MAX_SHOWN).iter_rows():
+            found = rule.describe(value) if rule.describe is not None else f"found {value!r}"
             problems.append(
                 Problem(
-                    f"{rule.message} (found {value!r})",
+                    f"{rule.message} ({found})",
                     source,
                     int(row),
                     raw_names.get(rule.column, rule.column),
@@ -311,13 +419,33 @@ def _nonfinite_or_negative(column: str) -> Rule:
 
 
 def _beyond(column: str, value: pl.Expr, max_time: float, what: str) -> Rule:
-    """``value`` (finite) beyond ``max_time``: a typo or a unit mistake, and a replay that never ends."""
+    """``value`` (finite) beyond ``max_time``: a typo or a unit mistake, and a replay that never ends.
+
+    A value too large for float64 to hold to the second is left to :func:`coarse_time_rule` (raising max_time
+    would not help it).
+    """
     return Rule(
         column,
-        value.is_finite() & (value > max_time),
+        value.is_finite() & (value > max_time) & (value < SECOND_RESOLUTION_LIMIT),
         f"{what} is beyond max_time = {max_time:g} s ({max_time / (365.25 * 86_400):g} years); "
         "if the trace really spans that long, raise the config key max_time",
         value,
+    )
+
+
+def coarse_time_rule(column: str, value: pl.Expr, what: str) -> Rule:
+    """``value`` (finite) so large that float64 steps by more than a second there (see
+    :data:`SECOND_RESOLUTION_LIMIT`).
+
+    Adapters that shift times (the first job at 0) check the times as read with it too: a value
+    rounded when it was read stays rounded after the shift.
+    """
+    return Rule(
+        column,
+        value.is_finite() & (value >= SECOND_RESOLUTION_LIMIT),
+        f"{what} is too large to replay to the second",
+        value,
+        describe=lambda found: f"found {found!r}; {too_coarse(float(found))}",
     )
 
 
@@ -333,6 +461,16 @@ def job_rules(max_time: float = DEFAULT_MAX_TIME) -> list[Rule]:
         _beyond("submit_time", pl.col("submit_time"), max_time, "submit_time"),
         _beyond("duration", pl.col("duration"), max_time, "duration"),
         _beyond("duration", pl.when(within).then(end), max_time, "submit_time + duration (the job's end)"),
+        coarse_time_rule("submit_time", pl.col("submit_time"), "submit_time"),
+        coarse_time_rule("duration", pl.col("duration"), "duration"),
+        coarse_time_rule(
+            "duration",
+            pl.when(
+                (pl.col("submit_time") < SECOND_RESOLUTION_LIMIT)
+                & (pl.col("duration") < SECOND_RESOLUTION_LIMIT)
+            ).then(end),
+            "submit_time + duration (the job's end)",
+        ),
         Rule("num_pods", pl.col("num_pods") < 1, "a job needs at least one pod"),
         Rule("gpu_milli", pl.col("gpu_milli") < 0, "gpu_milli must be >= 0"),
         Rule(
@@ -385,7 +523,8 @@ def validate_jobs(
     InputError
         On an empty trace, a missing required column, a value of the wrong type,
         a missing, negative, NaN or infinite time or duration, a time beyond
-        ``max_time``, zero pods,
+        ``max_time`` or too large for float64 to hold to the second
+        (:data:`SECOND_RESOLUTION_LIMIT`), zero pods,
         ``gpu_milli`` above 1000 that is not a whole multiple, an unknown GPU
         model, or a duplicate ``job_id``; each problem names file, row and column.
     """

@@ -8,10 +8,15 @@ first remaining job at time 0.
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import polars as pl
 
 from gpureplay.errors import InputError
+from gpureplay.traces.schema import SECOND_RESOLUTION_LIMIT, too_coarse
+
+log = logging.getLogger(__name__)
 
 
 def window(jobs: pl.DataFrame, start: float | None, end: float | None) -> pl.DataFrame:
@@ -86,9 +91,52 @@ def apply_workload(
     for key, ok, message in checks:
         if not ok:
             raise InputError.single(message, "config", key=key)
-    out = scale_load(
-        first_jobs(sample(window(jobs, window_start, window_end), sample_fraction, seed), max_jobs), load
-    )
-    if out.height == 0:
-        raise InputError.single("the workload settings leave no job to replay", "config", key="workload")
+    out = jobs
+    if window_start is not None or window_end is not None:
+        what = f"window [{_seconds(window_start)}, {_seconds(window_end)}) s"
+        out = _kept(out, window(out, window_start, window_end), what, "workload.window_start")
+    if sample_fraction < 1.0:
+        out = _kept(
+            out,
+            sample(out, sample_fraction, seed),
+            f"sample_fraction {sample_fraction:g}",
+            "workload.sample_fraction",
+        )
+    if max_jobs is not None:
+        out = _kept(out, first_jobs(out, max_jobs), f"max_jobs {max_jobs}", "workload.max_jobs")
+    out = scale_load(out, load)
+    end = pl.col("submit_time") + (pl.col("duration") if "duration" in out.columns else 0.0)
+    last_end = float(out.select(end.max()).item())
+    if last_end >= SECOND_RESOLUTION_LIMIT:  # the trace's own times were checked when it was read
+        raise InputError.config(
+            f"{load:g} spreads the arrivals until {last_end:g} s, too late to replay to the second; "
+            f"{too_coarse(last_end)}",
+            "workload.load",
+        )
     return out
+
+
+def _kept(before: pl.DataFrame, after: pl.DataFrame, what: str, key: str) -> pl.DataFrame:
+    """``after``, logging how many of ``before``'s jobs ``what`` kept; refused (naming ``key``) when none.
+
+    A window that keeps 1 job of 82,247 is most often a window given in the wrong unit: the log says so.
+    """
+    log.info("workload: %s kept %s of %s jobs", what, f"{after.height:,}", f"{before.height:,}")
+    if after.height == 0:
+        span = _span(before) if key == "workload.window_start" else ""
+        raise InputError.config(f"the {what} keeps none of the {before.height:,} jobs{span}", key)
+    return after
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:g}"
+
+
+def _span(jobs: pl.DataFrame) -> str:
+    """`` (submitted from 0 to 1e+07 s)``: where the trace's jobs are, for an empty window."""
+    if jobs.height == 0:
+        return ""
+    first, last = jobs.select(
+        pl.col("submit_time").min().alias("a"), pl.col("submit_time").max().alias("b")
+    ).row(0)
+    return f" (submitted from {first:g} to {last:g} s)"
