@@ -585,8 +585,6 @@ def _within_capacity(qt: Quotas, jobs: Jobs, js: JobState, j: int, k: int, count
             if need == 0:
                 continue
             quota = qt.k_quota[r, n]
-            if n != q and quota > 0 and need > quota:
-                return False
             limit = qt.k_limit[r, n]
             held = qt.k_rem[r, n] if qt.k_rset[n] == stamp else qt.v_alloc[r, n]
             if limit != UNLIMITED and limit < held + need:
