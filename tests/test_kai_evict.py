@@ -181,38 +181,35 @@ def test_the_saturation_check_compares_the_involved_resources_only() -> None:
 
 
 def test_a_resource_neither_side_uses_does_not_stop_a_reclaim(tmp_path: Path) -> None:
-    """dept-a (GPU quota 2; CPU quota 1 core, overQuotaWeight 0) over team-a1 and team-a2 (GPU quota 2 and
-    0), and vc-b (GPU quota 2), CPU unbounded otherwise; one 4-GPU node, CPU unknown (unbounded). At 0 vc-b's
-    four 1-GPU jobs (1-4) and its non-preemptible CPU job 5 (0 GPUs, 1 core, priority 100) start, and so does
-    team-a2's preemptible CPU job 6 (0 GPUs, 4 cores). At 10 team-a1's 1-GPU job 7 arrives.
+    """dept-a (GPU quota 2; CPU quota 1 core, overQuotaWeight 0) over team-a1 (GPU quota 2, CPU quota 4
+    cores), and vc-b (GPU quota 2), CPU otherwise unbounded; one 4-GPU node, its CPU unknown (unbounded). At 0
+    team-a1's four preemptible CPU jobs (1-4: no GPU, 1 core each), vc-b's four 1-GPU jobs (5-8) and its
+    non-preemptible CPU job 9 (no GPU, 1 core, priority 100) start. At 10 team-a1's 1-GPU job 10 arrives.
 
-    Fair shares at 10: GPUs dept-a 1 (its request), vc-b 2 + floor(1) = 3, team-a1 1; CPU dept-a 1 core
-    (quota, nothing over quota), vc-b 1 core (its request, unbounded quota). Job 7 may reclaim (team-a1 0 + 1
-    <= 1); the victim order starts with vc-b (dominant share without its next victim 3/3 against dept-a's 0),
-    its newest job 4; vc-b holds 4 GPUs > its allocatable 3 (MaintainFairShare). Saturation at the top
-    level: dept-a's GPU ratio (0 + 1) / 1 is not above 1; its CPU ratio 4 cores / 1 is, against vc-b's 1 / 1,
-    but neither job 7 nor job 4 uses CPU, so KAI (v0.8.0 to v0.13.0) does not compare it: job 4 is evicted
-    and job 7 starts after the 30-s grace, at 40. (Compared on every resource, as in a commit of KAI's pull
-    request #374 before its merge, no scenario passes and job 7 waits until 1000.)
+    Fair shares at 10: GPUs dept-a 1 (its request), vc-b 2 + floor(1) = 3, team-a1 1; CPU dept-a its quota,
+    1 core (nothing over quota at weight 0), team-a1 its quota, 4 cores (a quota is not cut to the parent's
+    share), vc-b 1 core (its request). Job 10 may reclaim: team-a1 with it holds 1 <= 1 GPU and 4 <= 4 cores.
+    The only victims are vc-b's 1-GPU jobs, newest first: job 8; vc-b holds 4 GPUs > its allocatable 3
+    (MaintainFairShare). Saturation at the top level: dept-a's GPU ratio (0 + 1) / 1 is not above 1; its CPU
+    ratio 4 cores / 1 is, against vc-b's 1 / 1, but neither job 10 nor job 8 uses CPU, so KAI (v0.8.0 to
+    v0.13.0) does not compare it: job 8 is evicted and job 10 starts after the 30-s grace, at 40. (Compared on
+    every resource, as in a commit of KAI's pull request #374 before its merge, no scenario passes: job 10
+    would wait for vc-b's jobs to end, at 1000.)
     """
     cpu_line = f"cpu: {UNLIMITED}"
     dept = queue("dept-a", gpu(2)).replace(cpu_line, "cpu: {quota: 1000, overQuotaWeight: 0, limit: -1}")
-    policy = acting(
-        manifests(
-            tmp_path,
-            dept,
-            queue("team-a1", gpu(2), parent="dept-a"),
-            queue("team-a2", gpu(0), parent="dept-a"),
-            queue("vc-b", gpu(2)),
-        )
+    team = queue("team-a1", gpu(2), parent="dept-a").replace(
+        cpu_line, "cpu: {quota: 4000, overQuotaWeight: 1, limit: -1}"
     )
-    rows = [job(i, 0.0, "vc-b", 1, 1, duration=1000.0) for i in (1, 2, 3, 4)]
-    rows.append({**job(5, 0.0, "vc-b", 1, 0, duration=1000.0), "cpu_milli": 1000, "priority": 100})
-    rows.append({**job(6, 0.0, "team-a2", 1, 0, duration=1000.0), "cpu_milli": 4000})
-    rows.append(job(7, 10.0, "team-a1", 1, 1))
+    policy = acting(manifests(tmp_path, dept, team, queue("vc-b", gpu(2))))
+    rows = [{**job(i, 0.0, "team-a1", 1, 0, duration=1000.0), "cpu_milli": 1000} for i in (1, 2, 3, 4)]
+    rows += [job(i, 0.0, "vc-b", 1, 1, duration=1000.0) for i in (5, 6, 7, 8)]
+    rows.append({**job(9, 0.0, "vc-b", 1, 0, duration=1000.0), "cpu_milli": 1000, "priority": 100})
+    rows.append(job(10, 10.0, "team-a1", 1, 1))
     for replay in both(jobs_frame(rows), nodes(), policy):
-        assert evictions(replay) == {4: 7}
-        assert starts(replay)[7] == 40.0
+        assert {j: t for j, t in starts(replay).items() if j < 10} == dict.fromkeys(range(1, 10), 0.0)
+        assert evictions(replay) == {8: 10}
+        assert starts(replay)[10] == 40.0
 
 
 def test_victims_are_compared_at_the_level_below_the_common_ancestor() -> None:
