@@ -1100,7 +1100,7 @@ def test_volcano_queues_agree(
 def kai_manifests(draw: st.DrawFn, queues: tuple[str, ...], min_runtime: bool = False) -> str:
     """KAI ``Queue`` manifests: GPU quota, overQuotaWeight and limit (sometimes -1), a priority; the leaf
     queues top-level or under one or two parents (with quotas and limits of their own), sometimes an idle
-    leaf; CPU and memory sometimes bounded too. ``min_runtime``: each queue sometimes sets
+    leaf; CPU sometimes bounded too (a quota, a weight, a limit). ``min_runtime``: each queue sometimes sets
     ``preemptMinRuntime`` and ``reclaimMinRuntime`` (the minruntime plugin)."""
 
     def amounts(most: int) -> str:
@@ -1125,7 +1125,12 @@ def kai_manifests(draw: st.DrawFn, queues: tuple[str, ...], min_runtime: bool = 
                 value = draw(st.sampled_from([None, None, "0s", "5s", "30s", "1m40s"]))
                 if value is not None:
                     spec.append(f"  {key}: {value}")
-        cpu = f"{{quota: -1, overQuotaWeight: 1, limit: {draw(st.sampled_from([-1, -1, 8000, 64000]))}}}"
+        # CPU sometimes with a quota of its own and sometimes no over-quota weight: the division, the capacity
+        # policy (non-preemptible use within quota) and the reclaim validator see CPU bounds too.
+        cpu_quota = draw(st.sampled_from([-1, -1, -1, 0, 2000, 8000]))
+        cpu_weight = draw(st.sampled_from([0, 1, 1]))
+        cpu_limit = draw(st.sampled_from([-1, -1, 8000, 64000]))
+        cpu = f"{{quota: {cpu_quota}, overQuotaWeight: {cpu_weight}, limit: {cpu_limit}}}"
         spec.append(f"  resources:\n    gpu: {amounts(12)}\n    cpu: {cpu}\n    memory: {unlimited}")
         docs.append(
             f"apiVersion: scheduling.run.ai/v2\nkind: Queue\nmetadata:\n  name: {name}\nspec:\n"

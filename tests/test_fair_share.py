@@ -7,7 +7,9 @@ upstream code the functions follow (named in gpureplay.queues.fair_share).
 from __future__ import annotations
 
 import math
+from typing import Any
 
+import numpy as np
 import pytest
 
 from gpureplay.queues.fair_share import (
@@ -253,11 +255,15 @@ def test_kai_limit_caps_the_share_and_higher_priority_goes_first() -> None:
     assert kai_fair_share(12, queues) == {"H": 3.0, "H2": 9.0, "L": 0.0}
 
 
-def test_kai_lone_queue_at_a_level_gets_everything_left() -> None:
-    # resource_division.go divideUpToFairShare: a level with one queue is given all that remains,
-    # even above its request. 10 GPUs: P (priority 200) asks 2, L (priority 100) asks 10 -> P 10, L 0.
+def test_kai_a_queue_alone_at_its_level_gets_no_more_than_it_requests() -> None:
+    # resource_division.go divideUpToFairShare (KAI v0.13.0): a level with one queue is divided as any other.
+    # 10 GPUs, no quotas: P (priority 200) asks 2, L (priority 100) asks 10.
+    # Priority 200, round 1 (R0 10): P alone, share 10 >= its 2 -> gets 2, satisfied; remaining 8. Round 2:
+    #   nobody unsatisfied -> stop.
+    # Priority 100 (R0 8): L's share 8 < its 10 -> floor 8 (no fraction left). P 2, L 8.
+    # (An unreleased commit gave P all 10, leaving L nothing.)
     queues = [KaiQueueShare("P", 0, 1, -1, 2, priority=200), KaiQueueShare("L", 0, 1, -1, 10, priority=100)]
-    assert kai_fair_share(10, queues) == {"P": 10.0, "L": 0.0}
+    assert kai_fair_share(10, queues) == {"P": 2.0, "L": 8.0}
 
 
 def test_kai_quota_beyond_the_total_leaves_nothing_over_quota() -> None:
@@ -273,7 +279,8 @@ def test_kai_two_level_tree() -> None:
     #   weight: share 6 -> D1 wants 16 more -> floor 6. remaining 0. D1 = 22, D2 = 2.
     # Under D1 (22): T1 6, T2 10; remaining 6; weights 2:1 -> shares 4, 2; T1 wants 6 > 4 -> 4;
     #   T2 wants 10 > 2 -> 2. T1 = 10, T2 = 12.
-    # Under D2 (2): T3 alone gets min(quota 0, 2) = 0, then the lone queue gets all 2.
+    # Under D2 (2): T3 gets min(quota 0, 2) = 0; over quota, alone at its level, its share 2 covers its
+    #   remaining request 2 -> 2.
     queues = [
         KaiQueueShare("D1", 16, 1, -1, 0),
         KaiQueueShare("D2", 4, 1, -1, 0),
@@ -289,3 +296,157 @@ def test_kai_two_level_tree() -> None:
         "T2": 12.0,
         "T3": 2.0,
     }
+
+
+# --------------------------------------------------------------------------- KAI's own division tests
+
+
+def _case(name: str, total: float, spec: list[tuple], expected: list[float], remaining: float) -> object:
+    """One case of KAI's ``resource_division_test.go``: ``spec`` rows are (name, quota, overQuotaWeight,
+    limit, request[, priority]), in creation order; ``expected`` the fair shares, ``remaining`` what KAI
+    returns as left undivided."""
+    return pytest.param(total, spec, expected, remaining, id=name)
+
+
+#: Cases of NVIDIA/KAI-Scheduler ``pkg/scheduler/plugins/proportion/resource_division/``
+#: ``resource_division_test.go`` at v0.13.0, each named by its Describe/Context/It text. A test there calling
+#: ``divideOverQuotaResource`` with the fair share preset to the quota is ported as ``setResourceShare``
+#: with that quota added to the total (phase 1 gives exactly that preset).
+KAI_DIVISION_CASES = [
+    _case("within quota: gives requested GPUs with remaining", 3, [("1", 3, 0, -1, 2)], [2], 1),
+    _case("within quota: doesn't give more GPUs than allowed", 3, [("1", 3, 0, 2, 2)], [2], 1),
+    _case("within quota: gives up to full quota", 7, [("1", 3, 0, -1, 5)], [3], 4),
+    _case("within quota: gives with fraction, if stated in deserved", 2, [("1", 1.5, 0, -1, 2)], [1.5], 0.5),
+    _case("within quota: doesn't give if deserved is zero", 2, [("1", 0, 0, -1, 2)], [0], 2),
+    _case("over quota: gives requested GPUs with remaining", 3 + 3, [("1", 3, 1, -1, 5)], [5], 1),
+    _case("over quota: doesn't give more GPUs than allowed", 2 + 3, [("1", 3, 1, 4, 5)], [4], 1),
+    _case("over quota: gives with fraction if requested", 2 + 3, [("1", 3, 1, -1, 4.5)], [4.5], 0.5),
+    _case("over quota: gives remainder fraction", 0.5 + 3, [("1", 3, 1, -1, 5)], [3.5], 0),
+    _case("over quota: gives when deserved is zero", 6, [("1", 0, 1, -1, 5)], [5], 1),
+    _case(
+        "two queues: allocates many available gpus", 15, [("1", 2, 2, -1, 6), ("2", 2, 2, -1, 6)], [6] * 2, 3
+    ),
+    _case(
+        "two queues: allocates GPUs proportionally", 8, [("1", 2, 1, -1, 6), ("2", 2, 3, -1, 6)], [3, 5], 0
+    ),
+    _case(
+        "two queues: doesn't allocate more than allowed",
+        12,
+        [("1", 2, 2, 5, 6), ("2", 2, 2, -1, 6)],
+        [5, 6],
+        1,
+    ),
+    _case(
+        "two queues: distributes remainder between queues based on largest remaining",
+        11,
+        [("1", 2, 1, -1, 10), ("2", 2, 4, -1, 10)],
+        [3, 8],
+        0,
+    ),
+    _case(
+        "two queues: distributes remainder between queues based on creation time",
+        11,
+        [("1", 2, 2, -1, 6), ("2", 2, 2, -1, 6)],
+        [6, 5],
+        0,
+    ),
+    _case(
+        "two queues: priority does affect over-quota, even when overQuotaWeight is set",
+        6,
+        [("1", 2, 100, -1, 6, 1), ("2", 2, 1, -1, 6, 2)],
+        [2, 4],
+        0,
+    ),
+    _case(
+        "divides the remainder even when using priorities",
+        5,
+        [("1", 2, 2, -1, 5, 2), ("2", 2, 2, -1, 5, 2), ("3", 1, 2, -1, 0, 1)],
+        [3, 2, 0],
+        0,
+    ),
+    _case(
+        "CPU, three queues: one queue request more than it deserves and allowed",
+        10000,
+        [("1", 5000, 5000, 7000, 7000), ("2", 5000, 5000, -1, 2000), ("3", 5000, 5000, -1, 2000)],
+        [6000, 2000, 2000],
+        0,
+    ),
+    _case("SetResourcesShare, one queue: Enough resources (GPU)", 10, [("1", 1, 1, -1, 1)], [1], 9),
+    _case("SetResourcesShare, one queue: Not enough (memory)", 3000, [("1", 1000, 1, -1, 5000)], [3000], 0),
+    _case(
+        "SetResourcesShare, two queues: Request more than total with different Over Quota and max allowed",
+        1000,
+        [("1", 250, 1, -1, 5000), ("2", 150, 2, 400, 5000)],
+        [600, 400],
+        0,
+    ),
+    _case(
+        "SetResourcesShare, three queues: divide resource between queues with different over quota",
+        9999,
+        [("1", 0, 6, -1, 10000), ("2", 0, 2, -1, 10000), ("3", 0, 1, -1, 10000)],
+        [6666, 2222, 1111],
+        0,
+    ),
+    _case(
+        "SetResourcesShare, advanced scenarios: fractional fair share",
+        45,
+        [("1", 12, 12, -1, 32.54999999999996), ("2", 7, 7, -1, 9.5), ("3", 2, 2, 2, 1.65)],
+        [32.54999999999996, 9.5, 1.65],
+        45 - 32.54999999999996 - 9.5 - 1.65,
+    ),
+    _case(
+        "SetResourcesShare, advanced scenarios: divide last remaining GPU based to similar queues",
+        5,
+        [("1", 2, 2, -1, 3), ("2", 2, 2, -1, 3)],
+        [3, 2],
+        0,
+    ),
+]
+
+
+#: :func:`gpureplay.engine.kai.divide` compiled for calls from Python, on first use.
+_DIVIDE: Any = None
+
+
+def _kernel_fair_share(total: float, queues: list[KaiQueueShare]) -> dict[str, float]:
+    """The engine kernel :func:`gpureplay.engine.kai.divide` over top-level queues (resource row 0)."""
+    from gpureplay.engine.bundles import kai_state
+    from gpureplay.engine.config import python_callable
+    from gpureplay.engine.kai import divide
+
+    global _DIVIDE
+    if _DIVIDE is None:
+        _DIVIDE = python_callable(divide)
+
+    n = len(queues)
+    quota, limit, weight = np.full((3, n), -1.0), np.full((3, n), -1.0), np.zeros((3, n))
+    quota[0] = [q.deserved for q in queues]
+    limit[0] = [q.max_allowed for q in queues]
+    weight[0] = [q.over_quota_weight for q in queues]
+    qt = kai_state(
+        np.full(n, -1, dtype=np.int64), n, np.array([q.priority for q in queues], dtype=np.int64), quota,
+        weight, limit, np.arange(n, dtype=np.int64), np.array([float(total), 0.0, 0.0]),
+        np.zeros(0, dtype=np.int64),
+    )  # fmt: skip
+    qt.v_req[0, :n] = [q.request for q in queues]
+    _DIVIDE(qt, 0, n, float(total))
+    return {q.name: float(qt.v_des[0, i]) for i, q in enumerate(queues)}
+
+
+@pytest.mark.parametrize(("total", "spec", "expected", "remaining"), KAI_DIVISION_CASES)
+def test_kai_resource_division_agrees_with_kais_own_tests(
+    total: float, spec: list[tuple], expected: list[float], remaining: float
+) -> None:
+    """KAI's ``resource_division_test.go`` (v0.13.0) on the plain statement, with KAI's kValue 0 there, and
+    on the engine kernel (k = 1, usage 0: weights 2 nW for nW, the same shares to the bit): the same fair
+    shares exactly, and what is left undivided as KAI returns it. Queues are created in list order (KAI's
+    tests give equal timestamps or none, and then the UID decides, in the same order)."""
+    queues = [
+        KaiQueueShare(q[0], q[1], q[2], q[3], q[4], priority=q[5] if len(q) > 5 else 100, created=float(i))
+        for i, q in enumerate(spec)
+    ]
+    want = {q.name: float(x) for q, x in zip(queues, expected, strict=True)}
+    plain = kai_fair_share(total, queues, k_value=0.0)
+    assert plain == want
+    assert _kernel_fair_share(total, queues) == want
+    assert max(0.0, total - sum(plain.values())) == pytest.approx(remaining, abs=1e-9)

@@ -14,7 +14,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from tests.reference.strategies import jobs_frame, nodes_frame
-from tests.test_kai_queues import manifests, queue
+from tests.test_kai_queues import UNLIMITED, manifests, queue
 from tests.test_kueue_quota import both, job, starts
 from tests.test_volcano_reclaim import evictions
 
@@ -152,7 +152,7 @@ def test_the_reclaim_strategies_on_plain_queue_states() -> None:
 
 
 def test_the_fair_share_saturation_of_a_reclaimer_above_its_fair_share() -> None:
-    """``isFairShareUtilizationLowerPerResource``: a reclaimer whose allocation with the job goes above its
+    """``isFairShareSaturationLowerPerResource``: a reclaimer whose allocation with the job goes above its
     fair share (ratio > 1) must stay strictly below each sibling that loses victims. Queue 0 (fair 2, holds
     2) takes a 1-GPU job: ratio 3/2 = 1.5. Its sibling queue 1 (fair 2, quota 0) keeps 4 - 1 = 3 after the
     victim: 1.5 < 1.5 fails; with 5 held it keeps 4, ratio 2 > 1.5 passes."""
@@ -161,6 +161,55 @@ def test_the_fair_share_saturation_of_a_reclaimer_above_its_fair_share() -> None
     assert reclaimable([state(2, 2, 2), state(0, 2, 5)], 0, one, True, [(1, one)])
     assert can_reclaim(state(2, 2, 1), one, True)
     assert not can_reclaim(state(2, 2, 2), one, True)
+
+
+def test_the_saturation_check_compares_the_involved_resources_only() -> None:
+    """``isFairShareSaturationLowerPerResource`` (KAI v0.8.0 to v0.13.0) compares only the resources the job
+    requests or the sibling's victims hold. Queue 0 holds 4 cores over a CPU fair share of 1 (ratio 4);
+    queue 1 holds 1 core on a CPU fair share of 1 (ratio 1) and 4 GPUs over a GPU fair share of 2. A 1-GPU
+    job of queue 0 (no CPU) taking a GPU-only victim of queue 1 is not compared on CPU: reclaimable. A victim
+    holding half a core makes CPU involved: 4 >= (1 - 0.5) / 1, refused."""
+    mine = KaiQueueState(
+        quota=(2.0, 1000.0, -1.0), limit=(-1.0, -1.0, -1.0), fair=(2.0, 1000.0, 0.0),
+        allocated=(0.0, 4000.0, 0.0), non_preemptible=(0.0, 0.0, 0.0), priority=100, created=0, parent=-1,
+    )  # fmt: skip
+    theirs = replace(mine, quota=(0.0, -1.0, -1.0), fair=(2.0, 1000.0, 0.0), allocated=(4.0, 1000.0, 0.0))
+    one = (1.0, 0.0, 0.0)
+    assert reclaimable([mine, theirs], 0, one, True, [(1, one)])
+    assert not reclaimable([mine, theirs], 0, one, True, [(1, (1.0, 500.0, 0.0))])
+    assert not reclaimable([mine, theirs], 0, (1.0, 100.0, 0.0), True, [(1, one)])  # the job's CPU
+
+
+def test_a_resource_neither_side_uses_does_not_stop_a_reclaim(tmp_path: Path) -> None:
+    """dept-a (GPU quota 2; CPU quota 1 core, overQuotaWeight 0) over team-a1 (GPU quota 2, CPU quota 4
+    cores), and vc-b (GPU quota 2), CPU otherwise unbounded; one 4-GPU node, its CPU unknown (unbounded). At 0
+    team-a1's four preemptible CPU jobs (1-4: no GPU, 1 core each), vc-b's four 1-GPU jobs (5-8) and its
+    non-preemptible CPU job 9 (no GPU, 1 core, priority 100) start. At 10 team-a1's 1-GPU job 10 arrives.
+
+    Fair shares at 10: GPUs dept-a 1 (its request), vc-b 2 + floor(1) = 3, team-a1 1; CPU dept-a its quota,
+    1 core (nothing over quota at weight 0), team-a1 its quota, 4 cores (a quota is not cut to the parent's
+    share), vc-b 1 core (its request). Job 10 may reclaim: team-a1 with it holds 1 <= 1 GPU and 4 <= 4 cores.
+    The only victims are vc-b's 1-GPU jobs, newest first: job 8; vc-b holds 4 GPUs > its allocatable 3
+    (MaintainFairShare). Saturation at the top level: dept-a's GPU ratio (0 + 1) / 1 is not above 1; its CPU
+    ratio 4 cores / 1 is, against vc-b's 1 / 1, but neither job 10 nor job 8 uses CPU, so KAI (v0.8.0 to
+    v0.13.0) does not compare it: job 8 is evicted and job 10 starts after the 30-s grace, at 40. (Compared on
+    every resource, as in a commit of KAI's pull request #374 before its merge, no scenario passes: job 10
+    would wait for vc-b's jobs to end, at 1000.)
+    """
+    cpu_line = f"cpu: {UNLIMITED}"
+    dept = queue("dept-a", gpu(2)).replace(cpu_line, "cpu: {quota: 1000, overQuotaWeight: 0, limit: -1}")
+    team = queue("team-a1", gpu(2), parent="dept-a").replace(
+        cpu_line, "cpu: {quota: 4000, overQuotaWeight: 1, limit: -1}"
+    )
+    policy = acting(manifests(tmp_path, dept, team, queue("vc-b", gpu(2))))
+    rows = [{**job(i, 0.0, "team-a1", 1, 0, duration=1000.0), "cpu_milli": 1000} for i in (1, 2, 3, 4)]
+    rows += [job(i, 0.0, "vc-b", 1, 1, duration=1000.0) for i in (5, 6, 7, 8)]
+    rows.append({**job(9, 0.0, "vc-b", 1, 0, duration=1000.0), "cpu_milli": 1000, "priority": 100})
+    rows.append(job(10, 10.0, "team-a1", 1, 1))
+    for replay in both(jobs_frame(rows), nodes(), policy):
+        assert {j: t for j, t in starts(replay).items() if j < 10} == dict.fromkeys(range(1, 10), 0.0)
+        assert evictions(replay) == {8: 10}
+        assert starts(replay)[10] == 40.0
 
 
 def test_victims_are_compared_at_the_level_below_the_common_ancestor() -> None:

@@ -140,16 +140,21 @@ def test_the_plugins_defaults_fill_what_no_queue_sets() -> None:
     none setting a min-runtime; ``defaultPreemptMinRuntime`` 5 s, ``defaultReclaimMinRuntime`` 7 s.
 
     Preempt: 5 everywhere. Reclaim, ``lca``: across top-level queues (a or b vs c) the default reclaim 7; in
-    dept's tree, where no queue from the child of the lowest common ancestor up sets one, the resolver falls
-    back to the default *preempt* min-runtime (5), as its source reads. ``queue``: the victim's path, else
-    the default reclaim, 7 everywhere; with dept's 60 s, 60 for its leaves' jobs and 7 for leaf-c's."""
+    dept's tree, where no queue from the child of the lowest common ancestor up sets one, the default
+    reclaim 7 too (every KAI release from v0.6.0 to v0.13.0; the plugin's first commit fell back to the
+    default *preempt* min-runtime there). ``queue``: the victim's path, else the default reclaim, 7
+    everywhere; with dept's 60 s, 60 for its leaves' jobs and 7 for leaf-c's. Under ``lca`` with dept's 60 s
+    too: within dept's tree the walk from the child of the lowest common ancestor up reaches dept (60), and
+    from leaf-c, across top-level queues, the victim's top-level queue is dept (60); leaf-c's jobs 7."""
     dept = KaiQueue("dept")
     a, b = KaiQueue("leaf-a", parent_queue="dept"), KaiQueue("leaf-b", parent_queue="dept")
     c = KaiQueue("leaf-c")
     args = MinRuntimeArgs(default_preempt=5.0, default_reclaim=7.0)
     preempt, reclaim = min_runtimes([a, b, c, dept], 3, args)
     assert preempt.tolist() == [5.0, 5.0, 5.0]
-    assert reclaim.tolist() == [[5.0, 5.0, 7.0], [5.0, 5.0, 7.0], [7.0, 7.0, 5.0]]
+    assert reclaim.tolist() == [[7.0] * 3] * 3
+    _, reclaim = min_runtimes([a, b, c, KaiQueue("dept", reclaim_min_runtime=60.0)], 3, args)
+    assert reclaim.tolist() == [[60.0, 60.0, 7.0]] * 3
     by_queue = replace(args, method=KaiReclaimResolveMethod.queue)
     assert min_runtimes([a, b, c, dept], 3, by_queue)[1].tolist() == [[7.0] * 3] * 3
     guarded_dept = KaiQueue("dept", reclaim_min_runtime=60.0)

@@ -67,10 +67,11 @@ def test_the_example_tree_divides_with_flooring_and_allocates_by_kai_queue_order
     """The shipped example (research: quota 16; team-vision quota 6, overQuotaWeight 2, limit 12; team-nlp
     quota 10, weight 1) on 24 GPUs, ten 2-GPU jobs in each team at 0.
 
-    Division: research, alone at the top, takes all 24 (quota 16, then the lone queue takes the rest). Its
-    children: vision min(6, 12) = 6, nlp 10; 8 over quota, weights 2:1 with k = 1 give shares 8 x 4/6 =
-    5.33 and 8 x 2/6 = 2.67: vision floor 5 (leftover 0.33), nlp 2 (0.67); the last GPU goes to the larger
-    leftover, nlp. Fair shares: vision 11, nlp 13.
+    Division: research, alone at the top, asks 40: quota 16, then over quota its share of the 8 left (all of
+    them: it is alone) is below its remaining request of 24, so floor(8) = 8: fair share 24. Its children:
+    vision min(6, 12) = 6, nlp 10; 8 over quota, weights 2:1 with k = 1 give shares 8 x 4/6 = 5.33 and
+    8 x 2/6 = 2.67: vision floor 5 (leftover 0.33), nlp 2 (0.67); the last GPU goes to the larger leftover,
+    nlp. Fair shares: vision 11, nlp 13.
 
     Allocate (dominant share with the job: allocated + 2 over the allocatable share max(quota, fair)):
     nlp 2/13 < vision 2/11, then vision, nlp, vision, nlp, vision (4/11 < ... each time the smaller);
@@ -100,9 +101,10 @@ def test_a_limit_holds_a_queue_back_on_an_idle_cluster(tmp_path: Path) -> None:
     jobs = jobs_frame([job(i, 0.0, "a", 1, 2) for i in (1, 2, 3)])
     for replay in both(jobs, gpus(2), policy):
         assert starts(replay) == {1: 0.0, 2: 0.0, 3: 100.0}
-        # Alone at the top level, it is given the whole cluster as fair share, limit or not
-        # (divideUpToFairShare's lone-queue case); the limit still binds allocation.
-        assert at(replay.queues, 0.0)["a"][1] == 16.0
+        # Its fair share: quota 2, then over quota its requestable (6 capped by the limit: 4) less 2 fits
+        # its share of the 14 left, so it gets 2 more: 4, not the cluster (KAI v0.13.0 gives a queue alone
+        # at its level no more than it may request); the limit binds allocation too.
+        assert at(replay.queues, 0.0)["a"][1] == 4.0
 
 
 def test_non_preemptible_jobs_stay_within_the_quota(tmp_path: Path) -> None:
@@ -119,11 +121,11 @@ def test_non_preemptible_jobs_stay_within_the_quota(tmp_path: Path) -> None:
 def test_a_higher_priority_level_takes_the_over_quota_resources_first(tmp_path: Path) -> None:
     """Top-level queues hi (priority 200) and lo (100), quota 2 each, on 16 GPUs; each asks for 10.
 
-    Phase 1 gives each its quota (2); the 12 left go to the highest level first, where hi is alone and
-    takes them all (KAI gives a lone queue what is left at its level, beyond its request): fair shares hi
-    14, lo 2. Allocate: both within quota with their first job, hi first by priority; then lo, the one
-    still within quota; then neither is, and hi goes first by priority until its five jobs run; lo takes
-    the rest. hi 10 GPUs, lo 6.
+    Phase 1 gives each its quota (2); the 12 left go to the highest level first, where hi, alone, is given
+    its remaining request (8 <= its share 12) and no more; lo, at the level below, gets floor(4) of the 4
+    left: fair shares hi 10, lo 6. Allocate: both within quota with their first job, hi first by priority;
+    then lo, the one still within quota; then neither is, and hi goes first by priority until its five jobs
+    run; lo takes the rest. hi 10 GPUs, lo 6.
     """
     policy = manifests(
         tmp_path,
@@ -133,7 +135,7 @@ def test_a_higher_priority_level_takes_the_over_quota_resources_first(tmp_path: 
     rows = [job(i, 0.0, "hi", 1, 2) for i in range(1, 6)] + [job(i, 0.0, "lo", 1, 2) for i in range(6, 11)]
     for replay in both(jobs_frame(rows), gpus(2), policy):
         shares = at(replay.queues, 0.0)
-        assert shares["hi"][:2] == (10.0, 14.0) and shares["lo"][:2] == (6.0, 2.0)
+        assert shares["hi"][:2] == (10.0, 10.0) and shares["lo"][:2] == (6.0, 6.0)
         assert starts(replay) == {
             1: 0.0,
             2: 0.0,
@@ -185,8 +187,8 @@ def test_the_queue_order_criteria_in_turn() -> None:
 
 
 def test_the_capacity_policy_walks_up_the_tree() -> None:
-    """A parent's limit binds its children; a parent's quota below the job's request refuses it; a
-    non-preemptible job keeps non-preemptible use within each quota."""
+    """A parent's limit binds its children; a non-preemptible job keeps non-preemptible use within each
+    quota; a parent's quota below the request binds nothing else (KAI v0.13.0 ``IsJobOverQueueCapacity``)."""
 
     def state(quota: float, limit: float, fixed: float, parent: int) -> KaiQueueState:
         return KaiQueueState(
@@ -206,7 +208,29 @@ def test_the_capacity_policy_walks_up_the_tree() -> None:
     assert within_capacity(queues, 0, (1.0, 0.0, 0.0), False)  # 3 + 1 <= 4, and <= 8 at the parent
     assert not within_capacity(queues, 0, (2.0, 0.0, 0.0), False)  # the child's quota: 3 + 2 > 4
     queues[1] = state(1.0, -1.0, 0.0, -1)
-    assert not within_capacity(queues, 0, (2.0, 0.0, 0.0), True)  # a job larger than the parent's quota
+    assert within_capacity(queues, 0, (2.0, 0.0, 0.0), True)  # larger than the parent's quota: preemptible
+    assert not within_capacity(queues, 0, (2.0, 0.0, 0.0), False)  # non-preemptible: 0 + 2 > 1 at the parent
+
+
+def test_a_department_quota_below_a_preemptible_job_does_not_hold_it(tmp_path: Path) -> None:
+    """Department dept (quota 1 GPU) over team t (quota 1 GPU) on an idle 16-GPU cluster: two preemptible
+    2-GPU jobs (priority 0) start at once; a non-preemptible one (priority 125) never does, its
+    non-preemptible use 0 + 2 being above t's quota of 1 (KAI v0.13.0 ``IsJobOverQueueCapacity``: limits,
+    and non-preemptible use within quota, nothing else; a parent's quota below the request refuses a job only
+    in KAI's unmerged pull request #112).
+
+    Fair shares (each alone at its level): dept asks 6, gets its quota 1, then its remaining 5 (<= its share
+    of the 15 left): 6; t the same of dept's 6.
+    """
+    policy = manifests(
+        tmp_path,
+        queue("dept", "{quota: 1, overQuotaWeight: 1, limit: -1}"),
+        queue("t", "{quota: 1, overQuotaWeight: 1, limit: -1}", parent="dept"),
+    )
+    rows = [job(1, 0.0, "t", 1, 2), {**job(2, 0.0, "t", 1, 2), "priority": 125}, job(3, 0.0, "t", 1, 2)]
+    for replay in both(jobs_frame(rows), gpus(2), policy):
+        assert starts(replay) == {1: 0.0, 2: None, 3: 0.0}
+        assert at(replay.queues, 0.0)["t"][:3] == (4.0, 6.0, 3.0)
 
 
 def test_derived_queues_are_top_level_with_gpu_quotas() -> None:
@@ -236,10 +260,12 @@ def test_philly_vcs_replay_with_their_node_counts_as_quotas() -> None:
 
 
 def test_an_unlimited_quota_has_no_nominal_gpus(tmp_path: Path) -> None:
+    """Quota -1: no nominal GPUs, nothing over quota; the fair share is min(the cluster's 8, the request 2)
+    and the 6 GPUs nobody asks for stay undivided (KAI v0.13.0 ``setDeservedResource``)."""
     policy = manifests(tmp_path, queue("a", "{quota: -1, overQuotaWeight: 1, limit: -1}"))
     for replay in both(jobs_frame([job(1, 0.0, "a", 1, 2)]), gpus(1), policy):
         row = replay.queues.filter(pl.col("time") == 0.0).row(0, named=True)
-        assert row["nominal_gpu"] is None and row["borrowed_gpu"] == 0.0 and row["fair_gpu"] == 8.0
+        assert row["nominal_gpu"] is None and row["borrowed_gpu"] == 0.0 and row["fair_gpu"] == 2.0
 
 
 def test_a_job_in_a_parent_queue_or_an_unknown_queue_names_its_row(tmp_path: Path) -> None:

@@ -112,19 +112,11 @@ def _satisfied(qt: Quotas, r: int, q: int) -> bool:
 @kernel
 def _over_quota_level(qt: Quotas, r: int, a: int, b: int, priority: int, amount: float) -> float:
     """``divideUpToFairShare`` for the children ``qt.k_kids[a:b]`` of priority ``priority``; returns what is
-    left (rounds of weighted shares, whole units unless the request is met; a lone queue takes it all)."""
-    count = 0
-    lone = -1
-    for i in range(a, b):
-        if qt.v_prio[qt.k_kids[i]] == priority:
-            count += 1
-            lone = qt.k_kids[i]
+    left (rounds of weighted shares, whole units unless the request is met; a queue alone at its level is
+    given no more than its request, as KAI v0.13.0 does)."""
     while True:
         another = False
         round_amount = amount
-        if count == 1:
-            qt.v_des[r, lone] += amount
-            return 0.0
         total_weight = 0.0
         for i in range(a, b):
             q = qt.k_kids[i]
@@ -178,11 +170,11 @@ def divide(qt: Quotas, r: int, p: int, total: float) -> None:
 
     Notes
     -----
-    NVIDIA/KAI-Scheduler ``plugins/proportion/resource_division/resource_division.go`` (reference §4.3):
-    ``fair = min(quota (-1: total), requestable)``; what remains is divided per priority level, highest
-    first, by ``overQuotaWeight`` in rounds, each queue given its remaining request when that fits its
-    share, else the share floored to whole units (the rest kept as its leftover); then, per level, the
-    queues with leftovers, largest first (then older), get ``min(1, remaining)`` each. Plain twin:
+    NVIDIA/KAI-Scheduler ``plugins/proportion/resource_division/resource_division.go`` as released (v0.13.0;
+    reference §4.3): ``fair = min(quota (-1: total), requestable)``; what remains is divided per priority
+    level, highest first, by ``overQuotaWeight`` in rounds, each queue given its remaining request when that
+    fits its share, else the share floored to whole units (the rest kept as its leftover); then, per level,
+    the queues with leftovers, largest first (then older), get ``min(1, remaining)`` each. Plain twin:
     :func:`gpureplay.queues.fair_share.kai_fair_share`.
     """
     a = qt.k_kstart[p]
@@ -390,10 +382,12 @@ def within_capacity(qt: Quotas, jobs: Jobs, j: int, q: int) -> bool:
 
     Notes
     -----
-    ``plugins/proportion/capacity_policy`` (reference §4.3): no ancestor's ``quota`` of GPUs, CPU or memory
-    (when > 0) is below the job's request (``checkParentQueueQuotas``); the queue and every ancestor stay
-    within ``limit`` in each resource the job requests (``resultsOverLimit``); a non-preemptible job keeps
-    each one's non-preemptible allocation within its ``quota`` (``resultsWithNonPreemptibleOverQuota``).
+    ``plugins/proportion/capacity_policy`` (``IsJobOverQueueCapacity``, KAI v0.13.0; reference §4.3): the
+    queue and every ancestor stay within ``limit`` in each resource the job requests (``resultsOverLimit``,
+    ``max_allowed_check.go``); a non-preemptible job keeps each one's non-preemptible allocation within its
+    ``quota`` (``resultsWithNonPreemptibleOverQuota``, ``quota_check.go``). A parent's quota alone never
+    refuses a preemptible job: the check that did (``checkParentQueueQuotas``) is only in the unmerged pull
+    request #112.
     """
     preemptible = jobs.ints[J_PREEMPTIBLE, j] != 0
     n = q
@@ -403,8 +397,6 @@ def within_capacity(qt: Quotas, jobs: Jobs, j: int, q: int) -> bool:
             if need == 0:
                 continue
             quota = qt.k_quota[r, n]
-            if n != q and quota > 0 and need > quota:
-                return False
             limit = qt.k_limit[r, n]
             if limit != UNLIMITED and limit < qt.v_alloc[r, n] + need:
                 return False

@@ -26,7 +26,8 @@ then preempt). The rules are NVIDIA/KAI-Scheduler ``pkg/scheduler/actions/reclai
   queues' lowest common ancestor, keeps that queue above its allocatable share (MaintainFairShare) or, the
   reclaimer's queue within its quota with the job, above its quota (GuaranteeDeservedQuota), counting the
   victims before it; then at every level of the reclaimer's path its fair-share saturation with the job
-  must stay below each sibling's that loses victims whenever it is above 1, and a non-preemptible
+  must stay below each sibling's that loses victims whenever it is above 1, in each resource the job
+  requests or that sibling's victims hold (the involved resources), and a non-preemptible
   reclaimer keeps each level's non-preemptible allocation within quota. Preempt's validator (minruntime,
   elastic jobs only) passes every whole-gang scenario;
 - a solved job commits: its victims are evicted, it waits for them and allocate places it once they are
@@ -495,7 +496,7 @@ def _remaining(qt: Quotas, n: int, stamp: int) -> None:
 
 @inline_kernel
 def _ratio(allocated: float, fair: float) -> float:
-    # reclaimable.go fairShareUtilizationRatio.
+    # reclaimable.go fairShareSaturationRatio.
     if fair == 0:
         return math.inf if allocated > 0 else 0.0
     if fair == UNLIMITED:
@@ -504,11 +505,31 @@ def _ratio(allocated: float, fair: float) -> float:
 
 
 @kernel
+def _involved(qt: Quotas, jobs: Jobs, js: JobState, s: int, r: int, count: int) -> bool:
+    """Whether one of the ``count`` victims in ``qt.k_scn`` holds resource ``r`` in queue ``s`` or below it
+    (``reclaimable.go`` ``getInvolvedResourcesNames``, gathered up the tree by
+    ``subtractReclaimedResources``)."""
+    for i in range(count):
+        v = qt.k_scn[i]
+        if not _held(jobs, js, v, r) > 0:
+            continue
+        n = jobs.ints[J_TENANT, v]
+        while n >= 0:
+            if n == s:
+                return True
+            n = qt.parent[n]
+    return False
+
+
+@kernel
 def _reclaimable(
     qt: Quotas, jobs: Jobs, js: JobState, j: int, req: tuple[float, float, float], count: int
 ) -> bool:
     """``ReclaimScenarioValidator``: whether job ``j`` (requesting ``req``) may take the ``count`` victims
-    in ``qt.k_scn`` (``reclaimable.go`` ``Reclaimable``; module docstring)."""
+    in ``qt.k_scn`` (``reclaimable.go`` ``Reclaimable`` as released, KAI v0.8.0 to v0.13.0; module
+    docstring). The saturation comparison with a sibling covers only the resources involved: those the job
+    requests and those the sibling's victims hold (``isFairShareSaturationLowerPerResource``, with KAI's
+    default ``relcaimerSaturationMultiplier`` of 1)."""
     q = jobs.ints[J_TENANT, j]
     num_leaves = qt.k_cstart.shape[0] - 1
     qt.k_rstamp[0] += 1
@@ -553,7 +574,14 @@ def _reclaimable(
                     continue
                 ratio_p = _ratio(mine_r, fair_p)
                 ratio_s = _ratio(qt.k_rem[r, s], fair_s)
-                if ratio_p > 1 and fair_s > 0 and ratio_p >= ratio_s:
+                # The involvement is looked up last: a resource neither the job nor s's victims use is
+                # not compared.
+                if (
+                    ratio_p > 1
+                    and fair_s > 0
+                    and ratio_p >= ratio_s
+                    and (req[r] > 0 or _involved(qt, jobs, js, s, r, count))
+                ):
                     return False
             if not preemptible and not _le(qt.k_np[r, p] + req[r], qt.k_quota[r, p]):
                 return False
@@ -585,8 +613,6 @@ def _within_capacity(qt: Quotas, jobs: Jobs, js: JobState, j: int, k: int, count
             if need == 0:
                 continue
             quota = qt.k_quota[r, n]
-            if n != q and quota > 0 and need > quota:
-                return False
             limit = qt.k_limit[r, n]
             held = qt.k_rem[r, n] if qt.k_rset[n] == stamp else qt.v_alloc[r, n]
             if limit != UNLIMITED and limit < held + need:

@@ -479,14 +479,17 @@ def _divide_up_to_fair_share(
     fair: dict[str, float],
     leftover: dict[str, float],
 ) -> float:
-    """One priority level of phase 2 (``divideUpToFairShare``); returns what is left."""
+    """One priority level of phase 2 (``divideUpToFairShare``); returns what is left.
+
+    A queue alone at its level is divided for like any other: it is given its remaining requestable
+    amount at most, and the rest goes on to the lower levels. (A branch that gave a lone queue all that
+    is left, whatever its request, was a commit marked "WIP", ae18cfd9, of pull request #554, removed
+    again by b0ee3c3c "Remove resource division change" on the same branch before it was squash-merged;
+    no release has it.)
+    """
     while True:
         another_round = False
         round_amount = amount
-        if len(queues) == 1:
-            # The code gives a lone queue everything left at its level, whatever its request.
-            fair[queues[0].name] += amount
-            return 0.0
         total_weight = sum(q.over_quota_weight for q in queues if _remaining_requested(q, fair[q.name]) > 0)
         if total_weight == 0:
             break
@@ -548,15 +551,15 @@ def kai_fair_share(
     Notes
     -----
     NVIDIA/KAI-Scheduler ``pkg/scheduler/plugins/proportion/resource_division/resource_division.go``
-    (``setResourceShare``, commit ae18cfd; newer versions add a usage-capacity argument),
+    (``setResourceShare``; as released in v0.13.0, unchanged since the usage term came in v0.9.0, #494),
     reference §4.3:
 
     1. ``setDeservedResource``: ``fair_q = min(deserved_q (−1 → total), requestable_q)``;
        ``remaining = total − Σ fair``. If nothing remains, stop.
     2. ``divideOverQuotaResource``, per priority level, highest first
-       (``divideUpToFairShare``), in rounds with ``R0`` = what remains at the round's start:
-       a queue alone at its level gets all of ``R0``; otherwise, over the queues not
-       satisfied (``request ≤ fair`` or ``limit ≤ fair``)::
+       (``divideUpToFairShare``), in rounds with ``R0`` = what remains at the round's start,
+       over the queues not satisfied (``request ≤ fair`` or ``limit ≤ fair``), a queue alone
+       at its level included::
 
            nW_q  = OQW_q / Σ OQW over queues with requestable − fair > 0
            sw_q  = max(0, nW_q + k·(nW_q − usage_q))

@@ -164,10 +164,12 @@ def within_capacity(
 ) -> bool:
     """The capacity policy for a job of ``request`` in queue ``leaf`` (``queues`` indexed by ``parent``).
 
-    Up the tree from the leaf: an ancestor's ``quota`` > 0 below the job's request refuses it
-    (``checkParentQueueQuotas``); allocated + request above a ``limit`` refuses it (``resultsOverLimit``);
-    a non-preemptible job's non-preemptible allocated + request above a ``quota`` refuses it
-    (``resultsWithNonPreemptibleOverQuota``). Resources the job does not request are not checked.
+    ``IsJobOverQueueCapacity`` (KAI v0.13.0, ``capacity_policy.go``), up the tree from the leaf:
+    allocated + request above a ``limit`` refuses it (``resultsOverLimit``, ``max_allowed_check.go``); a
+    non-preemptible job's non-preemptible allocated + request above a ``quota`` refuses it
+    (``resultsWithNonPreemptibleOverQuota``, ``quota_check.go``). Resources the job does not request are
+    not checked. A parent's quota below the request refuses nothing else: that check
+    (``checkParentQueueQuotas``) exists only in KAI's unmerged pull request #112.
     """
     n = leaf
     while n >= 0:
@@ -176,8 +178,6 @@ def within_capacity(
             need = request[r]
             if need == 0:
                 continue
-            if n != leaf and q.quota[r] > 0 and need > q.quota[r]:
-                return False
             if q.limit[r] != UNLIMITED and q.limit[r] < q.allocated[r] + need:
                 return False
             if not preemptible and q.quota[r] != UNLIMITED and q.quota[r] < q.non_preemptible[r] + need:

@@ -232,14 +232,16 @@ def min_runtimes(
 
     Notes
     -----
-    NVIDIA/KAI-Scheduler ``pkg/scheduler/plugins/minruntime`` (``resolver.go``; ``args``: the plugin's
-    arguments, KAI's defaults 0 s and ``lca``). Preempt: the victim's queue's ``preemptMinRuntime``, else its
-    nearest ancestor's, else ``defaultPreemptMinRuntime``. Reclaim, ``lca``: when the two queues' top-level
-    queues differ, the victim's top-level queue's ``reclaimMinRuntime``, else ``defaultReclaimMinRuntime``;
-    in one tree, from the child of their lowest common ancestor on the victim's path (the victim's queue
-    itself when it is that child) up to the top, the first that sets one, else ``defaultPreemptMinRuntime``
-    (the resolver's own fallback there, as its source reads). Reclaim, ``queue``: the victim's queue's, else
-    its nearest ancestor's, else ``defaultReclaimMinRuntime``.
+    NVIDIA/KAI-Scheduler ``pkg/scheduler/plugins/minruntime`` (``resolver.go`` as released from v0.6.0 to
+    v0.13.0; ``args``: the plugin's arguments, KAI's defaults 0 s and ``lca``). Preempt: the victim's queue's
+    ``preemptMinRuntime``, else its nearest ancestor's, else ``defaultPreemptMinRuntime``. Reclaim, ``lca``:
+    when the two queues' top-level queues differ, the victim's top-level queue's ``reclaimMinRuntime``, else
+    ``defaultReclaimMinRuntime``; in one tree, from the child of their lowest common ancestor on the victim's
+    path (the victim's queue itself when it is that child) up to the top, the first that sets one, else
+    ``defaultReclaimMinRuntime`` too. (The plugin's first commit, 1520f950 of #162, fell back to
+    ``defaultPreemptMinRuntime`` there; 09b60aa4, #234, changed it before v0.6.0, the first release with the
+    plugin.) Reclaim, ``queue``: the victim's queue's, else its nearest ancestor's, else
+    ``defaultReclaimMinRuntime``.
     """
     args = args or MinRuntimeArgs()
     preempt = np.zeros(num_leaves)
@@ -272,7 +274,7 @@ def min_runtimes(
                 lca = i
             if lca + 1 < len(theirs):
                 lca += 1
-            reclaim[a, b] = nearest(theirs[: lca + 1], False, args.default_preempt)
+            reclaim[a, b] = nearest(theirs[: lca + 1], False, args.default_reclaim)
     return preempt, reclaim
 
 

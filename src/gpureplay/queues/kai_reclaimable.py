@@ -6,7 +6,8 @@ The plain statement of :mod:`gpureplay.engine.kai_evict`'s ``_may_reclaim``, ``_
 
 Sources (NVIDIA/KAI-Scheduler): ``plugins/proportion/reclaimable/reclaimable.go`` (``CanReclaimResources``,
 ``Reclaimable``: ``reclaimResourcesFromReclaimees``, ``reclaimingQueuesRemainWithinBoundaries`` with
-``isFairShareUtilizationLowerPerResource``, ``getLeveledQueues``), ``reclaimable/strategies/strategies.go``
+``isFairShareSaturationLowerPerResource``, ``getLeveledQueues``; as released from v0.8.0 to v0.13.0),
+``reclaimable/strategies/strategies.go``
 (MaintainFairShare, GuaranteeDeservedQuota), ``plugins/proportion/capacity_policy``
 (``IsNonPreemptibleJobOverQueueQuota``).
 """
@@ -72,7 +73,7 @@ def leveled(queues: Sequence[KaiQueueState], a: int, b: int) -> tuple[int, int]:
 
 
 def _ratio(allocated: float, fair: float) -> float:
-    # fairShareUtilizationRatio.
+    # fairShareSaturationRatio.
     if fair == 0:
         return math.inf if allocated > 0 else 0.0
     if fair == UNLIMITED:
@@ -95,11 +96,14 @@ def reclaimable(
     queues' lowest common ancestor, is above its allocatable share (MaintainFairShare), or the reclaimer's
     queue at that level stays within quota with the job and the victim's is above quota
     (GuaranteeDeservedQuota). Then at every level of the reclaimer's path: its allocation with the job over
-    its fair share must stay below each sibling's that lost victims whenever above 1
-    (``isFairShareUtilizationLowerPerResource``), and a non-preemptible job keeps the level's
-    non-preemptible allocation within quota.
+    its fair share must stay below each sibling's that lost victims whenever above 1, in the resources
+    involved: those the job requests and those the sibling's victims (in it or below it) hold
+    (``isFairShareSaturationLowerPerResource`` with ``getInvolvedResourcesNames``; KAI's default saturation
+    multiplier 1); and a non-preemptible job keeps the level's non-preemptible allocation within quota.
+    (The comparison over every resource was a commit of pull request #374, 69d6414d, before its merge.)
     """
     remaining: dict[int, list[float]] = {}
+    involved: dict[int, set[int]] = {}
 
     def entry(n: int) -> list[float]:
         if n not in remaining:
@@ -122,6 +126,8 @@ def reclaimable(
                 row = entry(n)
                 for r in range(3):
                     row[r] -= held[r]
+                    if held[r] > 0:
+                        involved.setdefault(n, set()).add(r)
                 n = queues[n].parent
     p = leaf
     while p >= 0:
@@ -134,6 +140,8 @@ def reclaimable(
                 fair_s = queues[s].fair[r]
                 if fair_p == UNLIMITED and fair_s == UNLIMITED:
                     continue
+                if request[r] <= 0 and r not in involved.get(s, set()):
+                    continue  # neither the job nor s's victims use it
                 ratio_p = _ratio(mine_r, fair_p)
                 if ratio_p > 1 and fair_s > 0 and ratio_p >= _ratio(rest[r], fair_s):
                     return False
