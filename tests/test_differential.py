@@ -619,7 +619,7 @@ def _manifest_file(text: str) -> str:
 
 def _in_queues(draw: st.DrawFn, jobs: pl.DataFrame) -> pl.DataFrame:
     """``jobs`` spread over two or three queues, with coarse submit times: several queues' heads meet in one
-    cycle, where the queue model's order (Kueue: non-borrowing first; Volcano: share) and quotas decide."""
+    cycle, where the queue model's order (Kueue: borrowing level first; Volcano: share) and quotas decide."""
     names = ("vc-a", "vc-b", "vc-c")[: draw(st.integers(2, 3))]
     picks = draw(st.lists(st.sampled_from(names), min_size=jobs.height, max_size=jobs.height))
     grain = draw(st.sampled_from([None, 4.0, 16.0, 64.0]))
