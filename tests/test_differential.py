@@ -632,7 +632,7 @@ def _manifest_file(text: str) -> str:
 
 def _in_queues(draw: st.DrawFn, jobs: pl.DataFrame) -> pl.DataFrame:
     """``jobs`` spread over two or three queues, with coarse submit times: several queues' heads meet in one
-    cycle, where the queue model's order (Kueue: non-borrowing first; Volcano: share) and quotas decide."""
+    cycle, where the queue model's order (Kueue: borrowing level first; Volcano: share) and quotas decide."""
     names = ("vc-a", "vc-b", "vc-c")[: draw(st.integers(2, 3))]
     picks = draw(st.lists(st.sampled_from(names), min_size=jobs.height, max_size=jobs.height))
     grain = draw(st.sampled_from([None, 4.0, 16.0, 64.0]))
@@ -690,6 +690,101 @@ def kueue_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
 @draws(60)
 @given(case=kueue_cases(), sample_interval=sample_intervals, seed=seeds)
 def test_kueue_quotas_agree(
+    case: tuple[pl.DataFrame, pl.DataFrame, Policy], sample_interval: float, seed: int
+) -> None:
+    jobs, nodes, policy = case
+    assert_agree(jobs, nodes, policy, seed=seed, sample_interval=sample_interval)
+
+
+def _gpu_quota(gpus: int, lend: int | None = None) -> str:
+    # A ClusterQueue's or Cohort's spec lines: GPUs only, in flavor f, with a lendingLimit when given.
+    return (
+        '  resourceGroups:\n  - coveredResources: ["nvidia.com/gpu"]\n    flavors:\n    - name: f\n'
+        f"      resources:\n      - name: nvidia.com/gpu\n        nominalQuota: {gpus}\n"
+        + ("" if lend is None else f"        lendingLimit: {lend}\n")
+    )
+
+
+@st.composite
+def borrowing_level_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
+    """Kueue's classical iterator in an uneven cohort tree, where a round's heads borrow at different levels.
+
+    Root cohort org (its own GPU quota drawn) holds vc-c and cohort research (own quota drawn), which holds
+    vc-a and vc-b, or vc-a and cohort deep holding vc-b: heights research 1 (or 2), org 2 (or 3), so a
+    ClusterQueue in org borrows at a higher level than one borrowing within research, though both borrow
+    from their parent. Jobs arrive in batches (several queues' heads meet in a round) with mixed priorities,
+    sized so that two heads often fit alone but not together: the borrowing level, not the priority,
+    decides which goes first. Half the cases preempt (``reclaimWithinCohort`` Any or LowerPriority, sometimes
+    ``withinClusterQueue`` and ``borrowWithinCohort``): a preemptor reclaiming within its subtree meets its
+    requeued victim, which must borrow from higher up.
+    """
+    deep = draw(st.booleans())
+    cohort = "apiVersion: kueue.x-k8s.io/v1beta1\nkind: Cohort\nmetadata:\n  name: {}\nspec:\n"
+    docs = ["apiVersion: kueue.x-k8s.io/v1beta1\nkind: ResourceFlavor\nmetadata:\n  name: f\n"]
+    org = draw(st.sampled_from([0, 0, 2]))
+    docs.append(cohort.format("org") + (_gpu_quota(org) if org else ""))
+    research = draw(st.sampled_from([0, 2, 4]))
+    research_quota = _gpu_quota(research) if research else ""
+    docs.append(cohort.format("research") + "  parentName: org\n" + research_quota)
+    inner = draw(st.sampled_from([0, 2])) if deep else 0
+    if deep:
+        docs.append(cohort.format("deep") + "  parentName: research\n" + (_gpu_quota(inner) if inner else ""))
+    preempting = draw(st.booleans())
+    names = ("vc-a", "vc-b", "vc-c")
+    total = org + research + inner
+    for name, parent in zip(names, ("research", "deep" if deep else "research", "org"), strict=True):
+        gpus = draw(st.sampled_from([0, 2, 4, 8]))
+        total += gpus
+        lend = draw(st.sampled_from([None, None, 0, gpus // 2]))
+        preempt = ""
+        if preempting:
+            within = draw(st.sampled_from(["Never", "LowerPriority"]))
+            reclaim = draw(st.sampled_from(["Any", "Any", "LowerPriority"]))
+            preempt = f"  preemption:\n    withinClusterQueue: {within}\n    reclaimWithinCohort: {reclaim}\n"
+            if draw(st.booleans()):
+                preempt += "    borrowWithinCohort:\n      policy: LowerPriority\n"
+        docs.append(
+            f"apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata:\n  name: {name}\nspec:\n"
+            f"  cohort: {parent}\n{preempt}" + _gpu_quota(gpus, lend)
+        )
+    # Room for the whole tree's quota (8-GPU nodes): admissions fail on quota, seldom on placement.
+    nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": 8}] * max(1, -(-total // 8)))
+    sizes = st.sampled_from([(1, 2000), (1, 4000), (2, 2000), (2, 4000), (1, 8000)])
+    rows = []
+    for i in range(draw(st.integers(4, 14))):
+        pods, milli = draw(sizes)
+        rows.append(
+            {
+                "job_id": i + 1,
+                "submit_time": float(draw(st.sampled_from([0, 0, 10, 10, 40]))),
+                "duration": float(draw(st.sampled_from([30, 80, 200]))),
+                "num_pods": pods,
+                "gpu_milli": milli,
+                "queue": draw(st.sampled_from(names)),
+                "priority": draw(st.integers(0, 3)),
+            }
+        )
+    policy = Policy(
+        name="kueue-preempt" if preempting else "kueue",
+        queue_order=QueueOrder.priority,
+        backfill=Backfill.skip,
+        node_placement=draw(st.sampled_from(["best_fit", "first_fit"])),
+        gpu_placement="best_fit",
+        session_interval=draw(st.sampled_from([0.0, 0.0, 2.0])),
+        queues=QueueModel.kueue,
+        quotas=QuotaSource.manifests,
+        manifests=_manifest_file("---\n".join(docs)),
+        graceful_termination=draw(st.sampled_from([0.0, 5.0, 30.0])),
+        requeue=draw(st.sampled_from(list(Requeue))),
+    )
+    return jobs_frame(rows), nodes, policy
+
+
+# Kueue's borrowing levels in an uneven cohort tree (tests/test_kueue_quota.py and
+# tests/test_kueue_preemption.py hold the hand-computed cases).
+@settings(max_examples=40, **SETTINGS)
+@given(case=borrowing_level_cases(), sample_interval=sample_intervals, seed=seeds)
+def test_kueue_borrowing_levels_agree(
     case: tuple[pl.DataFrame, pl.DataFrame, Policy], sample_interval: float, seed: int
 ) -> None:
     jobs, nodes, policy = case

@@ -12,7 +12,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from tests.reference.strategies import jobs_frame, nodes_frame
-from tests.test_kueue_quota import KUEUE, both, cluster_queue, job, manifests, starts
+from tests.test_kueue_quota import KUEUE, both, cluster_queue, cohort, job, manifests, starts
 
 from gpureplay.errors import InputError
 from gpureplay.queues.kueue_preemption import Admitted, preemption_targets, uniform_table
@@ -197,12 +197,6 @@ def test_derived_quotas_take_the_preemption_keys(tmp_path: Path) -> None:
         simulate(jobs, NODES, borrow_alone)
 
 
-def cohort(name: str, parent: str) -> str:
-    """A Kueue ``Cohort`` manifest nested under ``parent`` (no quota of its own)."""
-    head = "apiVersion: kueue.x-k8s.io/v1beta1\nkind: Cohort\n"
-    return f"{head}metadata:\n  name: {name}\nspec:\n  parentName: {parent}\n"
-
-
 def test_a_nested_cohort_reclaims_within_its_subtree_and_skips_a_subtree_within_quota(tmp_path: Path) -> None:
     """Cohort org holds cohorts research (team-a nominal 8, team-b 0) and ops (team-c 4, team-d 4); two
     8-GPU nodes, every ClusterQueue ``reclaimWithinCohort: LowerPriority``.
@@ -286,6 +280,36 @@ def test_a_subtree_that_holds_the_request_lets_a_queue_reclaim_beyond_its_nomina
         assert starts(replay)[4] == 100.0
 
 
+def test_a_preemptor_that_borrows_lower_in_the_tree_is_admitted_before_its_victim(tmp_path: Path) -> None:
+    """Cohort org holds cohort research (team-a, team-b: nominal 4 each) and team-c (nominal 8); two 8-GPU
+    nodes. team-c runs jobs 1-3 (4 GPUs each, priority 5, 20,000 s) from 0: 12, borrowing research's 4.
+
+    At 10 team-a's job 4 (2 pods x 4 GPUs, priority 1; ``reclaimWithinCohort: Any``) finds 4 available;
+    research's subtree quota holds its 8, so it may preempt, and team-c's jobs are hierarchical-reclaim
+    candidates: job 1 (equal priorities and admission times: the lowest id) is evicted at 10 and releases
+    at 40. At 40 job 4 and the requeued job 1 are both heads, and each fits alone (8 available), not both.
+    Job 4 borrows within research (borrowing level 1), job 1 from org (level 2): Kueue admits job 4 first
+    although job 1 has the higher priority; job 1 no longer fits and waits for job 4's end (140). Ordered
+    by "borrows or not" (both do), job 1 went first by priority, job 4 evicted it again, and so on every
+    30 s until the replay stopped with a preemption livelock.
+    """
+    team_a = preempting(cluster_queue("team-a", 4, cohort="research"), reclaimWithinCohort="Any")
+    rows = [prio(job(i, 0.0, "team-c", 1, 4, 20_000.0), 5) for i in (1, 2, 3)]
+    jobs = jobs_frame([*rows, prio(job(4, 10.0, "team-a", 2, 4), 1)])
+    policy = manifests(
+        tmp_path,
+        team_a,
+        cluster_queue("team-b", 4, cohort="research"),
+        cluster_queue("team-c", 8, cohort="org"),
+        cohort("research", "org"),
+    )
+    for replay in both(jobs, NODES, policy):
+        assert evictions(replay) == [(1, 10.0, 4)]
+        assert starts(replay) == {1: 0.0, 2: 0.0, 3: 0.0, 4: 40.0}
+        restart = replay.attempts.filter((pl.col("job_id") == 1) & (pl.col("attempt") == 1))
+        assert restart["start"].to_list() == [140.0]
+
+
 def test_hierarchical_reclaim_candidates_come_before_lower_priority_ones(tmp_path: Path) -> None:
     """Cohort org holds team-c (nominal 4) and cohort research (its own quota 4) with team-a (nominal 4,
     lendingLimit 0: all of it local) and team-s (nominal 4); subtree quotas: research 8, org 12.
@@ -299,13 +323,6 @@ def test_hierarchical_reclaim_candidates_come_before_lower_priority_ones(tmp_pat
     candidates first although team-s's have the lower priority: job 4 (id before job 5) is evicted at 10
     and job 6 starts at 40. (Ordered by priority alone, job 2 would go.)
     """
-    research = (
-        "apiVersion: kueue.x-k8s.io/v1beta1\nkind: Cohort\nmetadata:\n  name: research\nspec:\n"
-        "  parentName: org\n"
-        '  resourceGroups:\n  - coveredResources: ["nvidia.com/gpu"]\n    flavors:\n'
-        "    - name: default-flavor\n      resources:\n      - name: nvidia.com/gpu\n"
-        "        nominalQuota: 4\n"
-    )
     team_a = preempting(
         cluster_queue("team-a", 4, cohort="research", lending_limit=0),
         reclaimWithinCohort="LowerPriority",
@@ -316,7 +333,7 @@ def test_hierarchical_reclaim_candidates_come_before_lower_priority_ones(tmp_pat
         team_a,
         cluster_queue("team-s", 4, cohort="research"),
         cluster_queue("team-c", 4, cohort="org"),
-        research,
+        cohort("research", "org", gpus=4),
     )
     rows = [
         prio(job(4, 0.0, "team-c", 1, 4), 1),

@@ -18,8 +18,16 @@ from tests.reference.strategies import jobs_frame, nodes_frame
 
 from gpureplay.errors import InputError
 from gpureplay.queues.fair_share import KueueNode, kueue_drs
-from gpureplay.queues.kueue_quota import available, generated_quotas, model_columns, node_usage
+from gpureplay.queues.kueue_quota import (
+    available,
+    borrow_level,
+    generated_quotas,
+    manifest_quotas,
+    model_columns,
+    node_usage,
+)
 from gpureplay.queues.kueue_quota import share as kueue_share
+from gpureplay.queues.manifests import read_manifests
 from gpureplay.replay.simulate import Replay, simulate, warm_up
 from gpureplay.results.metrics import admitted_jobs, attempt_results, job_results, run_span
 from gpureplay.results.queue_summary import queue_summary
@@ -96,6 +104,21 @@ kind: ResourceFlavor
 metadata:
   name: default-flavor
 """
+
+
+def cohort(name: str, parent: str | None = None, gpus: float | None = None) -> str:
+    """A Kueue ``Cohort`` manifest, nested under ``parent`` when given, with a GPU quota of its own when
+    ``gpus`` is given."""
+    text = f"apiVersion: kueue.x-k8s.io/v1beta1\nkind: Cohort\nmetadata:\n  name: {name}\nspec:\n"
+    if parent is not None:
+        text += f"  parentName: {parent}\n"
+    if gpus is not None:
+        text += (
+            '  resourceGroups:\n  - coveredResources: ["nvidia.com/gpu"]\n    flavors:\n'
+            "    - name: default-flavor\n      resources:\n      - name: nvidia.com/gpu\n"
+            f"        nominalQuota: {gpus}\n"
+        )
+    return text
 
 
 def manifests(tmp_path: Path, *queues: str) -> Policy:
@@ -205,6 +228,107 @@ def test_non_borrowing_heads_go_first(tmp_path: Path) -> None:
         assert starts(replay) == {1: 0.0, 2: 110.0, 3: 10.0}
     no_quotas = Policy(**{**KUEUE.__dict__, "queues": QueueModel.none, "quotas": QuotaSource.none})
     assert starts(simulate(jobs, nodes, no_quotas)) == {1: 0.0, 2: 10.0, 3: 110.0}
+
+
+def test_a_head_that_borrows_lower_in_the_tree_goes_first_whatever_its_priority(tmp_path: Path) -> None:
+    """Cohort org holds cohorts research (team-a, team-b: nominal 4 each) and ops (team-c, team-d: nominal 4
+    each); two 8-GPU nodes. team-d's job 1 (4 GPUs, 1000 s) runs from 0.
+
+    At 10 team-a's job 2 (2 pods x 4 GPUs, priority 0) and team-c's job 3 (2 x 4, priority 5) are heads; 12
+    GPUs are free, so each fits alone, not both. Job 2 borrows team-b's idle 4 within research: borrowing
+    level 1, research's height. Job 3 needs 8 where ops has 4 left, so it borrows from org: level 2, org's
+    height. Kueue's classical iterator compares the borrowing level before the priority: job 2 starts at
+    10, and job 3 when job 2 ends (110; org then has 12 left). Ordered by "borrows or not" (both do), job
+    3's priority would win: job 3 at 10, job 2 at 110.
+    """
+    policy = manifests(
+        tmp_path,
+        cluster_queue("team-a", 4, cohort="research"),
+        cluster_queue("team-b", 4, cohort="research"),
+        cluster_queue("team-c", 4, cohort="ops"),
+        cluster_queue("team-d", 4, cohort="ops"),
+        cohort("research", "org"),
+        cohort("ops", "org"),
+    )
+    rows = [job(1, 0.0, "team-d", 1, 4, 1000.0), job(2, 10.0, "team-a", 2, 4), job(3, 10.0, "team-c", 2, 4)]
+    jobs = jobs_frame([*rows[:2], {**rows[2], "priority": 5}])
+    nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": 8}] * 2)
+    for replay in both(jobs, nodes, policy):
+        assert starts(replay) == {1: 0.0, 2: 10.0, 3: 110.0}
+
+
+def test_kueues_hierarchical_cohort_case_borrowing_less_is_scheduled_first(tmp_path: Path) -> None:
+    """Kueue's own ``TestSchedule`` case "in a hierarchical cohort, workload borrowing less is scheduled
+    first" (``pkg/scheduler/scheduler_test.go``, since v0.12.0), its CPUs as GPUs here::
+
+                  ROOT
+               /        \\
+        GUARANTEED (4)   best-effort (0)
+           |
+        guaranteed (0)
+
+    Workload guaranteed (4, priority 0) fits GUARANTEED's quota: borrowing level 1, that cohort's height.
+    Workload best-effort (4, priority 3) borrows from ROOT: level 2, ROOT's height (its longest path down
+    to a ClusterQueue), though ROOT is only one step above best-effort. Kueue admits guaranteed; best-effort
+    "no longer fits after processing another workload" and starts when guaranteed ends (100). Counting the
+    steps up from the ClusterQueue instead of the height, both would borrow at level 1 and best-effort's
+    priority would win.
+    """
+    policy = manifests(
+        tmp_path,
+        cohort("root"),
+        cohort("guaranteed", "root", gpus=4),
+        cluster_queue("guaranteed", 0, cohort="guaranteed"),
+        cluster_queue("best-effort", 0, cohort="root"),
+    )
+    jobs = jobs_frame([job(1, 0.0, "guaranteed", 1, 4), {**job(2, 0.0, "best-effort", 1, 4), "priority": 3}])
+    nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": 8}])
+    for replay in both(jobs, nodes, policy):
+        assert starts(replay) == {1: 0.0, 2: 100.0}
+
+
+def test_the_borrowing_level_is_the_height_of_the_lowest_subtree_holding_it(tmp_path: Path) -> None:
+    """The plain statement on an uneven tree: org holds research (holding team-a, team-b and cohort deep,
+    which holds team-d) and team-c. Heights: deep 1, research 2, org 3. A request within a ClusterQueue's
+    nominal quota borrows at level 0; one that research holds at 2 (also for team-d, two steps below); one
+    only org holds at 3 (also for team-c, one step below it); a ClusterQueue without a cohort: 0."""
+    path = tmp_path / "queues.yaml"
+    path.write_text(
+        "---\n".join(
+            [
+                FLAVOR,
+                cluster_queue("team-a", 4, cohort="research"),
+                cluster_queue("team-b", 4, cohort="research"),
+                cluster_queue("team-c", 4, cohort="org"),
+                cluster_queue("team-d", 2, cohort="deep"),
+                cluster_queue("alone", 4, cohort=None),
+                cohort("research", "org"),
+                cohort("deep", "research", gpus=2),
+            ]
+        )
+    )
+    jobs = jobs_frame([job(1, 0.0, "team-a", 1, 1)])
+    quotas = manifest_quotas(read_manifests(path), jobs, ["V100"], str(path))
+    index = {name: n for n, name in enumerate(quotas.names)}
+    assert [quotas.heights()[index[n]] for n in ("team-a", "deep", "research", "org")] == [0, 1, 2, 3]
+    idle = [[0] * quotas.num_cluster_queues for _ in range(quotas.rows)]
+    a, c, d, alone = index["team-a"], index["team-c"], index["team-d"], index["alone"]
+    # Requests per quota row (one flavor: GPU, CPU, memory), in milli-GPU.
+    assert [borrow_level(quotas, idle, a, (n * 1000, 0, 0)) for n in (4, 8, 12, 14)] == [
+        0,
+        2,  # team-b's 4, within research
+        2,  # research's subtree quota: 4 + 4 + deep's 4
+        3,  # beyond research's 12: org's 16
+    ]
+    assert borrow_level(quotas, idle, d, (4000, 0, 0)) == 1  # within deep (2 + 2)
+    assert borrow_level(quotas, idle, d, (6000, 0, 0)) == 2
+    assert borrow_level(quotas, idle, c, (6000, 0, 0)) == 3
+    assert borrow_level(quotas, idle, alone, (4000, 0, 0)) == 0
+    busy = [row[:] for row in idle]
+    busy[0][index["team-b"]] = 4000  # research still holds team-a's 8 (4 + 8 = 12) ...
+    assert borrow_level(quotas, busy, a, (8000, 0, 0)) == 2
+    busy[0][d] = 4000  # ... and with deep's 4 used too, only org does (8 + 8 = 16)
+    assert borrow_level(quotas, busy, a, (8000, 0, 0)) == 3
 
 
 def test_a_gang_that_cannot_be_placed_takes_no_quota(tmp_path: Path) -> None:

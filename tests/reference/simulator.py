@@ -79,7 +79,7 @@ from gpureplay.queues.kueue_quota import (
     assign_flavors,
     available,
     borrow_height,
-    borrows,
+    borrow_level,
     first_flavors,
     fits,
     node_usage,
@@ -3475,10 +3475,11 @@ class _Replay:
 
         Each round nominates the heads against the usage at its start (a head that does not fit its
         available quota is set aside: the next job of its queue is head next round, or under StrictFIFO none
-        is until a release), orders them non-borrowing first, then by queue key (fair sharing: by
-        tournament), and admits each that still fits and can be placed as a gang; one that no longer fits
-        stays head; one that cannot be placed is set aside. A job of the same queue and request as one set
-        aside since the last release is passed over (it would be set aside too).
+        is until a release), orders them by borrowing level (the height of the lowest subtree that holds each
+        one's request, :func:`borrow_level`; 0 first), then by queue key (fair sharing: by tournament), and
+        admits each that still fits and can be placed as a gang; one that no longer fits stays head; one that
+        cannot be placed is set aside. A job of the same queue and request as one set aside since the last
+        release is passed over (it would be set aside too).
         """
         if self.quota_only and self.admission_blocked():
             self.kueue_place_admitted()  # [Kueue waitForPodsReady] admissions resume once it is Ready
@@ -3540,7 +3541,7 @@ class _Replay:
                     else:
                         set_aside(q, job)
                     continue
-                entries.append((borrows(quotas, usage, q, request), self.queue_key(job), q, job))
+                entries.append((borrow_level(quotas, usage, q, request), self.queue_key(job), q, job))
             if not any_head:
                 break
             entries.sort(key=lambda e: (e[0], e[1]))

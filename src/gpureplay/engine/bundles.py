@@ -505,6 +505,9 @@ class Quotas(NamedTuple):
         unset), resources GPU milli, CPU milli, memory MiB.
     subtree
         ``[resource, node]`` subtree quota (static).
+    height
+        Per node, its height in the tree (static): the longest path down from it (0: a ClusterQueue; Kueue's
+        ``getNodeHeight``, the borrowing level of a request that node's quota holds).
     covered
         ``[resource, cluster queue]``: 1 where the ClusterQueue's quota limits the resource.
     strict
@@ -516,7 +519,7 @@ class Quotas(NamedTuple):
         ``seg[q] .. seg[q+1]``, ``hsize[q]`` of them), so that its head is one look away; the release
         version at which a StrictFIFO ClusterQueue's head was found inadmissible (-1: never).
     entries, entry_cls, borrowing
-        Work space: one round's nominated heads, their classes and whether each borrows.
+        Work space: one round's nominated heads, their classes and each one's borrowing level (0: none).
     fair
         ``[2]``: 1 under Kueue's fair sharing (the tournament orders a round's heads); its
         ``fairSharing.preemptionStrategies`` (``FairSharingStrategies`` value).
@@ -621,6 +624,7 @@ class Quotas(NamedTuple):
     borrow: Int64Array
     lend: Int64Array
     subtree: Int64Array
+    height: Int64Array
     covered: Int64Array
     strict: Int64Array
     used: Int64Array
@@ -980,6 +984,24 @@ def volcano_state(
     return base._replace(**arrays)
 
 
+def tree_heights(parent: Int64Array) -> Int64Array:
+    """Per node of a tree given by ``parent`` (-1: a root), its height: the longest path down from it.
+
+    Notes
+    -----
+    kubernetes-sigs/kueue ``hierarchical_preemption.go`` ``getNodeHeight`` (v0.12.0 to v0.19.2): a cohort
+    with children is 1 high, or one more than its highest child cohort when that is more; a ClusterQueue
+    is 0. Plain statement: :meth:`gpureplay.queues.kueue_quota.KueueQuotas.heights`.
+    """
+    height = np.zeros(parent.shape[0], dtype=np.int64)
+    for n in range(parent.shape[0]):
+        p, steps = int(parent[n]), 1
+        while p >= 0:
+            height[p] = max(height[p], steps)
+            p, steps = int(parent[p]), steps + 1
+    return height
+
+
 def quota_state(
     parent: Int64Array,
     nominal: Int64Array,
@@ -1029,6 +1051,7 @@ def quota_state(
         borrow=borrow.astype(np.int64),
         lend=lend.astype(np.int64),
         subtree=subtree.astype(np.int64),
+        height=tree_heights(parent),
         covered=covered.astype(np.int64),
         strict=strict.astype(np.int64),
         used=np.zeros((rows, num_nodes), dtype=np.int64),

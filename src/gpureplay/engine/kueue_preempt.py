@@ -714,8 +714,8 @@ def _fair_targets(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, k: int
     -----
     kubernetes-sigs/kueue ``preemption.go`` ``fairPreemptions``, ``fair_strategy.go``
     (``iterateWithFirstFsStrategy``, ``iterateWithSecondFsStrategy``), ``fairsharing/ordering.go``,
-    ``fairsharing/strategy.go`` at the v0.20 feature-gate defaults; the plain statement is
-    :mod:`gpureplay.queues.kueue_fair_preemption`. The usage is restored before returning.
+    ``fairsharing/strategy.go`` as released in v0.17.0 to v0.19.2 (feature-gate defaults); the plain
+    statement is :mod:`gpureplay.queues.kueue_fair_preemption`. The usage is restored before returning.
     """
     q = jobs.ints[J_TENANT, j]
     for i in range(k):

@@ -51,6 +51,7 @@ from gpureplay.engine.pending import cursor_job, cursor_reset, cursor_step, key_
 from gpureplay.engine.pods_ready import admit_by_quota, blocked, place_admitted
 from gpureplay.engine.quota_tree import (
     assign_flavors,
+    borrow_height,
     drop_top,
     fits_quota,
     flavor_mask,
@@ -75,15 +76,27 @@ def quota_fits(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int) -> bool:
     return fits_quota(qt, jobs, js, run, j, True)
 
 
-@inline_kernel
-def quota_borrows(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int) -> bool:
-    """Whether admitting job ``j`` now takes its ClusterQueue above nominal quota on a covered quota row."""
+@kernel
+def borrow_level(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int) -> int:
+    """The borrowing level of admitting job ``j`` now in its assigned flavors: the highest over its covered
+    quota rows of :func:`gpureplay.engine.quota_tree.borrow_height` (0: within nominal quota).
+
+    Notes
+    -----
+    kubernetes-sigs/kueue ``flavorassigner.go`` ``Assignment.Borrowing`` (an integer since v0.12.0), which
+    ``scheduler.go``'s classical iterator compares before priority. Plain statement:
+    :func:`gpureplay.queues.kueue_quota.borrow_level`.
+    """
     q = jobs.ints[J_TENANT, j]
+    if qt.parent[q] < 0:
+        return 0
+    level = 0
     for r in range(qt.nominal.shape[0]):
         need = row_amount(jobs, js, j, r)
         if need > 0 and qt.covered[r, q] != 0 and queue_use(run, r, q) + need > qt.nominal[r, q]:
-            return True
-    return False
+            node_usage(qt, run, r)
+            level = max(level, borrow_height(qt, r, q, need))
+    return level
 
 
 @kernel
@@ -121,7 +134,8 @@ def place_in_flavors(
 
 @inline_kernel
 def _entry_before(qt: Quotas, jobs: Jobs, js: JobState, a: int, b: int) -> bool:
-    # Classical iterator: non-borrowing first, then the queue key (priority, then FIFO timestamp), then id.
+    # Classical iterator: lower borrowing level first (0: not borrowing), then the queue key (priority, then
+    # FIFO timestamp), then id.
     if qt.borrowing[a] != qt.borrowing[b]:
         return bool(qt.borrowing[a] < qt.borrowing[b])
     return key_before(js, jobs, qt.entries[a], qt.entries[b])
@@ -307,8 +321,9 @@ def kueue_cycle(
     2. nominate against the usage at the round's start: a head whose request does not fit its
        ClusterQueue's available quota is inadmissible and set aside until the next release
        (``BestEffortFIFO``); under ``StrictFIFO`` it blocks its ClusterQueue until then;
-    3. order the nominated heads: the classical iterator takes non-borrowing first, then priority, then
-       FIFO; under fair sharing the :func:`tournament` picks each next head at the current usage;
+    3. order the nominated heads: the classical iterator takes the lower borrowing level first
+       (:func:`borrow_level`, 0 when not borrowing), then priority, then FIFO; under fair sharing the
+       :func:`tournament` picks each next head at the current usage;
     4. admit in that order against the updated usage: a head that no longer fits (an earlier admission
        took the room) stays head for the next round; one that fits is placed as a gang (quota and
        placement at one instant, as under Kueue's topology-aware admission); a placement failure sets
@@ -355,7 +370,7 @@ def kueue_cycle(
                 continue
             qt.entries[n] = j
             qt.entry_cls[n] = jobs.ints[J_CLASS, j]
-            qt.borrowing[n] = 1 if quota_borrows(qt, jobs, js, run, j) else 0
+            qt.borrowing[n] = borrow_level(qt, jobs, js, run, j)
             n += 1
         if heads == 0:
             break

@@ -152,26 +152,24 @@ def fits_quota(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, borrowing
 
 @kernel
 def borrow_height(qt: Quotas, r: int, q: int, amount: int) -> int:
-    """How far up ClusterQueue ``q``'s tree ``amount`` more of quota row ``r`` must reach to fit (0: within
-    its own quota; ``qt.used[r]``: :func:`node_usage`).
+    """The borrowing level of ``amount`` more of quota row ``r`` in ClusterQueue ``q``: the height
+    (``qt.height``) of the lowest node on its path whose quota holds it (0: within its own quota, or without
+    a cohort; the root's height when none does; ``qt.used[r]``: :func:`node_usage`).
 
     Notes
     -----
-    kubernetes-sigs/kueue ``hierarchical_preemption.go`` ``FindHeightOfLowestSubtreeThatFits``: the flavor
-    assigner's borrowing level. Plain statement: :func:`gpureplay.queues.kueue_quota.borrow_height`.
+    kubernetes-sigs/kueue ``hierarchical_preemption.go`` ``FindHeightOfLowestSubtreeThatFits`` (v0.12.0 to
+    v0.19.2): the flavor assigner's borrowing level, which the classical iterator also orders heads by. Plain
+    statement: :func:`gpureplay.queues.kueue_quota.borrow_height`.
     """
     if qt.used[r, q] + amount <= qt.subtree[r, q] or qt.parent[q] < 0:
         return 0
     remaining = amount - max(0, local_quota(qt, r, q) - int(qt.used[r, q]))
-    height = 0
     n = qt.parent[q]
-    while n >= 0:
-        height += 1
-        if qt.used[r, n] + remaining <= qt.subtree[r, n]:
-            return height
+    while qt.used[r, n] + remaining > qt.subtree[r, n] and qt.parent[n] >= 0:
         remaining -= max(0, local_quota(qt, r, n) - int(qt.used[r, n]))
         n = qt.parent[n]
-    return height
+    return int(qt.height[n])
 
 
 @kernel

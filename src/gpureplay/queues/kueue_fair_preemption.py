@@ -2,9 +2,9 @@
 
 Plain Python, the rule as Kueue states it (kubernetes-sigs/kueue ``pkg/scheduler/preemption``:
 ``preemption.go`` ``fairPreemptions``, ``fair_strategy.go``, ``fairsharing/ordering.go``,
-``fairsharing/target.go``, ``fairsharing/strategy.go``; KEP-1714 rules S2-a and S2-b; reference §4.2), read
-at the v0.20 feature-gate defaults: ``FairSharingPreemptWithinNominal`` on (beta since v0.17),
-``FairSharingReevaluatePreemptionCandidates`` off (alpha). The engine's kernel
+``fairsharing/target.go``, ``fairsharing/strategy.go``; KEP-1714 rules S2-a and S2-b; reference §4.2), as
+released in v0.17.0 to v0.19.2 at their feature-gate defaults: ``FairSharingPreemptWithinNominal`` on (beta
+since v0.17.0; a ``FairSharingReevaluatePreemptionCandidates`` gate is in no release). The engine's kernel
 (:mod:`gpureplay.engine.kueue_preempt`) states it again on arrays; the differential tests compare the two.
 Modelled in any cohort tree (nested cohorts, cohorts with quotas and weights of their own) and with any
 number of ResourceFlavors: usage and requests are per quota row (flavor and resource), shares sum a

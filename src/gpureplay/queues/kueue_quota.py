@@ -56,7 +56,7 @@ __all__ = [
     "assign_flavors",
     "available",
     "borrow_height",
-    "borrows",
+    "borrow_level",
     "first_flavors",
     "fits",
     "flavor_nodes",
@@ -216,6 +216,24 @@ class KueueQuotas:
                 quota[:, p] += quota[:, n] - self.local_quota(quota, n)
         return quota
 
+    def heights(self) -> Int64Array:
+        """Per node, its height in the cohort tree: the longest path from it down to a node without children
+        (0 for a ClusterQueue, 1 for a cohort of ClusterQueues alone).
+
+        Notes
+        -----
+        kubernetes-sigs/kueue ``pkg/scheduler/preemption/classical/hierarchical_preemption.go``
+        ``getNodeHeight`` (v0.12.0 to v0.19.2): a cohort with children is 1 high, or one more than its highest
+        child cohort when that is more; a node is as high as its farthest descendant is far below it.
+        """
+        height = np.zeros(len(self.names), dtype=np.int64)
+        for n in range(len(self.names)):
+            p, steps = int(self.parent[n]), 1
+            while p >= 0:
+                height[p] = max(height[p], steps)
+                p, steps = int(self.parent[p]), steps + 1
+        return height
+
     def local_quota(self, subtree: Int64Array, n: int) -> Int64Array:
         """Per resource, the part of node ``n``'s subtree quota kept from its parent (``guaranteedQuota``)."""
         lend = self.lending_limit[:, n]
@@ -285,13 +303,23 @@ def fits(quotas: KueueQuotas, usage: Sequence[Sequence[int]], q: int, request: S
     )
 
 
-def borrows(quotas: KueueQuotas, usage: Sequence[Sequence[int]], q: int, request: Sequence[int]) -> bool:
-    """Whether admitting ``request`` (per quota row) takes ClusterQueue ``q`` above its nominal quota on
-    some row."""
-    return any(
-        usage[r][q] + request[r] > quotas.nominal[r, q]
-        for r in range(quotas.rows)
-        if quotas.covered[r, q] and request[r] > 0
+def borrow_level(quotas: KueueQuotas, usage: Sequence[Sequence[int]], q: int, request: Sequence[int]) -> int:
+    """The borrowing level of admitting ``request`` (per quota row: :func:`row_request`) in ClusterQueue
+    ``q``: the highest over its covered rows of :func:`borrow_height` (0: within its nominal quota).
+
+    Notes
+    -----
+    kubernetes-sigs/kueue ``flavorassigner.go`` ``Assignment.Borrowing`` (an integer since v0.12.0): the
+    largest borrowing level of the assigned flavors' resources. The classical iterator orders a cycle's
+    heads by it before priority (``scheduler.go``).
+    """
+    return max(
+        (
+            borrow_height(quotas, usage, q, r, request[r])
+            for r in range(quotas.rows)
+            if quotas.covered[r, q] and request[r] > 0
+        ),
+        default=0,
     )
 
 
@@ -305,29 +333,32 @@ def row_request(quotas: KueueQuotas, request: Sequence[int], flavors: Sequence[i
 
 
 def borrow_height(quotas: KueueQuotas, usage: Sequence[Sequence[int]], q: int, r: int, amount: int) -> int:
-    """How far up ClusterQueue ``q``'s tree ``amount`` more of quota row ``r`` must reach to fit: 0 within
-    its own quota, 1 within its cohort's, and so on (the root's height when none holds it).
+    """The borrowing level of ``amount`` more of quota row ``r`` in ClusterQueue ``q``: the height
+    (:meth:`KueueQuotas.heights`) of the lowest node on ``q``'s path whose quota holds it (0 within ``q``'s
+    own nominal quota or without a cohort; the root's height when none holds it).
 
     Notes
     -----
-    kubernetes-sigs/kueue ``hierarchical_preemption.go`` ``FindHeightOfLowestSubtreeThatFits``, the flavor
-    assigner's borrowing level: each node up the path holds what its quota has beyond its usage, less
-    what the nodes below still keep locally.
+    kubernetes-sigs/kueue ``hierarchical_preemption.go`` ``FindHeightOfLowestSubtreeThatFits`` (v0.12.0 to
+    v0.19.2), the flavor assigner's borrowing level: each node up the path holds what its quota has beyond
+    its usage, less what the nodes below still keep locally. The level is that node's height in the tree,
+    not its distance above ``q``: a ClusterQueue directly in a root whose other child is a cohort borrows
+    at level 2 from it. Along one path heights grow with the distance, so comparing one ClusterQueue's
+    levels (its flavors) is the same either way; comparing different ClusterQueues' (the classical
+    iterator) is not.
     """
     subtree = quotas.subtree_quota()
     used = _usage_tree(quotas, usage, subtree)
     if used[r][q] + amount <= subtree[r, q] or quotas.parent[q] < 0:
         return 0
+    heights = quotas.heights()
     remaining = amount - max(0, int(quotas.local_quota(subtree, q)[r]) - used[r][q])
-    height = 0
     n = int(quotas.parent[q])
-    while n >= 0:
-        height += 1
-        if used[r][n] + remaining <= subtree[r, n]:
-            return height
+    while True:
+        if used[r][n] + remaining <= subtree[r, n] or quotas.parent[n] < 0:
+            return int(heights[n])
         remaining -= max(0, int(quotas.local_quota(subtree, n)[r]) - used[r][n])
         n = int(quotas.parent[n])
-    return height
 
 
 def assign_flavors(

@@ -206,7 +206,7 @@ class QueueModel(Enum):
 
     ``none``: no quotas; one queue order across tenants. ``kueue``: Kueue's ClusterQueues with nominal
     quotas, cohorts, borrowing and lending limits, admitted by its classical cycle (one head per
-    ClusterQueue, non-borrowing first), gang mode only. ``volcano``: Volcano's queues under its default
+    ClusterQueue, by borrowing level), gang mode only. ``volcano``: Volcano's queues under its default
     actions (enqueue, allocate, backfill) and plugins: the proportion plugin's weighted ``deserved``, the
     overcommit plugin's enqueue gate, queues taken by priority then share; gang mode only. ``kai``: KAI's
     queue tree under its ``allocate`` action: the proportion plugin's fair share (quota, then over-quota by
