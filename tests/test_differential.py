@@ -1361,3 +1361,30 @@ def test_reclaim_idle_agrees(
 ) -> None:
     jobs, nodes, policy = case
     assert_agree(jobs, nodes, policy, seed=seed, sample_interval=sample_interval, chunk_seconds=chunk)
+
+
+def test_an_easy_reservation_is_recomputed_when_a_backfilled_job_outlives_its_estimate() -> None:
+    # Found by `make soak` (issue 43, item 6: a zero-duration job started at 182 in the engine, 181.5 in the
+    # reference). Two 8-GPU servers. A holds 6 GPUs of node 0 until 100; H (2 x 8 GPUs) is blocked: shadow
+    # time 100. B (2 x 2 GPUs, 95 s) is backfilled at 2 because its estimate ends by 100 (at 97), but it
+    # spans both servers, runs at a spread rate below 1 and ends after 100. At 100 H still does not fit (B
+    # holds 2 GPUs of each node). The engine kept the reservation whose shadow time had passed, so C (1 GPU,
+    # 0 s) at 101 was tested as a job outliving the reservation and refused until H had run; recomputed, as
+    # the reference does every cycle, the shadow time is B's end and C starts on arrival.
+    jobs = jobs_frame(
+        [
+            {"job_id": 1, "submit_time": 0.0, "duration": 100.0, "num_pods": 1, "gpu_milli": 6000},
+            {"job_id": 2, "submit_time": 1.0, "duration": 10.0, "num_pods": 2, "gpu_milli": 8000},
+            {"job_id": 3, "submit_time": 2.0, "duration": 95.0, "num_pods": 2, "gpu_milli": 2000},
+            {"job_id": 4, "submit_time": 101.0, "duration": 0.0, "num_pods": 1, "gpu_milli": 1000},
+        ]
+    )
+    nodes = nodes_frame([{"gpu_model": "A100-80GB", "num_gpus": 8}] * 2)
+    # Spanning two NVLink domains halves a job's speed (Blox's placement penalty; "What spreading costs").
+    policy = replace(PRESETS["easy-backfill"], spread_rate_nvlink=0.5)
+    replay = assert_agree(jobs, nodes, policy, sample_interval=50.0)
+    assert replay is not None
+    starts = dict(replay.jobs.select("job_id", "start_time").iter_rows())
+    finishes = dict(replay.jobs.select("job_id", "finish_time").iter_rows())
+    assert finishes[3] == 2.0 + 95.0 / 0.5
+    assert starts == {1: 0.0, 2: finishes[3], 3: 2.0, 4: 101.0}  # H waits for B, not for its shadow time

@@ -230,9 +230,6 @@ def gang_cycle(
     shadow = 0.0
     hold_total = 0
     considered = 0
-    # A backfilled job ending exactly at S sorts among the releases at S when the reservation is
-    # recomputed (by job id), which can change the projected state: the reservation is then not kept.
-    keep = True
     while size > 0:
         c = pend.heap_i[1, 0]
         size = merge_pop(pend.heap_f, pend.heap_i, size)
@@ -275,7 +272,7 @@ def gang_cycle(
                 break
             else:
                 head = j
-                shadow, hold_total = reserve(easy, jobs, cs, cl, js, tm, run, j)
+                shadow, hold_total = reserve(easy, jobs, cs, cl, js, tm, run, j, t)
                 run.counters[K_STAMP] += 1
                 if shadow < 0.0:
                     # H never fits, even on the empty projection: no reservation, like skip.
@@ -292,7 +289,6 @@ def gang_cycle(
                 if admissible(jobs, js, j) and try_gang(
                     tas, numa, params, jobs, cs, cl, ix, js, pend, tm, sc, run, j, t
                 ):
-                    keep = keep and t + run_time(jobs, js, j) < shadow
                     start(pre, params, jobs, cs, cl, js, pend, tm, sc, run, j, t)
                     changes += 1
                     run.counters[K_STAMP] += 1
@@ -315,7 +311,7 @@ def gang_cycle(
             elif depth == 0 and pend.cls[CD_FAIL, c] == version:
                 continue
         size = push_head(jobs, cs, js, pend, size, c)
-    if head >= 0 and not skip_mode and keep:
+    if head >= 0 and not skip_mode:
         keep_reservation(easy, run, head, shadow, hold_total)
     else:
         run.counters[K_RESV_HEAD] = -1

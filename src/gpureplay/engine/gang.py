@@ -24,7 +24,7 @@ from gpureplay.engine.bundles import (
     Timers,
     Topology,
 )
-from gpureplay.engine.config import kernel, when_given
+from gpureplay.engine.config import inline_kernel, kernel, when_given
 from gpureplay.engine.heaps import event_pop
 from gpureplay.engine.jobs import back_off, place_pods, undo_placement
 from gpureplay.engine.kai_tas import kai_place
@@ -44,6 +44,7 @@ from gpureplay.engine.layout import (
     K_RESV_HEAD,
     K_RESV_HOLD,
     K_RESV_STARTS,
+    K_SHARE_CHANGES,
     K_STARTS,
     K_TRIED,
     K_VERSION,
@@ -266,24 +267,44 @@ def reservation(
     return -1.0, total
 
 
+@inline_kernel
+def reservation_stamp(run: Run) -> int:
+    """What must not change for a kept reservation to stay valid: attempts started (a start changes the
+    running set) and starts / stops on shared GPUs (they re-rate running jobs, moving their finish times)."""
+    return int(run.counters[K_STARTS] + run.counters[K_SHARE_CHANGES])
+
+
 @kernel
 def _reserve(
-    easy: EasyScratch, jobs: Jobs, cs: Classes, cl: Cluster, js: JobState, tm: Timers, run: Run, h: int
+    easy: EasyScratch,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    js: JobState,
+    tm: Timers,
+    run: Run,
+    h: int,
+    t: float,
 ) -> tuple[float, int]:
-    """The blocked head ``h``'s reservation: kept from the last cycle when still valid, else computed.
+    """The blocked head ``h``'s reservation at ``t``: kept from an earlier cycle if still valid, or computed.
 
     Notes
     -----
-    Same head and nothing started since the last cycle kept its reservation:
-    only completions (already released in the projection) and arrivals
-    happened, so recomputing would give the same shadow time and projected
-    state. A cycle that backfilled a job ending exactly at the shadow time
-    keeps none (:func:`gpureplay.engine.cycles.gang_cycle`): recomputed, that
-    job sorts among the releases at ``S`` by job id and may stay held on the
-    projection, which the kept one never held.
+    A reservation computed for the same head, with nothing started and no shared GPU re-rated since
+    (:func:`reservation_stamp`), and whose shadow time is still ahead, is the one recomputing would give:
+    only completions (each already released on the projection, in finish order, before ``S``) and arrivals
+    happened. A start after the computation (a job backfilled because its estimated run time ends by ``S``
+    may in fact run longer: spread over nodes, slowed by sharing) or a shadow time reached without the head
+    starting (the projection's first-fit test found room that the head's own placement rule did not) makes
+    the next cycle compute it anew, as the reference simulator does every cycle.
     """
-    if run.counters[K_RESV_HEAD] == h and run.counters[K_RESV_STARTS] == run.counters[K_STARTS]:
+    if (
+        run.counters[K_RESV_HEAD] == h
+        and run.counters[K_RESV_STARTS] == reservation_stamp(run)
+        and easy.kept_shadow[0] > t
+    ):
         return easy.kept_shadow[0], run.counters[K_RESV_HOLD]
+    run.counters[K_RESV_STARTS] = reservation_stamp(run)
     return reservation(easy, jobs, cs, cl, js, tm, run, h)
 
 
@@ -329,9 +350,8 @@ backfill_past_shadow = when_given(_backfill_past_shadow, (False, 0))
 
 @kernel
 def _keep_reservation(easy: EasyScratch, run: Run, head: int, shadow: float, hold_total: int) -> None:
-    """Keep the cycle's reservation for the next cycle (valid until something starts)."""
+    """Keep the cycle's reservation for later cycles (valid while :func:`_reserve`'s conditions hold)."""
     run.counters[K_RESV_HEAD] = head
-    run.counters[K_RESV_STARTS] = run.counters[K_STARTS]
     run.counters[K_RESV_HOLD] = hold_total
     easy.kept_shadow[0] = shadow
 
