@@ -782,7 +782,7 @@ def borrowing_level_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, 
 
 # Kueue's borrowing levels in an uneven cohort tree (tests/test_kueue_quota.py and
 # tests/test_kueue_preemption.py hold the hand-computed cases).
-@settings(max_examples=40, **SETTINGS)
+@draws(40)
 @given(case=borrowing_level_cases(), sample_interval=sample_intervals, seed=seeds)
 def test_kueue_borrowing_levels_agree(
     case: tuple[pl.DataFrame, pl.DataFrame, Policy], sample_interval: float, seed: int
