@@ -646,10 +646,10 @@ def _in_queues(draw: st.DrawFn, jobs: pl.DataFrame) -> pl.DataFrame:
 _PREEMPTING = ("withinClusterQueue", "reclaimWithinCohort")
 
 
-def _kueue_policy(draw: st.DrawFn, text: str, **change: Any) -> Policy:
+def _kueue_policy(draw: st.DrawFn, text: str, name: str = "kueue", **change: Any) -> Policy:
     # A Kueue policy over manifests ``text``: a drawn scorer, periodic cycles or not, and ``change``.
     return Policy(
-        name="kueue",
+        name=name,
         queue_order=QueueOrder.priority,
         backfill=Backfill.skip,
         node_placement=draw(st.sampled_from(["best_fit", "first_fit", "worst_fit", "random"])),
@@ -764,16 +764,10 @@ def borrowing_level_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, 
                 "priority": draw(st.integers(0, 3)),
             }
         )
-    policy = Policy(
+    policy = _kueue_policy(
+        draw,
+        "---\n".join(docs),
         name="kueue-preempt" if preempting else "kueue",
-        queue_order=QueueOrder.priority,
-        backfill=Backfill.skip,
-        node_placement=draw(st.sampled_from(["best_fit", "first_fit"])),
-        gpu_placement="best_fit",
-        session_interval=draw(st.sampled_from([0.0, 0.0, 2.0])),
-        queues=QueueModel.kueue,
-        quotas=QuotaSource.manifests,
-        manifests=_manifest_file("---\n".join(docs)),
         graceful_termination=draw(st.sampled_from([0.0, 5.0, 30.0])),
         requeue=draw(st.sampled_from(list(Requeue))),
     )

@@ -469,7 +469,8 @@ def test_a_run_whose_next_event_lies_past_the_horizon_ends_without_an_empty_chun
 
     After the sample at t=2 the next event (the tick at t=4) lies past both the chunk and the
     horizon: the run is over there. It used to pause first, and the next call processed nothing
-    (a second progress record at t=2 with no new event time).
+    (a second progress record at t=2 with no new event time). The run ends at the horizon itself (a
+    horizon is a time, not an event): the last record says 3.
     """
     jobs = jobs_frame([{"job_id": 0, "submit_time": 1.0, "duration": 0.0, "num_pods": 1, "gpu_milli": 500}])
     nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": 0}])
@@ -481,5 +482,5 @@ def test_a_run_whose_next_event_lies_past_the_horizon_ends_without_an_empty_chun
     )  # fmt: skip
     check_progress(calls, result)
     assert [(p.sim_time, p.events, p.finished) for p in calls] == [
-        (0.0, 1, False), (1.0, 2, False), (2.0, 3, False), (2.0, 3, True)
+        (0.0, 1, False), (1.0, 2, False), (2.0, 3, False), (3.0, 3, True)
     ]  # fmt: skip
