@@ -35,7 +35,8 @@ def philly() -> tuple[pl.DataFrame, pl.DataFrame]:
 #: settings are for shared-GPU pods (openb), checked against the reference, in packing mode and on
 #: openb's timed replay (tests/test_sweep_examples.py); Philly's whole-GPU gangs go through the same
 #: gang / pod-by-pod mechanics as the presets kept here, and add nothing but minutes.
-#: sjf and gang-spread differ from fifo and gang-binpack only in queue key and scorer, kueue-fair and
+#: sjf, kube-most-allocated and gang-spread differ from fifo, kube-default and gang-binpack only in queue
+#: key and scorer, kueue-fair and
 #: kueue-philly-vcs from kueue and kueue-philly-vcs-isolated in head order and cohort, kai from
 #: kai-philly-vcs in its quotas only, volcano-reclaim from volcano-philly-vcs-reclaim in its weights only,
 #: all checked on generated cases against the reference: left out of the full replays too (suite time).
@@ -43,6 +44,7 @@ def philly() -> tuple[pl.DataFrame, pl.DataFrame]:
 #: is volcano-reclaim; its preempt action runs on Philly under Volcano's built-in plugins below.
 SAME_MECHANICS = (
     "sjf",
+    "kube-most-allocated",
     "gang-spread",
     "kueue-fair",
     "kueue-philly-vcs",

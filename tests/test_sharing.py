@@ -144,6 +144,26 @@ def test_kube_cpu_mem_spreads_by_cpu_and_memory() -> None:
     assert placed(rows, nodes, sharing("kube_cpu_mem", "best_fit")) == [1, 0]
 
 
+def test_most_allocated_packs_gpus_cpu_and_memory_where_least_allocated_spreads() -> None:
+    """kube-scheduler's MostAllocated over nvidia.com/gpu, CPU and memory + BalancedAllocation (CPU, memory).
+
+    Node 0: 4 GPUs, node 1: 8; 32 cores and 128 GiB each. P1 (2 GPUs, 8 cores, 16 GiB): node 0:
+    (2000 * 100 // 4000 = 50 + 25 + 12) // 3 = 29, fractions (0.25, 0.125): int((1 - 0.0625) 100) = 93
+    -> 122; node 1: (25 + 25 + 12) // 3 = 20 + 93 = 113: node 0. P2 (the same): node 0: (100 + 50 +
+    25) // 3 = 58, (0.5, 0.25) -> 87: 145; node 1 still 113: node 0. P3 (1 GPU): only node 1 fits.
+    kube-default's LeastAllocated on GPUs (worst_fit) spreads: P1, P2 to node 1, P3 ties (3,000 free
+    after on both) to the lowest index.
+    """
+    gib = 1024
+    rows = [pod(1, 2000, 8000, mem_mib=16 * gib), pod(2, 2000, 8000, mem_mib=16 * gib), pod(3, 1000)]
+    nodes = [
+        {"gpu_model": "V100", "num_gpus": gpus, "cpu_milli": 32000, "mem_mib": 128 * gib} for gpus in (4, 8)
+    ]
+    assert placed(rows, nodes, sharing("most_allocated", "best_fit")) == [0, 0, 1]
+    assert placed(rows, nodes, sharing("worst_fit", "best_fit")) == [1, 1, 0]
+    assert preset("kube-most-allocated").node_placement == "most_allocated"
+
+
 def test_gpushare_binds_to_the_gpu_with_the_least_free_memory() -> None:
     """One node, two 16,000 MiB GPUs; pods name their memory.
 

@@ -60,6 +60,7 @@ __all__ = [
     "keyed_tie",
     "kube_cpu_mem",
     "lowest_index",
+    "most_allocated",
     "random",
     "tie_key",
     "worst_fit",
@@ -503,6 +504,28 @@ def kube_cpu_mem(candidates: Sequence[Candidate], draw: Callable[[], int], tie: 
     return _best(candidates, score, tie)
 
 
+def most_allocated(candidates: Sequence[Candidate], draw: Callable[[], int], tie: Tie = lowest_index) -> int:
+    """kube-scheduler's MostAllocated over GPUs, CPU and memory + BalancedAllocation; ties by ``tie``.
+
+    MostAllocated (kubernetes ``noderesources/most_allocated.go``): the integer mean, weights 1, of
+    ``min(requested, capacity) * 100 // capacity`` over GPU milli, CPU and memory, requested including
+    the pod; BalancedAllocation over CPU and memory as in :func:`kube_cpu_mem`. A resource of unknown
+    or zero capacity is left out; with none, 0.
+    """
+
+    def score(c: Candidate) -> float:
+        known = [(u, cap) for u, cap in zip(c.used_after, c.capacity, strict=True) if 0 < cap < math.inf]
+        if not known:
+            return 0.0
+        most = sum(int(min(u, cap) * 100 // cap) for u, cap in known) // len(known)
+        pairs = zip(c.used_after[1:], c.capacity[1:], strict=True)
+        fractions = [min(u / cap, 1.0) for u, cap in pairs if 0 < cap < math.inf]
+        std = abs((fractions[0] - fractions[1]) / 2) if len(fractions) == 2 else 0.0
+        return float(most + int((1.0 - std) * 100.0))
+
+    return _best(candidates, score, tie)
+
+
 #: Scorer functions by the name a policy uses.
 SCORERS: dict[str, Scorer] = {
     "first_fit": first_fit,
@@ -520,6 +543,7 @@ SCORERS: dict[str, Scorer] = {
     "kai_binpack": kai_binpack,
     "best_fit_memory": best_fit_memory,
     "kube_cpu_mem": kube_cpu_mem,
+    "most_allocated": most_allocated,
 }
 #: The scorers a policy may name for ``gpu_placement`` (the baselines, KAI's and kube's rank nodes only).
 GPU_SCORERS: tuple[str, ...] = (

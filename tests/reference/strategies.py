@@ -475,6 +475,10 @@ def policies(draw: st.DrawFn) -> Policy:
             spread_rate_rack=draw(st.sampled_from([0.9, 1.0])),
             spread_rate_spine=draw(st.sampled_from([0.75, 1.0])),
         )
+    # [Scorers] a sixth of the time kube-scheduler's MostAllocated ranks the nodes (drawn after every older
+    # field, which keep their draws; a scorer code, not a compile variant: any mechanism set takes it).
+    if draw(st.integers(0, 5)) == 0:
+        policy = replace(policy, node_placement="most_allocated")
     return policy
 
 

@@ -1,11 +1,12 @@
 """The placement hook: filter the nodes a pod fits, score them, take the best (and the GPU on it).
 
 A node scorer is a code in ``params.codes[P_NODE]``; a GPU scorer (the GPU a
-shared pod goes to) one in ``params.codes[P_GPU]``. Every scorer is written
-here, in :func:`node_score` / :func:`gpu_score`, and named in
-:data:`SCORERS`; the policy refers to it by that name. Adding a scorer means
-adding its name, its branch in the score functions and its reference twin
-(``tests/reference/scoring.py``) - nothing else.
+shared pod goes to) one in ``params.codes[P_GPU]``. Every scorer is an entry of
+:data:`REGISTRY` (its code is its position; the policy names it), a branch of
+:func:`node_score` (and of :func:`gpu_score` when it ranks GPUs) and a reference
+twin in ``tests/reference/scoring.py``: adding a scorer is those three and a
+preset, nothing else. A code without a branch raises in the replay rather than
+score as some other scorer.
 
 Rules shared by every scorer: the highest score wins, ties go to the lowest
 node (GPU) index; ``random`` draws a candidate uniformly (the counter-based
@@ -18,6 +19,8 @@ per-model fit trees of :mod:`gpureplay.engine.fitindex`, decided in one place
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -72,13 +75,42 @@ from gpureplay.engine.nomination import nominated_for, nominated_limit
 from gpureplay.engine.resources import gpu_fits, held_milli, node_capacity, pod_kind, share_gmem
 from gpureplay.engine.rng import DRAW_GPU, DRAW_NODE, DRAW_NODE_ORDER, draw, tie_key
 
-#: Scorer names by code. ``first_fit``: lowest index. ``best_fit``: least free
-#: GPU milli left on the node (GPU) after placing (binpack: Volcano
-#: ``binpack``, KAI ``gpupack``, gpushare's bind). ``worst_fit``: most
-#: (spread: kube-scheduler ``LeastAllocated``, KAI ``gpuspread``). ``random``:
+
+@dataclass(frozen=True)
+class ScorerEntry:
+    """A scorer as the replay knows it: its policy name and what it may be used for.
+
+    Its kernel branch is in :func:`node_score` (and :func:`gpu_score` when ``ranks_gpus``), its
+    reference twin in ``tests/reference/scoring.py``; its code is its position in :data:`REGISTRY`.
+
+    Attributes
+    ----------
+    name
+        The name a policy gives ``node_placement`` / ``gpu_placement``.
+    system
+        The scheduler or paper whose rule it is.
+    ranks_gpus
+        Also chooses the GPU of a shared pod (``gpu_placement``).
+    task_classes
+        Reads the workload's task classes (the FGD paper's scorers: :func:`uses_tasks`).
+    takes_replicas
+        May rank nodes whose GPUs are shared by replicas (time-slicing, MPS); the other sharing
+        systems' scorers would read replica devices as their own GPUs.
+    """
+
+    name: str
+    system: str
+    ranks_gpus: bool = False
+    task_classes: bool = False
+    takes_replicas: bool = False
+
+
+#: Every scorer, in code order; the one list the policy check, the kernels' codes and the derived
+#: tuples below come from. ``first_fit``: lowest index. ``best_fit``: least free GPU milli left on
+#: the node (GPU) after placing (binpack: Volcano ``binpack``, KAI ``gpupack``, gpushare's bind).
+#: ``worst_fit``: most (spread: kube-scheduler ``LeastAllocated``, KAI ``gpuspread``). ``random``:
 #: uniform among the candidates. ``balanced_allocation``: kube-scheduler's
-#: ``NodeResourcesBalancedAllocation`` over GPU, CPU and memory (see
-#: :func:`balance`).
+#: ``NodeResourcesBalancedAllocation`` over GPU, CPU and memory (see :func:`balance`).
 #: ``fgd``: Fragmentation Gradient Descent (Weng et al., ATC'23): the placement that most
 #: reduces (least increases) the node's expected fragmentation (see :func:`fgd_choice`).
 #: ``dot_product``, ``gpu_packing``, ``gpu_clustering``, ``best_fit_cpu_gpu``: the FGD paper's
@@ -87,55 +119,81 @@ from gpureplay.engine.rng import DRAW_GPU, DRAW_NODE, DRAW_NODE_ORDER, draw, tie
 #: :func:`hami_gpu`). ``kai_binpack``: KAI Scheduler's node order for GPU pods (see :func:`kai_node`).
 #: ``best_fit_memory``: least free GPU memory left after placing (gpushare-scheduler-extender's
 #: bind). ``kube_cpu_mem``: kube-scheduler's default CPU and memory scoring (see :func:`kube_cpu_mem`).
-SCORERS: tuple[str, ...] = (
-    "first_fit",
-    "best_fit",
-    "worst_fit",
-    "random",
-    "balanced_allocation",
-    "fgd",
-    "dot_product",
-    "gpu_packing",
-    "gpu_clustering",
-    "best_fit_cpu_gpu",
-    "hami_binpack",
-    "hami_spread",
-    "kai_binpack",
-    "best_fit_memory",
-    "kube_cpu_mem",
+#: ``most_allocated``: kube-scheduler's ``NodeResourcesFit`` with the ``MostAllocated`` strategy over
+#: GPUs, CPU and memory (see :func:`kube_most_allocated`).
+REGISTRY: tuple[ScorerEntry, ...] = (
+    ScorerEntry("first_fit", "lowest index", ranks_gpus=True, takes_replicas=True),
+    ScorerEntry("best_fit", "Volcano binpack, KAI gpupack", ranks_gpus=True, takes_replicas=True),
+    ScorerEntry(
+        "worst_fit", "kube-scheduler LeastAllocated, KAI gpuspread", ranks_gpus=True, takes_replicas=True
+    ),
+    ScorerEntry("random", "uniform", ranks_gpus=True, takes_replicas=True),
+    ScorerEntry(
+        "balanced_allocation",
+        "kube-scheduler NodeResourcesBalancedAllocation",
+        ranks_gpus=True,
+        takes_replicas=True,
+    ),
+    ScorerEntry("fgd", "FGD (Weng et al., ATC'23)", ranks_gpus=True, task_classes=True),
+    ScorerEntry("dot_product", "FGD paper's baseline", task_classes=True),
+    ScorerEntry("gpu_packing", "FGD paper's baseline", task_classes=True),
+    ScorerEntry("gpu_clustering", "FGD paper's baseline", task_classes=True),
+    ScorerEntry("best_fit_cpu_gpu", "FGD paper's baseline", task_classes=True),
+    ScorerEntry("hami_binpack", "HAMi node and device binpack", ranks_gpus=True),
+    ScorerEntry("hami_spread", "HAMi node and device spread", ranks_gpus=True),
+    ScorerEntry("kai_binpack", "KAI Scheduler node order"),
+    ScorerEntry("best_fit_memory", "gpushare-scheduler-extender", ranks_gpus=True),
+    ScorerEntry("kube_cpu_mem", "kube-scheduler default profile", takes_replicas=True),
+    ScorerEntry("most_allocated", "kube-scheduler NodeResourcesFit MostAllocated", takes_replicas=True),
 )
+#: Scorer names by code.
+SCORERS: tuple[str, ...] = tuple(entry.name for entry in REGISTRY)
 #: The scorers that also choose the GPU of a shared pod (``gpu_placement``); the FGD paper's
 #: baselines rank nodes only (its simulator picks their GPUs by best fit or at random), and so do
-#: ``kai_binpack`` and ``kube_cpu_mem`` (KAI's ``gpupack`` is ``best_fit``).
-GPU_SCORERS: tuple[str, ...] = (
-    "first_fit",
-    "best_fit",
-    "worst_fit",
-    "random",
-    "balanced_allocation",
-    "fgd",
-    "hami_binpack",
-    "hami_spread",
-    "best_fit_memory",
-)
+#: ``kai_binpack`` and kube-scheduler's (KAI's ``gpupack`` is ``best_fit``).
+GPU_SCORERS: tuple[str, ...] = tuple(entry.name for entry in REGISTRY if entry.ranks_gpus)
 #: The FGD paper's scorers: a replay whose node scorer is one of them (or whose GPU scorer is
 #: ``fgd``) is given the workload's task classes (:func:`uses_tasks`); the others get none.
-PAPER_SCORERS: tuple[str, ...] = ("fgd", "dot_product", "gpu_packing", "gpu_clustering", "best_fit_cpu_gpu")
-FIRST_FIT = 0
-BEST_FIT = 1
-WORST_FIT = 2
-RANDOM = 3
-BALANCED = 4
-FGD = 5
-DOT_PRODUCT = 6
-GPU_PACKING = 7
-GPU_CLUSTERING = 8
-BEST_FIT_CPU_GPU = 9
-HAMI_BINPACK = 10
-HAMI_SPREAD = 11
-KAI_BINPACK = 12
-BEST_FIT_MEMORY = 13
-KUBE_CPU_MEM = 14
+PAPER_SCORERS: tuple[str, ...] = tuple(entry.name for entry in REGISTRY if entry.task_classes)
+#: Scorers that may rank nodes when GPUs are shared by replicas (:attr:`ScorerEntry.takes_replicas`).
+REPLICA_NODE_SCORERS: tuple[str, ...] = tuple(entry.name for entry in REGISTRY if entry.takes_replicas)
+
+
+def scorer_code(name: str) -> int:
+    """The code of a scorer name (KeyError listing the names when unknown)."""
+    try:
+        return SCORERS.index(name)
+    except ValueError:
+        raise KeyError(f"unknown scorer {name!r}; known: {', '.join(SCORERS)}") from None
+
+
+FIRST_FIT = scorer_code("first_fit")
+BEST_FIT = scorer_code("best_fit")
+WORST_FIT = scorer_code("worst_fit")
+RANDOM = scorer_code("random")
+BALANCED = scorer_code("balanced_allocation")
+FGD = scorer_code("fgd")
+DOT_PRODUCT = scorer_code("dot_product")
+GPU_PACKING = scorer_code("gpu_packing")
+GPU_CLUSTERING = scorer_code("gpu_clustering")
+BEST_FIT_CPU_GPU = scorer_code("best_fit_cpu_gpu")
+HAMI_BINPACK = scorer_code("hami_binpack")
+HAMI_SPREAD = scorer_code("hami_spread")
+KAI_BINPACK = scorer_code("kai_binpack")
+BEST_FIT_MEMORY = scorer_code("best_fit_memory")
+KUBE_CPU_MEM = scorer_code("kube_cpu_mem")
+MOST_ALLOCATED = scorer_code("most_allocated")
+#: The FGD paper's scorers' codes (:func:`paper_score`) and the sharing systems' and kube-scheduler's
+#: (:func:`sharing_node_score`).
+PAPER_CODES: tuple[int, ...] = tuple(scorer_code(name) for name in PAPER_SCORERS)
+SYSTEM_CODES: tuple[int, ...] = (
+    HAMI_BINPACK,
+    HAMI_SPREAD,
+    KAI_BINPACK,
+    BEST_FIT_MEMORY,
+    KUBE_CPU_MEM,
+    MOST_ALLOCATED,
+)
 
 #: HAMi's score weight (``Weight`` in ``pkg/scheduler/policy``).
 HAMI_WEIGHT = 10.0
@@ -153,15 +211,7 @@ _MILLI_CEILING = 1 << 29
 
 def uses_tasks(node_code: int, gpu_code: int) -> bool:
     """Whether a replay with these scorer codes needs ``Classes.tasks`` (the FGD paper's scorers)."""
-    return FGD <= node_code <= BEST_FIT_CPU_GPU or gpu_code == FGD
-
-
-def scorer_code(name: str) -> int:
-    """The code of a scorer name (KeyError listing the names when unknown)."""
-    try:
-        return SCORERS.index(name)
-    except ValueError:
-        raise KeyError(f"unknown scorer {name!r}; known: {', '.join(SCORERS)}") from None
+    return REGISTRY[node_code].task_classes or REGISTRY[gpu_code].task_classes
 
 
 @inline_kernel
@@ -404,7 +454,8 @@ def baseline_score(scorer: int, cl: Cluster, cs: Classes, c: int, n: int) -> flo
         if same > 0:
             return float((75 if other == 0 else 50) + base)
         return float((25 if other == 0 else 0) + base)
-    # gpu_packing
+    if scorer != GPU_PACKING:
+        raise AssertionError("baseline_score: not one of the FGD paper's baselines")
     if cl.node_free[F_WHOLE, n] == ngpu:
         return float(max(33 - ngpu, ngpu))
     per_gpu = WHOLE if kind == KIND_WHOLE else milli
@@ -588,6 +639,53 @@ def kube_cpu_mem(cl: Cluster, cs: Classes, c: int, n: int) -> float:
     return float(total // count) + balanced
 
 
+@inline_kernel
+def _most_requested(requested: int, capacity: int) -> int:
+    """kube-scheduler's ``mostRequestedScore``: ``requested * 100 // capacity``, requested capped."""
+    return min(requested, capacity) * 100 // capacity
+
+
+@kernel
+def kube_most_allocated(cl: Cluster, cs: Classes, c: int, n: int) -> float:
+    """kube-scheduler's bin-packing scores for node ``n`` with one pod of class ``c`` added.
+
+    Notes
+    -----
+    A profile whose ``NodeResourcesFit`` takes the ``MostAllocated`` scoring strategy with
+    ``nvidia.com/gpu``, ``cpu`` and ``memory`` at weight 1 (the "resource bin packing" configuration
+    of the Kubernetes docs, with the GPU as the extended resource), beside the default
+    ``NodeResourcesBalancedAllocation`` over CPU and memory, each plugin at weight 1.
+    ``mostResourceScorer`` (kubernetes ``pkg/scheduler/framework/plugins/noderesources/
+    most_allocated.go``): the weighted integer mean of ``min(requested, capacity) * 100 //
+    capacity``, requested including the pod. GPUs count in milli-GPU: for whole GPUs the same
+    integer as counting devices (``3000 * 100 // 8000 == 3 * 100 // 8``). A resource of unknown
+    capacity, or none, is left out (kube skips a resource a node does not have); a node with none
+    known scores 0. kube counts a pod that requests no CPU or memory as 100 millicores / 200 MiB
+    when scoring; here it counts what it asks (as :func:`kube_cpu_mem`).
+    """
+    gpu_cap = WHOLE * cl.node_int[N_GPUS, n]
+    cpu_cap = cl.node_int[N_CPU, n]
+    mem_cap = cl.node_int[N_MEM, n]
+    gpu_req = gpu_cap - cl.node_free[F_MILLI, n] + held_milli(cl, cs, c, n)
+    cpu_req = cpu_cap - cl.node_free[F_CPU, n] + cs.ints[C_CPU, c]
+    mem_req = mem_cap - cl.node_free[F_MEM, n] + cs.ints[C_MEM, c]
+    total = 0
+    count = 0
+    if gpu_cap > 0:
+        total += _most_requested(gpu_req, gpu_cap)
+        count += 1
+    if 0 < cpu_cap < BIG:
+        total += _most_requested(cpu_req, cpu_cap)
+        count += 1
+    if 0 < mem_cap < BIG:
+        total += _most_requested(mem_req, mem_cap)
+        count += 1
+    if count == 0:
+        return 0.0
+    balanced = balance(_fraction(float(cpu_req), cpu_cap), _fraction(float(mem_req), mem_cap), -1.0)
+    return float(total // count) + balanced
+
+
 @kernel
 def gpu_mem_after(cl: Cluster, cs: Classes, c: int, n: int) -> int:
     """Free GPU memory (MiB) left on node ``n`` if one pod of class ``c`` went there."""
@@ -605,7 +703,7 @@ def gpu_mem_after(cl: Cluster, cs: Classes, c: int, n: int) -> int:
 
 @kernel
 def sharing_node_score(scorer: int, cl: Cluster, cs: Classes, c: int, n: int) -> float:
-    """Node score under the GPU-sharing systems' scorers (HAMi, KAI, gpushare's memory, kube's CPU/memory)."""
+    """Node score under the GPU-sharing systems' and kube-scheduler's scorers (HAMi, KAI, gpushare, kube)."""
     if scorer == HAMI_BINPACK:
         return hami_node(cl, n)
     if scorer == HAMI_SPREAD:
@@ -614,7 +712,11 @@ def sharing_node_score(scorer: int, cl: Cluster, cs: Classes, c: int, n: int) ->
         return kai_node(cl, cs, c, n)
     if scorer == BEST_FIT_MEMORY:
         return -float(gpu_mem_after(cl, cs, c, n))
-    return kube_cpu_mem(cl, cs, c, n)
+    if scorer == KUBE_CPU_MEM:
+        return kube_cpu_mem(cl, cs, c, n)
+    if scorer == MOST_ALLOCATED:
+        return kube_most_allocated(cl, cs, c, n)
+    raise AssertionError("sharing_node_score: a scorer code without a branch (engine/scoring.py REGISTRY)")
 
 
 @kernel
@@ -633,9 +735,9 @@ def node_score(params: Params, cl: Cluster, cs: Classes, c: int, n: int) -> floa
     scorer = params.codes[P_NODE]
     if scorer == FGD and params.codes[P_SHARING] == SHARING_MIG_DYNAMIC:
         return float(mig_fgd_score(cl, cs, c, n))
-    if FGD <= scorer <= BEST_FIT_CPU_GPU:
+    if scorer in PAPER_CODES:
         return float(paper_score(cs.tasks, scorer, cl, cs, c, n))
-    if scorer >= HAMI_BINPACK:
+    if scorer in SYSTEM_CODES:
         return sharing_node_score(scorer, cl, cs, c, n)
     # What the pod books there: its milli, or on slice-mask MIG its instance's slices or a whole GPU.
     after = float(cl.node_free[F_MILLI, n] - held_milli(cl, cs, c, n))
@@ -652,7 +754,9 @@ def node_score(params: Params, cl: Cluster, cs: Classes, c: int, n: int) -> floa
             _fraction(float(cpu_capacity - cl.node_free[F_CPU, n] + cs.ints[C_CPU, c]), cpu_capacity),
             _fraction(float(mem_capacity - cl.node_free[F_MEM, n] + cs.ints[C_MEM, c]), mem_capacity),
         )
-    return 0.0
+    if scorer in (FIRST_FIT, RANDOM):  # every node ties: the index (or the draw) decides
+        return 0.0
+    raise AssertionError("node_score: a scorer code without a branch (engine/scoring.py REGISTRY)")
 
 
 @kernel
@@ -754,7 +858,9 @@ def gpu_score(params: Params, cl: Cluster, n: int, g: int, m: int, q: int, gmem:
         return -hami_gpu(cl, n, g, m, q, gmem)
     if scorer == BEST_FIT_MEMORY:
         return -float(cl.gpu_free[G_MEM, g] - gmem)
-    return 0.0
+    if scorer in (FIRST_FIT, RANDOM):
+        return 0.0
+    raise AssertionError("gpu_score: a GPU scorer code without a branch (engine/scoring.py REGISTRY)")
 
 
 @kernel

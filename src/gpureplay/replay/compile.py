@@ -34,7 +34,7 @@ from gpureplay.engine.bundles import (
 )
 from gpureplay.engine.layout import Int64Array
 from gpureplay.engine.resources import rejection_codes
-from gpureplay.engine.scoring import GPU_SCORERS, SCORERS, scorer_code, uses_tasks
+from gpureplay.engine.scoring import GPU_SCORERS, REPLICA_NODE_SCORERS, SCORERS, scorer_code, uses_tasks
 from gpureplay.engine.tas import level_capacity
 from gpureplay.errors import InputError, Problem
 from gpureplay.replay.mig import (
@@ -478,18 +478,6 @@ def _topology_problems(
 #: Most MPS clients one GPU serves (Volta and later; the MIG user guide's comparison of MIG, MPS
 #: and time-slicing).
 MPS_MAX_CLIENTS = 48
-
-#: Scorers that may rank nodes when GPUs are shared by replicas: the others model other sharing
-#: systems (FGD's fractional pods, HAMi, KAI, gpushare) and would read replica devices as their GPUs.
-REPLICA_NODE_SCORERS: tuple[str, ...] = (
-    "first_fit",
-    "best_fit",
-    "worst_fit",
-    "random",
-    "balanced_allocation",
-    "kube_cpu_mem",
-)
-
 
 #: Device-plugin modes that advertise each GPU as ``replicas`` devices.
 REPLICA_MODES: tuple[int, ...] = (L.SHARING_TIME_SLICING, L.SHARING_MPS)
