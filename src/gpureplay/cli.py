@@ -5,6 +5,7 @@ Thin by design: each command parses arguments and calls one function.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from importlib.resources import files
 from pathlib import Path
@@ -88,6 +89,53 @@ def run(overrides: Sequence[str]) -> None:
     from gpureplay import app
 
     app.run(overrides)
+
+
+@main.command(
+    "warmup",
+    context_settings={"ignore_unknown_options": True, "help_option_names": ["--help", "-h"]},
+)
+@click.argument("overrides", nargs=-1, type=click.UNPROCESSED)
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Processes at once (default: one per core, as many as the free memory holds).",
+)
+def warmup(overrides: Sequence[str], jobs: int | None) -> None:
+    """Compile the kernels of every preset, or of the points OVERRIDES sweep, into numba's cache.
+
+    OVERRIDES are those of `gpureplay run -m`: `gpureplay warmup sweep=philly-queues` readies what
+    `gpureplay run -m sweep=philly-queues` replays, `gpureplay warmup scheduler=fifo,kai` two presets;
+    with none, every preset. Each distinct policy compiles in a process of its own, the longest first,
+    into $NUMBA_CACHE_DIR (default: a per-user cache), which every later run and every sweep worker
+    that sees the same folder loads from. Run it once on a fresh machine, a CI runner, or before a
+    Ray or Slurm sweep whose workers share that folder.
+    """
+    from gpureplay.engine.config import cache_folder
+    from gpureplay.warmup import Warmed, default_workers, sweep_policies, warm_up_policies
+
+    try:
+        policies = sweep_policies(overrides)
+    except InputError as err:
+        _fail(err)
+    workers = min(jobs or default_workers(), len(policies))
+    click.echo(f"readying {len(policies)} policies in {workers} processes into {cache_folder()}", err=True)
+
+    def said(warmed: Warmed) -> None:
+        shown = ", ".join(warmed.points[:3]) + (
+            f" (+{len(warmed.points) - 3})" if len(warmed.points) > 3 else ""
+        )
+        outcome = f"refused: {warmed.error}" if warmed.error else f"ready in {warmed.seconds:.1f} s"
+        click.echo(f"  {shown}: {outcome}", err=True)
+
+    started = time.perf_counter()
+    done = warm_up_policies(policies, workers, on_done=said)
+    ready = sum(1 for w in done if not w.error)
+    click.echo(f"{ready} policies ready in {time.perf_counter() - started:.0f} s", err=True)
+    if any(w.error for w in done):
+        _fail(f"{sum(1 for w in done if w.error)} of {len(done)} policies were refused (above)")
 
 
 @main.command("compare")
