@@ -17,6 +17,27 @@ os.environ.setdefault("NUMBA_OPT", "1")
 
 REPO = Path(__file__).resolve().parents[1]
 
+#: Whether this session runs the differential tests, which replay every preset's compiled variant.
+_DIFFERENTIAL = pytest.StashKey[bool]()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    config.stash[_DIFFERENTIAL] = any(item.nodeid.startswith("tests/test_differential.py") for item in items)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _engine_variants(request: pytest.FixtureRequest) -> None:
+    """Compile every engine variant first thing, each worker its own share, when the differential tests run.
+
+    Left to the tests, the first test of a worker that needs a variant another worker is compiling waits
+    for it (gpureplay.engine.compile_once) with its core idle: on 2 cores about 7 of the 27 minutes of a
+    cold ``make test``. Sessions without the differential tests compile only what their tests use.
+    """
+    if request.config.stash.get(_DIFFERENTIAL, False):
+        from tests.test_differential import warm_every_variant
+
+        warm_every_variant()
+
 
 @pytest.fixture(params=["engine", "reference"])
 def implementation(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:

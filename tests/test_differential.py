@@ -307,20 +307,32 @@ def assert_agree(
     return want
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _warm_engine() -> None:
-    """Compile the engine's variants (gang, EASY, pod by pod; with preemption) outside hypothesis."""
+def warm_every_variant() -> None:
+    """Compile the engine's variants (every preset and preemption variant) outside hypothesis.
+
+    ``tests/conftest.py`` calls this first thing in every worker of a session that runs this module,
+    so that the workers compile the variants side by side before any test waits for one.
+    """
     if _engine_module is None:
         return  # each test fails with the import error
     jobs = jobs_frame([{"job_id": 1, "submit_time": 0.0, "duration": 1.0, "num_pods": 1, "gpu_milli": 1000}])
     nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": 1}])
-    policies = list(ALL_POLICIES.values())
-    # Under pytest-xdist each worker starts at its own share of the list: the workers compile
-    # different variants at once and load the others' from numba's cache afterwards.
+    # The queue models' variant costs about half of all the compiling: worker 0 starts with it, the
+    # other pytest-xdist workers with the rest, each at its own share. A worker that reaches a variant
+    # another one is compiling waits for it (engine.compile_once) and loads it from numba's cache.
+    policies = sorted(ALL_POLICIES.values(), key=lambda p: p.queues is QueueModel.none)
+    queued = sum(1 for p in policies if p.queues is not QueueModel.none)
     worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
-    start = len(policies) * worker // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    start = 0 if worker == 0 else queued + (len(policies) - queued) * (worker - 1) // (workers - 1)
     for policy in policies[start:] + policies[:start]:
         _engine_module.simulate(as_taken_by(jobs, policy), nodes, policy, debug=True)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _warm_engine() -> None:
+    """Every variant compiled (or loaded) before this module's tests (at once when conftest did it)."""
+    warm_every_variant()
 
 
 def test_engine_is_importable() -> None:

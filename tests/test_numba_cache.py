@@ -239,3 +239,39 @@ def test_two_processes_saving_one_kernels_cache_at_once_keep_every_entry_its_own
             loaded = cache.load((tag, i))
             held = None if loaded is None else loaded[0]
             assert held == (tag, i), f"entry {(tag, i)} lost or holds {held}"
+
+
+def test_a_process_that_needs_a_variant_being_compiled_waits_for_it() -> None:
+    """compile_once: the lock named after the call's types is held while compiling; a second caller waits."""
+    import fcntl
+    import threading
+
+    import numpy as np
+    from numba import njit
+
+    from gpureplay.engine.compile_once import compiled_for, variant_key
+    from gpureplay.engine.config import cache_folder
+
+    def plus_one(x):  # type: ignore[no-untyped-def]
+        return x + 1
+
+    dispatcher = njit(cache=False)(plus_one)
+    args = (np.zeros(3),)
+    folder = cache_folder() / "compiling"
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / f"plus_one-{variant_key(args)}.lock", "a+b") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # another process compiling this variant
+        waiter = threading.Thread(target=compiled_for, args=(dispatcher, args))
+        waiter.start()
+        waiter.join(timeout=1.0)
+        assert waiter.is_alive(), "compiled_for went ahead while the variant's lock was held"
+        assert not dispatcher.overloads
+    waiter.join(timeout=60.0)
+    assert not waiter.is_alive()
+    assert len(dispatcher.overloads) == 1
+    # Ready in this process now: no lock, no second compile.
+    with open(folder / f"plus_one-{variant_key(args)}.lock", "a+b") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        compiled_for(dispatcher, args)
+    # Another variant (a 2-D array) has a lock of its own.
+    assert variant_key((np.zeros((2, 2)),)) != variant_key(args)
