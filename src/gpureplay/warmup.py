@@ -3,9 +3,10 @@
 A replay's first run compiles the kernels its policy needs into numba's on-disk cache
 (:mod:`gpureplay.engine.config`); later runs, and every process that shares that cache folder
 (``$NUMBA_CACHE_DIR``: the points of a sweep, pytest workers, Ray or Slurm workers on a shared
-filesystem), load them in about a second. Warming up before a sweep moves that cost out of the points,
-where every worker starting at once would compile the same variant side by side, and spreads it over the
-machine's cores: one process per distinct policy, the queue models (the longest compiles) first.
+filesystem), load them in about a second. Warming up before a sweep moves that cost out of the points and
+spreads it over the machine's cores: one process per distinct policy, the queue models (the longest
+compiles) first; processes whose policies share a compiled variant wait for the one compiling it
+(:mod:`gpureplay.engine.compile_once`) and load it.
 
 The policies come from the same Hydra overrides ``gpureplay run -m`` takes, so that
 ``gpureplay warmup sweep=philly-queues`` readies exactly what ``gpureplay run -m sweep=philly-queues``
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from omegaconf import OmegaConf
 
 from gpureplay.errors import InputError, Problem
-from gpureplay.schedulers.policy import Policy
+from gpureplay.schedulers.policy import Policy, QueueModel
 
 __all__ = ["Warmed", "default_workers", "sweep_policies", "warm_up_policies"]
 
@@ -151,7 +152,7 @@ def sweep_policies(overrides: Sequence[str]) -> list[tuple[Policy, tuple[str, ..
 
 def _longest_first(policy: Policy) -> int:
     # A queue model compiles three to four times longer than a replay without one (replay/progress.py).
-    return 0 if str(getattr(policy.queues, "name", policy.queues)) != "none" else 1
+    return 0 if policy.queues is not QueueModel.none else 1
 
 
 def _warm(policy: Policy) -> float:
