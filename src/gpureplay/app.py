@@ -59,16 +59,21 @@ def main(cfg: DictConfig) -> Any:
 
 
 def _run_in_folder(cfg: DictConfig, out: Path, sweeping: bool) -> Any:
-    """The run proper, with ``out`` locked: skip, or clear, replay, and record how it ended."""
+    """The run proper, with ``out`` locked: skip, or clear, replay, and record how it ended.
+
+    The config is checked before the replay's modules (the engine among them) are imported, so a bad
+    key is reported in the time Hydra takes to compose, not after loading every kernel.
+    """
     from gpureplay.config_check import check_config
-    from gpureplay.experiment import RESULT_FILES, load_summary, run_experiment
     from gpureplay.interrupts import Interrupted, terminate_raises
-    from gpureplay.results.writer import is_done
+    from gpureplay.results.writer import RESULT_FILES, is_done
     from gpureplay.runfolder import start_run, write_hydra_files
     from gpureplay.sweep import write_error, write_status
 
     hydra_cfg = HydraConfig.get()
     if sweeping and is_done(out):
+        from gpureplay.experiment import load_summary
+
         write_status(out, "skipped")
         log.info("complete already, skipped: %s", out)
         return load_summary(out)
@@ -77,6 +82,8 @@ def _run_in_folder(cfg: DictConfig, out: Path, sweeping: bool) -> Any:
         write_hydra_files(out, cfg, hydra_cfg, list(hydra_cfg.overrides.task))
         try:
             check_config(cfg)
+            from gpureplay.experiment import run_experiment
+
             summary = run_experiment(cfg, out).summary
         except (KeyboardInterrupt, Interrupted) as stop:
             write_status(out, "interrupted", str(stop) or "stopped by SIGINT (Ctrl-C)")

@@ -45,7 +45,7 @@ from gpureplay.results.metrics import (
 from gpureplay.results.packing import packing_summary
 from gpureplay.results.queue_summary import queue_summary
 from gpureplay.results.timing import TIMING_FILE, RunTiming, write_timing
-from gpureplay.results.writer import clear_run, mark_done, write_parquet_atomic
+from gpureplay.results.writer import PACKING_FILES, RESULT_FILES, clear_run, mark_done, write_parquet_atomic
 from gpureplay.schedulers.policy import Policy
 from gpureplay.traces.adapted import AdaptedTrace
 from gpureplay.traces.registry import load_trace
@@ -70,18 +70,6 @@ from gpureplay.workload.utilization import (
 from gpureplay.yaml_input import yaml_size_limit
 
 log = logging.getLogger(__name__)
-
-#: Result files of one run, in the order they are written (summary last, then the marker).
-RESULT_FILES: tuple[str, ...] = (
-    "jobs.parquet",
-    "attempts.parquet",
-    "timeline.parquet",
-    "queues.parquet",
-    "queue_summary.parquet",
-    "summary.parquet",
-)
-#: Result files of a packing run (``mode: packing``): pods, the cluster after each pod, the fill curve.
-PACKING_FILES: tuple[str, ...] = ("jobs.parquet", "events.parquet", "timeline.parquet", "summary.parquet")
 
 
 @dataclass(frozen=True)

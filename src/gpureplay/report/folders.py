@@ -33,8 +33,8 @@ from gpureplay.errors import InputError
 from gpureplay.results.writer import DONE_MARKER
 from gpureplay.sweep import ERROR_FILE, STATUS_FILE
 
-#: Result files of a complete run (the marker is written after them). The same list as
-#: ``gpureplay.experiment.RESULT_FILES``, which is not imported: it would load the engine.
+#: The result files a report reads of a complete run (of ``gpureplay.results.writer.RESULT_FILES``; the
+#: marker is written after them).
 RESULT_FILES: tuple[str, ...] = ("jobs.parquet", "timeline.parquet", "summary.parquet")
 
 #: Names whose presence makes a folder a run folder (complete or not).

@@ -29,6 +29,18 @@ DONE_MARKER = "DONE"
 #: Key prefix of gpureplay's entries in Parquet key-value metadata.
 META_PREFIX = "gpureplay."
 
+#: Result files of one run, in the order they are written (summary last, then the marker).
+RESULT_FILES: tuple[str, ...] = (
+    "jobs.parquet",
+    "attempts.parquet",
+    "timeline.parquet",
+    "queues.parquet",
+    "queue_summary.parquet",
+    "summary.parquet",
+)
+#: Result files of a packing run (``mode: packing``): pods, the cluster after each pod, the fill curve.
+PACKING_FILES: tuple[str, ...] = ("jobs.parquet", "events.parquet", "timeline.parquet", "summary.parquet")
+
 
 def conform(df: pl.DataFrame, schema: Mapping[str, pl.DataType]) -> pl.DataFrame:
     """Return ``df`` with exactly ``schema``'s columns, order and dtypes.
