@@ -171,7 +171,7 @@ def assert_chunks_change_nothing(
 # --------------------------------------------------------------------------------------------------
 
 
-@draws(20)
+@draws(8)
 @given(case=cases(), chunking=chunkings, sample_interval=sample_intervals, seed=seeds)
 def test_chunks_change_nothing_under_the_presets(
     case: tuple[pl.DataFrame, pl.DataFrame], chunking: tuple[str, float], sample_interval: float, seed: int
