@@ -317,15 +317,20 @@ def warm_every_variant() -> None:
         return  # each test fails with the import error
     jobs = jobs_frame([{"job_id": 1, "submit_time": 0.0, "duration": 1.0, "num_pods": 1, "gpu_milli": 1000}])
     nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": 1}])
-    # The queue models' variant costs about half of all the compiling: worker 0 starts with it, the
-    # other pytest-xdist workers with the rest, each at its own share. A worker that reaches a variant
-    # another one is compiling waits for it (engine.compile_once) and loads it from numba's cache.
-    policies = sorted(ALL_POLICIES.values(), key=lambda p: p.queues is QueueModel.none)
-    queued = sum(1 for p in policies if p.queues is not QueueModel.none)
+    # Each queue system's variant costs the most (Kueue's most of all): they head the list and end it.
+    # Worker 0 walks the list forward, worker 1 backward and any other from its own share onward, so two
+    # workers compile different variants until they meet; a worker that reaches a variant another one
+    # is compiling waits for it (engine.compile_once) and loads it from numba's cache.
+    first = {QueueModel.kueue: 0, QueueModel.kai: 1, QueueModel.none: 2, QueueModel.volcano: 3}
+    policies = sorted(ALL_POLICIES.values(), key=lambda p: first[p.queues])
     worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    start = 0 if worker == 0 else queued + (len(policies) - queued) * (worker - 1) // (workers - 1)
-    for policy in policies[start:] + policies[:start]:
+    if worker == 1:
+        policies.reverse()
+    elif worker > 1:
+        start = len(policies) * worker // workers
+        policies = policies[start:] + policies[:start]
+    for policy in policies:
         _engine_module.simulate(as_taken_by(jobs, policy), nodes, policy, debug=True)
 
 

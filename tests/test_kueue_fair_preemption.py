@@ -413,8 +413,8 @@ def test_the_second_strategy_evicts_what_the_first_refuses(tmp_path: Path) -> No
 
 
 def test_the_kernel_reads_the_strategies_as_the_config_numbers_them() -> None:
-    """The engine takes ``fair_sharing_strategies`` as its enum value (``Quotas.fair[1]``) without importing
-    the config: its constants must stay those values."""
+    """The engine takes ``fair_sharing_strategies`` as its enum value (``KueueState.fair[1]``) without
+    importing the config: its constants must stay those values."""
     assert (
         FairSharingStrategies.both.value,
         FairSharingStrategies.less_than_initial_share.value,

@@ -492,7 +492,7 @@ def numa_layout(
     )
 
 
-class Quotas(NamedTuple):
+class KueueState(NamedTuple):
     """A Kueue quota tree and its cycle's work space (``queues: kueue``; :mod:`gpureplay.engine.quota`).
 
     Attributes
@@ -543,68 +543,6 @@ class Quotas(NamedTuple):
     fs_drop, fs_next
         Fair sharing's preemption work space: per node, dropped from the search; per ClusterQueue, the
         position (in ``order``) from which its next candidate is looked for.
-    model
-        ``[1]``: ``QM_KUEUE`` or ``QM_VOLCANO`` (:mod:`gpureplay.engine.proportion`; the Kueue arrays are
-        unused there, and ``weight`` is each queue's ``spec.weight``).
-    v_real, v_guar, v_prio, v_total
-        Volcano, in its units (milli-GPU, milli-CPU, bytes): ``[resource, queue]`` ``realCapability``
-        (``inf``: unbounded) and ``guarantee``; ``[queue]`` ``spec.priority``; ``[resource]`` the cluster's
-        total, then at ``[3]`` the ``overcommit-factor``.
-    v_des, v_req, v_alloc, v_share, v_on, v_met
-        A session's proportion state: ``deserved``, ``request`` and ``allocated`` per resource and queue; the
-        queue's share; whether it takes part (has jobs); whether its water-filling is met.
-    v_inq, v_cinq, v_qinq
-        The enqueue action's state: per job 1 while Inqueue and pending; per class its Inqueue pending jobs;
-        ``[resource, queue]`` their requests (engine units).
-    v_seen
-        Work space: per class the Inqueue jobs the allocate action went past.
-    v_act, v_recl, v_rel, v_term, v_nterm
-        Volcano's preempt and reclaim actions (:mod:`gpureplay.engine.volcano_preempt`,
-        :mod:`gpureplay.engine.volcano_reclaim`): ``[0]`` the actions run after allocate (bits
-        ``ACT_PREEMPT``, ``ACT_RECLAIM``), ``[1]`` the plugins whose ``enablePreemptable`` is on (bits
-        ``PF_*``); each queue's ``spec.reclaimable``; what its terminating victims still hold (engine units;
-        Volcano's allocated leaves Releasing pods out) and the list of those victims.
-    v_mark, v_vict, v_nvict, v_pp, v_pst, v_part, v_npart, v_qin, v_pipe, v_node, v_walk, v_stamp, v_slot,
-    v_unit, v_ucnt, v_copy, v_copied, v_mut, v_cfail, v_over, v_uall, v_snode, v_cprio, v_qbound,
-    v_qminp
-        The preempt and reclaim actions' work space: each victim's statement (evicting job + 1) and the
-        list of victims; each evicting job's pipelined pods and state, and the list of those jobs; queues
-        still in the action; pipelined resources per node; a node's releasing resources; the node walk's
-        candidate jobs, their pods on the node and the proportion plugin's per-queue copy of the
-        allocation; a counter of the session's changes (evictions, pipelined pods) and, per class, the
-        counter + 1 at which a job's first pod found no room; the reclaimable queues above their deserved
-        share at the last change; the preempt action's count of each unit's pods on the node, the nodes
-        of a statement's pipelined pods, per class the priority its failure (``v_cfail``) was found at, and
-        per queue the largest drf share a running job keeps after losing a pod and the lowest priority of
-        its running jobs.
-    k_quota, k_oqw, k_limit, k_created, k_kstart, k_kids
-        KAI (``QM_KAI``; :mod:`gpureplay.engine.kai`), in its units (GPUs, millicores, MB), over its queues
-        (leaves first, in tenant order, then parents children-first; ``parent`` links them, ``v_prio`` is
-        each one's priority, ``v_total[:3]`` the cluster's total): ``[resource, queue]`` ``quota``,
-        ``overQuotaWeight`` and ``limit`` (-1: unlimited); creation order; each queue's children
-        ``k_kids[k_kstart[q] : k_kstart[q + 1]]`` (index ``num queues``: the top level). A session's
-        ``v_alloc``, ``v_req`` and ``v_des`` (fair share) cover every queue.
-    k_np, k_ireq, k_w, k_left, k_lset, k_levels, k_best, k_bchild, k_req
-        KAI's work space: non-preemptible allocated per resource and queue; leaves' requests in engine
-        units; the division's weights, leftovers (set: 1, handed: 2) and priority levels; the queue
-        order's best leaf and best child per queue (index ``num queues``: the top level) and each leaf's
-        head job request.
-    k_fut, k_freed, k_touch, k_tmark, k_ntouch, k_tstamp, k_feas, k_cand, k_tmp, k_jmark, k_cstart, k_ccur,
-    k_pop, k_seq, k_nseq, k_rec, k_nrec, k_scn, k_rem, k_rset, k_rstamp, k_nstamp, k_nhead,
-    k_ntail, k_ejob, k_enext, k_poison
-        KAI's reclaim and preempt actions (:mod:`gpureplay.engine.kai_evict`; per-job and per-node arrays
-        only when one is on, ``v_act[0]`` its bits): per node the idle whole GPUs, milli-CPU and MiB left
-        to the action, a scenario's freed resources, the nodes it touched and their stamps, whether the
-        job could ever fit; the running preemptible jobs by leaf queue in reverse job order, a merge
-        buffer, per-job stamps, each leaf's run and cursor and the resources of its victims taken so far;
-        the job's victim order so far, its recorded victims, a scenario's victims; the validator's
-        remaining allocation per queue and its stamps; per node the list (head, tail, stamp) of a probe's
-        added victims with pods there, the lists' entries (victim, next); per leaf queue whether no reclaim
-        strategy allows taking from it for the job at hand.
-    k_minrt, k_minrt_on, k_rtnow
-        KAI's minruntime plugin: ``[reclaimer's leaf, victim's leaf]`` reclaim min-runtimes (seconds) and, in
-        the last row, per victim leaf its preempt min-runtime; ``[0]`` 1 when some queue sets one; ``[0]`` the
-        session's time.
     flv_slots, flv_group, flv_mask, flv_policy, flv_on
         Kueue's ResourceFlavors (:mod:`gpureplay.engine.quota_tree`): ``[cluster queue, group, k]`` the flavor
         slots each resource group tries, in order (-1 after the last); ``[resource, cluster queue]`` the
@@ -659,7 +597,66 @@ class Quotas(NamedTuple):
     targets: Int64Array
     fs_drop: Int64Array
     fs_next: Int64Array
-    model: Int64Array
+    flv_slots: Int64Array
+    flv_group: Int64Array
+    flv_mask: UInt64Array
+    flv_policy: Int64Array
+    flv_on: Int64Array
+    w_jobs: Int64Array
+    w_n: Int64Array
+    w_mark: Int64Array
+
+
+class VolcanoState(NamedTuple):
+    """Volcano's queues and a session's work space (``queues: volcano``; :mod:`gpureplay.engine.proportion`).
+
+    Each queue system owns its bundle, so a kernel of one system is compiled over its own arrays only
+    (numba passes a bundle field by field, and a kernel's compile time grows with their number).
+
+    Attributes
+    ----------
+    seg, hf, hi, hsize
+        Work space: per queue a heap of its pending classes' heads (keys ``hf``, ``hi`` in columns
+        ``seg[q] .. seg[q+1]``, ``hsize[q]`` of them), so that its head is one look away.
+    weight
+        Per queue its ``spec.weight``.
+    v_real, v_guar, v_prio, v_total
+        Volcano, in its units (milli-GPU, milli-CPU, bytes): ``[resource, queue]`` ``realCapability``
+        (``inf``: unbounded) and ``guarantee``; ``[queue]`` ``spec.priority``; ``[resource]`` the cluster's
+        total, then at ``[3]`` the ``overcommit-factor``.
+    v_des, v_req, v_alloc, v_share, v_on, v_met
+        A session's proportion state: ``deserved``, ``request`` and ``allocated`` per resource and queue; the
+        queue's share; whether it takes part (has jobs); whether its water-filling is met.
+    v_inq, v_cinq, v_qinq
+        The enqueue action's state: per job 1 while Inqueue and pending; per class its Inqueue pending jobs;
+        ``[resource, queue]`` their requests (engine units).
+    v_seen
+        Work space: per class the Inqueue jobs the allocate action went past.
+    v_act, v_recl, v_rel, v_term, v_nterm
+        Volcano's preempt and reclaim actions (:mod:`gpureplay.engine.volcano_preempt`,
+        :mod:`gpureplay.engine.volcano_reclaim`): ``[0]`` the actions run after allocate (bits
+        ``ACT_PREEMPT``, ``ACT_RECLAIM``), ``[1]`` the plugins whose ``enablePreemptable`` is on (bits
+        ``PF_*``); each queue's ``spec.reclaimable``; what its terminating victims still hold (engine units;
+        Volcano's allocated leaves Releasing pods out) and the list of those victims.
+    v_mark, v_vict, v_nvict, v_pp, v_pst, v_part, v_npart, v_qin, v_pipe, v_node, v_walk, v_stamp, v_slot,
+    v_unit, v_ucnt, v_copy, v_copied, v_mut, v_cfail, v_over, v_uall, v_snode, v_cprio, v_qbound, v_qminp
+        The preempt and reclaim actions' work space: each victim's statement (evicting job + 1) and the
+        list of victims; each evicting job's pipelined pods and state, and the list of those jobs; queues
+        still in the action; pipelined resources per node; a node's releasing resources; the node walk's
+        candidate jobs, their pods on the node and the proportion plugin's per-queue copy of the
+        allocation; a counter of the session's changes (evictions, pipelined pods) and, per class, the
+        counter + 1 at which a job's first pod found no room; the reclaimable queues above their deserved
+        share at the last change; the preempt action's count of each unit's pods on the node, the nodes
+        of a statement's pipelined pods, per class the priority its failure (``v_cfail``) was found at, and
+        per queue the largest drf share a running job keeps after losing a pod and the lowest priority of
+        its running jobs.
+    """
+
+    seg: Int64Array
+    hf: Float64Array
+    hi: Int64Array
+    hsize: Int64Array
+    weight: Float64Array
     v_real: Float64Array
     v_guar: Float64Array
     v_prio: Int64Array
@@ -704,6 +701,85 @@ class Quotas(NamedTuple):
     v_cprio: Int64Array
     v_qbound: Float64Array
     v_qminp: Float64Array
+
+
+class KaiState(NamedTuple):
+    """KAI's queue tree and its session's work space (``queues: kai``; :mod:`gpureplay.engine.kai`).
+
+    Its ``v_*`` arrays mean what Volcano's do (:class:`VolcanoState`): a session's allocation, request and
+    fair share per resource and queue, the eviction actions' bits and terminating victims; ``parent`` links
+    the queues and the class heaps are one per leaf queue.
+
+    Attributes
+    ----------
+    parent
+        Per queue (leaves ``0 .. T-1`` in tenant order, then parents children-first): its parent, -1 at
+        the top level.
+    seg, hf, hi, hsize
+        Work space: per leaf queue a heap of its pending classes' heads (keys ``hf``, ``hi`` in columns
+        ``seg[q] .. seg[q+1]``, ``hsize[q]`` of them), so that its head is one look away.
+    v_real, v_guar, v_prio, v_total
+        Volcano, in its units (milli-GPU, milli-CPU, bytes): ``[resource, queue]`` ``realCapability``
+        (``inf``: unbounded) and ``guarantee``; ``[queue]`` ``spec.priority``; ``[resource]`` the cluster's
+        total, then at ``[3]`` the ``overcommit-factor``.
+    v_des, v_req, v_alloc, v_share, v_on, v_met
+        A session's proportion state: ``deserved``, ``request`` and ``allocated`` per resource and queue; the
+        queue's share; whether it takes part (has jobs); whether its water-filling is met.
+    v_act, v_rel, v_term, v_nterm
+        Volcano's preempt and reclaim actions (:mod:`gpureplay.engine.volcano_preempt`,
+        :mod:`gpureplay.engine.volcano_reclaim`): ``[0]`` the actions run after allocate (bits
+        ``ACT_PREEMPT``, ``ACT_RECLAIM``), ``[1]`` the plugins whose ``enablePreemptable`` is on (bits
+        ``PF_*``); each queue's ``spec.reclaimable``; what its terminating victims still hold (engine units;
+        Volcano's allocated leaves Releasing pods out) and the list of those victims.
+    k_quota, k_oqw, k_limit, k_created, k_kstart, k_kids
+        KAI (:mod:`gpureplay.engine.kai`), in its units (GPUs, millicores, MB), over its queues
+        (leaves first, in tenant order, then parents children-first; ``parent`` links them, ``v_prio`` is
+        each one's priority, ``v_total[:3]`` the cluster's total): ``[resource, queue]`` ``quota``,
+        ``overQuotaWeight`` and ``limit`` (-1: unlimited); creation order; each queue's children
+        ``k_kids[k_kstart[q] : k_kstart[q + 1]]`` (index ``num queues``: the top level). A session's
+        ``v_alloc``, ``v_req`` and ``v_des`` (fair share) cover every queue.
+    k_np, k_ireq, k_w, k_left, k_lset, k_levels, k_best, k_bchild, k_req
+        KAI's work space: non-preemptible allocated per resource and queue; leaves' requests in engine
+        units; the division's weights, leftovers (set: 1, handed: 2) and priority levels; the queue
+        order's best leaf and best child per queue (index ``num queues``: the top level) and each leaf's
+        head job request.
+    k_fut, k_freed, k_touch, k_tmark, k_ntouch, k_tstamp, k_feas, k_cand, k_tmp, k_jmark, k_cstart, k_ccur,
+    k_pop, k_seq, k_nseq, k_rec, k_nrec, k_scn, k_rem, k_rset, k_rstamp, k_nstamp, k_nhead, k_ntail, k_ejob,
+    k_enext, k_poison
+        KAI's reclaim and preempt actions (:mod:`gpureplay.engine.kai_evict`; per-job and per-node arrays
+        only when one is on, ``v_act[0]`` its bits): per node the idle whole GPUs, milli-CPU and MiB left
+        to the action, a scenario's freed resources, the nodes it touched and their stamps, whether the
+        job could ever fit; the running preemptible jobs by leaf queue in reverse job order, a merge
+        buffer, per-job stamps, each leaf's run and cursor and the resources of its victims taken so far;
+        the job's victim order so far, its recorded victims, a scenario's victims; the validator's
+        remaining allocation per queue and its stamps; per node the list (head, tail, stamp) of a probe's
+        added victims with pods there, the lists' entries (victim, next); per leaf queue whether no reclaim
+        strategy allows taking from it for the job at hand.
+    k_minrt, k_minrt_on, k_rtnow
+        KAI's minruntime plugin: ``[reclaimer's leaf, victim's leaf]`` reclaim min-runtimes (seconds) and, in
+        the last row, per victim leaf its preempt min-runtime; ``[0]`` 1 when some queue sets one; ``[0]`` the
+        session's time.
+    """
+
+    parent: Int64Array
+    seg: Int64Array
+    hf: Float64Array
+    hi: Int64Array
+    hsize: Int64Array
+    v_act: Int64Array
+    v_alloc: Float64Array
+    v_des: Float64Array
+    v_guar: Float64Array
+    v_met: Int64Array
+    v_nterm: Int64Array
+    v_on: Int64Array
+    v_prio: Int64Array
+    v_real: Float64Array
+    v_rel: Int64Array
+    v_req: Float64Array
+    v_share: Float64Array
+    v_term: Int64Array
+    v_total: Float64Array
     k_quota: Float64Array
     k_oqw: Float64Array
     k_limit: Float64Array
@@ -749,14 +825,22 @@ class Quotas(NamedTuple):
     k_minrt: Float64Array
     k_minrt_on: Int64Array
     k_rtnow: Float64Array
-    flv_slots: Int64Array
-    flv_group: Int64Array
-    flv_mask: UInt64Array
-    flv_policy: Int64Array
-    flv_on: Int64Array
-    w_jobs: Int64Array
-    w_n: Int64Array
-    w_mark: Int64Array
+
+
+#: The queue system's bundle in :class:`State` (``None`` without a queue model).
+QueueState = KueueState | VolcanoState | KaiState
+
+
+def _class_heaps(class_tenant: Int64Array, num_queues: int) -> dict[str, np.ndarray]:
+    """Per queue a heap of its pending classes' heads (:mod:`gpureplay.engine.quota_tree`), empty."""
+    return {
+        "seg": np.concatenate(([0], np.cumsum(np.bincount(class_tenant, minlength=num_queues)))).astype(
+            np.int64
+        ),
+        "hf": np.zeros((3, max(len(class_tenant), 1))),
+        "hi": np.zeros((3, max(len(class_tenant), 1)), dtype=np.int64),
+        "hsize": np.zeros(max(num_queues, 1), dtype=np.int64),
+    }
 
 
 def _kai_arrays(
@@ -832,8 +916,8 @@ def kai_state(
     num_nodes: int = 0,
     num_pods: int = 0,
     min_runtimes: tuple[Float64Array, Float64Array] | None = None,
-) -> Quotas:
-    """The :class:`Quotas` bundle of a KAI queue tree (``queues: kai``), arrays as
+) -> KaiState:
+    """The :class:`KaiState` bundle of a KAI queue tree (``queues: kai``), arrays as
     :class:`gpureplay.queues.kai_queues.KaiQueues` (leaves first, then parents children-first).
 
     ``actions``: the eviction actions after allocate (bits ``KA_RECLAIM``, ``KA_PREEMPT`` of
@@ -844,17 +928,12 @@ def kai_state(
     if actions != 0 and num_nodes <= 0:
         raise ValueError("KAI's reclaim and preempt actions need the cluster's node count")
     num = parent.shape[0]
-    zeros = np.zeros((3, num), dtype=np.int64)
-    base = quota_state(
-        parent, zeros, zeros, zeros, zeros, zeros[:, :num_leaves], np.zeros(num_leaves, dtype=np.int64),
-        class_tenant,
-    )  # fmt: skip
     evicting = num_nodes if actions != 0 else 0
     arrays: dict[str, np.ndarray] = {
+        **_class_heaps(class_tenant, num_leaves),
         **_volcano_arrays(num, 0, num_jobs, evicting),
         **_kai_arrays(num, num_leaves, num_jobs, evicting, num_pods),
     }
-    arrays["model"][0] = L.QM_KAI
     arrays["v_act"][0] = actions
     arrays["v_prio"][:num] = priority
     arrays["v_total"][:3] = total
@@ -872,7 +951,8 @@ def kai_state(
     counts = np.bincount(owner, minlength=num + 1)
     arrays["k_kstart"][1:] = np.cumsum(counts)
     arrays["k_kids"][:num] = np.argsort(owner, kind="stable")
-    return base._replace(**arrays)
+    arrays["parent"] = parent.astype(np.int64)
+    return KaiState(**{name: arrays[name] for name in KaiState._fields})
 
 
 def _volcano_arrays(
@@ -882,7 +962,6 @@ def _volcano_arrays(
     # allocated); max_pods: the most pods of a job.
     q = max(num_queues, 1)
     return {
-        "model": np.array([L.QM_KUEUE], dtype=np.int64),
         "v_real": np.full((3, q), np.inf),
         "v_guar": np.zeros((3, q)),
         "v_prio": np.zeros(q, dtype=np.int64),
@@ -951,8 +1030,8 @@ def volcano_state(
     actions: int = 0,
     preemptable: int = 0,
     max_pods: int = 0,
-) -> Quotas:
-    """The :class:`Quotas` bundle of Volcano's queues (``queues: volcano``), in Volcano's units.
+) -> VolcanoState:
+    """The :class:`VolcanoState` bundle of Volcano's queues (``queues: volcano``), in Volcano's units.
 
     ``real_capability``, ``guarantee``: ``[resource, queue]``; ``total``: ``[resource]`` the cluster's;
     ``reclaimable``: ``[queue]`` 1 where ``spec.reclaimable`` lets the reclaim action take from the queue;
@@ -962,16 +1041,9 @@ def volcano_state(
     (bits ``PF_*``).
     """
     num_q = weight.shape[0]
-    flat = np.full(num_q, -1, dtype=np.int64)
-    zeros = np.zeros((3, num_q), dtype=np.int64)
-    base = quota_state(
-        flat, zeros, zeros, zeros, zeros, zeros, np.zeros(num_q, dtype=np.int64), class_tenant,
-        weight=weight.astype(np.float64),
-    )  # fmt: skip
     if actions != 0 and num_nodes <= 0:
         raise ValueError("Volcano's preempt and reclaim actions need the cluster's node count")
     arrays = _volcano_arrays(num_q, len(class_tenant), num_jobs, num_nodes if actions else 0, max_pods)
-    arrays["model"][0] = L.QM_VOLCANO
     arrays["v_act"][0] = actions
     arrays["v_act"][1] = preemptable
     if reclaimable is not None:
@@ -981,7 +1053,9 @@ def volcano_state(
     arrays["v_prio"][:num_q] = priority
     arrays["v_total"][:3] = total
     arrays["v_total"][3] = overcommit
-    return base._replace(**arrays)
+    arrays.update(_class_heaps(class_tenant, num_q))
+    arrays["weight"] = weight.astype(np.float64)
+    return VolcanoState(**{name: arrays[name] for name in VolcanoState._fields})
 
 
 def tree_heights(parent: Int64Array) -> Int64Array:
@@ -1020,8 +1094,8 @@ def quota_state(
     fair_strategies: int = 0,
     quota_only: bool = False,
     flavors: tuple[Int64Array, Int64Array, UInt64Array, Int64Array] | None = None,
-) -> Quotas:
-    """The :class:`Quotas` bundle of a quota tree (arrays as ``gpureplay.queues.kueue_quota.KueueQuotas``).
+) -> KueueState:
+    """The :class:`KueueState` of a quota tree (arrays as ``gpureplay.queues.kueue_quota.KueueQuotas``).
 
     ``preemption``: ``[KP_* row, cluster queue]`` (None: Never everywhere); ``num_jobs``: the trace's jobs
     (preemption candidates); ``fair_strategies``: ``FairSharingStrategies`` value; ``quota_only``: Kueue
@@ -1045,7 +1119,7 @@ def quota_state(
         preemption = np.zeros((L.KP_ROWS, num_cq), dtype=np.int64)
     preempting = bool((preemption[L.KP_WITHIN] != 0).any() or (preemption[L.KP_RECLAIM] != 0).any())
     room = max(num_jobs, 1)
-    return Quotas(
+    return KueueState(
         parent=parent.astype(np.int64),
         nominal=nominal.astype(np.int64),
         borrow=borrow.astype(np.int64),
@@ -1056,10 +1130,7 @@ def quota_state(
         strict=strict.astype(np.int64),
         used=np.zeros((rows, num_nodes), dtype=np.int64),
         path=np.zeros(num_nodes + 1, dtype=np.int64),
-        seg=np.concatenate(([0], np.cumsum(np.bincount(class_tenant, minlength=num_cq)))).astype(np.int64),
-        hf=np.zeros((3, max(len(class_tenant), 1))),
-        hi=np.zeros((3, max(len(class_tenant), 1)), dtype=np.int64),
-        hsize=np.zeros(max(num_cq, 1), dtype=np.int64),
+        **_class_heaps(class_tenant, num_cq),
         blocked=np.full(max(num_cq, 1), -1, dtype=np.int64),
         entries=np.zeros(max(num_cq, 1), dtype=np.int64),
         entry_cls=np.zeros(max(num_cq, 1), dtype=np.int64),
@@ -1086,8 +1157,6 @@ def quota_state(
         targets=np.zeros(room, dtype=np.int64),
         fs_drop=np.zeros(max(num_nodes, 1), dtype=np.int64),
         fs_next=np.zeros(max(num_cq, 1), dtype=np.int64),
-        **_volcano_arrays(0, 0, 0),
-        **_kai_arrays(0, 0),
         flv_slots=flv_slots.astype(np.int64),
         flv_group=flv_group.astype(np.int64),
         flv_mask=flv_mask.astype(np.uint64),
@@ -1221,7 +1290,7 @@ class State(NamedTuple):
     dbg: DebugScratch
     tas: Topology | None
     numa: Numa | None
-    quota: Quotas | None
+    quota: QueueState | None
 
 
 def initial_state(
@@ -1233,7 +1302,7 @@ def initial_state(
     num_tenants: int,
     timeline_capacity: int,
     numa: Numa | None = None,
-    quota: Quotas | None = None,
+    quota: QueueState | None = None,
 ) -> State:
     """Everything a replay mutates, at time 0: nothing submitted, empty queues and heaps.
 
@@ -1381,7 +1450,8 @@ def initial_state(
     attempts = 2 * num_jobs + 16
     queues = max(num_tenants, 1)
     # Kueue with several flavors: each ClusterQueue's usage per flavor and resource follows QUEUE_FIELDS.
-    flavor_rows = 3 * quota.flv_mask.shape[0] if quota is not None and quota.flv_mask.shape[0] > 1 else 0
+    flavors = quota.flv_mask.shape[0] if isinstance(quota, KueueState) else 1
+    flavor_rows = 3 * flavors if flavors > 1 else 0
     width = L.QUEUE_FIELDS + flavor_rows
     run = Run(
         counters=counters,

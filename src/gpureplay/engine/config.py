@@ -260,6 +260,60 @@ def when_given(
     return stub
 
 
+def by_bundle(
+    name: str,
+    bodies: Mapping[type, Callable[..., Any] | None],
+    otherwise: Any = None,
+    *,
+    none_body: Callable[..., Any] | None = None,
+) -> Any:
+    """A kernel-callable that runs the body registered for its first argument's bundle type.
+
+    The first argument is one of several bundles (each queue system's state:
+    :class:`gpureplay.engine.bundles.KueueState`, ``VolcanoState``,
+    ``KaiState``) or ``None``. numba picks the body at compile time from the
+    argument's type, so a replay types, compiles and links only its own
+    system's kernels, each over its own bundle. A type registered with
+    ``None``, and ``None`` itself, give ``otherwise`` (a constant); a type not
+    registered at all is a typing error naming ``name``: nothing falls through
+    to another system's body. :func:`when_given` is the case of one bundle.
+
+    Parameters
+    ----------
+    name
+        What the call does (in the error for an unregistered type).
+    bodies
+        Per bundle class, the kernel to run (``None``: return ``otherwise``).
+    otherwise
+        The value returned for ``None`` and for types registered with ``None``.
+    none_body
+        A kernel to run instead when the first argument is ``None``.
+    """
+
+    def stub(*args):  # type: ignore[no-untyped-def]
+        raise TypeError(f"{name} is callable from kernels only")
+
+    stub.__name__ = stub.__qualname__ = f"{name}_by_bundle"
+
+    @overload(stub, jit_options=JIT_OPTIONS)  # type: ignore[arg-type]
+    def _choose(*args):  # type: ignore[no-untyped-def]
+        kind = args[0]
+        if isinstance(kind, types.NoneType):
+            if none_body is not None:
+                return lambda *args: none_body(*args)
+            return lambda *args: otherwise
+        cls = getattr(kind, "instance_class", None)
+        if cls is None or cls not in bodies:
+            known = ", ".join(sorted(c.__name__ for c in bodies))
+            raise TypeError(f"{name}: no body for a {kind} bundle (registered: {known})")
+        body = bodies[cls]
+        if body is None:
+            return lambda *args: otherwise
+        return lambda *args: body(*args)
+
+    return stub
+
+
 def is_cached(dispatcher: Any) -> bool:
     """True unless compiling ``dispatcher`` is ahead: its on-disk cache has no entry for its current source.
 

@@ -22,18 +22,21 @@ from gpureplay.engine.bundles import (
     FitIndex,
     Jobs,
     JobState,
+    KaiState,
+    KueueState,
     Numa,
     Params,
     Pending,
     PodScratch,
     PreemptScratch,
-    Quotas,
+    QueueState,
     Run,
     Scratch,
     Timers,
     Topology,
+    VolcanoState,
 )
-from gpureplay.engine.config import inline_kernel, kernel, when_given
+from gpureplay.engine.config import by_bundle, inline_kernel, kernel, when_given
 from gpureplay.engine.gang import backfill_past_shadow, keep_reservation, reserve, try_gang
 from gpureplay.engine.heaps import event_pop, event_push, merge_pop
 from gpureplay.engine.jobs import attempt_of, place_pod, start_job
@@ -64,8 +67,6 @@ from gpureplay.engine.layout import (
     P_NODE,
     P_PREEMPT,
     PREEMPT_NONE,
-    QM_KAI,
-    QM_VOLCANO,
     S_QUEUED,
     T_FIRST_START,
     T_KEY1,
@@ -449,8 +450,8 @@ def _gang_cycle_of(
 
 
 @kernel
-def _queue_model_cycle(
-    quota: Quotas,
+def _volcano_session(
+    qt: VolcanoState,
     pods: None,
     params: Params,
     jobs: Jobs,
@@ -468,34 +469,57 @@ def _queue_model_cycle(
     numa: Numa | None,
     t: float,
 ) -> int:
-    """Gang mode under a queue model: Volcano's or KAI's session, or Kueue's cycle (``quota.model``)."""
-    if quota.model[0] == QM_VOLCANO:
-        changes = volcano_cycle(
-            quota, pods, params, jobs, cs, cl, ix, js, pend, tm, sc, run, easy, pre, tas, numa, t
-        )
-        if quota.v_act[0] != 0:
-            # Evictions change the next session (the victims no longer count as allocated): a periodic
-            # scheduler must not idle after them. Pipelined pods are the session's: the preempt action's
-            # committed ones hold their nodes' FutureIdle in the reclaim action after it.
-            quota.v_pipe[:, :] = 0.0
-            if quota.v_act[0] & ACT_PREEMPT != 0:
-                changes += preempt_action(quota, params, jobs, cs, cl, js, pend, tm, sc, run, t)
-            if quota.v_act[0] & ACT_RECLAIM != 0:
-                changes += reclaim_action(quota, params, jobs, cs, cl, js, pend, tm, sc, run, t)
-        return changes
-    if quota.model[0] == QM_KAI:
-        changes = kai_cycle(
-            quota, pods, params, jobs, cs, cl, ix, js, pend, tm, sc, run, easy, pre, tas, numa, t
-        )
-        if quota.v_act[0] != 0:
-            changes += kai_evict(quota, params, jobs, cs, cl, js, pend, tm, sc, run, t)
-            changes += end_stale_nominations(js, cl, run)
-        return changes
-    return kueue_cycle(quota, pods, params, jobs, cs, cl, ix, js, pend, tm, sc, run, easy, pre, tas, numa, t)
+    """Gang mode under Volcano's queues: its session's allocate action, then preempt and reclaim."""
+    changes = volcano_cycle(
+        qt, pods, params, jobs, cs, cl, ix, js, pend, tm, sc, run, easy, pre, tas, numa, t
+    )
+    if qt.v_act[0] != 0:
+        # Evictions change the next session (the victims no longer count as allocated): a periodic
+        # scheduler must not idle after them. Pipelined pods are the session's: the preempt action's
+        # committed ones hold their nodes' FutureIdle in the reclaim action after it.
+        qt.v_pipe[:, :] = 0.0
+        if qt.v_act[0] & ACT_PREEMPT != 0:
+            changes += preempt_action(qt, params, jobs, cs, cl, js, pend, tm, sc, run, t)
+        if qt.v_act[0] & ACT_RECLAIM != 0:
+            changes += reclaim_action(qt, params, jobs, cs, cl, js, pend, tm, sc, run, t)
+    return changes
 
 
-#: Gang mode: the queue model's cycle when its queues are given, else :func:`gang_cycle`.
-_gang_kind = when_given(_queue_model_cycle, none_body=_gang_cycle_of)
+@kernel
+def _kai_session(
+    qt: KaiState,
+    pods: None,
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    ix: FitIndex,
+    js: JobState,
+    pend: Pending,
+    tm: Timers,
+    sc: Scratch,
+    run: Run,
+    easy: None,
+    pre: None,
+    tas: Topology | None,
+    numa: Numa | None,
+    t: float,
+) -> int:
+    """Gang mode under KAI's queues: its session's allocate action, then reclaim and preempt."""
+    changes = kai_cycle(qt, pods, params, jobs, cs, cl, ix, js, pend, tm, sc, run, easy, pre, tas, numa, t)
+    if qt.v_act[0] != 0:
+        changes += kai_evict(qt, params, jobs, cs, cl, js, pend, tm, sc, run, t)
+        changes += end_stale_nominations(js, cl, run)
+    return changes
+
+
+#: Gang mode: the cycle of the queue system whose bundle the state holds (each compiled over its own
+#: bundle, only in the replays that use it), else :func:`gang_cycle`.
+_gang_kind = by_bundle(
+    "gang cycle",
+    {KueueState: kueue_cycle, VolcanoState: _volcano_session, KaiState: _kai_session},
+    none_body=_gang_cycle_of,
+)
 
 
 @kernel
@@ -525,7 +549,7 @@ def _pod_cycle_of(
 @kernel
 def _gang_of(
     pods: None,
-    quota: Quotas | None,
+    quota: QueueState | None,
     params: Params,
     jobs: Jobs,
     cs: Classes,

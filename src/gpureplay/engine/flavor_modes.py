@@ -1,7 +1,7 @@
 """Kueue's flavor assigner with preemption modes on the engine's arrays: the twin of
 :mod:`gpureplay.queues.kueue_fungibility`.
 
-A preempting ClusterQueue whose resource group lists several flavors (``Quotas.flv_policy`` bit
+A preempting ClusterQueue whose resource group lists several flavors (``KueueState.flv_policy`` bit
 ``FP_MODES``) weighs each flavor's preemption mode before choosing one: kubernetes-sigs/kueue
 ``flavorassigner.go`` ``findFlavorForPodSets`` / ``fitsResourceQuota`` / ``isPreferred`` /
 ``shouldTryNextFlavor`` and ``preemption_oracle.go`` ``SimulatePreemption`` (the target search of
@@ -11,7 +11,7 @@ Python, in that module's docstring; these kernels follow it step for step.
 
 from __future__ import annotations
 
-from gpureplay.engine.bundles import Jobs, JobState, Quotas, Run
+from gpureplay.engine.bundles import Jobs, JobState, KueueState, Run
 from gpureplay.engine.config import inline_kernel, kernel
 from gpureplay.engine.kueue_preempt import may_preempt_row, move_usage, potential, search_targets
 from gpureplay.engine.layout import (
@@ -78,7 +78,9 @@ def _tries_next(mode: int, borrow: int, policy: int) -> bool:
 
 
 @kernel
-def simulate_preemption(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, row: int) -> tuple[int, int]:
+def simulate_preemption(
+    qt: KueueState, jobs: Jobs, js: JobState, run: Run, j: int, row: int
+) -> tuple[int, int]:
     """``SimulatePreemption`` of job ``j`` on quota row ``row`` alone: its preemption mode (``PM_*``) and
     the borrowing level once the targets' usage is removed (now, when there are none).
 
@@ -117,7 +119,7 @@ def simulate_preemption(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, 
 
 
 @kernel
-def assign_by_modes(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int) -> int:
+def assign_by_modes(qt: KueueState, jobs: Jobs, js: JobState, run: Run, j: int) -> int:
     """Assign job ``j`` a flavor per resource group of its ClusterQueue weighing preemption modes
     (``D_FLAVOR``); the assignment's mode (``AM_*``; on ``AM_NO_FIT`` each group's first flavor).
 

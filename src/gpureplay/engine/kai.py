@@ -28,10 +28,10 @@ from gpureplay.engine.bundles import (
     FitIndex,
     Jobs,
     JobState,
+    KaiState,
     Numa,
     Params,
     Pending,
-    Quotas,
     Run,
     Scratch,
     Timers,
@@ -90,7 +90,7 @@ def to_kai(amount: int, r: int) -> float:
 
 
 @inline_kernel
-def _requestable(qt: Quotas, r: int, q: int) -> float:
+def _requestable(qt: KaiState, r: int, q: int) -> float:
     # resource_share.go GetRequestableShare: the request capped by the limit.
     if qt.k_limit[r, q] == UNLIMITED:
         return float(qt.v_req[r, q])
@@ -98,19 +98,19 @@ def _requestable(qt: Quotas, r: int, q: int) -> float:
 
 
 @inline_kernel
-def _remaining(qt: Quotas, r: int, q: int) -> float:
+def _remaining(qt: KaiState, r: int, q: int) -> float:
     return float(max(0.0, _requestable(qt, r, q) - qt.v_des[r, q]))
 
 
 @inline_kernel
-def _satisfied(qt: Quotas, r: int, q: int) -> bool:
+def _satisfied(qt: KaiState, r: int, q: int) -> bool:
     # resource_division.go isQueueSatisfied: the raw request, or the limit, reached.
     fair = qt.v_des[r, q]
     return bool(qt.v_req[r, q] <= fair or (qt.k_limit[r, q] != UNLIMITED and qt.k_limit[r, q] <= fair))
 
 
 @kernel
-def _over_quota_level(qt: Quotas, r: int, a: int, b: int, priority: int, amount: float) -> float:
+def _over_quota_level(qt: KaiState, r: int, a: int, b: int, priority: int, amount: float) -> float:
     """``divideUpToFairShare`` for the children ``qt.k_kids[a:b]`` of priority ``priority``; returns what is
     left (rounds of weighted shares, whole units unless the request is met; a queue alone at its level is
     given no more than its request, as KAI v0.13.0 does)."""
@@ -164,7 +164,7 @@ def _over_quota_level(qt: Quotas, r: int, a: int, b: int, priority: int, amount:
 
 
 @kernel
-def divide(qt: Quotas, r: int, p: int, total: float) -> None:
+def divide(qt: KaiState, r: int, p: int, total: float) -> None:
     """Fill ``qt.v_des[r, q]`` for the children ``q`` of ``p`` (``p`` = number of queues: the top level) from
     ``total``, KAI's fair share of resource ``r``.
 
@@ -231,7 +231,7 @@ def divide(qt: Quotas, r: int, p: int, total: float) -> None:
 
 
 @kernel
-def fair_shares(qt: Quotas) -> None:
+def fair_shares(qt: KaiState) -> None:
     """Every queue's fair share of every resource: the top level from the cluster, then each parent's down."""
     num = qt.parent.shape[0]
     for r in range(3):
@@ -242,7 +242,7 @@ def fair_shares(qt: Quotas) -> None:
 
 
 @inline_kernel
-def _allocatable(qt: Quotas, r: int, q: int) -> float:
+def _allocatable(qt: KaiState, r: int, q: int) -> float:
     # resource_share.go GetAllocatableShare: max(quota, fair share) capped by the limit; -1: unlimited.
     if qt.k_quota[r, q] == UNLIMITED:
         return float(qt.k_limit[r, q])
@@ -263,7 +263,7 @@ def _le(a: float, b: float) -> bool:
 
 
 @kernel
-def dominant_share(qt: Quotas, q: int, add0: float, add1: float, add2: float) -> float:
+def dominant_share(qt: KaiState, q: int, add0: float, add1: float, add2: float) -> float:
     """``GetDominantResourceShare`` of queue ``q`` with ``add`` allocated on top: ``max_r allocated_r /
     allocatable_r`` (an unlimited allocatable is the cluster's total; a zero one multiplies by 1000)."""
     share = 0.0
@@ -278,7 +278,7 @@ def dominant_share(qt: Quotas, q: int, add0: float, add1: float, add2: float) ->
 
 
 @kernel
-def queue_before(qt: Quotas, a: int, ja: Float64Array, b: int, jb: Float64Array) -> bool:
+def queue_before(qt: KaiState, a: int, ja: Float64Array, b: int, jb: Float64Array) -> bool:
     """Whether queue ``a`` (its best head job requesting ``ja``) goes before queue ``b`` (``jb``).
 
     Notes
@@ -351,7 +351,7 @@ def _class_request(cs: Classes, c: int, out: Float64Array) -> None:
 
 
 @kernel
-def _pick(qt: Quotas, cs: Classes) -> int:
+def _pick(qt: KaiState, cs: Classes) -> int:
     """The leaf queue whose head job ``allocate`` pops next (-1: none): from the top level down, at each
     level the child that goes first by the queue order, each compared with its subtree's best head job."""
     num = qt.parent.shape[0]
@@ -377,7 +377,7 @@ def _pick(qt: Quotas, cs: Classes) -> int:
 
 
 @kernel
-def within_capacity(qt: Quotas, jobs: Jobs, j: int, q: int) -> bool:
+def within_capacity(qt: KaiState, jobs: Jobs, j: int, q: int) -> bool:
     """Whether job ``j`` may be allocated in leaf queue ``q`` by the capacity policy.
 
     Notes
@@ -407,7 +407,7 @@ def within_capacity(qt: Quotas, jobs: Jobs, j: int, q: int) -> bool:
 
 
 @kernel
-def _session_open(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: Quotas, run: Run) -> None:
+def _session_open(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: KaiState, run: Run) -> None:
     # Each queue's allocated, non-preemptible allocated and request, leaves from the engine's integer counts,
     # parents as their children's sums; then the fair shares. Victims of the reclaim and preempt actions
     # still terminating count in neither (a Releasing pod is not in KAI's allocated statuses; victims are
@@ -447,7 +447,7 @@ def _session_open(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: Quot
 
 
 @kernel
-def _allocated_again(jobs: Jobs, qt: Quotas, run: Run, q: int) -> None:
+def _allocated_again(jobs: Jobs, qt: KaiState, run: Run, q: int) -> None:
     # A job of leaf q started (or left): its usage moves, and its ancestors' by the same amounts.
     for r in range(3):
         new = to_kai(run.queues[RESOURCE_ROWS[r], q] - qt.v_rel[r, q], r)  # terminating victims left out
@@ -463,7 +463,7 @@ def _allocated_again(jobs: Jobs, qt: Quotas, run: Run, q: int) -> None:
 
 @kernel
 def kai_cycle(
-    qt: Quotas,
+    qt: KaiState,
     pods: None,
     params: Params,
     jobs: Jobs,

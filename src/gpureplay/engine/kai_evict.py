@@ -52,9 +52,9 @@ from gpureplay.engine.bundles import (
     Cluster,
     Jobs,
     JobState,
+    KaiState,
     Params,
     Pending,
-    Quotas,
     Run,
     Scratch,
     Timers,
@@ -139,7 +139,7 @@ def _held(jobs: Jobs, js: JobState, v: int, r: int) -> float:
 
 
 @inline_kernel
-def _cap(qt: Quotas, jobs: Jobs, j: int, n: int, g: int, c: int, m: int) -> int:
+def _cap(qt: KaiState, jobs: Jobs, j: int, n: int, g: int, c: int, m: int) -> int:
     # How many of job j's pods fit node n's idle resources plus (g GPUs, c milli-CPU, m MiB).
     best = _MANY
     if jobs.ints[J_K, j] > 0:
@@ -152,7 +152,7 @@ def _cap(qt: Quotas, jobs: Jobs, j: int, n: int, g: int, c: int, m: int) -> int:
 
 
 @kernel
-def _base_room(qt: Quotas, cl: Cluster, cs: Classes, jobs: Jobs, j: int, c: int) -> int:
+def _base_room(qt: KaiState, cl: Cluster, cs: Classes, jobs: Jobs, j: int, c: int) -> int:
     """Job ``j``'s pods (class ``c``) the feasible nodes' idle resources hold; ``qt.k_feas`` marks them."""
     total = 0
     for n in range(cl.node_int.shape[1]):
@@ -165,7 +165,7 @@ def _base_room(qt: Quotas, cl: Cluster, cs: Classes, jobs: Jobs, j: int, c: int)
 
 
 @kernel
-def _room(qt: Quotas, jobs: Jobs, js: JobState, j: int, base: int, count: int) -> int:
+def _room(qt: KaiState, jobs: Jobs, js: JobState, j: int, base: int, count: int) -> int:
     """Job ``j``'s pods that fit once the ``count`` victims in ``qt.k_scn`` are gone (base: none gone)."""
     qt.k_tstamp[0] += 1
     stamp = qt.k_tstamp[0]
@@ -219,7 +219,7 @@ def _cand_before(js: JobState, jobs: Jobs, a: int, b: int) -> bool:
 
 
 @kernel
-def _sort_candidates(qt: Quotas, jobs: Jobs, js: JobState, count: int) -> None:
+def _sort_candidates(qt: KaiState, jobs: Jobs, js: JobState, count: int) -> None:
     """Bottom-up merge sort of ``qt.k_cand[:count]`` by :func:`_cand_before` (``qt.k_tmp`` as buffer)."""
     width = 1
     in_tmp = False  # whether the sorted runs are in the buffer
@@ -246,7 +246,7 @@ def _sort_candidates(qt: Quotas, jobs: Jobs, js: JobState, count: int) -> None:
 
 
 @kernel
-def _running_preemptible(qt: Quotas, cl: Cluster, jobs: Jobs, js: JobState) -> int:
+def _running_preemptible(qt: KaiState, cl: Cluster, jobs: Jobs, js: JobState) -> int:
     """The running preemptible jobs with pods placed, each once, into ``qt.k_cand``; how many."""
     qt.k_tstamp[0] += 1
     stamp = qt.k_tstamp[0]
@@ -267,7 +267,7 @@ def _running_preemptible(qt: Quotas, cl: Cluster, jobs: Jobs, js: JobState) -> i
 
 
 @kernel
-def _gather(qt: Quotas, cl: Cluster, jobs: Jobs, js: JobState) -> None:
+def _gather(qt: KaiState, cl: Cluster, jobs: Jobs, js: JobState) -> None:
     """The running preemptible jobs, sorted by leaf queue and reverse job order into ``qt.k_cand``, each
     leaf's run ``qt.k_cand[qt.k_cstart[q] : qt.k_cstart[q + 1]]``."""
     count = _running_preemptible(qt, cl, jobs, js)
@@ -283,7 +283,7 @@ def _gather(qt: Quotas, cl: Cluster, jobs: Jobs, js: JobState) -> None:
 
 @kernel
 def _victim_first(
-    qt: Quotas, a: int, va: tuple[float, float, float], b: int, vb: tuple[float, float, float]
+    qt: KaiState, a: int, va: tuple[float, float, float], b: int, vb: tuple[float, float, float]
 ) -> bool:
     """Whether queue ``a`` (its victims so far holding ``va``) gives its next victim before queue ``b``.
 
@@ -345,14 +345,14 @@ def _victim_first(
 
 
 @inline_kernel
-def _min_runtime(qt: Quotas, q: int, vq: int, within: bool) -> float:
+def _min_runtime(qt: KaiState, q: int, vq: int, within: bool) -> float:
     # The minruntime plugin's protection of a job of leaf vq against the preempt action (within) or a
     # reclaim by leaf q.
     return float(qt.k_minrt[qt.k_cstart.shape[0] - 1 if within else q, vq])
 
 
 @inline_kernel
-def _protected(qt: Quotas, jobs: Jobs, js: JobState, q: int, v: int, within: bool) -> bool:
+def _protected(qt: KaiState, jobs: Jobs, js: JobState, q: int, v: int, within: bool) -> bool:
     """Whether running job ``v`` is within its min-runtime against a job of leaf ``q`` (``minruntime.go``
     ``isPreemptMinRuntimeProtected`` / ``isReclaimMinRuntimeProtected``: now before its last start plus the
     min-runtime)."""
@@ -362,7 +362,7 @@ def _protected(qt: Quotas, jobs: Jobs, js: JobState, q: int, v: int, within: boo
 
 
 @kernel
-def _protection_wake(qt: Quotas, cl: Cluster, jobs: Jobs, js: JobState, run: Run, t: float) -> None:
+def _protection_wake(qt: KaiState, cl: Cluster, jobs: Jobs, js: JobState, run: Run, t: float) -> None:
     """Set the loop's wake (``run.clock[X_WAKE]``) to the next time a running preemptible job's min-runtime
     ends for some queue, while jobs are pending (inf otherwise): KAI's periodic sessions would try again
     then, and the replay's event-driven sessions run one."""
@@ -386,7 +386,7 @@ def _protection_wake(qt: Quotas, cl: Cluster, jobs: Jobs, js: JobState, run: Run
 
 
 @kernel
-def _next_victim(qt: Quotas, jobs: Jobs, js: JobState, j: int, within: bool) -> int:
+def _next_victim(qt: KaiState, jobs: Jobs, js: JobState, j: int, within: bool) -> int:
     """Pop the next victim for job ``j`` (-1: none left): the tree walked from the top by
     :func:`_victim_first`, each queue compared with its best leaf's victims so far plus that leaf's next."""
     num = qt.parent.shape[0]
@@ -449,7 +449,7 @@ def _next_victim(qt: Quotas, jobs: Jobs, js: JobState, j: int, within: bool) -> 
 
 
 @kernel
-def _victim_at(qt: Quotas, jobs: Jobs, js: JobState, j: int, within: bool, i: int) -> int:
+def _victim_at(qt: KaiState, jobs: Jobs, js: JobState, j: int, within: bool, i: int) -> int:
     """The ``i``-th victim of job ``j``'s victim order (-1: fewer), generated once per job."""
     while qt.k_nseq[0] <= i:
         v = _next_victim(qt, jobs, js, j, within)
@@ -461,7 +461,7 @@ def _victim_at(qt: Quotas, jobs: Jobs, js: JobState, j: int, within: bool, i: in
 
 
 @kernel
-def _leveled(qt: Quotas, a: int, b: int) -> tuple[int, int]:
+def _leveled(qt: KaiState, a: int, b: int) -> tuple[int, int]:
     """``getLeveledQueues``: the ancestors of ``a`` and ``b`` just below their lowest common one."""
     da = 0
     n = a
@@ -486,7 +486,7 @@ def _leveled(qt: Quotas, a: int, b: int) -> tuple[int, int]:
 
 
 @inline_kernel
-def _remaining(qt: Quotas, n: int, stamp: int) -> None:
+def _remaining(qt: KaiState, n: int, stamp: int) -> None:
     # The remaining map's entry of queue n starts at its allocation.
     if qt.k_rset[n] != stamp:
         qt.k_rset[n] = stamp
@@ -505,7 +505,7 @@ def _ratio(allocated: float, fair: float) -> float:
 
 
 @kernel
-def _involved(qt: Quotas, jobs: Jobs, js: JobState, s: int, r: int, count: int) -> bool:
+def _involved(qt: KaiState, jobs: Jobs, js: JobState, s: int, r: int, count: int) -> bool:
     """Whether one of the ``count`` victims in ``qt.k_scn`` holds resource ``r`` in queue ``s`` or below it
     (``reclaimable.go`` ``getInvolvedResourcesNames``, gathered up the tree by
     ``subtractReclaimedResources``)."""
@@ -523,7 +523,7 @@ def _involved(qt: Quotas, jobs: Jobs, js: JobState, s: int, r: int, count: int) 
 
 @kernel
 def _reclaimable(
-    qt: Quotas, jobs: Jobs, js: JobState, j: int, req: tuple[float, float, float], count: int
+    qt: KaiState, jobs: Jobs, js: JobState, j: int, req: tuple[float, float, float], count: int
 ) -> bool:
     """``ReclaimScenarioValidator``: whether job ``j`` (requesting ``req``) may take the ``count`` victims
     in ``qt.k_scn`` (``reclaimable.go`` ``Reclaimable`` as released, KAI v0.8.0 to v0.13.0; module
@@ -590,7 +590,7 @@ def _reclaimable(
 
 
 @kernel
-def _within_capacity(qt: Quotas, jobs: Jobs, js: JobState, j: int, k: int, count: int) -> bool:
+def _within_capacity(qt: KaiState, jobs: Jobs, js: JobState, j: int, k: int, count: int) -> bool:
     """``IsJobOverQueueCapacity`` for ``k`` of job ``j``'s pods once the ``count`` victims in ``qt.k_scn``
     left their queues (``common.AllocateJob`` checks it on the simulated state): the kernel
     :func:`gpureplay.engine.kai.within_capacity` with the victims' allocations gone and ``k`` pods."""
@@ -625,7 +625,7 @@ def _within_capacity(qt: Quotas, jobs: Jobs, js: JobState, j: int, k: int, count
 
 @kernel
 def _scenario_ok(
-    qt: Quotas,
+    qt: KaiState,
     jobs: Jobs,
     js: JobState,
     j: int,
@@ -649,7 +649,7 @@ def _scenario_ok(
 
 @kernel
 def _probe(
-    qt: Quotas,
+    qt: KaiState,
     jobs: Jobs,
     js: JobState,
     j: int,
@@ -720,7 +720,7 @@ def _probe(
 
 
 @kernel
-def _record(qt: Quotas, count: int) -> None:
+def _record(qt: KaiState, count: int) -> None:
     # A solved probe's victims become the recorded ones.
     for i in range(count):
         qt.k_rec[i] = qt.k_scn[i]
@@ -729,7 +729,7 @@ def _record(qt: Quotas, count: int) -> None:
 
 @kernel
 def _solve(
-    qt: Quotas, jobs: Jobs, js: JobState, j: int, req: tuple[float, float, float], base: int, within: bool
+    qt: KaiState, jobs: Jobs, js: JobState, j: int, req: tuple[float, float, float], base: int, within: bool
 ) -> int:
     """``JobSolver.Solve`` for job ``j``: the victims of its whole gang (in ``qt.k_scn``), or -1.
 
@@ -771,7 +771,7 @@ def _solve(
 
 
 @kernel
-def _may_reclaim(qt: Quotas, jobs: Jobs, j: int, q: int, req: tuple[float, float, float]) -> bool:
+def _may_reclaim(qt: KaiState, jobs: Jobs, j: int, q: int, req: tuple[float, float, float]) -> bool:
     # reclaimable.go CanReclaimResources: the queue within its fair share with the job; a non-preemptible
     # job also keeps its non-preemptible allocation within quota.
     for r in range(3):
@@ -783,7 +783,7 @@ def _may_reclaim(qt: Quotas, jobs: Jobs, j: int, q: int, req: tuple[float, float
 
 
 @kernel
-def _may_preempt(qt: Quotas, jobs: Jobs, j: int, q: int, req: tuple[float, float, float]) -> bool:
+def _may_preempt(qt: KaiState, jobs: Jobs, j: int, q: int, req: tuple[float, float, float]) -> bool:
     # IsNonPreemptibleJobOverQueueQuota: a non-preemptible job keeps every level's non-preemptible
     # allocation within quota.
     if jobs.ints[J_PREEMPTIBLE, j] != 0:
@@ -798,7 +798,7 @@ def _may_preempt(qt: Quotas, jobs: Jobs, j: int, q: int, req: tuple[float, float
 
 
 @kernel
-def _reclaim_hope(qt: Quotas, run: Run, q: int, req: tuple[float, float, float]) -> bool:
+def _reclaim_hope(qt: KaiState, run: Run, q: int, req: tuple[float, float, float]) -> bool:
     """Whether some running job of another leaf queue could be a victim of a job of queue ``q`` requesting
     ``req``: its queue passes a strategy before losing anything (``qt.k_poison`` marks the leaves that do
     not; the validator refuses any scenario with one of their jobs, as a queue's remaining share only falls
@@ -838,7 +838,7 @@ def _preempt_hope(sc: Scratch, jobs: Jobs, j: int) -> bool:
 
 @kernel
 def _may(
-    qt: Quotas,
+    qt: KaiState,
     sc: Scratch,
     run: Run,
     jobs: Jobs,
@@ -854,7 +854,7 @@ def _may(
 
 
 @kernel
-def _move(qt: Quotas, q: int, r: int, amount: float, np_amount: float) -> None:
+def _move(qt: KaiState, q: int, r: int, amount: float, np_amount: float) -> None:
     # Queue q's allocation (and non-preemptible allocation) moves by the amounts, and its ancestors'.
     n = q
     while n >= 0:
@@ -864,7 +864,7 @@ def _move(qt: Quotas, q: int, r: int, amount: float, np_amount: float) -> None:
 
 
 @kernel
-def _pipeline(qt: Quotas, cl: Cluster, run: Run, jobs: Jobs, js: JobState, j: int, count: int) -> None:
+def _pipeline(qt: KaiState, cl: Cluster, run: Run, jobs: Jobs, js: JobState, j: int, count: int) -> None:
     """Commit's node accounting: the victims' pods free their nodes, then job ``j``'s pods take room, the
     victims' nodes first (in the order touched), then the other feasible nodes in index order; each pod is
     nominated there (``NOM_ALL``: hidden from every other class until the job starts, or until the end of
@@ -909,7 +909,7 @@ def _pipeline(qt: Quotas, cl: Cluster, run: Run, jobs: Jobs, js: JobState, j: in
 
 @kernel
 def _action(
-    qt: Quotas,
+    qt: KaiState,
     params: Params,
     jobs: Jobs,
     cs: Classes,
@@ -1006,7 +1006,7 @@ def _action(
 
 @kernel
 def kai_evict(
-    qt: Quotas,
+    qt: KaiState,
     params: Params,
     jobs: Jobs,
     cs: Classes,

@@ -13,7 +13,7 @@ plain Python, is in that module's docstring; this kernel follows it step for ste
    the ClusterQueue itself (``withinClusterQueue``) and from the other ClusterQueues of its cohort tree that,
    with every cohort up to the lowest common ancestor, are above nominal on one of them
    (``reclaimWithinCohort``; ``classical/hierarchical_preemption.go``); each ClusterQueue keeps the jobs that
-   took its quota in a list pruned as it is walked (``Quotas.adm_*``);
+   took its quota in a list pruned as it is walked (``KueueState.adm_*``);
 3. ordered: evicted first, then hierarchical-reclaim candidates, other ClusterQueues' others, the
    ClusterQueue's own; then lower priority, latest admitted, job id (a heap sort: kernels allocate nothing);
 4. greedy runs with and without borrowing, removing candidates from the ClusterQueues' usage
@@ -32,9 +32,9 @@ from gpureplay.engine.bundles import (
     Cluster,
     Jobs,
     JobState,
+    KueueState,
     Params,
     Pending,
-    Quotas,
     Run,
     Scratch,
     Timers,
@@ -76,21 +76,21 @@ from gpureplay.engine.quota_tree import (
     row_amount,
 )
 
-#: A candidate's state in fair sharing's search (``Quotas.cand_wb``): in the first strategy's pool, taken as a
-#: target, set aside for the second strategy, or passed over by it.
+#: A candidate's state in fair sharing's search (``KueueState.cand_wb``): in the first strategy's pool,
+#: taken as a target, set aside for the second strategy, or passed over by it.
 FS_POOL = 0
 FS_TAKEN = 1
 FS_RETRY = 2
 FS_USED = 3
 
-#: A classical candidate's ``Quotas.cand_wb``: reclaimable while the preemptor borrows (or in its own
+#: A classical candidate's ``KueueState.cand_wb``: reclaimable while the preemptor borrows (or in its own
 #: ClusterQueue), only without borrowing, or with the preemptor's hierarchical advantage
 #: (``HierarchicalReclaim``).
 WB_WHILE_BORROWING = 0
 WB_WITHOUT_BORROWING = 1
 WB_HIERARCHICAL = 2
 
-#: ``FairSharingStrategies`` values (``Quotas.fair[1]``).
+#: ``FairSharingStrategies`` values (``KueueState.fair[1]``).
 FS_BOTH = 0
 FS_INITIAL_SHARE = 2
 
@@ -112,7 +112,7 @@ def move_usage(jobs: Jobs, js: JobState, run: Run, v: int, sign: int) -> None:
 
 
 @kernel
-def list_admitted(qt: Quotas, jobs: Jobs, j: int) -> None:
+def list_admitted(qt: KueueState, jobs: Jobs, j: int) -> None:
     """Job ``j`` took its ClusterQueue's quota: a preemption candidate from now on (listed once)."""
     if qt.adm_listed[j] == 0:
         q = jobs.ints[J_TENANT, j]
@@ -122,7 +122,7 @@ def list_admitted(qt: Quotas, jobs: Jobs, j: int) -> None:
 
 
 @kernel
-def _prune(qt: Quotas, js: JobState, q: int) -> None:
+def _prune(qt: KueueState, js: JobState, q: int) -> None:
     # Drop the jobs that no longer hold quota (finished, or requeued after their eviction).
     prev = -1
     v = qt.adm_head[q]
@@ -142,7 +142,7 @@ def _prune(qt: Quotas, js: JobState, q: int) -> None:
 
 
 @kernel
-def potential(qt: Quotas, r: int, q: int) -> int:
+def potential(qt: KueueState, r: int, q: int) -> int:
     """``resource_node.go`` ``potentialAvailable``: the most of quota row ``r`` ClusterQueue ``q`` could take
     with no usage anywhere."""
     # The root's subtree quota, then down the path localQuota + the parent's, capped at
@@ -166,13 +166,13 @@ def potential(qt: Quotas, r: int, q: int) -> int:
 
 
 @inline_kernel
-def _local_left(qt: Quotas, r: int, n: int) -> int:
+def _local_left(qt: KueueState, r: int, n: int) -> int:
     # resource_node.go LocalAvailable (qt.used[r] filled): what is left of node n's local quota.
     return max(0, local_quota(qt, r, n) - int(qt.used[r, n]))
 
 
 @kernel
-def _reclaims_in_hierarchy(qt: Quotas, r: int, q: int, amount: int) -> bool:
+def _reclaims_in_hierarchy(qt: KueueState, r: int, q: int, amount: int) -> bool:
     """``FindHeightOfLowestSubtreeThatFits``' second value (``qt.used[r]`` filled): whether the lowest node on
     ``q``'s path whose quota holds ``amount`` (less what each node below keeps locally) has a parent."""
     if not (qt.used[r, q] + amount > qt.subtree[r, q] and qt.parent[q] >= 0):
@@ -188,7 +188,7 @@ def _reclaims_in_hierarchy(qt: Quotas, r: int, q: int, amount: int) -> bool:
 
 
 @kernel
-def may_preempt_row(qt: Quotas, r: int, q: int, need: int) -> bool:
+def may_preempt_row(qt: KueueState, r: int, q: int, need: int) -> bool:
     """Whether ``need`` more of quota row ``r``, above what ClusterQueue ``q`` has available and within its
     ``potentialAvailable``, may be had by preemption (``qt.used[r]`` filled).
 
@@ -209,7 +209,7 @@ def may_preempt_row(qt: Quotas, r: int, q: int, need: int) -> bool:
 
 
 @kernel
-def _needs_preemption(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int) -> bool:
+def _needs_preemption(qt: KueueState, jobs: Jobs, js: JobState, run: Run, j: int) -> bool:
     # Fill qt.need: flavorassigner.go fitsResourceQuota's Preempt mode per quota row (the flavors assigned
     # to j); False on NoFit.
     q = jobs.ints[J_TENANT, j]
@@ -231,7 +231,7 @@ def _needs_preemption(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int) ->
 
 
 @inline_kernel
-def _uses_needed(qt: Quotas, jobs: Jobs, js: JobState, v: int) -> bool:
+def _uses_needed(qt: KueueState, jobs: Jobs, js: JobState, v: int) -> bool:
     for r in range(qt.nominal.shape[0]):  # noqa: SIM110 (no generators in kernels)
         if qt.need[r] != 0 and row_amount(jobs, js, v, r) > 0:
             return True
@@ -239,7 +239,7 @@ def _uses_needed(qt: Quotas, jobs: Jobs, js: JobState, v: int) -> bool:
 
 
 @inline_kernel
-def _above_nominal(qt: Quotas, run: Run, c: int) -> bool:
+def _above_nominal(qt: KueueState, run: Run, c: int) -> bool:
     # On some quota row that needs preemption, ClusterQueue c uses more than its nominal quota.
     for r in range(qt.nominal.shape[0]):
         if qt.need[r] != 0 and queue_use(run, r, c) > qt.nominal[r, c]:
@@ -248,7 +248,7 @@ def _above_nominal(qt: Quotas, run: Run, c: int) -> bool:
 
 
 @kernel
-def _lowest_common_ancestor(qt: Quotas, a: int, b: int) -> int:
+def _lowest_common_ancestor(qt: KueueState, a: int, b: int) -> int:
     """The lowest cohort above both nodes (-1: they share no root)."""
     x = qt.parent[b]
     while x >= 0:
@@ -262,7 +262,7 @@ def _lowest_common_ancestor(qt: Quotas, a: int, b: int) -> int:
 
 
 @kernel
-def _still_above(qt: Quotas, run: Run, c: int, lca: int) -> bool:
+def _still_above(qt: KueueState, run: Run, c: int, lca: int) -> bool:
     """``candidateIsValid``: ClusterQueue ``c`` and every cohort between it and ``lca`` use more than their
     quota on some resource that needs preemption."""
     if not _above_nominal(qt, run, c):
@@ -285,7 +285,7 @@ def _still_above(qt: Quotas, run: Run, c: int, lca: int) -> bool:
 
 
 @kernel
-def _advantage_at(qt: Quotas, jobs: Jobs, js: JobState, j: int, lca: int) -> bool:
+def _advantage_at(qt: KueueState, jobs: Jobs, js: JobState, j: int, lca: int) -> bool:
     """``collectCandidatesForHierarchicalReclaim`` (``qt.used`` filled): whether job ``j``'s request fits the
     quota (``QuantitiesFitInQuota``) of its ClusterQueue or of a cohort below ``lca`` on the path, the
     request less what each node below keeps locally (per quota row, in ``qt.ask``; -1: not requested)."""
@@ -311,7 +311,7 @@ def _advantage_at(qt: Quotas, jobs: Jobs, js: JobState, j: int, lca: int) -> boo
 
 
 @kernel
-def _candidates(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, fair: bool) -> int:
+def _candidates(qt: KueueState, jobs: Jobs, js: JobState, run: Run, j: int, fair: bool) -> int:
     # Fill qt.cand / qt.cand_wb (WB_*); returns how many. fair: fair sharing's findCandidates (another
     # ClusterQueue of q's tree qualifies when it is above nominal on a row that needs preemption).
     q = jobs.ints[J_TENANT, j]
@@ -367,7 +367,7 @@ def _candidates(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, fair: bo
 
 
 @inline_kernel
-def _group(qt: Quotas, jobs: Jobs, q: int, i: int) -> int:
+def _group(qt: KueueState, jobs: Jobs, q: int, i: int) -> int:
     # NewCandidateIterator's lists: hierarchical reclaim 0, other ClusterQueues' others 1, q's own 2.
     if jobs.ints[J_TENANT, qt.cand[i]] == q:
         return 2
@@ -375,7 +375,7 @@ def _group(qt: Quotas, jobs: Jobs, q: int, i: int) -> int:
 
 
 @inline_kernel
-def _before(qt: Quotas, jobs: Jobs, js: JobState, q: int, a: int, b: int) -> bool:
+def _before(qt: KueueState, jobs: Jobs, js: JobState, q: int, a: int, b: int) -> bool:
     # candidate_generator.go's order on candidates a, b (indices into qt.cand): evicted first, then the group
     # (_group), then common/ordering.go CandidatesOrdering: lower priority, most recently admitted, job id.
     va = qt.cand[a]
@@ -396,7 +396,7 @@ def _before(qt: Quotas, jobs: Jobs, js: JobState, q: int, a: int, b: int) -> boo
 
 
 @kernel
-def _sift(qt: Quotas, jobs: Jobs, js: JobState, q: int, root: int, size: int, first_on_top: bool) -> None:
+def _sift(qt: KueueState, jobs: Jobs, js: JobState, q: int, root: int, size: int, first_on_top: bool) -> None:
     # A heap on the candidate order over qt.order[0 .. size-1]: the first in order at the top
     # (first_on_top), else the last.
     while True:
@@ -415,7 +415,7 @@ def _sift(qt: Quotas, jobs: Jobs, js: JobState, q: int, root: int, size: int, fi
 
 
 @kernel
-def _sort_candidates(qt: Quotas, jobs: Jobs, js: JobState, q: int, k: int) -> None:
+def _sort_candidates(qt: KueueState, jobs: Jobs, js: JobState, q: int, k: int) -> None:
     """Put the ``k`` candidates' indices in ``qt.order`` in Kueue's candidate order (heap sort)."""
     for i in range(k):
         qt.order[i] = i
@@ -427,7 +427,7 @@ def _sort_candidates(qt: Quotas, jobs: Jobs, js: JobState, q: int, k: int) -> No
 
 
 @kernel
-def _heap_candidates(qt: Quotas, jobs: Jobs, js: JobState, q: int, k: int) -> None:
+def _heap_candidates(qt: KueueState, jobs: Jobs, js: JobState, q: int, k: int) -> None:
     """Make ``qt.order[0 .. k-1]`` a heap with the first candidate in Kueue's order on top (:func:`_nth`)."""
     for i in range(k):
         qt.order[i] = i
@@ -436,7 +436,7 @@ def _heap_candidates(qt: Quotas, jobs: Jobs, js: JobState, q: int, k: int) -> No
 
 
 @kernel
-def _nth(qt: Quotas, jobs: Jobs, js: JobState, q: int, k: int, i: int, taken: int) -> int:
+def _nth(qt: KueueState, jobs: Jobs, js: JobState, q: int, k: int, i: int, taken: int) -> int:
     """Candidate ``i`` (0-based) in Kueue's order, from the heap of :func:`_heap_candidates` of which
     ``taken`` came out so far (held at ``qt.order[k-1]``, ``qt.order[k-2]``, ...): a greedy run mostly
     stops after a few, so the order is drawn as needed, not sorted whole. Call with ``i <= taken``."""
@@ -449,7 +449,7 @@ def _nth(qt: Quotas, jobs: Jobs, js: JobState, q: int, k: int, i: int, taken: in
 
 @kernel
 def _targets(
-    qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, k: int, borrowing: bool, taken: int
+    qt: KueueState, jobs: Jobs, js: JobState, run: Run, j: int, k: int, borrowing: bool, taken: int
 ) -> int:
     """One greedy run over the heap of candidates (``taken`` drawn from it before); the targets (minimised)
     in ``qt.targets``, their count (0 when the job never fits) and the candidates drawn by then, packed as
@@ -481,7 +481,7 @@ def _targets(
 
 
 @kernel
-def _fill_back(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, nt: int, borrowing: bool) -> int:
+def _fill_back(qt: KueueState, jobs: Jobs, js: JobState, run: Run, j: int, nt: int, borrowing: bool) -> int:
     """``fillBackWorkloads``: from the next-to-last target back, one whose return still lets ``j`` fit goes.
 
     The targets' usage is removed on entry and on return (the kept ones'); returns how many are kept.
@@ -498,7 +498,7 @@ def _fill_back(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, nt: int, 
 
 
 @kernel
-def _share_of(qt: Quotas, run: Run, x: int) -> tuple[float, float]:
+def _share_of(qt: KueueState, run: Run, x: int) -> tuple[float, float]:
     """ClusterQueue ``x``'s dominant resource share at ``run.queues`` (weighted, unweighted).
 
     ``fair_sharing.go`` ``dominantResourceShare``: a ClusterQueue borrows what it uses beyond its nominal
@@ -524,7 +524,7 @@ def _share_of(qt: Quotas, run: Run, x: int) -> tuple[float, float]:
 
 
 @kernel
-def _cohort_share(qt: Quotas, x: int) -> tuple[float, float]:
+def _cohort_share(qt: KueueState, x: int) -> tuple[float, float]:
     """Cohort ``x``'s dominant resource share as :func:`_share_of` states it, its usage what its children
     use beyond their local quotas (``qt.used``: call :func:`_fresh_usage` after the usage last moved)."""
     if qt.parent[x] < 0:
@@ -544,7 +544,7 @@ def _cohort_share(qt: Quotas, x: int) -> tuple[float, float]:
 
 
 @inline_kernel
-def _weighted(qt: Quotas, x: int, ratio: float) -> tuple[float, float]:
+def _weighted(qt: KueueState, x: int, ratio: float) -> tuple[float, float]:
     # DRS.IsZero at ratio 0; a zero-weight borrower's weighted share is +inf.
     if ratio == 0.0:
         return 0.0, 0.0
@@ -554,14 +554,14 @@ def _weighted(qt: Quotas, x: int, ratio: float) -> tuple[float, float]:
 
 
 @kernel
-def _fresh_usage(qt: Quotas, run: Run) -> None:
+def _fresh_usage(qt: KueueState, run: Run) -> None:
     # qt.used for every quota row: the cohorts' usage that _share_of reads.
     for row in range(qt.nominal.shape[0]):
         node_usage(qt, run, row)
 
 
 @inline_kernel
-def _node_share(qt: Quotas, run: Run, x: int) -> tuple[float, float]:
+def _node_share(qt: KueueState, run: Run, x: int) -> tuple[float, float]:
     # Node x's share at the current usage: a ClusterQueue's, or a cohort's with qt.used refreshed.
     if x < run.queues.shape[1]:
         return _share_of(qt, run, x)
@@ -570,7 +570,7 @@ def _node_share(qt: Quotas, run: Run, x: int) -> tuple[float, float]:
 
 
 @inline_kernel
-def _almost_lca(qt: Quotas, x: int, lca: int) -> int:
+def _almost_lca(qt: KueueState, x: int, lca: int) -> int:
     # getAlmostLCA: the node on x's path up to lca whose parent is lca.
     while qt.parent[x] != lca:
         x = qt.parent[x]
@@ -578,7 +578,7 @@ def _almost_lca(qt: Quotas, x: int, lca: int) -> int:
 
 
 @inline_kernel
-def _is_above(qt: Quotas, n: int, q: int) -> bool:
+def _is_above(qt: KueueState, n: int, q: int) -> bool:
     # Whether cohort n is an ancestor of node q.
     x = qt.parent[q]
     while x >= 0:
@@ -610,7 +610,7 @@ def _compare(aw: float, au: float, bw: float, bu: float) -> int:
 
 
 @kernel
-def _next_of(qt: Quotas, jobs: Jobs, k: int, c: int, state: int) -> int:
+def _next_of(qt: KueueState, jobs: Jobs, k: int, c: int, state: int) -> int:
     """Position in ``qt.order`` of ClusterQueue ``c``'s next candidate in ``state`` (-1: none left)."""
     p: int = qt.fs_next[c]
     while p < k:
@@ -624,7 +624,7 @@ def _next_of(qt: Quotas, jobs: Jobs, k: int, c: int, state: int) -> int:
 
 
 @kernel
-def _next_queue(qt: Quotas, jobs: Jobs, run: Run, q: int, k: int, state: int) -> int:
+def _next_queue(qt: KueueState, jobs: Jobs, run: Run, q: int, k: int, state: int) -> int:
     """``TargetClusterQueueOrdering`` (``nextTarget``) from the root of ``q``'s cohort tree: the ClusterQueue
     whose candidates (in ``state``) come next, or -1 once the root is dropped (``qt.fs_drop``, per node).
 
@@ -686,7 +686,7 @@ def _next_queue(qt: Quotas, jobs: Jobs, run: Run, q: int, k: int, state: int) ->
 
 
 @kernel
-def _take(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, i: int, nt: int) -> bool:
+def _take(qt: KueueState, jobs: Jobs, js: JobState, run: Run, j: int, i: int, nt: int) -> bool:
     """Candidate ``i`` becomes target ``nt``; whether ``j`` fits now (its own usage set aside to check)."""
     v = qt.cand[i]
     qt.cand_wb[i] = FS_TAKEN
@@ -699,7 +699,7 @@ def _take(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, i: int, nt: in
 
 
 @inline_kernel
-def _reset_search(qt: Quotas) -> None:
+def _reset_search(qt: KueueState) -> None:
     for n in range(qt.fs_drop.shape[0]):
         qt.fs_drop[n] = 0
     for c in range(qt.fs_next.shape[0]):
@@ -707,7 +707,7 @@ def _reset_search(qt: Quotas) -> None:
 
 
 @kernel
-def _fair_targets(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, k: int) -> int:
+def _fair_targets(qt: KueueState, jobs: Jobs, js: JobState, run: Run, j: int, k: int) -> int:
     """Fair sharing's targets for job ``j`` among the ``k`` sorted candidates (0: it never fits).
 
     Notes
@@ -791,7 +791,7 @@ def _fair_targets(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, k: int
 
 @kernel
 def kueue_preempt(
-    qt: Quotas,
+    qt: KueueState,
     params: Params,
     jobs: Jobs,
     cs: Classes,
@@ -822,7 +822,7 @@ def kueue_preempt(
 
 
 @kernel
-def search_targets(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int) -> int:
+def search_targets(qt: KueueState, jobs: Jobs, js: JobState, run: Run, j: int) -> int:
     """Job ``j``'s preemption targets (``qt.need`` filled) in ``qt.targets``, how many (0: none make it fit):
     fair sharing's strategies under fair sharing, else the classical search. The usage is left as it was."""
     if qt.fair[0] == 0:
@@ -835,7 +835,7 @@ def search_targets(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int) -> in
 
 
 @kernel
-def classical_targets(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int) -> int:
+def classical_targets(qt: KueueState, jobs: Jobs, js: JobState, run: Run, j: int) -> int:
     """Job ``j``'s classical preemption targets (``qt.need`` filled: the quota rows that need preemption),
     in ``qt.targets``; how many (0: none make it fit). The usage is left as it was.
 
@@ -887,7 +887,7 @@ def _evict_targets(
     tm: Timers,
     sc: Scratch,
     run: Run,
-    qt: Quotas,
+    qt: KueueState,
     j: int,
     nt: int,
     t: float,

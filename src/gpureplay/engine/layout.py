@@ -118,9 +118,9 @@ FLAVOR_BITS = 8  # bits per resource in D_FLAVOR (at most 2^8 - 1 flavor slots)
 #: A D_FLAVOR slot no quota row has: the resource counts on no row (a preemption simulation's other
 #: resources).
 FLAVOR_NONE = (1 << FLAVOR_BITS) - 1
-#: ``Quotas.flv_policy`` bits per ClusterQueue (``spec.flavorFungibility``): ``whenCanBorrow: TryNextFlavor``,
-#: ``whenCanPreempt: TryNextFlavor``, ``preference: PreemptionOverBorrowing``, and whether its assignment
-#: weighs preemption modes (it preempts and a resource group lists several flavors).
+#: ``KueueState.flv_policy`` bits per ClusterQueue (``spec.flavorFungibility``): ``whenCanBorrow:
+#: TryNextFlavor``, ``whenCanPreempt: TryNextFlavor``, ``preference: PreemptionOverBorrowing``, and whether
+#: its assignment weighs preemption modes (it preempts and a resource group lists several flavors).
 FP_BORROW_NEXT = 1
 FP_PREEMPT_NEXT = 2
 FP_PREEMPTION_OVER = 4
@@ -537,13 +537,10 @@ MAX_SHARE = 1e9
 QUEUE_FIELDS = 10
 # Kueue with several flavors: rows QUEUE_FIELDS + 3 f + r of run.queues hold each ClusterQueue's usage of
 # resource r (GPU milli, CPU milli, MiB) in flavor slot f (gpureplay.engine.quota_tree).
-QM_KUEUE = 0  # Quotas.model: Kueue's quota tree (gpureplay.engine.quota)
-QM_VOLCANO = 1  # Volcano's queues (gpureplay.engine.proportion)
-QM_KAI = 2  # KAI's queues (gpureplay.engine.kai)
 MB_PER_MIB = 1.048576  # KAI counts memory in MB (10^6 bytes), the engine in MiB
 QUOTA_UNSET = -1  # a Kueue borrowingLimit / lendingLimit left unset (gpureplay.engine.quota)
 
-# Rows of the per-ClusterQueue spec.preemption table (Quotas.pre; gpureplay.queues.kueue_quota PR_*): each
+# Rows of the per-ClusterQueue spec.preemption table (KueueState.pre; gpureplay.queues.kueue_quota PR_*): each
 # policy as the index of its value in Kueue's list (Never first), then borrowWithinCohort's threshold.
 KP_WITHIN = 0  # withinClusterQueue: Never, LowerPriority, LowerOrNewerEqualPriority
 KP_RECLAIM = 1  # reclaimWithinCohort: Never, LowerPriority, Any

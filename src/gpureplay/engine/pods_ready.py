@@ -24,14 +24,16 @@ from gpureplay.engine.bundles import (
     FitIndex,
     Jobs,
     JobState,
+    KaiState,
+    KueueState,
     Params,
     Pending,
-    Quotas,
     Run,
     Scratch,
     Timers,
+    VolcanoState,
 )
-from gpureplay.engine.config import inline_kernel, kernel, when_given
+from gpureplay.engine.config import by_bundle, inline_kernel, kernel
 from gpureplay.engine.jobs import (
     count_in_queue,
     count_unplaced,
@@ -96,7 +98,7 @@ def _kube_before(jobs: Jobs, js: JobState, a: int, b: int) -> bool:
 @kernel
 def admit_by_quota(
     params: Params,
-    qt: Quotas,
+    qt: KueueState,
     jobs: Jobs,
     cs: Classes,
     js: JobState,
@@ -133,7 +135,7 @@ def admit_by_quota(
 
 
 @inline_kernel
-def blocked(params: Params, qt: Quotas) -> bool:
+def blocked(params: Params, qt: KueueState) -> bool:
     """``waitForPodsReady.blockAdmission``: an admitted workload not Ready yet stops every admission."""
     return bool(params.codes[P_BLOCK_ADMISSION] != 0 and qt.w_n[0] > 0)
 
@@ -141,7 +143,7 @@ def blocked(params: Params, qt: Quotas) -> bool:
 @kernel
 def place_admitted(
     params: Params,
-    qt: Quotas,
+    qt: KueueState,
     jobs: Jobs,
     cs: Classes,
     cl: Cluster,
@@ -201,7 +203,7 @@ def place_admitted(
 
 
 @kernel
-def leave_admitted(qt: Quotas, j: int) -> None:
+def leave_admitted(qt: KueueState, j: int) -> None:
     """Admitted job ``j`` leaves kube-scheduler's list (timed out, or evicted by a Kueue preemption)."""
     n = qt.w_n[0]
     k = 0
@@ -223,7 +225,7 @@ def ready_backoff(params: Params, count: int) -> float:
 
 @kernel
 def ready_timeout(
-    qt: Quotas,
+    qt: KueueState,
     params: Params,
     jobs: Jobs,
     cs: Classes,
@@ -282,6 +284,8 @@ def ready_timeout(
     return True
 
 
-#: :func:`ready_timeout` when a Kueue quota tree is given (the loop's timers); without one no such timer
-#: exists.
-ready_timeout_given = when_given(ready_timeout, False)
+#: :func:`ready_timeout` under Kueue (the loop's timers); Volcano and KAI have no ``waitForPodsReady``, and
+#: without a queue model no such timer exists.
+ready_timeout_given = by_bundle(
+    "waitForPodsReady timeout", {KueueState: ready_timeout, VolcanoState: None, KaiState: None}, False
+)

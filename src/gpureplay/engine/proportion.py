@@ -30,14 +30,15 @@ from gpureplay.engine.bundles import (
     FitIndex,
     Jobs,
     JobState,
+    KaiState,
     Numa,
     Params,
     Pending,
-    Quotas,
     Run,
     Scratch,
     Timers,
     Topology,
+    VolcanoState,
 )
 from gpureplay.engine.config import inline_kernel, kernel
 from gpureplay.engine.gang import try_gang
@@ -101,14 +102,14 @@ def _class_request(cs: Classes, c: int, r: int) -> float:
 
 
 @inline_kernel
-def _allocated(qt: Quotas, run: Run, q: int, r: int) -> float:
+def _allocated(qt: VolcanoState, run: Run, q: int, r: int) -> float:
     # Volcano's allocated counts Allocated/Binding/Bound/Running pods: a terminating (Releasing) victim of the
     # reclaim action no longer counts, though the engine keeps its pods placed until its grace ends.
     return _to_volcano(float(run.queues[RESOURCE_ROWS[r], q] - qt.v_rel[r, q]), r)
 
 
 @kernel
-def water_fill(qt: Quotas) -> None:
+def water_fill(qt: VolcanoState) -> None:
     """``qt.v_des``: each queue's ``deserved`` from ``qt.v_req`` among the queues with jobs (``qt.v_on``).
 
     Notes
@@ -183,7 +184,7 @@ def ratio(a: float, d: float) -> float:
 
 
 @inline_kernel
-def _share(qt: Quotas, q: int) -> float:
+def _share(qt: VolcanoState, q: int) -> float:
     # proportion.go updateShare: the largest ratio of allocated to deserved over the resources.
     share = 0.0
     for r in range(3):
@@ -192,14 +193,14 @@ def _share(qt: Quotas, q: int) -> float:
 
 
 @inline_kernel
-def _update(qt: Quotas, run: Run, q: int) -> None:
+def _update(qt: VolcanoState, run: Run, q: int) -> None:
     for r in range(3):
         qt.v_alloc[r, q] = _allocated(qt, run, q, r)
     qt.v_share[q] = _share(qt, q)
 
 
 @inline_kernel
-def _queue_before(qt: Quotas, a: int, b: int) -> bool:
+def _queue_before(qt: VolcanoState, a: int, b: int) -> bool:
     # QueueOrderFn: priority plugin (higher spec.priority), proportion (lower share), then creation order.
     if qt.v_prio[a] != qt.v_prio[b]:
         return bool(qt.v_prio[a] > qt.v_prio[b])
@@ -209,7 +210,7 @@ def _queue_before(qt: Quotas, a: int, b: int) -> bool:
 
 
 @inline_kernel
-def _overused(qt: Quotas, q: int) -> bool:
+def _overused(qt: VolcanoState, q: int) -> bool:
     # proportion.go AddOverusedFn: deserved <= allocated in every dimension.
     return _le(qt.v_des[0, q], qt.v_alloc[0, q]) and (
         _le(qt.v_des[1, q], qt.v_alloc[1, q]) and _le(qt.v_des[2, q], qt.v_alloc[2, q])
@@ -217,7 +218,7 @@ def _overused(qt: Quotas, q: int) -> bool:
 
 
 @kernel
-def allocatable(qt: Quotas, cs: Classes, c: int) -> bool:
+def allocatable(qt: VolcanoState, cs: Classes, c: int) -> bool:
     """Whether each pod of a job of class ``c``, allocated in turn, fits its queue's ``deserved − allocated``.
 
     Notes
@@ -239,7 +240,7 @@ def allocatable(qt: Quotas, cs: Classes, c: int) -> bool:
 
 
 @kernel
-def enqueueable(qt: Quotas, cs: Classes, c: int) -> bool:
+def enqueueable(qt: VolcanoState, cs: Classes, c: int) -> bool:
     """Whether the enqueue action moves the next Pending job of class ``c`` to Inqueue now.
 
     Notes
@@ -268,7 +269,7 @@ def enqueueable(qt: Quotas, cs: Classes, c: int) -> bool:
 
 
 @kernel
-def _next_pending(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: Quotas, c: int) -> int:
+def _next_pending(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: VolcanoState, c: int) -> int:
     # Class c's next job not yet Inqueue (-1: none); the Inqueue jobs it passes are usually none (a
     # class's Inqueue jobs come first: they were enqueued in its order).
     j = cursor_job(jobs, cs, js, pend, c)
@@ -279,7 +280,7 @@ def _next_pending(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: Quot
 
 
 @kernel
-def _next_inqueue(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: Quotas, c: int) -> int:
+def _next_inqueue(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: VolcanoState, c: int) -> int:
     # Class c's next Inqueue job (-1: none); it stops once the class's Inqueue jobs are all passed.
     j = cursor_job(jobs, cs, js, pend, c)
     while j >= 0 and qt.v_seen[c] < qt.v_cinq[c] and qt.v_inq[j] == 0:
@@ -289,7 +290,7 @@ def _next_inqueue(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: Quot
 
 
 @kernel
-def _releasing(jobs: Jobs, js: JobState, qt: Quotas) -> None:
+def _releasing(jobs: Jobs, js: JobState, qt: VolcanoState | KaiState) -> None:
     # qt.v_rel: each queue's reclaim victims still terminating (engine units); the others leave the list.
     qt.v_rel[:, :] = 0
     kept = 0
@@ -308,7 +309,7 @@ def _releasing(jobs: Jobs, js: JobState, qt: Quotas) -> None:
 
 
 @kernel
-def _session_open(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: Quotas, run: Run) -> None:
+def _session_open(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: VolcanoState, run: Run) -> None:
     # Which queues take part (jobs running or pending), their allocated and request, deserved, shares.
     num_q = qt.v_on.shape[0]
     _releasing(jobs, js, qt)
@@ -330,7 +331,7 @@ def _session_open(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: Quot
 
 
 @kernel
-def _enqueue_action(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: Quotas, run: Run) -> None:
+def _enqueue_action(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: VolcanoState, run: Run) -> None:
     """Volcano's ``enqueue`` action (``actions/enqueue/enqueue.go``): Pending jobs to Inqueue.
 
     Queues are taken in queue order (no allocation happens in this action, so the order holds), each
@@ -374,7 +375,7 @@ def _enqueue_action(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: Qu
 
 
 @kernel
-def _left_queue(jobs: Jobs, qt: Quotas, j: int) -> None:
+def _left_queue(jobs: Jobs, qt: VolcanoState, j: int) -> None:
     # An Inqueue job left the pending set (it started, or its pods were placed and a kubelet refused them).
     c = jobs.ints[J_CLASS, j]
     q = jobs.ints[J_TENANT, j]
@@ -387,7 +388,7 @@ def _left_queue(jobs: Jobs, qt: Quotas, j: int) -> None:
 
 @kernel
 def volcano_cycle(
-    qt: Quotas,
+    qt: VolcanoState,
     pods: None,
     params: Params,
     jobs: Jobs,

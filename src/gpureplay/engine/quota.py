@@ -1,10 +1,10 @@
 """Kueue's quota admission and its classical scheduling cycle (``scheduler.queues: kueue``).
 
-Nodes ``0 .. T-1`` of the :class:`~gpureplay.engine.bundles.Quotas` tree are the ClusterQueues (tenant ``q``
-is node ``q``); the cohorts follow, children before parents. A ClusterQueue's usage is what its jobs' placed
-pods request (``run.queues`` ``QU_MILLI`` / ``QU_CPU`` / ``QU_MEM``): Kueue reserves a workload's quota at
-admission and frees it when the workload finishes or its eviction completes, which in the replay's gang mode
-is exactly when the pods are placed and released. The plain-Python statement of the same rules is
+Nodes ``0 .. T-1`` of the :class:`~gpureplay.engine.bundles.KueueState` tree are the ClusterQueues (tenant
+``q`` is node ``q``); the cohorts follow, children before parents. A ClusterQueue's usage is what its jobs'
+placed pods request (``run.queues`` ``QU_MILLI`` / ``QU_CPU`` / ``QU_MEM``): Kueue reserves a workload's quota
+at admission and frees it when the workload finishes or its eviction completes, which in the replay's gang
+mode is exactly when the pods are placed and released. The plain-Python statement of the same rules is
 :mod:`gpureplay.queues.kueue_quota` (the reference simulator uses it).
 """
 
@@ -18,10 +18,10 @@ from gpureplay.engine.bundles import (
     FitIndex,
     Jobs,
     JobState,
+    KueueState,
     Numa,
     Params,
     Pending,
-    Quotas,
     Run,
     Scratch,
     Timers,
@@ -64,7 +64,7 @@ from gpureplay.engine.quota_tree import (
 
 
 @kernel
-def quota_fits(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int) -> bool:
+def quota_fits(qt: KueueState, jobs: Jobs, js: JobState, run: Run, j: int) -> bool:
     """Whether job ``j``'s ClusterQueue can admit its whole request now, in the flavors assigned to it
     (:func:`gpureplay.engine.quota_tree.assign_flavors`; each covered resource fits).
 
@@ -77,7 +77,7 @@ def quota_fits(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int) -> bool:
 
 
 @kernel
-def borrow_level(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int) -> int:
+def borrow_level(qt: KueueState, jobs: Jobs, js: JobState, run: Run, j: int) -> int:
     """The borrowing level of admitting job ``j`` now in its assigned flavors: the highest over its covered
     quota rows of :func:`gpureplay.engine.quota_tree.borrow_height` (0: within nominal quota).
 
@@ -101,7 +101,7 @@ def borrow_level(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int) -> int:
 
 @kernel
 def place_in_flavors(
-    qt: Quotas,
+    qt: KueueState,
     tas: Topology | None,
     numa: Numa | None,
     params: Params,
@@ -133,7 +133,7 @@ def place_in_flavors(
 
 
 @inline_kernel
-def _entry_before(qt: Quotas, jobs: Jobs, js: JobState, a: int, b: int) -> bool:
+def _entry_before(qt: KueueState, jobs: Jobs, js: JobState, a: int, b: int) -> bool:
     # Classical iterator: lower borrowing level first (0: not borrowing), then the queue key (priority, then
     # FIFO timestamp), then id.
     if qt.borrowing[a] != qt.borrowing[b]:
@@ -142,7 +142,7 @@ def _entry_before(qt: Quotas, jobs: Jobs, js: JobState, a: int, b: int) -> bool:
 
 
 @kernel
-def _drs(qt: Quotas, x: int) -> tuple[float, float]:
+def _drs(qt: KueueState, x: int) -> tuple[float, float]:
     # fair_sharing.go dominantResourceShare of node x at usage qt.path_used: (weighted, unweighted).
     # B_r sums the borrowing over the flavors of resource r (quota rows r, r + 3, ...); qt.lendable is L_r.
     borrowing = False
@@ -164,7 +164,7 @@ def _drs(qt: Quotas, x: int) -> tuple[float, float]:
 
 
 @kernel
-def _path_shares(qt: Quotas, jobs: Jobs, js: JobState, i: int) -> None:
+def _path_shares(qt: KueueState, jobs: Jobs, js: JobState, i: int) -> None:
     """``qt.share[i, p]``: the share of entry ``i``'s node below ``p`` on its path, its workload admitted.
 
     Notes
@@ -190,7 +190,7 @@ def _path_shares(qt: Quotas, jobs: Jobs, js: JobState, i: int) -> None:
 
 
 @inline_kernel
-def _fairer(qt: Quotas, jobs: Jobs, js: JobState, a: int, b: int, p: int) -> bool:
+def _fairer(qt: KueueState, jobs: Jobs, js: JobState, a: int, b: int, p: int) -> bool:
     # Tournament order at cohort p (entryComparer.less, CompareDRS): lower share (a zero-weight borrower
     # last, among them lower unweighted ratio), then higher priority, then FIFO, then job id.
     if qt.share[a, p] != qt.share[b, p]:
@@ -201,7 +201,7 @@ def _fairer(qt: Quotas, jobs: Jobs, js: JobState, a: int, b: int, p: int) -> boo
 
 
 @kernel
-def tournament(qt: Quotas, jobs: Jobs, js: JobState, run: Run, first: int, n: int) -> int:
+def tournament(qt: KueueState, jobs: Jobs, js: JobState, run: Run, first: int, n: int) -> int:
     """The entry Kueue's fair sharing considers next among the round's entries ``first .. n-1``.
 
     ``qt.entry_of`` maps each of their ClusterQueues to its entry.
@@ -237,7 +237,7 @@ def tournament(qt: Quotas, jobs: Jobs, js: JobState, run: Run, first: int, n: in
 
 
 @inline_kernel
-def _push_class(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: Quotas, q: int, c: int) -> None:
+def _push_class(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: KueueState, q: int, c: int) -> None:
     # Class c's cursor job into ClusterQueue q's heap.
     j = cursor_job(jobs, cs, js, pend, c)
     if j >= 0:
@@ -245,7 +245,7 @@ def _push_class(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: Quotas
 
 
 @kernel
-def _head(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: Quotas, run: Run, q: int) -> int:
+def _head(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: KueueState, run: Run, q: int) -> int:
     """ClusterQueue ``q``'s head: the first job of its live classes in queue order (-1: none).
 
     A class set aside at this release version (its quota or its placement failed) is dropped whole: every
@@ -261,7 +261,7 @@ def _head(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: Quotas, run:
 
 
 @kernel
-def _set_aside(pend: Pending, qt: Quotas, run: Run, q: int, c: int, block: bool) -> None:
+def _set_aside(pend: Pending, qt: KueueState, run: Run, q: int, c: int, block: bool) -> None:
     # BestEffortFIFO: the head's class leaves the cycle (known inadmissible until a release);
     # StrictFIFO, or a head that preempted (Kueue keeps it as its queue's head until admitted): the
     # ClusterQueue takes nothing more until a release.
@@ -274,7 +274,7 @@ def _set_aside(pend: Pending, qt: Quotas, run: Run, q: int, c: int, block: bool)
 
 
 @kernel
-def _fill_heaps(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: Quotas, run: Run) -> None:
+def _fill_heaps(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: KueueState, run: Run) -> None:
     # Every live pending class's head into its ClusterQueue's heap (O(classes), not O(jobs)).
     version = run.counters[K_VERSION]
     for q in range(run.queues.shape[1]):
@@ -290,7 +290,7 @@ def _fill_heaps(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: Quotas
 
 @kernel
 def kueue_cycle(
-    qt: Quotas,
+    qt: KueueState,
     pods: None,
     params: Params,
     jobs: Jobs,

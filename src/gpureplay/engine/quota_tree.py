@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpureplay.engine.bundles import Jobs, JobState, Quotas, Run
+from gpureplay.engine.bundles import Jobs, JobState, KueueState, QueueState, Run
 from gpureplay.engine.config import inline_kernel, kernel
 from gpureplay.engine.heaps import merge_pop, merge_push
 from gpureplay.engine.layout import (
@@ -70,7 +70,7 @@ def queue_use(run: Run, row: int, q: int) -> int:
 
 
 @inline_kernel
-def local_quota(qt: Quotas, r: int, n: int) -> int:
+def local_quota(qt: KueueState, r: int, n: int) -> int:
     """``resource_node.go`` ``guaranteedQuota``: node ``n``'s subtree quota it does not lend."""
     lend = qt.lend[r, n]
     if lend == QUOTA_UNSET:
@@ -79,7 +79,7 @@ def local_quota(qt: Quotas, r: int, n: int) -> int:
 
 
 @kernel
-def node_usage(qt: Quotas, run: Run, r: int) -> None:
+def node_usage(qt: KueueState, run: Run, r: int) -> None:
     """Fill ``qt.used[r]``: the ClusterQueues' usage of quota row ``r`` and, up the tree, the cohorts'.
 
     Notes
@@ -97,7 +97,7 @@ def node_usage(qt: Quotas, run: Run, r: int) -> None:
 
 
 @kernel
-def available(qt: Quotas, r: int, q: int) -> int:
+def available(qt: KueueState, r: int, q: int) -> int:
     """How much of quota row ``r`` ClusterQueue ``q`` may still take (``qt.used[r]``: :func:`node_usage`).
 
     Notes
@@ -128,7 +128,7 @@ def available(qt: Quotas, r: int, q: int) -> int:
 
 
 @kernel
-def fits_quota(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, borrowing: bool) -> bool:
+def fits_quota(qt: KueueState, jobs: Jobs, js: JobState, run: Run, j: int, borrowing: bool) -> bool:
     """Whether job ``j``'s whole request, in the flavors assigned to it, fits its ClusterQueue: within
     ``available`` on each covered quota row, and, unless ``borrowing``, within its nominal quota too.
 
@@ -151,7 +151,7 @@ def fits_quota(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int, borrowing
 
 
 @kernel
-def borrow_height(qt: Quotas, r: int, q: int, amount: int) -> int:
+def borrow_height(qt: KueueState, r: int, q: int, amount: int) -> int:
     """The borrowing level of ``amount`` more of quota row ``r`` in ClusterQueue ``q``: the height
     (``qt.height``) of the lowest node on its path whose quota holds it (0: within its own quota, or without
     a cohort; the root's height when none does; ``qt.used[r]``: :func:`node_usage`).
@@ -173,7 +173,7 @@ def borrow_height(qt: Quotas, r: int, q: int, amount: int) -> int:
 
 
 @kernel
-def assign_flavors(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int) -> bool:
+def assign_flavors(qt: KueueState, jobs: Jobs, js: JobState, run: Run, j: int) -> bool:
     """Assign job ``j`` a flavor per resource group of its ClusterQueue (``D_FLAVOR``); False when some group
     has no flavor where the request fits (the job is inadmissible now).
 
@@ -233,7 +233,7 @@ def assign_flavors(qt: Quotas, jobs: Jobs, js: JobState, run: Run, j: int) -> bo
 
 
 @inline_kernel
-def group_asked(qt: Quotas, jobs: Jobs, q: int, j: int, g: int) -> bool:
+def group_asked(qt: KueueState, jobs: Jobs, q: int, j: int, g: int) -> bool:
     """Whether job ``j`` requests a resource of ClusterQueue ``q``'s resource group ``g``."""
     for r in range(3):  # noqa: SIM110 (no generators in kernels)
         if qt.flv_group[r, q] == g and request_amount(jobs, j, r) > 0:
@@ -242,7 +242,7 @@ def group_asked(qt: Quotas, jobs: Jobs, q: int, j: int, g: int) -> bool:
 
 
 @inline_kernel
-def group_bits(qt: Quotas, jobs: Jobs, q: int, j: int, g: int, f: int) -> int:
+def group_bits(qt: KueueState, jobs: Jobs, q: int, j: int, g: int, f: int) -> int:
     """``D_FLAVOR`` bits giving flavor slot ``f`` to the resources job ``j`` requests of group ``g``."""
     bits = 0
     for r in range(3):
@@ -252,7 +252,7 @@ def group_bits(qt: Quotas, jobs: Jobs, q: int, j: int, g: int, f: int) -> int:
 
 
 @inline_kernel
-def first_flavors(qt: Quotas, jobs: Jobs, q: int, j: int) -> int:
+def first_flavors(qt: KueueState, jobs: Jobs, q: int, j: int) -> int:
     """``D_FLAVOR`` with each of ClusterQueue ``q``'s groups' first flavor for the resources job ``j``
     requests (the assignment of a job that fits no flavor)."""
     packed = 0
@@ -263,7 +263,7 @@ def first_flavors(qt: Quotas, jobs: Jobs, q: int, j: int) -> int:
 
 
 @inline_kernel
-def flavor_mask(qt: Quotas, jobs: Jobs, js: JobState, j: int) -> np.uint64:
+def flavor_mask(qt: KueueState, jobs: Jobs, js: JobState, j: int) -> np.uint64:
     """The GPU models job ``j``'s pods may use in the flavors assigned to it (their ``nodeLabels``)."""
     q = jobs.ints[J_TENANT, j]
     mask = np.uint64(ALL_MODELS)
@@ -274,7 +274,7 @@ def flavor_mask(qt: Quotas, jobs: Jobs, js: JobState, j: int) -> np.uint64:
 
 
 @inline_kernel
-def push_class_head(qt: Quotas, jobs: Jobs, js: JobState, q: int, c: int, j: int) -> None:
+def push_class_head(qt: QueueState, jobs: Jobs, js: JobState, q: int, c: int, j: int) -> None:
     """Push class ``c`` into queue ``q``'s heap of class heads, keyed by its head job ``j``'s queue key.
 
     Each queue's heap (``qt.hf``, ``qt.hi`` columns ``qt.seg[q] .. qt.seg[q+1]``, ``qt.hsize[q]`` entries)
@@ -290,7 +290,7 @@ def push_class_head(qt: Quotas, jobs: Jobs, js: JobState, q: int, c: int, j: int
 
 
 @inline_kernel
-def drop_top(qt: Quotas, q: int) -> None:
+def drop_top(qt: QueueState, q: int) -> None:
     """Remove the top class of queue ``q``'s heap of class heads."""
     a = qt.seg[q]
     b = qt.seg[q + 1]

@@ -48,10 +48,10 @@ from gpureplay.engine.bundles import (
     JobState,
     Params,
     Pending,
-    Quotas,
     Run,
     Scratch,
     Timers,
+    VolcanoState,
 )
 from gpureplay.engine.config import inline_kernel, kernel
 from gpureplay.engine.jobs import evict_job
@@ -104,7 +104,7 @@ def _tier_one_silent(flags: int) -> bool:
 
 
 @kernel
-def _tier_one(qt: Quotas, jobs: Jobs, count: int, j: int) -> int:
+def _tier_one(qt: VolcanoState, jobs: Jobs, count: int, j: int) -> int:
     """Tier 1 (priority, gang, conformance) over the ``count`` preemptees: the victims kept first, or -1
     when the tier decides nothing (no plugin on, or one of them returned an empty list)."""
     flags = qt.v_act[1]
@@ -124,7 +124,7 @@ def _tier_one(qt: Quotas, jobs: Jobs, count: int, j: int) -> int:
 
 
 @inline_kernel
-def _tier_one_may(qt: Quotas, jobs: Jobs, j: int, q: int) -> bool:
+def _tier_one_may(qt: VolcanoState, jobs: Jobs, j: int, q: int) -> bool:
     # Whether tier 1 can name a victim of job j (queue q) anywhere: only while a running preemptible job
     # of q holds pods (``qt.v_qbound`` >= 0), of lower priority (``qt.v_qminp``) when priority is on.
     flags = qt.v_act[1]
@@ -136,7 +136,7 @@ def _tier_one_may(qt: Quotas, jobs: Jobs, j: int, q: int) -> bool:
 
 
 @inline_kernel
-def _tier_one_anywhere(qt: Quotas, sc: Scratch) -> bool:
+def _tier_one_anywhere(qt: VolcanoState, sc: Scratch) -> bool:
     # With priority deciding tier 1: whether a preemptible job of a priority below the highest holds pods
     # (``sc.prio_jobs`` has a slot per priority rank).
     if qt.v_act[1] & PF_PRIORITY == 0:
@@ -148,7 +148,7 @@ def _tier_one_anywhere(qt: Quotas, sc: Scratch) -> bool:
 
 
 @kernel
-def _queue_bounds(qt: Quotas, cl: Cluster, jobs: Jobs, js: JobState) -> None:
+def _queue_bounds(qt: VolcanoState, cl: Cluster, jobs: Jobs, js: JobState) -> None:
     """Per queue ``q`` over its running preemptible jobs: ``qt.v_qbound[q]`` the largest drf share one
     keeps after losing a pod (-1: none), ``qt.v_qminp[q]`` the lowest priority (inf: none). drf names a
     victim only when that share reaches the preemptor's, at least its share of one pod; the priority plugin
@@ -169,7 +169,7 @@ def _queue_bounds(qt: Quotas, cl: Cluster, jobs: Jobs, js: JobState) -> None:
 
 
 @kernel
-def _tier_two(qt: Quotas, jobs: Jobs, js: JobState, count: int, j: int) -> int:
+def _tier_two(qt: VolcanoState, jobs: Jobs, js: JobState, count: int, j: int) -> int:
     """Tier 2's drf plugin over the ``count`` preemptees: the victims kept first, ``qt.v_ucnt`` the pods
     of each that pass (drf.go ``preemptableFn``: the victim job's allocation falls pod by pod)."""
     if qt.v_act[1] & PF_DRF == 0:
@@ -200,7 +200,7 @@ def _fits_future(pod: tuple[float, float, float], future: tuple[float, float, fl
 
 @kernel
 def _preempt_on(
-    qt: Quotas, cl: Cluster, jobs: Jobs, js: JobState, j: int, n: int, pod: tuple[float, float, float]
+    qt: VolcanoState, cl: Cluster, jobs: Jobs, js: JobState, j: int, n: int, pod: tuple[float, float, float]
 ) -> bool:
     """One pod of job ``j`` on node ``n``: find, validate and evict victims; whether the pod was pipelined."""
     q = jobs.ints[J_TENANT, j]
@@ -247,7 +247,7 @@ def _preempt_on(
 
 @kernel
 def _discard(
-    qt: Quotas, jobs: Jobs, js: JobState, j: int, first: int, pod: tuple[float, float, float]
+    qt: VolcanoState, jobs: Jobs, js: JobState, j: int, first: int, pod: tuple[float, float, float]
 ) -> None:
     # Statement.Discard: the victims marked since ``first`` count again, the pipelined pods leave.
     for i in range(first, qt.v_nvict[0]):
@@ -268,7 +268,7 @@ def _discard(
 
 @kernel
 def preempt_action(
-    qt: Quotas,
+    qt: VolcanoState,
     params: Params,
     jobs: Jobs,
     cs: Classes,

@@ -44,10 +44,10 @@ from gpureplay.engine.bundles import (
     JobState,
     Params,
     Pending,
-    Quotas,
     Run,
     Scratch,
     Timers,
+    VolcanoState,
 )
 from gpureplay.engine.config import inline_kernel, kernel
 from gpureplay.engine.jobs import evict_job
@@ -107,7 +107,7 @@ def _job_amount(jobs: Jobs, j: int, pods: int, r: int) -> float:
 
 
 @inline_kernel
-def _drf_share(qt: Quotas, jobs: Jobs, j: int, pods: int) -> float:
+def _drf_share(qt: VolcanoState, jobs: Jobs, j: int, pods: int) -> float:
     # drf.go calculateShare: max_r allocated_r / total_r over the cluster's resources (0/0 -> 0, x/0 -> 1).
     share = 0.0
     for r in range(3):
@@ -128,7 +128,7 @@ def _job_before(jobs: Jobs, js: JobState, a: int, sa: float, b: int, sb: float) 
 
 
 @inline_kernel
-def _victim_before(qt: Quotas, jobs: Jobs, js: JobState, a: int, b: int) -> bool:
+def _victim_before(qt: VolcanoState, jobs: Jobs, js: JobState, a: int, b: int) -> bool:
     # BuildVictimsPriorityQueue: other queues in reverse queue order; one queue's jobs in reverse job order
     # (a running job's drf share is all it holds).
     qa = jobs.ints[J_TENANT, a]
@@ -147,7 +147,7 @@ def _victim_before(qt: Quotas, jobs: Jobs, js: JobState, a: int, b: int) -> bool
 
 
 @inline_kernel
-def _above_deserved(qt: Quotas, q: int) -> bool:
+def _above_deserved(qt: VolcanoState, q: int) -> bool:
     # proportion ReclaimableFn: ``!allocated.LessEqual(deserved)``.
     for r in range(3):  # noqa: SIM110 (no generators in kernels)
         if not _le(qt.v_alloc[r, q], qt.v_des[r, q]):
@@ -156,14 +156,14 @@ def _above_deserved(qt: Quotas, q: int) -> bool:
 
 
 @inline_kernel
-def _set_alloc(qt: Quotas, q: int, r: int, amount: float) -> None:
+def _set_alloc(qt: VolcanoState, q: int, r: int, amount: float) -> None:
     # The session's allocation of queue q moves (an eviction, a pipelined pod): its share follows.
     qt.v_alloc[r, q] = amount
     qt.v_share[q] = _share(qt, q)
 
 
 @kernel
-def _mark(qt: Quotas, jobs: Jobs, js: JobState, v: int, owner: int) -> None:
+def _mark(qt: VolcanoState, jobs: Jobs, js: JobState, v: int, owner: int) -> None:
     # Evict v in owner's statement: it stops counting as allocated and its pods become releasing.
     qt.v_mark[v] = owner + 1
     qt.v_mut[0] += 1
@@ -175,7 +175,9 @@ def _mark(qt: Quotas, jobs: Jobs, js: JobState, v: int, owner: int) -> None:
 
 
 @kernel
-def _node_units(qt: Quotas, jobs: Jobs, js: JobState, n: int, q: int, within: bool, ordered: bool) -> int:
+def _node_units(
+    qt: VolcanoState, jobs: Jobs, js: JobState, n: int, q: int, within: bool, ordered: bool
+) -> int:
     """Gather node ``n``'s candidate victims for queue ``q`` and its releasing resources; their number.
 
     The candidates: running pods of preemptible jobs of queue ``q`` (``within``: the preempt action), else
@@ -221,7 +223,7 @@ def _node_units(qt: Quotas, jobs: Jobs, js: JobState, n: int, q: int, within: bo
 
 
 @kernel
-def _order_units(qt: Quotas, jobs: Jobs, js: JobState, count: int) -> None:
+def _order_units(qt: VolcanoState, jobs: Jobs, js: JobState, count: int) -> None:
     """Put the first ``count`` units (``qt.v_unit``, ``qt.v_ucnt``, ``qt.v_uall``) in victim order."""
     # Insertion sort: a node holds a handful of jobs.
     for i in range(1, count):
@@ -240,7 +242,7 @@ def _order_units(qt: Quotas, jobs: Jobs, js: JobState, count: int) -> None:
 
 
 @kernel
-def _victims(qt: Quotas, jobs: Jobs, count: int, pod: tuple[float, float, float]) -> int:
+def _victims(qt: VolcanoState, jobs: Jobs, count: int, pod: tuple[float, float, float]) -> int:
     """The proportion plugin's victims among the ``count`` units (kept in ``qt.v_unit`` order, first ones)."""
     num_q = qt.v_on.shape[0]
     for x in range(num_q):
@@ -272,7 +274,7 @@ def _victims(qt: Quotas, jobs: Jobs, count: int, pod: tuple[float, float, float]
 
 @kernel
 def _reclaim_on(
-    qt: Quotas, cl: Cluster, jobs: Jobs, js: JobState, j: int, n: int, pod: tuple[float, float, float]
+    qt: VolcanoState, cl: Cluster, jobs: Jobs, js: JobState, j: int, n: int, pod: tuple[float, float, float]
 ) -> bool:
     """One pod of job ``j`` on node ``n``: find, validate and evict victims; whether the pod was pipelined."""
     q = jobs.ints[J_TENANT, j]
@@ -314,7 +316,7 @@ def _reclaim_on(
 
 
 @inline_kernel
-def _preemptive(qt: Quotas, q: int, pod: tuple[float, float, float]) -> bool:
+def _preemptive(qt: VolcanoState, q: int, pod: tuple[float, float, float]) -> bool:
     # proportion Preemptive: allocated + pod <= deserved, in the resources the pod requests.
     for r in range(3):  # noqa: SIM110 (no generators in kernels)
         if pod[r] > 0.0 and not _le(qt.v_alloc[r, q] + pod[r], qt.v_des[r, q]):
@@ -323,7 +325,9 @@ def _preemptive(qt: Quotas, q: int, pod: tuple[float, float, float]) -> bool:
 
 
 @kernel
-def _pass(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: Quotas, q: int, c: int, j: int) -> None:
+def _pass(
+    jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: VolcanoState, q: int, c: int, j: int
+) -> None:
     # Job j, head of queue q's class c, leaves the class heap; the class's next Inqueue job takes its place.
     qt.v_seen[c] += 1
     cursor_step(jobs, cs, js, pend, c, j)
@@ -334,7 +338,7 @@ def _pass(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: Quotas, q: i
 
 
 @kernel
-def _next_reclaimer(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: Quotas, q: int) -> int:
+def _next_reclaimer(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: VolcanoState, q: int) -> int:
     """Queue ``q``'s next job in job order: its best open job or the head of its untouched ones (-1: none)."""
     best = -1
     best_share = 0.0
@@ -371,7 +375,7 @@ def _next_reclaimer(jobs: Jobs, cs: Classes, js: JobState, pend: Pending, qt: Qu
 
 
 @kernel
-def inqueue_heads(qt: Quotas, jobs: Jobs, cs: Classes, js: JobState, pend: Pending, run: Run) -> None:
+def inqueue_heads(qt: VolcanoState, jobs: Jobs, cs: Classes, js: JobState, pend: Pending, run: Run) -> None:
     """Each queue's heap of class heads over its pending Inqueue jobs, in job order (the actions' start)."""
     for q in range(qt.v_on.shape[0]):
         qt.hsize[q] = 0
@@ -387,7 +391,7 @@ def inqueue_heads(qt: Quotas, jobs: Jobs, cs: Classes, js: JobState, pend: Pendi
 
 
 @inline_kernel
-def _victims_anywhere(qt: Quotas) -> bool:
+def _victims_anywhere(qt: VolcanoState) -> bool:
     # ``qt.v_over``: the reclaimable queues above their deserved share, the only ones that give victims;
     # without one, every pod would fail.
     found = False
@@ -399,7 +403,7 @@ def _victims_anywhere(qt: Quotas) -> bool:
 
 @kernel
 def reclaim_action(
-    qt: Quotas,
+    qt: VolcanoState,
     params: Params,
     jobs: Jobs,
     cs: Classes,

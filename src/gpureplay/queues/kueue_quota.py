@@ -783,7 +783,7 @@ def manifest_quotas(
 def flavor_tables(
     quotas: KueueQuotas, models: Sequence[str]
 ) -> tuple[Int64Array, Int64Array, np.ndarray, Int64Array]:
-    """The engine's flavor arrays (``Quotas.flv_slots``, ``flv_group``, ``flv_mask``, ``flv_policy``).
+    """The engine's flavor arrays (``KueueState.flv_slots``, ``flv_group``, ``flv_mask``, ``flv_policy``).
 
     ``models``: the cluster's GPU models by code (bit ``i`` of a mask is model ``i``).
     """

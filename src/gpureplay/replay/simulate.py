@@ -27,6 +27,7 @@ from gpureplay.engine import layout as L
 from gpureplay.engine import loop
 from gpureplay.engine.bundles import (
     JobState,
+    QueueState,
     Run,
     State,
     initial_state,
@@ -538,7 +539,7 @@ def _initial(
     """
     ix = index_layout(compiled.cluster.node_int, len(compiled.models), compiled.hist_width)
     build_index(compiled.params, compiled.cluster, ix)
-    quota = None
+    quota: QueueState | None = None
     if isinstance(quotas, KaiQueues):
         if nodes is None:
             raise ValueError("KAI's queues need the node table (the cluster's total resources)")
