@@ -30,7 +30,7 @@ def _engine_variants(request: pytest.FixtureRequest) -> None:
     """Compile every engine variant first thing, each worker its own share, when the differential tests run.
 
     Left to the tests, the first test of a worker that needs a variant another worker is compiling waits
-    for it (gpureplay.engine.compile_once) with its core idle: on 2 cores about 7 of the 27 minutes of a
+    for it (gpureplay.engine.jit.compile_once) with its core idle: on 2 cores about 7 of the 27 minutes of a
     cold ``make test``. Sessions without the differential tests compile only what their tests use.
     """
     if request.config.stash.get(_DIFFERENTIAL, False):

@@ -528,8 +528,8 @@ def test_corner_cases_agree(name: str) -> None:
 
 def test_engine_draw_matches_the_reference_hash() -> None:
     """The engine's counter-based draw and the reference's (written from the spec) are one function."""
-    from gpureplay.engine import rng
-    from gpureplay.engine.config import python_callable
+    from gpureplay.engine.jit.config import python_callable
+    from gpureplay.engine.state import rng
 
     engine_draw = python_callable(rng.draw)
     engine()

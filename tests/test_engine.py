@@ -19,13 +19,14 @@ import numpy as np
 import polars as pl
 import pytest
 
-from gpureplay.engine import heaps, invariants, rng
-from gpureplay.engine import layout as L
-from gpureplay.engine.config import python_callable
-from gpureplay.engine.heaps import bitset_words
+from gpureplay.engine import invariants
+from gpureplay.engine.fit.scoring import GPU_SCORERS, SCORERS
+from gpureplay.engine.jit.config import python_callable
 from gpureplay.engine.loop import advance
-from gpureplay.engine.rng import DRAW_NODE
-from gpureplay.engine.scoring import GPU_SCORERS, SCORERS
+from gpureplay.engine.state import heaps, rng
+from gpureplay.engine.state import layout as L
+from gpureplay.engine.state.heaps import bitset_words
+from gpureplay.engine.state.rng import DRAW_NODE
 from gpureplay.errors import InputError
 from gpureplay.replay.compile import compile_replay, policy_params
 from gpureplay.replay.simulate import (
@@ -904,7 +905,7 @@ def test_window_integral_counts_allocation_inside_the_window_only() -> None:
 
 
 def test_a_rate_change_keeps_the_work_done_and_moves_the_finish() -> None:
-    from gpureplay.engine import sharing
+    from gpureplay.engine.devices import sharing
 
     settle, set_rate = python_callable(sharing.settle), python_callable(sharing.set_rate)
 

@@ -404,15 +404,16 @@ KAI_DIVISION_CASES = [
 ]
 
 
-#: :func:`gpureplay.engine.kai.divide` compiled for calls from Python, on first use.
+#: :func:`gpureplay.engine.queues.kai.session.divide` compiled for calls from Python, on first use.
 _DIVIDE: Any = None
 
 
 def _kernel_fair_share(total: float, queues: list[KaiQueueShare]) -> dict[str, float]:
-    """The engine kernel :func:`gpureplay.engine.kai.divide` over top-level queues (resource row 0)."""
-    from gpureplay.engine.bundles import kai_state
-    from gpureplay.engine.config import python_callable
-    from gpureplay.engine.kai import divide
+    """The engine kernel :func:`gpureplay.engine.queues.kai.session.divide` over top-level queues (resource
+    row 0)."""
+    from gpureplay.engine.jit.config import python_callable
+    from gpureplay.engine.queues.kai.session import divide
+    from gpureplay.engine.state.bundles import kai_state
 
     global _DIVIDE
     if _DIVIDE is None:

@@ -1,4 +1,4 @@
-"""FGD's fragmentation measure (engine/fragmentation.py) and typical pods (workload/typical_pods.py).
+"""FGD's fragmentation measure (engine/fit/fragmentation.py) and typical pods (workload/typical_pods.py).
 
 Hand-computed cases from the rules of the public simulator
 (hkust-adsl/kubernetes-scheduler-simulator ``pkg/utils/frag.go``), the kernels
@@ -16,9 +16,9 @@ import polars as pl
 import pytest
 from tests.reference import fragmentation as ref
 
-from gpureplay.engine import fragmentation as frag
-from gpureplay.engine.config import python_callable
-from gpureplay.engine.layout import ALL_MODELS
+from gpureplay.engine.fit import fragmentation as frag
+from gpureplay.engine.jit.config import python_callable
+from gpureplay.engine.state.layout import ALL_MODELS
 from gpureplay.traces.openb import load_openb
 from gpureplay.workload.typical_pods import TypicalPods, typical_pods
 

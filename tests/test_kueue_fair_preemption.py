@@ -21,7 +21,7 @@ from tests.reference.strategies import jobs_frame, nodes_frame
 from tests.test_kueue_preemption import evictions, preempting
 from tests.test_kueue_quota import both, cluster_queue, job, manifests, starts
 
-from gpureplay.engine.kueue_preempt import FS_BOTH, FS_INITIAL_SHARE
+from gpureplay.engine.queues.kueue.preempt import FS_BOTH, FS_INITIAL_SHARE
 from gpureplay.errors import InputError
 from gpureplay.queues.kueue_fair_preemption import fair_preemption_targets
 from gpureplay.queues.kueue_preemption import Admitted, uniform_table

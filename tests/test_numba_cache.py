@@ -14,7 +14,7 @@ import pytest
 from numba.core.caching import IndexDataCacheFile
 
 from gpureplay.config import compose_config
-from gpureplay.engine.config import default_cache_dir, engine_digest
+from gpureplay.engine.jit.config import default_cache_dir, engine_digest
 from gpureplay.replay import progress
 from gpureplay.replay.progress import COMPILE_ESTIMATES, COMPILE_NOTICE, announce_compilation
 from gpureplay.schedulers.policy import QueueModel
@@ -53,24 +53,24 @@ def test_cache_defaults_to_the_users_cache_folder(tmp_path: Path) -> None:
     expected = str(tmp_path / "home" / ".cache" / "gpureplay" / "numba")
     assert shown.splitlines() == [expected, f"{expected}/{OWN_FOLDER}"]
     env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
-    shown = python("import gpureplay.engine.config, os; print(os.environ['NUMBA_CACHE_DIR'])", env)
+    shown = python("import gpureplay.engine.jit.config, os; print(os.environ['NUMBA_CACHE_DIR'])", env)
     assert shown == str(tmp_path / "xdg" / "gpureplay" / "numba")
 
 
 def test_a_chosen_cache_folder_is_kept_and_numba_imported_first_is_pointed_at_ours(tmp_path: Path) -> None:
     env = {**bare_env(tmp_path), "NUMBA_CACHE_DIR": str(tmp_path / "mine")}
-    assert python("import gpureplay.engine.config, numba; print(numba.config.CACHE_DIR)", env) == str(
+    assert python("import gpureplay.engine.jit.config, numba; print(numba.config.CACHE_DIR)", env) == str(
         tmp_path / "mine" / OWN_FOLDER
     )
     env = bare_env(tmp_path)
-    first = python("import numba; import gpureplay.engine.config; print(numba.config.CACHE_DIR)", env)
+    first = python("import numba; import gpureplay.engine.jit.config; print(numba.config.CACHE_DIR)", env)
     assert first == str(default_cache_dir({"HOME": env["HOME"]}) / OWN_FOLDER)
 
 
 def test_code_of_another_optimisation_level_gets_its_own_folder(tmp_path: Path) -> None:
     # numba's index does not record $NUMBA_OPT: the suite's -O1 code must not be loaded by a benchmark.
     env = {**bare_env(tmp_path), "NUMBA_CACHE_DIR": str(tmp_path / "mine")}
-    probe = "import gpureplay.engine.config, numba; print(numba.config.CACHE_DIR)"
+    probe = "import gpureplay.engine.jit.config, numba; print(numba.config.CACHE_DIR)"
     folders = {level: python(probe, {**env, "NUMBA_OPT": level}) for level in ("1", "2", "3")}
     assert folders == {
         "1": str(tmp_path / "mine" / f"engine-{engine_digest()}-O1"),
@@ -92,6 +92,12 @@ def test_each_version_of_the_engine_sources_has_its_own_cache_folder(tmp_path: P
     assert engine_digest(copy) == engine_digest()
     (copy / "jobs.py").write_text((copy / "jobs.py").read_text() + "\n# an edit\n")
     assert engine_digest(copy) != engine_digest()
+    # A file in a wing counts too.
+    shutil.copyfile(Path(engine.__file__).parent / "jobs.py", copy / "jobs.py")
+    assert engine_digest(copy) == engine_digest()
+    kai = copy / "queues" / "kai" / "session.py"
+    kai.write_text(kai.read_text() + "\n# an edit\n")
+    assert engine_digest(copy) != engine_digest()
 
 
 def test_kernels_are_known_uncached_until_compiled_and_cached_after(tmp_path: Path) -> None:
@@ -99,7 +105,7 @@ def test_kernels_are_known_uncached_until_compiled_and_cached_after(tmp_path: Pa
     module.write_text(
         textwrap.dedent(
             """
-            from gpureplay.engine.config import entry_kernel
+            from gpureplay.engine.jit.config import entry_kernel
 
             @entry_kernel
             def twice(x: float) -> float:
@@ -109,7 +115,7 @@ def test_kernels_are_known_uncached_until_compiled_and_cached_after(tmp_path: Pa
     )
     env = {**bare_env(tmp_path), "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(tmp_path)}
     probe = """
-        from gpureplay.engine.config import is_cached
+        from gpureplay.engine.jit.config import is_cached
         from tiny_kernel import twice
         before = is_cached(twice)
         twice(1.0)
@@ -205,7 +211,7 @@ def test_a_replay_without_numba_cache_dir_writes_nothing_into_the_source_tree(
 
 WRITER = """
 import sys, time
-import gpureplay.engine.config  # installs the locked save
+import gpureplay.engine.jit.config  # installs the locked save
 from numba.core.caching import IndexDataCacheFile
 
 folder, tag, start = sys.argv[1], sys.argv[2], float(sys.argv[3])
@@ -249,8 +255,8 @@ def test_a_process_that_needs_a_variant_being_compiled_waits_for_it() -> None:
     import numpy as np
     from numba import njit
 
-    from gpureplay.engine.compile_once import compiled_for, variant_key
-    from gpureplay.engine.config import cache_folder
+    from gpureplay.engine.jit.compile_once import compiled_for, variant_key
+    from gpureplay.engine.jit.config import cache_folder
 
     def plus_one(x):  # type: ignore[no-untyped-def]
         return x + 1

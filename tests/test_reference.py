@@ -24,8 +24,8 @@ from tests.reference.simulator import (
 )
 from tests.reference.strategies import PRESETS, jobs_frame, nodes_frame, preemptive
 
-from gpureplay.engine.scoring import GPU_SCORERS as ENGINE_GPU_SCORERS
-from gpureplay.engine.scoring import SCORERS as ENGINE_SCORERS
+from gpureplay.engine.fit.scoring import GPU_SCORERS as ENGINE_GPU_SCORERS
+from gpureplay.engine.fit.scoring import SCORERS as ENGINE_SCORERS
 from gpureplay.schedulers.policy import Backfill, QueueOrder, Requeue
 
 FIFO = PRESETS["fifo"]

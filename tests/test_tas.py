@@ -17,10 +17,10 @@ its free GPUs. The policy is the ``kueue-tas`` preset (priority queue, so equal
 priorities run in (submit, job_id) order, gang, backfill skip) unless said otherwise. Each node's place in
 the tree is given as (spine, rack, nvlink_domain); the nvlink_domain defaults to the node's index.
 
-The kernel tests call ``gpureplay.engine.tas.kueue_assign`` directly on a compiled replay and compare its
-per-node counts with the hand-computed ones and with the reference's
-:func:`tests.reference.simulator.kueue_assignment`; the hypothesis tests compare the two on generated
-trees, and whole replays on generated clusters and traces.
+The kernel tests call ``gpureplay.engine.placement.kueue_tas.kueue_assign`` directly on a compiled replay and
+compare its per-node counts with the hand-computed ones and with the reference's
+:func:`tests.reference.simulator.kueue_assignment`; the hypothesis tests compare the two on generated trees,
+and whole replays on generated clusters and traces.
 """
 
 from __future__ import annotations
@@ -45,10 +45,10 @@ from tests.reference.strategies import (
 )
 from tests.test_differential import assert_agree
 
-from gpureplay.engine import layout as L
-from gpureplay.engine.bundles import topology_tree
-from gpureplay.engine.config import python_callable
-from gpureplay.engine.tas import kueue_assign
+from gpureplay.engine.jit.config import python_callable
+from gpureplay.engine.placement.kueue_tas import kueue_assign
+from gpureplay.engine.state import layout as L
+from gpureplay.engine.state.bundles import topology_tree
 from gpureplay.errors import InputError
 from gpureplay.replay.compile import compile_replay, policy_params
 from gpureplay.replay.simulate import Replay

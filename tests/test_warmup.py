@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gpureplay.engine.config import cache_folder
+from gpureplay.engine.jit.config import cache_folder
 from gpureplay.errors import InputError
 from gpureplay.schedulers.presets import preset, preset_names
 from gpureplay.warmup import default_workers, sweep_policies

@@ -113,7 +113,7 @@ def warmup(overrides: Sequence[str], jobs: int | None) -> None:
     that sees the same folder loads from. Run it once on a fresh machine, a CI runner, or before a
     Ray or Slurm sweep whose workers share that folder.
     """
-    from gpureplay.engine.config import cache_folder
+    from gpureplay.engine.jit.config import cache_folder
     from gpureplay.warmup import Warmed, default_workers, sweep_policies, warm_up_policies
 
     try:

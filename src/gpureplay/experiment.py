@@ -245,7 +245,7 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
 
 def _replay(cfg: DictConfig, out_dir: Path, inputs: ReplayInputs, run_started: float) -> RunOutcome:
     """The replay (or the packing run) of prepared inputs, and its results written (see run_experiment)."""
-    from gpureplay.engine.config import cache_folder
+    from gpureplay.engine.jit.config import cache_folder
     from gpureplay.replay.progress import compile_notice, progress_for_terminal
     from gpureplay.replay.simulate import (  # numba import deferred: `--help` stays fast
         kernels_cached,

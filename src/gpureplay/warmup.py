@@ -1,12 +1,12 @@
 """``gpureplay warmup``: compile the kernels of every preset, or of a sweep's points, once, on all cores.
 
 A replay's first run compiles the kernels its policy needs into numba's on-disk cache
-(:mod:`gpureplay.engine.config`); later runs, and every process that shares that cache folder
+(:mod:`gpureplay.engine.jit.config`); later runs, and every process that shares that cache folder
 (``$NUMBA_CACHE_DIR``: the points of a sweep, pytest workers, Ray or Slurm workers on a shared
 filesystem), load them in about a second. Warming up before a sweep moves that cost out of the points and
 spreads it over the machine's cores: one process per distinct policy, the queue models (the longest
 compiles) first; processes whose policies share a compiled variant wait for the one compiling it
-(:mod:`gpureplay.engine.compile_once`) and load it.
+(:mod:`gpureplay.engine.jit.compile_once`) and load it.
 
 The policies come from the same Hydra overrides ``gpureplay run -m`` takes, so that
 ``gpureplay warmup sweep=philly-queues`` readies exactly what ``gpureplay run -m sweep=philly-queues``
@@ -174,7 +174,7 @@ def warm_up_policies(
     A fresh process per policy (``max_tasks_per_child=1``) keeps one policy's compile from being
     timed as another's cache load, and frees each compiler's memory when it ends. The workers share
     ``$NUMBA_CACHE_DIR`` with this process and with every later run; numba's cache writes are made
-    safe across processes by :func:`gpureplay.engine.cache_writes.serialize_cache_writes`.
+    safe across processes by :func:`gpureplay.engine.jit.cache_writes.serialize_cache_writes`.
     """
     ordered = sorted(policies, key=lambda item: _longest_first(item[0]))
     done: list[Warmed] = []

@@ -1,4 +1,4 @@
-"""The reference twin of ``gpureplay.engine.fragmentation`` and ``gpureplay.workload.typical_pods``.
+"""The reference twin of ``gpureplay.engine.fit.fragmentation`` and ``gpureplay.workload.typical_pods``.
 
 FGD's fragmentation measure (Weng et al., ATC'23; scheduler-semantics.md §2.5),
 written from the public simulator's rules (hkust-adsl/kubernetes-scheduler-simulator,

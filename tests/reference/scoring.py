@@ -1,6 +1,6 @@
-"""The reference twin of ``gpureplay.engine.scoring``: one plain function per scorer name.
+"""The reference twin of ``gpureplay.engine.fit.scoring``: one plain function per scorer name.
 
-The engine names its scorers in ``gpureplay.engine.scoring.SCORERS``; the
+The engine names its scorers in ``gpureplay.engine.fit.scoring.SCORERS``; the
 policy refers to them by name (``node_placement``, ``gpu_placement``). Each
 scorer here chooses one candidate, from the candidates that fit, written the
 most obvious way; the spec's rules (``docs/engine-semantics.md``, Resources):

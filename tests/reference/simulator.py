@@ -42,7 +42,7 @@ from tests.reference.scoring import (
     lowest_index,
 )
 
-from gpureplay.engine.layout import MAX_SHARE, MB_PER_MIB
+from gpureplay.engine.state.layout import MAX_SHARE, MB_PER_MIB
 from gpureplay.mig.devices import single_strategy_devices, smallest_profile
 from gpureplay.mig.geometry import MigGeometry, MigProfile, mig_geometry
 from gpureplay.mig.parted import find_placement, standard_configs

@@ -15,7 +15,21 @@ from __future__ import annotations
 
 import math
 
-from gpureplay.engine.bundles import (
+from gpureplay.engine.fit.resources import capacity_bound
+from gpureplay.engine.fit.scoring import RANDOM, choose_node
+from gpureplay.engine.jit.config import by_bundle, inline_kernel, kernel, when_given
+from gpureplay.engine.jobs import attempt_of, place_pod, start_job
+from gpureplay.engine.pending import admissible, build_merge, cursor_job, cursor_step, push_head
+from gpureplay.engine.placement.gang import backfill_past_shadow, keep_reservation, reserve, try_gang
+from gpureplay.engine.preemption.nomination import end_nomination, end_stale_nominations
+from gpureplay.engine.preemption.priority import preempt_for
+from gpureplay.engine.queues.kai.evict import kai_evict
+from gpureplay.engine.queues.kai.session import kai_cycle
+from gpureplay.engine.queues.kueue.cycle import kueue_cycle
+from gpureplay.engine.queues.volcano.preempt import ACT_PREEMPT, ACT_RECLAIM, preempt_action
+from gpureplay.engine.queues.volcano.reclaim import reclaim_action
+from gpureplay.engine.queues.volcano.session import volcano_cycle
+from gpureplay.engine.state.bundles import (
     Classes,
     Cluster,
     EasyScratch,
@@ -36,13 +50,8 @@ from gpureplay.engine.bundles import (
     Topology,
     VolcanoState,
 )
-from gpureplay.engine.config import by_bundle, inline_kernel, kernel, when_given
-from gpureplay.engine.gang import backfill_past_shadow, keep_reservation, reserve, try_gang
-from gpureplay.engine.heaps import event_pop, event_push, merge_pop
-from gpureplay.engine.jobs import attempt_of, place_pod, start_job
-from gpureplay.engine.kai import kai_cycle
-from gpureplay.engine.kai_evict import kai_evict
-from gpureplay.engine.layout import (
+from gpureplay.engine.state.heaps import event_pop, event_push, merge_pop
+from gpureplay.engine.state.layout import (
     BF_NONE,
     BF_SKIP,
     C_CAN_PREEMPT,
@@ -73,15 +82,6 @@ from gpureplay.engine.layout import (
     T_KEY2,
     T_LEFT,
 )
-from gpureplay.engine.nomination import end_nomination, end_stale_nominations
-from gpureplay.engine.pending import admissible, build_merge, cursor_job, cursor_step, push_head
-from gpureplay.engine.preemption import preempt_for
-from gpureplay.engine.proportion import volcano_cycle
-from gpureplay.engine.quota import kueue_cycle
-from gpureplay.engine.resources import capacity_bound
-from gpureplay.engine.scoring import RANDOM, choose_node
-from gpureplay.engine.volcano_preempt import ACT_PREEMPT, ACT_RECLAIM, preempt_action
-from gpureplay.engine.volcano_reclaim import reclaim_action
 
 
 @inline_kernel
@@ -215,7 +215,7 @@ def gang_cycle(
     after that many failures (Slurm ``bf_max_job_test``-style bound). ``easy``:
     EASY backfilling (Lifka 1995; Slurm ``sched/backfill``): jobs start in order
     until the first that does not fit, H; H gets a reservation at the shadow
-    time S (:func:`gpureplay.engine.gang.reservation`); a later job J starts iff
+    time S (:func:`gpureplay.engine.placement.gang.reservation`); a later job J starts iff
     it fits now and either ends by S or H still fits at S with J's placement
     held (``backfill_depth > 0`` bounds how many J are considered).
     """

@@ -14,7 +14,12 @@ Python boundary turns it into an AssertionError naming what and when.
 
 from __future__ import annotations
 
-from gpureplay.engine.bundles import (
+from gpureplay.engine.devices.mig import instance_bits, mig_size, slot_gpu, slot_start
+from gpureplay.engine.fit.fitindex import NO_KEY
+from gpureplay.engine.fit.resources import class_mig, instance_memory, share_gmem
+from gpureplay.engine.fit.scoring import index_key, uses_index
+from gpureplay.engine.jit.config import kernel
+from gpureplay.engine.state.bundles import (
     Classes,
     Cluster,
     DebugScratch,
@@ -27,10 +32,8 @@ from gpureplay.engine.bundles import (
     Scratch,
     Timers,
 )
-from gpureplay.engine.config import kernel
-from gpureplay.engine.fitindex import NO_KEY
-from gpureplay.engine.heaps import bits_test
-from gpureplay.engine.layout import (
+from gpureplay.engine.state.heaps import bits_test
+from gpureplay.engine.state.layout import (
     C_CPU,
     C_END,
     C_GMEM,
@@ -129,9 +132,6 @@ from gpureplay.engine.layout import (
     WHOLE,
     Int64Array,
 )
-from gpureplay.engine.mig import instance_bits, mig_size, slot_gpu, slot_start
-from gpureplay.engine.resources import class_mig, instance_memory, share_gmem
-from gpureplay.engine.scoring import index_key, uses_index
 
 
 @kernel

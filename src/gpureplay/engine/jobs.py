@@ -10,7 +10,7 @@ checkpoint, cold start) and only then makes progress, at one second of work
 per second (its *rate*, 1). So a job started at ``t`` finishes at ``t +
 overhead + work left``. A mechanism that slows a running job down (a GPU
 shared by time-slicing, a gang spread over a slow link) changes its rate with
-:func:`gpureplay.engine.sharing.set_rate`: the work done so far is kept and the finish time
+:func:`gpureplay.engine.devices.sharing.set_rate`: the work done so far is kept and the finish time
 moves.
 
 Eviction and checkpoints
@@ -30,7 +30,13 @@ from __future__ import annotations
 
 import math
 
-from gpureplay.engine.bundles import (
+from gpureplay.engine.devices.sharing import settle, sharers_changed
+from gpureplay.engine.fit.resources import class_mig, held_milli, release_pod, take_pod
+from gpureplay.engine.fit.scoring import choose_gpu, choose_node, refresh_index
+from gpureplay.engine.jit.config import inline_kernel, kernel
+from gpureplay.engine.pending import dequeue, enqueue
+from gpureplay.engine.placement.spread import spread_rate
+from gpureplay.engine.state.bundles import (
     Classes,
     Cluster,
     FitIndex,
@@ -42,8 +48,7 @@ from gpureplay.engine.bundles import (
     Scratch,
     Timers,
 )
-from gpureplay.engine.config import inline_kernel, kernel
-from gpureplay.engine.layout import (
+from gpureplay.engine.state.layout import (
     A_EVICTOR,
     A_JOB,
     A_NODES,
@@ -144,12 +149,7 @@ from gpureplay.engine.layout import (
     TM_TERMINATED,
     X_LOST,
 )
-from gpureplay.engine.pending import dequeue, enqueue
-from gpureplay.engine.resources import class_mig, held_milli, release_pod, take_pod
-from gpureplay.engine.scoring import choose_gpu, choose_node, refresh_index
-from gpureplay.engine.sharing import settle, sharers_changed
-from gpureplay.engine.spread import spread_rate
-from gpureplay.engine.timers import push_completion, push_timer
+from gpureplay.engine.state.timers import push_completion, push_timer
 
 
 @inline_kernel
@@ -378,7 +378,7 @@ def record_attempt(
 
     Notes
     -----
-    GPU-seconds count what each pod holds (:func:`gpureplay.engine.resources.held_milli`):
+    GPU-seconds count what each pod holds (:func:`gpureplay.engine.fit.resources.held_milli`):
     its milli-GPU, or on dynamic MIG its instance's slices.
     """
     a = run.counters[K_ATTEMPTS]
@@ -440,10 +440,11 @@ def start_job(
     to create its dynamic MIG instances (:func:`instance_creation`). ``D_SPANNED``
     counts the distinct nodes of its pods. On GPUs shared by replicas the
     job and its co-located sharers take their rates
-    (:func:`gpureplay.engine.sharing.sharers_changed`).
+    (:func:`gpureplay.engine.devices.sharing.sharers_changed`).
     """
     if js.dyn[D_STATUS, j] == S_QUEUED:
-        # (A job Kueue admitted by quota left the queue at its admission: gpureplay.engine.pods_ready.)
+        # (A job Kueue admitted by quota left the queue at its admission:
+        # gpureplay.engine.queues.kueue.pods_ready.)
         dequeue(jobs, cs, js, pend, run, j)
         count_unplaced(jobs, js, sc, j, -1)
     js.dyn[D_STATUS, j] = S_RUNNING
@@ -550,7 +551,7 @@ def admit_job(
     Notes
     -----
     Rejection codes are computed once per job shape before the loop
-    (:func:`gpureplay.engine.resources.rejection_codes`).
+    (:func:`gpureplay.engine.fit.resources.rejection_codes`).
     """
     if jobs.reject[j] != R_NONE:
         js.dyn[D_STATUS, j] = S_REJECTED

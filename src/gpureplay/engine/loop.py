@@ -11,16 +11,16 @@ Time is float64 seconds from the trace start. Event times are the submit
 times, the finish times of running jobs, the timers (an evicted job's end of
 grace period), the sample times ``k * sample_interval`` and, in periodic mode,
 the cycle ticks ``k * session_interval`` and, under ``preemption: reclaim_idle``, the
-next time a running job stops being exempt from reclaim (:mod:`gpureplay.engine.idle`; it
+next time a running job stops being exempt from reclaim (:mod:`gpureplay.engine.preemption.idle`; it
 counts as a change: the preemption searches that failed run again), or under KAI queues with a
 min-runtime, while jobs are pending, the next time a running job's min-runtime ends
-(:mod:`gpureplay.engine.kai_evict`; also a change). The loop visits each distinct event
+(:mod:`gpureplay.engine.queues.kai.evict`; also a change). The loop visits each distinct event
 time ``t`` once, in increasing order, and at ``t`` does, in this order:
 
 1. **completions**: every running job with ``finish_time == t`` finishes, in
    ``(finish_time, job_id)`` order, releasing its resources;
    then every MIG GPU whose re-partitioning downtime ends at ``t`` gets its
-   new config's instances (:mod:`gpureplay.engine.repartition`);
+   new config's instances (:mod:`gpureplay.engine.devices.repartition`);
 2. **timers** due at ``t``, in ``(kind, sequence)`` order: an evicted job's
    grace period ends (it releases and re-enters its queue); then the
    ``reclaim_idle`` wake, if due (a change);
@@ -31,7 +31,7 @@ time ``t`` once, in increasing order, and at ``t`` does, in this order:
    cycle iff step 1, 2 or 3 did anything (a rejected arrival counts);
    periodic mode runs one iff ``t`` is a tick, whatever changed; with
    ``mig_reconfigure: idle`` the re-partitioning controller follows it; under
-   ``reclaim_idle`` the next wake is set after it (:func:`gpureplay.engine.idle.next_wake`);
+   ``reclaim_idle`` the next wake is set after it (:func:`gpureplay.engine.preemption.idle.next_wake`);
 5. **sample**: if ``t`` is the next sample time, one timeline row.
 
 If step 4 started jobs that finish at ``t`` (duration 0) or evicted jobs
@@ -67,13 +67,15 @@ from __future__ import annotations
 
 import math
 
-from gpureplay.engine.bundles import Classes, Cluster, Jobs, Params, Run, State
-from gpureplay.engine.config import entry_kernel, inline_kernel, kernel
 from gpureplay.engine.cycles import cycle
-from gpureplay.engine.idle import next_wake
+from gpureplay.engine.devices.repartition import finish_repartitions, repartition_idle
 from gpureplay.engine.invariants import check_full, check_touched
+from gpureplay.engine.jit.config import entry_kernel, inline_kernel, kernel
 from gpureplay.engine.jobs import admit_job, complete_job, requeue, terminate_job
-from gpureplay.engine.layout import (
+from gpureplay.engine.preemption.idle import next_wake
+from gpureplay.engine.queues.kueue.pods_ready import ready_timeout_given
+from gpureplay.engine.state.bundles import Classes, Cluster, Jobs, Params, Run, State
+from gpureplay.engine.state.layout import (
     ADV_DONE,
     ADV_FAILED,
     ADV_GROW,
@@ -127,10 +129,8 @@ from gpureplay.engine.layout import (
     X_WINDOW_INTEGRAL,
     Float64Array,
 )
-from gpureplay.engine.pods_ready import ready_timeout_given
-from gpureplay.engine.repartition import finish_repartitions, repartition_idle
+from gpureplay.engine.state.timers import next_completion, next_timer, pop_completion, pop_timer
 from gpureplay.engine.timeline import record_sample, widen
-from gpureplay.engine.timers import next_completion, next_timer, pop_completion, pop_timer
 
 
 @kernel
@@ -190,7 +190,7 @@ def advance(params: Params, jobs: Jobs, cs: Classes, cl: Cluster, st: State, t_s
     params, jobs, cs
         Policy codes and settings, the static job table, the pending classes.
     cl, st
-        The cluster and the rest of the replay's state (:class:`gpureplay.engine.bundles.State`),
+        The cluster and the rest of the replay's state (:class:`gpureplay.engine.state.bundles.State`),
         updated in place.
     t_stop
         Last simulated time this call may process; ``inf`` runs to the end.

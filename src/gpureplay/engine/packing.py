@@ -9,7 +9,7 @@ policies are compared by how much of the cluster's GPU they allocate, and how
 fragmented it is, as the arrived demand grows past the cluster's capacity.
 
 :func:`pack` runs that on the engine's own state and placement hook
-(:func:`gpureplay.engine.scoring.choose_node`,
+(:func:`gpureplay.engine.fit.scoring.choose_node`,
 :func:`gpureplay.engine.jobs.place_pod`), so every node scorer of a timed
 replay is a packing policy too. Its plain-Python twin is
 ``tests/reference/packing.py``.
@@ -19,11 +19,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpureplay.engine.bundles import Classes, Cluster, FitIndex, Jobs, JobState, Params, Run, Scratch, Tasks
-from gpureplay.engine.config import entry_kernel, kernel
-from gpureplay.engine.fragmentation import node_frag
+from gpureplay.engine.fit.fragmentation import node_frag
+from gpureplay.engine.fit.scoring import choose_node
+from gpureplay.engine.jit.config import entry_kernel, kernel
 from gpureplay.engine.jobs import attempt_of, place_pod
-from gpureplay.engine.layout import (
+from gpureplay.engine.state.bundles import (
+    Classes,
+    Cluster,
+    FitIndex,
+    Jobs,
+    JobState,
+    Params,
+    Run,
+    Scratch,
+    Tasks,
+)
+from gpureplay.engine.state.layout import (
     F_CPU,
     G_MILLI,
     J_CLASS,
@@ -42,7 +53,6 @@ from gpureplay.engine.layout import (
     Float64Array,
     Int64Array,
 )
-from gpureplay.engine.scoring import choose_node
 
 # Rows of pack's per-pod output (``events``), in arrival order.
 PK_ARRIVED = 0  # arrived GPU milli so far (placed and failed pods)
@@ -73,7 +83,7 @@ def pack(
     Parameters
     ----------
     params, jobs, cs, cl, ix, js, sc, run
-        The replay's bundles, at time 0 (:func:`gpureplay.engine.bundles.initial_state`).
+        The replay's bundles, at time 0 (:func:`gpureplay.engine.state.bundles.initial_state`).
         Every job has one pod (checked by the caller).
     tasks
         The task classes the fragmentation is measured with, also
@@ -89,7 +99,7 @@ def pack(
         pod to arrive (``PK_*`` rows).
     frag
         One entry per pod: the cluster's FGD fragmentation (milli-GPU, the
-        nodes' :func:`gpureplay.engine.fragmentation.node_frag` over
+        nodes' :func:`gpureplay.engine.fit.fragmentation.node_frag` over
         ``tasks`` added in node order, as ``cluster_frag``) after it.
 
     Notes

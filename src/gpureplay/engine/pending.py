@@ -27,10 +27,10 @@ with all of its jobs at once.
 
 from __future__ import annotations
 
-from gpureplay.engine.bundles import Classes, Jobs, JobState, Pending, Run
-from gpureplay.engine.config import inline_kernel, kernel
-from gpureplay.engine.heaps import bits_clear, bits_next, bits_set, merge_push
-from gpureplay.engine.layout import (
+from gpureplay.engine.jit.config import inline_kernel, kernel
+from gpureplay.engine.state.bundles import Classes, Jobs, JobState, Pending, Run
+from gpureplay.engine.state.heaps import bits_clear, bits_next, bits_set, merge_push
+from gpureplay.engine.state.layout import (
     C_END,
     C_START,
     C_TENANT,

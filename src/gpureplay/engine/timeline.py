@@ -9,9 +9,12 @@ the rows kept are exactly the samples of the doubled grid and the rule stays
 
 from __future__ import annotations
 
-from gpureplay.engine.bundles import Classes, Cluster, Jobs, JobState, Pending, Run, Timers
-from gpureplay.engine.config import kernel
-from gpureplay.engine.layout import (
+from gpureplay.engine.devices.mig import stranded_slices
+from gpureplay.engine.fit.resources import free_capacity
+from gpureplay.engine.jit.config import kernel
+from gpureplay.engine.pending import cursor_job, cursor_reset, cursor_step
+from gpureplay.engine.state.bundles import Classes, Cluster, Jobs, JobState, Pending, Run, Timers
+from gpureplay.engine.state.layout import (
     C_MILLI,
     C_TENANT,
     D_GEN,
@@ -56,9 +59,6 @@ from gpureplay.engine.layout import (
     X_LOST,
     X_SAMPLE_INTERVAL,
 )
-from gpureplay.engine.mig import stranded_slices
-from gpureplay.engine.pending import cursor_job, cursor_reset, cursor_step
-from gpureplay.engine.resources import free_capacity
 
 
 @kernel
@@ -186,7 +186,7 @@ def record_sample(
     whole-GPU simplification of FGD's fragmentation measure (Weng et al.,
     ATC'23, ``pkg/utils/frag.go``: a node's free GPU is a fragment for a task
     that cannot be placed there). ``mig_stranded_slices``:
-    :func:`gpureplay.engine.mig.stranded_slices`. Each queue's ``QU_*`` counts
+    :func:`gpureplay.engine.devices.mig.stranded_slices`. Each queue's ``QU_*`` counts
     follow (``queues.parquet``).
     """
     row = run.cursor[L_SAMPLES]

@@ -3,9 +3,9 @@
 KAI's scheduler configuration lists its actions (``actions: "allocate, consolidation, reclaim, preempt,
 stalegangeviction"``, its default, in that order: reference §4.3). The replay models ``allocate``, then
 ``reclaim`` (between queues) and ``preempt`` (within a queue), each optional, in KAI's order
-(:mod:`gpureplay.engine.kai_evict`). ``stalegangeviction`` is accepted and has nothing to do: the engine
-places and evicts gangs whole, so no gang ever runs below its minMember. ``consolidation`` (moving running
-pods to make room) is not modelled and refused. Without ``scheduler.actions`` a KAI session runs
+(:mod:`gpureplay.engine.queues.kai.evict`). ``stalegangeviction`` is accepted and has nothing to do: the
+engine places and evicts gangs whole, so no gang ever runs below its minMember. ``consolidation`` (moving
+running pods to make room) is not modelled and refused. Without ``scheduler.actions`` a KAI session runs
 ``allocate`` alone.
 """
 

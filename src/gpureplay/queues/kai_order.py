@@ -1,8 +1,8 @@
 """KAI's queue order and capacity policy, stated plainly (reference §4.3).
 
-The plain statement of :mod:`gpureplay.engine.kai`'s ``queue_before`` and ``within_capacity``, used by the
-reference simulator: one :class:`KaiQueueState` per queue with its resources as ``(gpu, cpu, memory)`` in
-KAI's units (GPUs, millicores, MB) and ``-1`` for unlimited, as KAI writes them.
+The plain statement of :mod:`gpureplay.engine.queues.kai.session`'s ``queue_before`` and ``within_capacity``,
+used by the reference simulator: one :class:`KaiQueueState` per queue with its resources as ``(gpu, cpu,
+memory)`` in KAI's units (GPUs, millicores, MB) and ``-1`` for unlimited, as KAI writes them.
 
 Sources (NVIDIA/KAI-Scheduler): ``plugins/proportion/queue_order/queue_order.go``,
 ``plugins/proportion/resource_share/resource_share.go`` and ``queue_resource_share.go``,

@@ -8,7 +8,7 @@ manifests or from a quota derived from the trace (:mod:`gpureplay.queues.quotas`
 trace queue, its GPU quota the derived one.
 
 The rules themselves are :func:`gpureplay.queues.fair_share.kai_fair_share_tree` (the division, used by the
-reference simulator) and :mod:`gpureplay.engine.kai` (the kernels).
+reference simulator) and :mod:`gpureplay.engine.queues.kai.session` (the kernels).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from gpureplay.engine.layout import MB_PER_MIB, Float64Array, Int64Array
+from gpureplay.engine.state.layout import MB_PER_MIB, Float64Array, Int64Array
 from gpureplay.errors import InputError, Problem
 from gpureplay.queues.manifests import ManifestSet
 from gpureplay.queues.tree import KAI_DEFAULT_PRIORITY, KAI_RESOURCES, KAI_UNLIMITED, KaiQueue
@@ -71,7 +71,7 @@ class KaiQueues:
         Where the queues came from, for logs and errors.
     actions
         The eviction actions its sessions run after allocate (``KA_*`` bits of
-        :mod:`gpureplay.engine.kai_evict`; ``scheduler.actions``).
+        :mod:`gpureplay.engine.queues.kai.evict`; ``scheduler.actions``).
     preempt_min_runtime
         Per leaf queue, seconds a job of it runs before the preempt action may evict it (:func:`min_runtimes`;
         None: no queue sets one).

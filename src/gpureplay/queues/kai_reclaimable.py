@@ -1,6 +1,6 @@
 """KAI's reclaim rules between queues, stated plainly (reference §4.3).
 
-The plain statement of :mod:`gpureplay.engine.kai_evict`'s ``_may_reclaim``, ``_may_preempt`` and
+The plain statement of :mod:`gpureplay.engine.queues.kai.evict`'s ``_may_reclaim``, ``_may_preempt`` and
 ``_reclaimable``, used by the reference simulator, over :class:`~gpureplay.queues.kai_order.KaiQueueState`
 (resources ``(gpu, cpu, memory)`` in KAI's units, -1 unlimited).
 

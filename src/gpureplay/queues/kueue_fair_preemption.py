@@ -5,11 +5,11 @@ Plain Python, the rule as Kueue states it (kubernetes-sigs/kueue ``pkg/scheduler
 ``fairsharing/target.go``, ``fairsharing/strategy.go``; KEP-1714 rules S2-a and S2-b; reference §4.2), as
 released in v0.17.0 to v0.19.2 at their feature-gate defaults: ``FairSharingPreemptWithinNominal`` on (beta
 since v0.17.0; a ``FairSharingReevaluatePreemptionCandidates`` gate is in no release). The engine's kernel
-(:mod:`gpureplay.engine.kueue_preempt`) states it again on arrays; the differential tests compare the two.
-Modelled in any cohort tree (nested cohorts, cohorts with quotas and weights of their own) and with any
-number of ResourceFlavors: usage and requests are per quota row (flavor and resource), shares sum a
-resource's borrowing over its flavors (:func:`gpureplay.queues.kueue_quota.share`); a cohort's usage is what
-its children use beyond their local quotas.
+(:mod:`gpureplay.engine.queues.kueue.preempt`) states it again on arrays; the differential tests compare the
+two. Modelled in any cohort tree (nested cohorts, cohorts with quotas and weights of their own) and with any
+number of ResourceFlavors: usage and requests are per quota row (flavor and resource), shares sum a resource's
+borrowing over its flavors (:func:`gpureplay.queues.kueue_quota.share`); a cohort's usage is what its children
+use beyond their local quotas.
 
 A workload ``W`` of ClusterQueue ``q`` that needs preemption (:func:`~gpureplay.queues.kueue_preemption.
 needs_preemption`; under fair sharing ``reclaimWithinCohort`` also lets it preempt while borrowing) takes its

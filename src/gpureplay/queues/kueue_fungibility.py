@@ -3,8 +3,8 @@
 Plain Python, the rule as Kueue states it (kubernetes-sigs/kueue
 ``pkg/scheduler/flavorassigner/flavorassigner.go``: ``findFlavorForPodSets``, ``fitsResourceQuota``,
 ``isPreferred``, ``shouldTryNextFlavor``; ``pkg/scheduler/preemption/preemption_oracle.go``
-``SimulatePreemption``; reference §4.2). The reference
-simulator calls it; the engine's kernel (:mod:`gpureplay.engine.flavor_modes`) states it again on arrays.
+``SimulatePreemption``; reference §4.2). The reference simulator calls it; the engine's kernel
+(:mod:`gpureplay.engine.queues.kueue.flavor_modes`) states it again on arrays.
 
 :func:`gpureplay.queues.kueue_quota.assign_flavors` is the same search when only ``Fit`` can end it: it is
 exact for a ClusterQueue that does not preempt (every other flavor's mode is then ``NoFit`` or "no

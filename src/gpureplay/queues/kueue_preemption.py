@@ -4,9 +4,9 @@ Plain Python, the rule as Kueue states it (kubernetes-sigs/kueue ``pkg/scheduler
 ``preemption.go``, ``classical/candidate_generator.go``, ``classical/hierarchical_preemption.go``,
 ``common/ordering.go``, ``common/preemption_policy.go``; ``flavorassigner.go`` ``fitsResourceQuota``;
 scheduler-semantics.md §4.2). The reference simulator calls it; the engine's kernel
-(:mod:`gpureplay.engine.kueue_preempt`) states it again on arrays and the differential tests compare the two.
-Both are modelled in any cohort tree (nested cohorts, cohorts with quotas of their own); fair sharing's is
-:mod:`gpureplay.queues.kueue_fair_preemption`.
+(:mod:`gpureplay.engine.queues.kueue.preempt`) states it again on arrays and the differential tests compare
+the two. Both are modelled in any cohort tree (nested cohorts, cohorts with quotas of their own); fair
+sharing's is :mod:`gpureplay.queues.kueue_fair_preemption`.
 
 Usage and quota of a node: a ClusterQueue's own usage and nominal quota; a cohort's usage is what its children
 use beyond their local quotas and its quota is its subtree quota (``resource_node.go``). A node is *within
@@ -46,7 +46,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpureplay.engine.layout import Int64Array
+from gpureplay.engine.state.layout import Int64Array
 from gpureplay.queues.kueue_quota import (
     NO_THRESHOLD,
     PR_BORROW,

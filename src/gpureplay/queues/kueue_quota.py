@@ -8,7 +8,8 @@ request, in the engine's units: ``nvidia.com/gpu`` in milli-GPU, ``cpu`` in mill
 
 :func:`available` and :func:`fits` are the plain-Python statement of Kueue's rule (reference §4.2, from
 kubernetes-sigs/kueue ``pkg/cache/scheduler/resource_node.go``); the engine's kernels
-(:mod:`gpureplay.engine.quota`) compute the same and the reference simulator uses these to check them.
+(:mod:`gpureplay.engine.queues.kueue.cycle`) compute the same and the reference simulator uses these to check
+them.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import numpy as np
 import polars as pl
 
 from gpureplay.cluster.catalog import label_model
-from gpureplay.engine.layout import (
+from gpureplay.engine.state.layout import (
     ALL_MODELS,
     FLAVOR_NONE,
     FP_BORROW_NEXT,

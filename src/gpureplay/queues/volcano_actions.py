@@ -70,7 +70,7 @@ class VolcanoActions:
     preemptable: tuple[str, ...] = PREEMPTABLE_PLUGINS
 
     def bits(self) -> int:
-        """``ACT_PREEMPT | ACT_RECLAIM`` as :mod:`gpureplay.engine.volcano_preempt` reads them."""
+        """``ACT_PREEMPT | ACT_RECLAIM`` as :mod:`gpureplay.engine.queues.volcano.preempt` reads them."""
         return (2 if self.preempt else 0) | (1 if self.reclaim else 0)
 
     def plugin_bits(self) -> int:

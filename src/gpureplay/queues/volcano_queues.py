@@ -7,7 +7,7 @@ plugin's arithmetic and its tolerance (``minResource`` 0.1) are Volcano's: ``nvi
 from the trace (:mod:`gpureplay.queues.quotas`), which becomes each queue's weight.
 
 The rules themselves are :func:`gpureplay.queues.fair_share.volcano_proportion` (plain, used by the
-reference simulator) and :mod:`gpureplay.engine.proportion` (the kernels).
+reference simulator) and :mod:`gpureplay.engine.queues.volcano.session` (the kernels).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from gpureplay.engine.layout import Float64Array, Int64Array
+from gpureplay.engine.state.layout import Float64Array, Int64Array
 from gpureplay.errors import InputError, Problem
 from gpureplay.queues.fair_share import volcano_real_capability
 from gpureplay.queues.manifests import ManifestSet

@@ -1,4 +1,4 @@
-"""Canonical tables + policy -> the engine's static bundles (:mod:`gpureplay.engine.bundles`).
+"""Canonical tables + policy -> the engine's static bundles (:mod:`gpureplay.engine.state.bundles`).
 
 Everything the kernels need is normalised here, once: integer codes instead
 of strings and enums, ``int64``/``float64``/``uint64`` C-contiguous writeable
@@ -20,8 +20,11 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from gpureplay.engine import layout as L
-from gpureplay.engine.bundles import (
+from gpureplay.engine.fit.resources import rejection_codes
+from gpureplay.engine.fit.scoring import GPU_SCORERS, REPLICA_NODE_SCORERS, SCORERS, scorer_code, uses_tasks
+from gpureplay.engine.placement.kueue_tas import level_capacity
+from gpureplay.engine.state import layout as L
+from gpureplay.engine.state.bundles import (
     Classes,
     Cluster,
     Jobs,
@@ -32,10 +35,7 @@ from gpureplay.engine.bundles import (
     numa_layout,
     topology_tree,
 )
-from gpureplay.engine.layout import Int64Array
-from gpureplay.engine.resources import rejection_codes
-from gpureplay.engine.scoring import GPU_SCORERS, REPLICA_NODE_SCORERS, SCORERS, scorer_code, uses_tasks
-from gpureplay.engine.tas import level_capacity
+from gpureplay.engine.state.layout import Int64Array
 from gpureplay.errors import InputError, Problem
 from gpureplay.replay.mig import (
     MigFigures,

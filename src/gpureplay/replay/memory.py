@@ -13,8 +13,8 @@ half-way (``cluster.nodes=100000000`` grew to 20.5 GB before it was killed,
 leaving its run folder ``running``).
 
 Every per-unit cost is counted from the engine's own layout
-(:mod:`gpureplay.engine.layout`: the fields of each kind of row) and from how
-:mod:`gpureplay.engine.bundles` and :mod:`gpureplay.replay.compile` size their
+(:mod:`gpureplay.engine.state.layout`: the fields of each kind of row) and from how
+:mod:`gpureplay.engine.state.bundles` and :mod:`gpureplay.replay.compile` size their
 arrays; ``tests/test_memory.py`` checks the estimate against the bytes of the
 arrays a replay actually allocates.
 """
@@ -30,7 +30,7 @@ from typing import Any
 
 import polars as pl
 
-from gpureplay.engine import layout as L
+from gpureplay.engine.state import layout as L
 from gpureplay.errors import InputError
 from gpureplay.schedulers.policy import Policy
 

@@ -7,7 +7,7 @@ its MIG instances as ``nvidia.com/gpu`` and carries the product label
 devices, as with time-slicing replicas: device ``p * I + i`` is instance ``i``
 of GPU ``p`` (``I`` instances per GPU), each with the instance's memory and
 its share of the SMs (``N_MIG_COMPUTE / N_MIG_SLICES``, the rate rule of
-:func:`gpureplay.engine.sharing.mig_rate`). Products play the part of GPU
+:func:`gpureplay.engine.devices.sharing.mig_rate`). Products play the part of GPU
 models for node selection: a job's ``gpu_models`` names base models, its
 ``mig_profile`` (or, with ``mig_demand: smallest_fit``, the profile its demand
 maps to) selects the MIG products of that profile. docs/engine-semantics.md,
@@ -16,7 +16,7 @@ maps to) selects the MIG products of that profile. docs/engine-semantics.md,
 Under ``mig_strategy: dynamic`` (HAMi's dynamic MIG) a node whose layout is
 ``all-enabled`` (MIG on, no instance) is a *dynamic* node, product
 ``<model>-MIG``: each GPU pod placed there gets an instance made for it
-(:mod:`gpureplay.engine.mig`). :func:`dynamic_shapes` gives each job the
+(:mod:`gpureplay.engine.devices.mig`). :func:`dynamic_shapes` gives each job the
 instance shape it gets on each product (``classes.mig``).
 """
 
@@ -30,9 +30,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-import gpureplay.engine.layout as L
+import gpureplay.engine.state.layout as L
 from gpureplay.cluster.catalog import mig_model_profiles
-from gpureplay.engine.layout import Int64Array
+from gpureplay.engine.state.layout import Int64Array
 from gpureplay.errors import InputError, Problem
 from gpureplay.mig.devices import MIG_DISABLED, MigDevices, single_strategy_devices, smallest_profile
 from gpureplay.mig.geometry import MigError, MigGeometry, MigProfile, mig_geometry, mig_models
@@ -471,7 +471,7 @@ def dynamic_mig_nodes(
 
 
 def shape_code(profile: MigProfile, *, hami: bool, starts: int | None = None) -> int:
-    """The engine's shape of ``profile`` (:mod:`gpureplay.engine.mig`): starts, slices, start order.
+    """The engine's shape of ``profile`` (:mod:`gpureplay.engine.devices.mig`): starts, slices, start order.
 
     Examples
     --------

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from gpureplay.engine import layout as L
 from gpureplay.engine.packing import PACK_ROWS, PK_ALLOCATED, PK_ARRIVED, PK_FAILED, PK_FAILED_MILLI, pack
+from gpureplay.engine.state import layout as L
 from gpureplay.errors import InputError
 from gpureplay.replay.compile import compile_replay, policy_params, task_bundle
 from gpureplay.replay.simulate import _initial, warm_up_tables

@@ -2,7 +2,7 @@
 
 Under ``scheduler.mig_reconfigure: idle`` (with ``mig_strategy: mixed``) the
 engine gives idle MIG GPUs new mig-parted configs while it replays
-(:mod:`gpureplay.engine.repartition`). A config travels as a *layout word*:
+(:mod:`gpureplay.engine.devices.repartition`). A config travels as a *layout word*:
 byte ``s`` is the instance that begins at memory slice ``s`` (its memory
 slices | compute slices << 4; 0 where none begins), at the starts
 :func:`~gpureplay.mig.parted.find_placement` gives (as the mixed strategy
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import gpureplay.engine.layout as L
-from gpureplay.engine.layout import Int64Array
+import gpureplay.engine.state.layout as L
+from gpureplay.engine.state.layout import Int64Array
 from gpureplay.errors import InputError, Problem
 from gpureplay.mig.geometry import Instance, MigGeometry
 from gpureplay.mig.parted import find_placement, standard_configs
@@ -77,7 +77,7 @@ class RepartitionPlan:
 
 def config_starts(word: int, shape: int) -> int:
     """The allowed starts of ``shape`` where layout ``word`` holds an instance of its profile
-    (:func:`gpureplay.engine.mig.layout_starts`, cut to the shape's own starts).
+    (:func:`gpureplay.engine.devices.mig.layout_starts`, cut to the shape's own starts).
 
     Examples
     --------

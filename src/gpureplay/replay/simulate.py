@@ -23,9 +23,15 @@ from typing import NoReturn
 import numpy as np
 import polars as pl
 
-from gpureplay.engine import layout as L
 from gpureplay.engine import loop
-from gpureplay.engine.bundles import (
+from gpureplay.engine.fit.fitindex import index_layout
+from gpureplay.engine.fit.resources import rejection_codes
+from gpureplay.engine.fit.scoring import build_index
+from gpureplay.engine.jit.compile_once import compiled_for
+from gpureplay.engine.jit.config import is_cached
+from gpureplay.engine.loop import advance
+from gpureplay.engine.state import layout as L
+from gpureplay.engine.state.bundles import (
     JobState,
     QueueState,
     Run,
@@ -35,12 +41,6 @@ from gpureplay.engine.bundles import (
     quota_state,
     volcano_state,
 )
-from gpureplay.engine.compile_once import compiled_for
-from gpureplay.engine.config import is_cached
-from gpureplay.engine.fitindex import index_layout
-from gpureplay.engine.loop import advance
-from gpureplay.engine.resources import rejection_codes
-from gpureplay.engine.scoring import build_index
 from gpureplay.errors import InputError
 from gpureplay.interrupts import PendingSignal, deferred
 from gpureplay.queues.kai_queues import KaiQueues, kai_columns, kai_preemptibility, kai_total
@@ -235,7 +235,7 @@ class Replay:
 def kernels_cached() -> bool:
     """False when the engine's entry kernels will compile before this replay (a first run, ~1 min).
 
-    See :func:`gpureplay.engine.config.is_cached`.
+    See :func:`gpureplay.engine.jit.config.is_cached`.
     """
     return all(is_cached(k) for k in (advance, rejection_codes, build_index))
 
@@ -871,7 +871,8 @@ def _attempts(compiled: Compiled, js: JobState, run: Run, end_time: float) -> pl
 
 
 def _held_milli(compiled: Compiled, j: int, n: int) -> int:
-    """Milli-GPU a pod of job ``j`` holds on node ``n`` (:func:`gpureplay.engine.resources.held_milli`)."""
+    """Milli-GPU a pod of job ``j`` holds on node ``n``
+    (:func:`gpureplay.engine.fit.resources.held_milli`)."""
     ints = compiled.jobs.ints
     milli = int(ints[L.J_MILLI, j])
     model = int(compiled.cluster.node_int[L.N_MODEL, n])

@@ -448,7 +448,7 @@ class Policy:
         See :class:`GangMode`.
     node_placement, gpu_placement
         Node-level and GPU-level scorer by name, one of
-        ``gpureplay.engine.scoring.SCORERS``: ``first_fit`` (lowest index that
+        ``gpureplay.engine.fit.scoring.SCORERS``: ``first_fit`` (lowest index that
         fits), ``best_fit`` (least free capacity left: binpack; Volcano
         ``binpack``, KAI ``gpupack``), ``worst_fit`` (most: spread;
         kube-scheduler ``LeastAllocated``, KAI ``gpuspread``), ``random``

@@ -20,7 +20,7 @@ import math
 import numpy as np
 import polars as pl
 
-from gpureplay.engine.layout import WHOLE
+from gpureplay.engine.state.layout import WHOLE
 from gpureplay.errors import InputError
 
 __all__ = ["tune_pods"]

@@ -8,7 +8,7 @@ the workload could not use. The tasks are the workload's distinct pod shapes
 them from a canonical jobs table the way the public simulator
 (hkust-adsl/kubernetes-scheduler-simulator) does in ``GetTypicalPods``
 (``pkg/utils/frag.go``); the fragment itself is computed by
-:mod:`gpureplay.engine.fragmentation`.
+:mod:`gpureplay.engine.fit.fragmentation`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from gpureplay.engine.layout import ALL_MODELS, WHOLE, Float64Array, Int64Array, UInt64Array
+from gpureplay.engine.state.layout import ALL_MODELS, WHOLE, Float64Array, Int64Array, UInt64Array
 from gpureplay.errors import InputError
 
 __all__ = [

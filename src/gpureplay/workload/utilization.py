@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from gpureplay.engine import layout as L
+from gpureplay.engine.state import layout as L
 from gpureplay.errors import InputError, Problem
 
 

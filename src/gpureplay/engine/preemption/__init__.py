@@ -1,0 +1,1 @@
+"""Taking resources back: priority preemption, idle reclaim, nominated nodes."""

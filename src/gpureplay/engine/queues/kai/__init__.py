@@ -1,0 +1,1 @@
+"""KAI Scheduler: its queue tree's fair shares and session, the reclaim and preempt actions."""

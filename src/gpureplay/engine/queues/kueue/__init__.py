@@ -1,0 +1,1 @@
+"""Kueue: ClusterQueues and cohorts, flavors, classical and fair preemption, admission by quota."""

@@ -1,0 +1,1 @@
+"""Volcano: the proportion plugin's session, the enqueue, preempt and reclaim actions."""

@@ -1,0 +1,1 @@
+"""The engine's state: named bundles of arrays, their row layout, heaps, timers and random draws."""
