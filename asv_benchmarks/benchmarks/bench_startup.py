@@ -1,8 +1,9 @@
 """Start-up of ``gpureplay run`` as a user meets it: a process, from the command line to DONE.
 
-- ``ColdStart.track_cold_start``: the first run on a machine, numba's cache empty, so every kernel
-  compiles (about a minute; ``gpureplay run`` says so on a terminal). Tracked as one wall-clock figure:
-  it is far too long to repeat.
+- ``ColdStart.track_cold_start``: the first run on a machine, numba's cache empty, so every kernel the
+  preset's engine variant uses compiles (``gpureplay run`` says so on a terminal), for one preset of
+  each family: whole-card (``fifo``), and each queue system (``kueue``, ``volcano``, ``kai``), which
+  compiles its own wing. Tracked as one wall-clock figure each: far too long to repeat.
 - ``WarmStart.time_replay_one_job``: any later run, here of a one-job CSV, so the figure is all
   overhead: interpreter and imports, Hydra composing the config (twice: it composes once to learn the
   run mode), loading the compiled kernels from the cache, reading the trace and writing the results.
@@ -21,6 +22,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import ClassVar
 
 #: The one-job trace of the warm and cold starts (the ``trace=csv`` contract).
 ONE_JOB_CSV = "job_id,submit_time,duration,num_pods,gpu_milli\n1,0,100,1,1000\n"
@@ -33,7 +35,7 @@ def _env(cache_dir: str | None) -> dict[str, str]:
     return env
 
 
-def _replay_one_job(work: Path, env: dict[str, str]) -> None:
+def _replay_one_job(work: Path, env: dict[str, str], scheduler: str = "fifo") -> None:
     subprocess.run(
         [
             sys.executable,
@@ -44,6 +46,7 @@ def _replay_one_job(work: Path, env: dict[str, str]) -> None:
             f"trace.path={work / 'one_job.csv'}",
             "cluster=homogeneous",
             "cluster.nodes=1",
+            f"scheduler={scheduler}",
             f"hydra.run.dir={work / 'run'}",
         ],
         cwd=work,
@@ -85,21 +88,23 @@ class WarmStart:
 
 
 class ColdStart:
-    """The first run: an empty numba cache, every kernel compiled."""
+    """The first run of a preset family: an empty numba cache, its engine variant compiled."""
 
     timeout = 900
+    params: ClassVar[list[list[str]]] = [["fifo", "kueue", "volcano", "kai"]]
+    param_names: ClassVar[list[str]] = ["preset"]
 
-    def setup(self) -> None:
+    def setup(self, preset: str) -> None:
         self.work = Path(tempfile.mkdtemp(prefix="gpureplay-bench-"))
         (self.work / "one_job.csv").write_text(ONE_JOB_CSV)
 
-    def teardown(self) -> None:
+    def teardown(self, preset: str) -> None:
         shutil.rmtree(self.work, ignore_errors=True)
 
-    def track_cold_start(self) -> float:
+    def track_cold_start(self, preset: str) -> float:
         env = _env(str(self.work / "empty-numba-cache"))
         started = time.perf_counter()
-        _replay_one_job(self.work, env)
+        _replay_one_job(self.work, env, preset)
         return time.perf_counter() - started
 
     track_cold_start.unit = "seconds"  # type: ignore[attr-defined]
