@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import polars as pl
@@ -928,3 +928,26 @@ def test_a_rate_change_keeps_the_work_done_and_moves_the_finish() -> None:
     assert state.run.clock[L.X_INTEGRAL] == 1000.0 * 160.0
     # 120 s at half speed cost 60 s: the sharing delay booked at the end.
     assert js.time[L.T_SHARE_DELAY, 0] == 60.0 and js.time[L.T_WORK_DONE, 0] == 100.0
+
+
+class _Unregistered(NamedTuple):
+    x: np.ndarray
+
+
+def test_a_bundle_no_queue_system_registered_is_a_typing_error_not_another_systems_cycle() -> None:
+    """The queue systems' dispatch (``by_bundle``, the loop's ``cycle``) names an unknown bundle type."""
+    from numba import njit
+    from numba.core.errors import TypingError
+
+    from gpureplay.engine.cycles import cycle
+    from gpureplay.engine.jit.config import by_bundle
+    from gpureplay.engine.state.bundles import KueueState
+
+    timeout = by_bundle("a test's timeout", {KueueState: None}, False)
+    bundle = _Unregistered(np.zeros(1))
+
+    with pytest.raises(TypingError, match=r"a test.s timeout: no body for a .*_Unregistered"):
+        njit(lambda b: timeout(b))(bundle)
+    assert njit(lambda b: timeout(b))(None) is False
+    with pytest.raises(TypingError, match=r"cycle: no gang cycle for a .*_Unregistered"):
+        njit(lambda b: cycle(None, b, 0))(bundle)

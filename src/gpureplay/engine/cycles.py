@@ -14,10 +14,16 @@ of possible victims grows: ``K_PVERSION``).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
+
+from numba.core import types
+from numba.core.errors import TypingError
+from numba.extending import overload
 
 from gpureplay.engine.fit.resources import capacity_bound
 from gpureplay.engine.fit.scoring import RANDOM, choose_node
-from gpureplay.engine.jit.config import by_bundle, inline_kernel, kernel, when_given
+from gpureplay.engine.jit.config import JIT_OPTIONS, inline_kernel, kernel, when_given
 from gpureplay.engine.jobs import attempt_of, place_pod, start_job
 from gpureplay.engine.pending import admissible, build_merge, cursor_job, cursor_step, push_head
 from gpureplay.engine.placement.gang import backfill_past_shadow, keep_reservation, reserve, try_gang
@@ -43,7 +49,6 @@ from gpureplay.engine.state.bundles import (
     Pending,
     PodScratch,
     PreemptScratch,
-    QueueState,
     Run,
     Scratch,
     Timers,
@@ -426,30 +431,6 @@ def pod_cycle(
 
 
 @kernel
-def _gang_cycle_of(
-    quota: None,
-    pods: None,
-    params: Params,
-    jobs: Jobs,
-    cs: Classes,
-    cl: Cluster,
-    ix: FitIndex,
-    js: JobState,
-    pend: Pending,
-    tm: Timers,
-    sc: Scratch,
-    run: Run,
-    easy: EasyScratch | None,
-    pre: PreemptScratch | None,
-    tas: Topology | None,
-    numa: Numa | None,
-    t: float,
-) -> int:
-    """Gang mode without a queue model: :func:`gang_cycle`."""
-    return gang_cycle(pods, params, jobs, cs, cl, ix, js, pend, tm, sc, run, easy, pre, tas, numa, t)
-
-
-@kernel
 def _volcano_session(
     qt: VolcanoState,
     pods: None,
@@ -513,66 +494,36 @@ def _kai_session(
     return changes
 
 
-#: Gang mode: the cycle of the queue system whose bundle the state holds (each compiled over its own
-#: bundle, only in the replays that use it), else :func:`gang_cycle`.
-_gang_kind = by_bundle(
-    "gang cycle",
-    {KueueState: kueue_cycle, VolcanoState: _volcano_session, KaiState: _kai_session},
-    none_body=_gang_cycle_of,
-)
+def cycle(*args: Any) -> int:
+    """One scheduling cycle at ``t``, from :func:`gpureplay.engine.loop.advance`.
+
+    ``cycle(pods, quota, params, jobs, cs, cl, ix, js, pend, tm, sc, run, easy, pre, tas, numa, t)``:
+    pod by pod (:func:`pod_cycle`) when ``pods`` is given; else gang mode, under the cycle of the queue
+    system whose bundle ``quota`` is (:data:`GANG_CYCLES`), or :func:`gang_cycle` without one. numba picks
+    it from the argument types when it compiles the loop, and calls it directly: one dispatch, no layer of
+    17-argument wrappers compiled per engine variant. Returns the jobs started or rejected.
+    """
+    raise TypeError("cycle is callable from kernels only")
 
 
-@kernel
-def _pod_cycle_of(
-    pods: PodScratch,
-    quota: None,
-    params: Params,
-    jobs: Jobs,
-    cs: Classes,
-    cl: Cluster,
-    ix: FitIndex,
-    js: JobState,
-    pend: Pending,
-    tm: Timers,
-    sc: Scratch,
-    run: Run,
-    easy: None,
-    pre: PreemptScratch | None,
-    tas: None,
-    numa: None,
-    t: float,
-) -> int:
-    """Pod-by-pod mode (no queue model runs with it): :func:`pod_cycle`."""
-    return pod_cycle(pods, params, jobs, cs, cl, ix, js, pend, tm, sc, run, easy, pre, tas, numa, t)
+#: Gang mode's cycle per queue system, by the type of its bundle (each compiled over its own bundle,
+#: only in the replays that use it): the bundle, then the cycle's arguments.
+GANG_CYCLES: dict[type, Callable[..., int]] = {
+    KueueState: kueue_cycle,
+    VolcanoState: _volcano_session,
+    KaiState: _kai_session,
+}
 
 
-@kernel
-def _gang_of(
-    pods: None,
-    quota: QueueState | None,
-    params: Params,
-    jobs: Jobs,
-    cs: Classes,
-    cl: Cluster,
-    ix: FitIndex,
-    js: JobState,
-    pend: Pending,
-    tm: Timers,
-    sc: Scratch,
-    run: Run,
-    easy: EasyScratch | None,
-    pre: PreemptScratch | None,
-    tas: Topology | None,
-    numa: Numa | None,
-    t: float,
-) -> int:
-    """Gang mode, with or without a queue model."""
-    changes: int = _gang_kind(
-        quota, pods, params, jobs, cs, cl, ix, js, pend, tm, sc, run, easy, pre, tas, numa, t
-    )
-    return changes
-
-
-#: One scheduling cycle: pod by pod when its work space is given, else gang mode (Kueue's cycle under
-#: ``queues: kueue``).
-cycle = when_given(_pod_cycle_of, none_body=_gang_of)
+@overload(cycle, jit_options=JIT_OPTIONS)  # type: ignore[arg-type]
+def _choose_cycle(*args):  # type: ignore[no-untyped-def]
+    pods, quota = args[0], args[1]
+    if not isinstance(pods, types.NoneType):
+        return lambda *args: pod_cycle(args[0], *args[2:])
+    if isinstance(quota, types.NoneType):
+        return lambda *args: gang_cycle(args[0], *args[2:])
+    body = GANG_CYCLES.get(getattr(quota, "instance_class", None))  # type: ignore[arg-type]
+    if body is None:
+        known = ", ".join(sorted(c.__name__ for c in GANG_CYCLES))
+        raise TypingError(f"cycle: no gang cycle for a {quota} bundle (registered: {known})")
+    return lambda *args: body(args[1], args[0], *args[2:])

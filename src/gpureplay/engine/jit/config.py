@@ -116,6 +116,7 @@ _use_user_cache()
 from numba import config as _numba_config  # noqa: E402  (after the cache folder is set)
 from numba import njit  # noqa: E402
 from numba.core import types  # noqa: E402
+from numba.core.errors import TypingError  # noqa: E402
 from numba.extending import overload  # noqa: E402
 
 from gpureplay.engine.jit.cache_writes import serialize_cache_writes  # noqa: E402
@@ -309,7 +310,7 @@ def by_bundle(
         cls = getattr(kind, "instance_class", None)
         if cls is None or cls not in bodies:
             known = ", ".join(sorted(c.__name__ for c in bodies))
-            raise TypeError(f"{name}: no body for a {kind} bundle (registered: {known})")
+            raise TypingError(f"{name}: no body for a {kind} bundle (registered: {known})")
         body = bodies[cls]
         if body is None:
             return lambda *args: otherwise
