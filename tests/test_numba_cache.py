@@ -154,7 +154,7 @@ def test_a_run_that_must_compile_says_so_first(
     with caplog.at_level(logging.INFO, logger="gpureplay"):
         run_experiment(cfg, tmp_path / "cold")
     notices = [m for m in caplog.messages if m.startswith(COMPILE_NOTICE)]
-    assert len(notices) == 1 and "1-2 min" in notices[0]
+    assert len(notices) == 1 and "2-3 min" in notices[0]
     assert any(m.startswith("kernels ready in") for m in caplog.messages)
     caplog.clear()
     monkeypatch.setattr(simulate_module, "kernels_cached", lambda: True)
@@ -174,7 +174,7 @@ def test_a_warm_up_that_compiles_after_all_says_so(
         with progress.compile_notice(None, "none", cold=False):
             pass
     assert [m for m in caplog.messages if m.startswith(COMPILE_NOTICE)] == [
-        f"{COMPILE_NOTICE} (about 1-2 min on 2 cores)"
+        f"{COMPILE_NOTICE} (about 2-3 min on 2 cores)"
     ]
 
 

@@ -254,15 +254,15 @@ def someone_watches(stream: TextIO | None = None, environ: Mapping[str, str] | N
     return bool(callable(isatty) and isatty())
 
 
-#: How long a first run compiles the engine, by queue model, from an empty cache on a 2-core machine
-#: (``make bench``'s cold starts; a two-job trace, so the replay itself takes under a second): the presets
-#: without a queue model took 54-106 s (kube-default 54, mig-dynamic 64, fifo 75, gang-binpack-preempt 99,
-#: kueue-tas 106), the Kueue, Volcano and KAI presets 315-328 s.
+#: How long a first run compiles the engine, by queue model, from an empty cache on a 2-core machine, one
+#: process alone (``make bench``'s cold starts; a two-job trace, so the replay itself takes under a
+#: second): fifo 142 s; each queue system compiles only its own wing, kueue 321 s, kai 245 s, volcano
+#: 225 s (all three 819 s while one bundle held the three systems).
 COMPILE_ESTIMATES: dict[str, str] = {
-    "none": "1-2 min",
+    "none": "2-3 min",
     "kueue": "5-6 min",
-    "volcano": "5-6 min",
-    "kai": "5-6 min",
+    "volcano": "3-4 min",
+    "kai": "4-5 min",
 }
 
 #: The start of the line a run logs before it compiles the engine.
