@@ -161,6 +161,8 @@ def _prepare(cfg: DictConfig, resolved: dict[str, Any], trace: AdaptedTrace, see
     log.info(
         "cluster %s: %s nodes, %s GPUs", cfg.cluster.name, f"{cluster.nodes.height:,}", f"{total_gpus:,}"
     )
+    for reason, count in cluster.changes.most_common():
+        log.info("  cluster: %s nodes: %s", f"{count:,}", reason)
     if planned is None:
         _check_memory(cfg, jobs, cluster_size(cluster.nodes), policy)
     jobs = _usage(jobs, resolved["workload"], policy, seed)
