@@ -198,6 +198,27 @@ class NodeListClusterConf(ClusterConf):
 
 
 @dataclass
+class KubectlClusterConf(ClusterConf):
+    """Your own cluster: the output of ``kubectl get nodes -o json`` (gpureplay.cluster.kubectl)."""
+
+    name: str = "kubectl"
+    kind: str = "kubectl"
+    path: str = MISSING
+    numa_per_node: int = 2
+    #: Nodes per rack, in file order, where rack_label is null.
+    rack_size: int = 16
+    #: Racks per spine where spine_label is null.
+    racks_per_spine: int = 8
+    #: Node labels naming each node's spine and rack (a Kueue Topology's levels[].nodeLabel); null: numbered.
+    spine_label: str | None = None
+    rack_label: str | None = None
+    #: Node label naming a multi-node NVLink domain (GFD's GPU fabric clique); a node without it is its own.
+    nvlink_label: str | None = "nvidia.com/gpu.clique"
+    #: Taint keys the replayed pods tolerate; a node with another NoSchedule / NoExecute taint is left out.
+    tolerated_taints: list[str] = field(default_factory=lambda: ["nvidia.com/gpu"])
+
+
+@dataclass
 class HomogeneousClusterConf(ClusterConf):
     """``nodes`` identical servers of ``gpus_per_node`` GPUs of one model."""
 
@@ -497,6 +518,7 @@ TRACE_SCHEMAS: dict[str, type[TraceConf]] = {
 CLUSTER_SCHEMAS: dict[str, type[ClusterConf]] = {
     "philly": PhillyClusterConf,
     "node_list": NodeListClusterConf,
+    "kubectl": KubectlClusterConf,
     "homogeneous": HomogeneousClusterConf,
 }
 

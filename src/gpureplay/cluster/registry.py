@@ -40,6 +40,21 @@ def _spot(cfg: Mapping[str, Any]) -> ClusterNodes:
     return spot_nodes(cfg["path"])
 
 
+def _kubectl(cfg: Mapping[str, Any]) -> ClusterNodes:
+    from gpureplay.cluster.kubectl import kubectl_nodes
+
+    return kubectl_nodes(
+        cfg["path"],
+        numa_per_node=cfg["numa_per_node"],
+        rack_size=cfg["rack_size"],
+        racks_per_spine=cfg["racks_per_spine"],
+        spine_label=cfg["spine_label"],
+        rack_label=cfg["rack_label"],
+        nvlink_label=cfg["nvlink_label"],
+        tolerated_taints=cfg["tolerated_taints"],
+    )
+
+
 def _homogeneous(cfg: Mapping[str, Any]) -> ClusterNodes:
     from gpureplay.cluster.homogeneous import homogeneous_nodes
 
@@ -63,6 +78,7 @@ BUILDERS: dict[str, Callable[[Mapping[str, Any]], ClusterNodes]] = {
     "openb": _openb,
     "pai": _pai,
     "spot": _spot,
+    "kubectl": _kubectl,
     "homogeneous": _homogeneous,
 }
 
