@@ -15,12 +15,13 @@ import itertools
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 from hydra import compose, initialize_config_module
 from omegaconf import OmegaConf
 
 from gpureplay.config import register_configs
-from gpureplay.experiment import run_experiment
+from gpureplay.experiment import prepare_inputs, run_experiment
 
 REPO = Path(__file__).resolve().parents[1]
 SWEEPS = sorted(p.stem for p in (REPO / "conf" / "sweep").glob("*.yaml"))
@@ -76,6 +77,7 @@ MIN_WAIT = 60.0
 MIN_DIFFERENCE = 0.10
 
 _RESULTS: dict[tuple[str, ...], dict[str, Any]] = {}
+_FOLDERS: dict[tuple[str, ...], Path] = {}
 
 
 def grid(name: str) -> list[dict[str, str]]:
@@ -94,6 +96,7 @@ def replay(overrides: tuple[str, ...], tmp: Path) -> dict[str, Any]:
             cfg = compose("config", overrides=list(overrides))
         folder = tmp / f"point{len(_RESULTS)}"
         _RESULTS[overrides] = run_experiment(cfg, folder).summary
+        _FOLDERS[overrides] = folder
     return _RESULTS[overrides]
 
 
@@ -127,9 +130,19 @@ def test_every_declared_sweep_is_checked() -> None:
     ]
 
 
+#: Sweeps checked by a test of their own, which also runs the check below on them (a full replay each
+#: point: one test, so the replay is not repeated on another xdist worker).
+OWN_TESTS = ("philly-reclaim-idle",)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name", SWEEPS)
+@pytest.mark.parametrize("name", [s for s in SWEEPS if s not in OWN_TESTS])
 def test_schedulers_differ_in_every_setting_of_a_declared_sweep(name: str, scratch: Path) -> None:
+    assert_schedulers_differ(name, scratch)
+
+
+def assert_schedulers_differ(name: str, scratch: Path) -> None:
+    """In every setting of sweep ``name`` its pair of schedulers gives different numbers, and jobs wait."""
     points = grid(name)
     compared = COMPARED_KEY.get(name, "scheduler")
     assert all(compared in p for p in points), f"sweep={name} does not compare {compared}"
@@ -154,6 +167,30 @@ def test_schedulers_differ_in_every_setting_of_a_declared_sweep(name: str, scrat
         if metric == "wait_mean":
             assert max(waits) >= MIN_WAIT, f"sweep={name} {setting}: no job waits ({waits})"
         assert abs(waits[0] - waits[1]) >= MIN_DIFFERENCE * max(waits), f"sweep={name} {setting}: {waits}"
+
+
+@pytest.mark.slow
+def test_the_reclaim_idle_sweep_evicts_only_idle_notebooks(scratch: Path) -> None:
+    """``sweep=philly-reclaim-idle``'s reclaim-idle point (Philly at 6x, ``notebooks-idle``, one priority),
+    written by ``gpureplay run`` itself: only ReclaimIdleResource lets a job take another's GPUs there, so
+    every eviction is of a notebook that went idle, at least its toleration (1 h) after the attempt began.
+
+    Also the sweep's comparison with kube-default (the check every other sweep gets above): the reclaim-idle
+    replay takes half a minute, run once here for both.
+    """
+    assert_schedulers_differ("philly-reclaim-idle", scratch)
+    point = ("sweep=philly-reclaim-idle", "scheduler=reclaim-idle")
+    replay(point, scratch)
+    register_configs()
+    with initialize_config_module(config_module="gpureplay.conf", version_base="1.3"):
+        jobs = prepare_inputs(compose("config", overrides=list(point))).jobs
+    folder = _FOLDERS[point]
+    assert (pl.read_parquet(folder / "jobs.parquet")["state"] == "finished").all()
+    attempts = pl.read_parquet(folder / "attempts.parquet")
+    evicted = attempts.filter(pl.col("end_reason") == "preempted").join(jobs, on="job_id")
+    assert evicted.height > 0
+    assert (evicted["priority_class"] == "notebook").all() and evicted["idle_after"].is_finite().all()
+    assert (evicted["evicted"] - evicted["start"] >= 3600.0 - 1e-6).all()  # start + 3600, rounded
 
 
 @pytest.mark.slow
