@@ -72,6 +72,7 @@ from tests.reference.strategies import (
     windows,
 )
 
+from gpureplay.engine.jit.compile_once import VariantBusy, without_waiting
 from gpureplay.errors import InputError
 from gpureplay.schedulers.policy import (
     Backfill,
@@ -319,8 +320,9 @@ def warm_every_variant() -> None:
     nodes = nodes_frame([{"gpu_model": "V100", "num_gpus": 1}])
     # Each queue system's variant costs the most (Kueue's most of all): they head the list and end it.
     # Worker 0 walks the list forward, worker 1 backward and any other from its own share onward, so two
-    # workers compile different variants until they meet; a worker that reaches a variant another one
-    # is compiling waits for it (engine.compile_once) and loads it from numba's cache.
+    # workers compile different variants until they meet; a variant another worker is compiling is left
+    # for later (compile_once.without_waiting) rather than waited for with a core idle, and loaded from
+    # numba's cache (or waited for) once the worker's own share is done.
     first = {QueueModel.kueue: 0, QueueModel.kai: 1, QueueModel.none: 2, QueueModel.volcano: 3}
     policies = sorted(ALL_POLICIES.values(), key=lambda p: first[p.queues])
     worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
@@ -330,7 +332,14 @@ def warm_every_variant() -> None:
     elif worker > 1:
         start = len(policies) * worker // workers
         policies = policies[start:] + policies[:start]
-    for policy in policies:
+    busy = []
+    with without_waiting():
+        for policy in policies:
+            try:
+                _engine_module.simulate(as_taken_by(jobs, policy), nodes, policy, debug=True)
+            except VariantBusy:
+                busy.append(policy)
+    for policy in busy:
         _engine_module.simulate(as_taken_by(jobs, policy), nodes, policy, debug=True)
 
 

@@ -281,3 +281,31 @@ def test_a_process_that_needs_a_variant_being_compiled_waits_for_it() -> None:
         compiled_for(dispatcher, args)
     # Another variant (a 2-D array) has a lock of its own.
     assert variant_key((np.zeros((2, 2)),)) != variant_key(args)
+
+
+def test_a_warm_up_moves_on_from_a_variant_being_compiled_elsewhere() -> None:
+    """compile_once.without_waiting: a variant whose lock is held raises VariantBusy at once, uncompiled;
+    outside the block (or once the lock is free) the same call waits or compiles as usual."""
+    import fcntl
+
+    import numpy as np
+    from numba import njit
+
+    from gpureplay.engine.jit.compile_once import VariantBusy, compiled_for, variant_key, without_waiting
+    from gpureplay.engine.jit.config import cache_folder
+
+    def plus_two(x):  # type: ignore[no-untyped-def]
+        return x + 2
+
+    dispatcher = njit(cache=False)(plus_two)
+    args = (np.zeros(3),)
+    folder = cache_folder() / "compiling"
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / f"plus_two-{variant_key(args)}.lock", "a+b") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # another process compiling this variant
+        with without_waiting(), pytest.raises(VariantBusy, match="plus_two"):
+            compiled_for(dispatcher, args)
+        assert not dispatcher.overloads
+    with without_waiting():
+        compiled_for(dispatcher, args)  # nobody compiling it: this process does
+    assert len(dispatcher.overloads) == 1

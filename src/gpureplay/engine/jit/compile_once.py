@@ -20,7 +20,10 @@ returns at once, without touching the lock.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+from collections.abc import Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +35,28 @@ except ImportError:  # pragma: no cover - not POSIX: no lock, each process compi
 from numba import typeof
 
 from gpureplay.engine.jit.config import cache_folder
+
+#: Whether :func:`compiled_for` raises :class:`VariantBusy` instead of waiting (:func:`without_waiting`).
+_NO_WAIT: ContextVar[bool] = ContextVar("gpureplay_compile_no_wait", default=False)
+
+
+class VariantBusy(Exception):
+    """Another process is compiling the variant asked for (raised only inside :func:`without_waiting`)."""
+
+
+@contextlib.contextmanager
+def without_waiting() -> Iterator[None]:
+    """Within the block, a call for a variant another process is compiling raises :class:`VariantBusy`.
+
+    For a warm-up that compiles many variants in several processes: rather than
+    wait with its core idle, a process moves on to a variant nobody is compiling
+    and comes back to the busy one later (by then, mostly, a cache load).
+    """
+    token = _NO_WAIT.set(True)
+    try:
+        yield
+    finally:
+        _NO_WAIT.reset(token)
 
 
 def variant_key(args: tuple[Any, ...]) -> str:
@@ -82,5 +107,11 @@ def compiled_for(dispatcher: Any, args: tuple[Any, ...]) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     name = f"{dispatcher.py_func.__name__}-{_key(signature)}.lock"
     with open(folder / name, "a+b") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _NO_WAIT.get():
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise VariantBusy(name) from None
+        else:
+            fcntl.flock(lock, fcntl.LOCK_EX)
         dispatcher.compile(signature)
