@@ -218,6 +218,9 @@ def _check_replay_inputs(inputs: ReplayInputs) -> None:
 def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
     """Replay ``cfg.trace`` on ``cfg.cluster`` under ``cfg.scheduler`` and write results to ``out_dir``.
 
+    The tables are built by :func:`replay_tables` (what :func:`gpureplay.api.run` returns in memory);
+    this writes them, and nothing else differs between the two.
+
     Parameters
     ----------
     cfg
@@ -238,15 +241,63 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     clear_run(out_dir, (*RESULT_FILES, *PACKING_FILES, TIMING_FILE))
+    result = replay_tables(cfg)
+    write_results(out_dir, result, run_started)
+    log.info("%s -> %s", result.outcome, out_dir)
+    return RunOutcome(out_dir, result.summary_row)
+
+
+@dataclass(frozen=True)
+class RunTables:
+    """A run's result tables in memory: what :func:`run_experiment` writes, :func:`gpureplay.api.run` returns.
+
+    Attributes
+    ----------
+    tables
+        File name -> table, in the order they are written (summary last): :data:`RESULT_FILES` for a
+        timed replay, :data:`PACKING_FILES` for a packing run (``mode=packing``).
+    metadata
+        Parquet key-value metadata of every file (the resolved config, version, input checksums, seed).
+    compile_seconds, replay_seconds
+        Wall-clock seconds of the kernels' warm-up and of the replay (the run's ``timing.json``).
+    outcome
+        One line saying what the run did (jobs replayed or pods packed, and how they ended).
+    """
+
+    tables: dict[str, pl.DataFrame]
+    metadata: dict[str, str]
+    compile_seconds: float
+    replay_seconds: float
+    outcome: str
+
+    @property
+    def summary_row(self) -> dict[str, Any]:
+        """The headline row of ``summary.parquet``."""
+        return self.tables["summary.parquet"].row(0, named=True)
+
+
+def replay_tables(cfg: DictConfig) -> RunTables:
+    """Replay ``cfg`` (or run its packing experiment) and build its result tables, writing nothing.
+
+    Parameters
+    ----------
+    cfg
+        A composed config that passed :func:`gpureplay.config_check.check_config`.
+
+    Raises
+    ------
+    gpureplay.errors.InputError
+        On any bad trace, node list or config value.
+    """
     _check_run_keys(cfg)
     with yaml_size_limit(float(cfg.max_manifest_mib), "the config key max_manifest_mib"):
         inputs = prepare_inputs(cfg)
         with rows_of(inputs.trace):
-            return _replay(cfg, out_dir, inputs, run_started)
+            return _replay(cfg, inputs)
 
 
-def _replay(cfg: DictConfig, out_dir: Path, inputs: ReplayInputs, run_started: float) -> RunOutcome:
-    """The replay (or the packing run) of prepared inputs, and its results written (see run_experiment)."""
+def _replay(cfg: DictConfig, inputs: ReplayInputs) -> RunTables:
+    """The replay (or the packing run) of prepared inputs, and its result tables (see replay_tables)."""
     from gpureplay.engine.jit.config import cache_folder
     from gpureplay.replay.progress import compile_notice, progress_for_terminal
     from gpureplay.replay.simulate import (  # numba import deferred: `--help` stays fast
@@ -259,7 +310,7 @@ def _replay(cfg: DictConfig, out_dir: Path, inputs: ReplayInputs, run_started: f
     trace, jobs, cluster, policy = inputs.trace, inputs.jobs, inputs.cluster, inputs.policy
     total_gpus = int(cluster.nodes["num_gpus"].sum())
     if cfg.mode.name == "packing":
-        return _run_packing(cfg, out_dir, trace, jobs, cluster.nodes, cluster.sha256 or "", run_started)
+        return _run_packing(cfg, trace, jobs, cluster.nodes, cluster.sha256 or "")
     window = measurement_window(jobs, cfg.measure.start, cfg.measure.end)
 
     # Bad inputs fail before the kernels compile (minutes on a first run).
@@ -331,7 +382,6 @@ def _replay(cfg: DictConfig, out_dir: Path, inputs: ReplayInputs, run_started: f
         "queue_summary.parquet": per_queue,
         "summary.parquet": summary,
     }
-    _write_results(out_dir, tables, metadata, compile_seconds, replay_seconds, run_started)
     row = summary.row(0, named=True)
     # Kubelet admission failures only happen under a Topology Manager policy: named when they did.
     admission = (
@@ -345,32 +395,19 @@ def _replay(cfg: DictConfig, out_dir: Path, inputs: ReplayInputs, run_started: f
             f", {row['pods_ready_timeouts']:,} waitForPodsReady timeouts "
             f"({row['pods_ready_timeout_gpu_h']:,.0f} GPU-hours held by their pods)"
         )
-    log.info(
-        "replayed %s jobs in %.2f s (kernels ready in %.2f s): %s finished, %s rejected, %s deadlocked, "
-        "%s unfinished%s -> %s",
-        f"{row['jobs']:,}",
-        replay_seconds,
-        compile_seconds,
-        f"{row['finished']:,}",
-        f"{row['rejected']:,}",
-        f"{row['deadlocked']:,}",
-        f"{row['unfinished']:,}",
-        admission,
-        out_dir,
+    outcome = (
+        f"replayed {row['jobs']:,} jobs in {replay_seconds:.2f} s "
+        f"(kernels ready in {compile_seconds:.2f} s): "
+        f"{row['finished']:,} finished, {row['rejected']:,} rejected, {row['deadlocked']:,} deadlocked, "
+        f"{row['unfinished']:,} unfinished{admission}"
     )
-    return RunOutcome(out_dir, row)
+    return RunTables(tables, metadata, compile_seconds, replay_seconds, outcome)
 
 
 def _run_packing(
-    cfg: DictConfig,
-    out_dir: Path,
-    trace: AdaptedTrace,
-    jobs: pl.DataFrame,
-    nodes: pl.DataFrame,
-    cluster_sha256: str,
-    run_started: float,
-) -> RunOutcome:
-    """The FGD experiment on the loaded workload: tune, pack, write ``PACKING_FILES`` (see run_experiment)."""
+    cfg: DictConfig, trace: AdaptedTrace, jobs: pl.DataFrame, nodes: pl.DataFrame, cluster_sha256: str
+) -> RunTables:
+    """The FGD experiment on the loaded workload: tune, pack, the ``PACKING_FILES`` tables (replay_tables)."""
     from gpureplay.replay.packing import pack_pods, warm_up_packing
 
     seed = int(cfg.seed)
@@ -412,31 +449,26 @@ def _run_packing(
         "timeline.parquet": result.timeline,
         "summary.parquet": summary,
     }
-    _write_results(out_dir, tables, metadata, compile_seconds, replay_seconds, run_started)
     row = summary.row(0, named=True)
-    log.info(
-        "packed %s pods in %.2f s (kernel %.2f s): %s placed, %s failed; allocated %.2f%% of GPUs at 100%% "
-        "arrived -> %s",
-        f"{row['pods']:,}", replay_seconds, result.stats["kernel_seconds"], f"{row['placed']:,}",
-        f"{row['failed']:,}", row["allocated_gpu_pct_at_100"] or float("nan"), out_dir,
-    )  # fmt: skip
-    return RunOutcome(out_dir, row)
+    outcome = (
+        f"packed {row['pods']:,} pods in {replay_seconds:.2f} s "
+        f"(kernel {result.stats['kernel_seconds']:.2f} s): "
+        f"{row['placed']:,} placed, {row['failed']:,} failed; allocated "
+        f"{row['allocated_gpu_pct_at_100'] or float('nan'):.2f}% of GPUs at 100% arrived"
+    )
+    return RunTables(tables, metadata, compile_seconds, replay_seconds, outcome)
 
 
-def _write_results(
-    out_dir: Path,
-    tables: Mapping[str, pl.DataFrame],
-    metadata: Mapping[str, str],
-    compile_seconds: float,
-    replay_seconds: float,
-    run_started: float,
-) -> None:
-    """Write ``tables`` in order (summary last), ``timing.json``, then the ``DONE`` marker listing them."""
-    for name, table in tables.items():
-        write_parquet_atomic(table, out_dir / name, metadata)
+def write_results(out_dir: Path, result: RunTables, run_started: float) -> None:
+    """Write the tables in order (summary last), ``timing.json``, then the ``DONE`` marker listing them.
+
+    ``run_started`` is the ``time.perf_counter()`` the run's ``total_seconds`` count from.
+    """
+    for name, table in result.tables.items():
+        write_parquet_atomic(table, out_dir / name, result.metadata)
     total_seconds = time.perf_counter() - run_started
-    write_timing(out_dir, RunTiming(compile_seconds, replay_seconds, total_seconds))
-    mark_done(out_dir, {**{name: table.height for name, table in tables.items()}, TIMING_FILE: 1})
+    write_timing(out_dir, RunTiming(result.compile_seconds, result.replay_seconds, total_seconds))
+    mark_done(out_dir, {**{name: table.height for name, table in result.tables.items()}, TIMING_FILE: 1})
 
 
 def load_summary(out_dir: Path) -> dict[str, Any]:
@@ -576,7 +608,10 @@ __all__ = [
     "RESULT_FILES",
     "ReplayInputs",
     "RunOutcome",
+    "RunTables",
     "load_summary",
     "prepare_inputs",
+    "replay_tables",
     "run_experiment",
+    "write_results",
 ]
