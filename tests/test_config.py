@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from importlib.resources import files
+from typing import Any
 
 import pytest
 from hydra import compose, initialize_config_module
@@ -113,3 +114,38 @@ def test_csv_trace_contract_overrides() -> None:
         "scheduler=fifo",
     )
     assert cfg.trace.path == "jobs.csv" and cfg.cluster.nodes == 2 and cfg.scheduler.name == "fifo"
+
+
+def test_no_config_sets_hydra_mode() -> None:
+    """``gpureplay run`` takes the run mode from ``-m`` alone (app._mode_from_flags skips Hydra's first
+    composition, which only reads ``hydra.mode``): a shipped config that set it would be overlooked."""
+    conf = files("gpureplay.conf")
+    setting = []
+    for path in _yaml_files(conf):
+        node = OmegaConf.load(str(path))
+        hydra_node = node.get("hydra") if isinstance(node, DictConfig) else None
+        if isinstance(hydra_node, DictConfig) and "mode" in hydra_node:
+            setting.append(str(path))
+    assert setting == []
+
+
+def _yaml_files(folder: Any) -> Iterator[Any]:
+    for entry in folder.iterdir():
+        if entry.is_dir():
+            yield from _yaml_files(entry)
+        elif entry.name.endswith(".yaml"):
+            yield entry
+
+
+def test_hydra_reads_the_mode_from_the_flag_unless_an_override_may_set_it() -> None:
+    from hydra._internal.hydra import Hydra
+
+    from gpureplay.app import _mode_from_flags
+
+    original = Hydra.get_mode
+    with _mode_from_flags(["trace=csv", "scheduler=fifo,gang-binpack"]):
+        assert Hydra.get_mode(None, "config", []) is None  # type: ignore[arg-type]
+    assert Hydra.get_mode is original
+    for override in ("hydra.mode=MULTIRUN", "+hydra.searchpath=[file:///tmp]"):
+        with _mode_from_flags([override]):
+            assert Hydra.get_mode is original

@@ -13,10 +13,11 @@ can end into one exit status and at most one short message.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -153,6 +154,39 @@ def _register_launcher() -> None:
     Plugins.instance().register(GpureplayJoblibLauncher)
 
 
+#: Overrides that can set ``hydra.mode`` (directly, or by bringing config files that may): with any of
+#: them Hydra reads the mode from the composed config itself (:func:`_mode_from_flags`).
+_MODE_KEYS = ("hydra.mode", "hydra.searchpath")
+
+
+@contextlib.contextmanager
+def _mode_from_flags(overrides: Sequence[str]) -> Iterator[None]:
+    """Let Hydra take the run mode from ``-m`` alone, composing the config once instead of twice.
+
+    Before running, Hydra composes the whole config a first time only to read ``hydra.mode``
+    (``Hydra.get_mode``, called by ``hydra._internal.utils._run_hydra``; about 0.7 s here) and,
+    when that is unset, chooses RUN or MULTIRUN from the ``-m`` flag. No config of gpureplay sets
+    ``hydra.mode`` (tests/test_config.py checks), so unless an override names it (or adds a search
+    path that might), the answer is known: ``None``, as that first composition would give. When
+    Hydra has no such method (another version), nothing is changed.
+    """
+    from hydra._internal.hydra import Hydra
+
+    original = getattr(Hydra, "get_mode", None)
+    if original is None or any(o.lstrip("+~").startswith(_MODE_KEYS) for o in overrides):
+        yield
+        return
+
+    def unset_mode(self: Any, config_name: str | None, overrides: list[str]) -> None:
+        return None
+
+    Hydra.get_mode = unset_mode  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        Hydra.get_mode = original  # type: ignore[method-assign]
+
+
 def run(overrides: Sequence[str]) -> NoReturn:
     """``gpureplay run OVERRIDES``: one replay, or a sweep with ``-m``; never returns.
 
@@ -170,7 +204,8 @@ def run(overrides: Sequence[str]) -> NoReturn:
     os.environ["HYDRA_FULL_ERROR"] = "1"
     sys.argv = ["gpureplay run", *overrides]
     try:
-        with terminate_raises():  # SIGTERM to a sweep's parent ends it like Ctrl-C (workers are stopped)
+        # SIGTERM to a sweep's parent ends it like Ctrl-C (workers are stopped)
+        with terminate_raises(), _mode_from_flags(overrides):
             main()
     except (KeyboardInterrupt, Interrupted) as stop:
         # After the terminal's echoed ^C, start a line of our own.
