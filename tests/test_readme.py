@@ -1,7 +1,9 @@
-"""Every ``gpureplay run`` the README shows runs as written: its config composes and its inputs pass.
+"""Every ``gpureplay run`` the README and the docs show runs as written: its config composes, its inputs pass.
 
-Each command is read off README.md (fenced ``bash`` blocks and inline code), composed as ``gpureplay run``
-composes it, and put through every check a run makes before its kernels compile
+Each command is read off README.md and the pages of ``docs/`` (fenced ``bash`` blocks, indented code and
+inline code; a span with a placeholder, ``<overrides>`` or ``OVERRIDES``, is a pattern, and one with a flag
+such as ``--help`` or ``--cfg job`` prints rather than replays: both are left out), composed as
+``gpureplay run`` composes it, and put through every check a run makes before its kernels compile
 (:func:`gpureplay.config_check.check_config`, :func:`gpureplay.experiment.check_inputs`: trace, workload,
 cluster, MIG layouts, manifests against the cluster). A multirun (``-m``) is checked on points that between
 them take every swept value. The replays themselves are covered elsewhere (the declared sweeps in
@@ -32,6 +34,8 @@ from gpureplay.traces.adapted import AdaptedTrace
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
+#: The documentation site's pages (mkdocs.yml); the README's manual moved there.
+DOCS = REPO / "docs"
 
 #: Traces loaded so far (many commands replay the same one), by their config.
 _TRACES: dict[str, AdaptedTrace] = {}
@@ -92,10 +96,29 @@ def points(overrides: list[str]) -> list[list[str]]:
     return [fixed + [f"{k}={v[i % len(v)]}" for k, v in swept.items()] for i in range(widest)]
 
 
+def documented_commands() -> list[str]:
+    """The ``gpureplay run`` commands of README.md and every page under ``docs/``, each once."""
+    texts = [README.read_text()] + [p.read_text() for p in sorted(DOCS.rglob("*.md"))]
+    commands = [c for text in texts for c in readme_commands(text) if is_replay(c)]
+    return list(dict.fromkeys(commands))
+
+
+def is_replay(command: str) -> bool:
+    """Whether ``command`` replays: its words after ``gpureplay run`` are ``-m`` and ``key=value`` overrides.
+
+    Examples
+    --------
+    >>> commands = ["gpureplay run -m seed=1,2", "gpureplay run OVERRIDES", "gpureplay run --help"]
+    >>> [is_replay(c) for c in commands]
+    [True, False, False]
+    """
+    return all(w == "-m" or ("=" in w and "<" not in w) for w in command.split()[2:])
+
+
 def run_commands() -> list[tuple[str, list[str]]]:
-    """``(command, overrides)`` of each README run (hydra.* overrides dropped: they only place the run)."""
+    """``(command, overrides)`` of each documented run (hydra.* overrides dropped: they only place it)."""
     found = []
-    for command in dict.fromkeys(readme_commands(README.read_text())):
+    for command in documented_commands():
         args = [a for a in command.split()[2:] if not a.startswith("hydra.")]
         found.append((command, args))
     return found
@@ -120,10 +143,13 @@ def user_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"jobs.csv": jobs}
 
 
-def test_the_readme_shows_runs() -> None:
+def test_the_readme_and_the_docs_show_runs() -> None:
     commands = [c for c, _ in run_commands()]
     assert len(commands) >= 20, commands
     assert any(" -m " in c for c in commands)
+    # The README's five-minute tour: one run and one sweep at least.
+    tour = readme_commands(README.read_text())
+    assert len(tour) >= 2 and any(" -m " in c for c in tour), tour
 
 
 @pytest.mark.slow
@@ -146,13 +172,14 @@ def test_every_readme_run_passes_its_checks(
         assert OmegaConf.select(cfg, "scheduler.name"), (command, point)
 
 
-def test_the_readme_names_every_optional_trace_column_and_the_checkpoint_default() -> None:
+def test_the_docs_name_every_optional_trace_column_and_the_checkpoint_default() -> None:
     from gpureplay.traces.schema import JOB_DEFAULTS
 
-    text = README.read_text()
+    # The table moved from the README to the Inputs page of the docs site.
+    text = (DOCS / "inputs.md").read_text()
     table = text[text.index("Optional columns") :]
     missing = [c for c in JOB_DEFAULTS if f"`{c}`" not in table]
-    assert not missing, f"README's optional-column table lacks {missing}"
+    assert not missing, f"docs/inputs.md's optional-column table lacks {missing}"
     assert "`workload.checkpoint.interval` (default **0**" in text
 
 
