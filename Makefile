@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.cache/numba
 export HYDRA_FULL_ERROR ?= 0
 
-.PHONY: run test lint bench soak clean chromium
+.PHONY: run test lint docs bench soak clean chromium
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,6 +27,10 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests asv_benchmarks
 	$(BIN)/ruff format --check src tests asv_benchmarks
 	$(BIN)/mypy src
+
+# The documentation site (mkdocs.yml, docs/) into site/, strict: a broken link or anchor is an error.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 # The browser test needs Debian's chromium; install it when missing and we may (root with apt).
 chromium:
@@ -54,4 +58,4 @@ bench: $(STAMP)
 		--set-commit-hash $$(git rev-parse HEAD)
 
 clean:
-	rm -rf .cache results reports/_build .pytest_cache .mypy_cache .ruff_cache
+	rm -rf .cache results reports/_build site .pytest_cache .mypy_cache .ruff_cache
