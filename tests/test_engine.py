@@ -5,7 +5,7 @@ identity at the end). The differential tests against the plain-Python
 reference live elsewhere; these pin down behaviours a reader can check on
 paper: the pod-by-pod deadlock, head-of-line blocking vs skip vs EASY,
 packing, constraints, rejections, orders, placements, ticks and samples, and
-priority preemption with checkpoint/restart cost (docs/engine-semantics.md).
+priority preemption with checkpoint/restart cost (docs/engine/index.md).
 """
 
 from __future__ import annotations

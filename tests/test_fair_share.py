@@ -1,4 +1,5 @@
-"""Fairness arithmetic of Volcano, Kueue and KAI (scheduler-semantics reference §4), hand-computed examples.
+"""Fairness arithmetic of Volcano, Kueue and KAI (docs/systems.md, "Volcano", "Kueue", "KAI Scheduler"),
+hand-computed examples.
 
 Every expected number below is worked out by hand in the comments, round by round, from the
 upstream code the functions follow (named in gpureplay.queues.fair_share).
@@ -101,7 +102,7 @@ def _two_queues(usage_a: float, usage_b: float, **b: dict[tuple[str, str], float
 
 
 def test_kueue_drs_reference_example_250_and_0() -> None:
-    # Reference §4.2: two CQs of nominal 8 GPUs in one cohort (lendable 8 + 8 = 16). A uses 12, so
+    # docs/systems.md, "Kueue": two CQs of nominal 8 GPUs in one cohort (lendable 8 + 8 = 16). A uses 12, so
     # it borrows 4: DRS = 4 * 1000 / 16 = 250. B uses 4, below nominal: DRS 0.
     nodes = _two_queues(12.0, 4.0)
     a, b = kueue_drs(nodes, "team-a"), kueue_drs(nodes, "team-b")

@@ -1,7 +1,8 @@
 """KAI's reclaim and preempt actions (``scheduler.actions: allocate, reclaim, preempt``): hand-computed cases.
 
-Reference §4.3 (NVIDIA/KAI-Scheduler ``actions/reclaim``, ``actions/preempt``, the job solver,
-``plugins/proportion/reclaimable``); docs/engine-semantics.md, "KAI reclaim and preempt". Each end-to-end
+docs/systems.md, "KAI Scheduler" (NVIDIA/KAI-Scheduler ``actions/reclaim``, ``actions/preempt``, the job
+solver,
+``plugins/proportion/reclaimable``); docs/engine/queues/kai.md, "KAI reclaim and preempt". Each end-to-end
 case runs on the engine and on its plain twin (``both``); the reclaim rules are also checked on plain queue
 states. Nodes have 4 GPUs; the termination grace is the default 30 s.
 """

@@ -2,7 +2,7 @@
 
 NVIDIA/KAI-Scheduler ``pkg/scheduler/plugins/minruntime`` (``minruntime.go``: a victim is filtered out while
 now is before its last start plus the min-runtime; ``resolver.go``: which queue's value applies);
-docs/engine-semantics.md, "KAI reclaim and preempt". End-to-end cases run on the engine and on its plain
+docs/engine/queues/kai.md, "KAI reclaim and preempt". End-to-end cases run on the engine and on its plain
 twin; nodes have 4 GPUs, the termination grace is 30 s.
 """
 

@@ -1,7 +1,8 @@
 """KAI's queues (``scheduler.queues: kai``): hand-computed sessions on the engine and its reference.
 
-Reference §4.3 (NVIDIA/KAI-Scheduler ``plugins/proportion/resource_division``, ``queue_order``,
-``capacity_policy``, ``actions/allocate``); docs/engine-semantics.md, "KAI queues". Jobs run 100 s and
+docs/systems.md, "KAI Scheduler" (NVIDIA/KAI-Scheduler ``plugins/proportion/resource_division``,
+``queue_order``,
+``capacity_policy``, ``actions/allocate``); docs/engine/queues/kai.md, "KAI queues". Jobs run 100 s and
 request no CPU or memory; nodes have 8 GPUs.
 """
 

@@ -1,6 +1,6 @@
 """Kueue's preemption under fair sharing: Kueue's own test table, and replays on the engine and its twin.
 
-The rule is gpureplay.queues.kueue_fair_preemption (docs/engine-semantics.md, "Kueue preemption"). The
+The rule is gpureplay.queues.kueue_fair_preemption (docs/engine/queues/kueue.md, "Kueue preemption"). The
 table is kubernetes-sigs/kueue ``pkg/scheduler/preemption/preemption_fair_test.go`` ``TestFairPreemptions``
 (the cases of a flat cohort), with Kueue's CPU units read as GPUs: ClusterQueues a, b, c of nominal 3 and
 ``preemptible`` of nominal 0 in cohort ``all`` (lendable 9), ``withinClusterQueue: LowerPriority``,

@@ -1,8 +1,8 @@
 """Kueue ResourceFlavors: flavor assignment and fungibility, quota per flavor, node selection by flavor.
 
-Reference §4.2 (kubernetes-sigs/kueue ``flavorassigner.go`` ``findFlavorForPodSets``,
-``hierarchical_preemption.go`` ``FindHeightOfLowestSubtreeThatFits``); docs/engine-semantics.md, "Kueue
-flavors". Every scenario is hand-computed and runs on the engine and on its reference twin.
+docs/systems.md, "Kueue" (kubernetes-sigs/kueue ``flavorassigner.go`` ``findFlavorForPodSets``,
+``hierarchical_preemption.go`` ``FindHeightOfLowestSubtreeThatFits``); docs/engine/queues/kueue.md, "Kueue
+quotas". Every scenario is hand-computed and runs on the engine and on its reference twin.
 """
 
 from __future__ import annotations

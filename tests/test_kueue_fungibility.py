@@ -1,8 +1,9 @@
 """Kueue flavor fungibility with preemption: ``whenCanPreempt``, ``preference`` and the preemption modes.
 
-Reference §4.2 (kubernetes-sigs/kueue ``flavorassigner.go`` ``findFlavorForPodSets``, ``fitsResourceQuota``,
+docs/systems.md, "Kueue" (kubernetes-sigs/kueue ``flavorassigner.go`` ``findFlavorForPodSets``,
+``fitsResourceQuota``,
 ``isPreferred``, ``shouldTryNextFlavor``; ``preemption_oracle.go`` ``SimulatePreemption``);
-docs/engine-semantics.md, "Kueue flavors". Every scenario is hand-computed and runs on the engine and on its
+docs/engine/queues/kueue.md, "Kueue quotas". Every scenario is hand-computed and runs on the engine and on its
 reference twin. Nodes: one A100 and one V100 node of 8 GPUs (``tests.test_kueue_flavors.NODES``); an
 evicted job leaves its node after the 30 s grace period.
 """

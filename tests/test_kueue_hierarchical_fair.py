@@ -1,6 +1,6 @@
 """Kueue's fair sharing's preemption in cohort trees (nested cohorts, cohorts with quotas and weights).
 
-The rule is gpureplay.queues.kueue_fair_preemption (docs/engine-semantics.md, "Kueue preemption"): target
+The rule is gpureplay.queues.kueue_fair_preemption (docs/engine/queues/kueue.md, "Kueue preemption"): target
 ClusterQueues are found by walking the tree from the root (kubernetes-sigs/kueue
 ``pkg/scheduler/preemption/fairsharing/ordering.go``), and the strategies compare the shares of the two
 queues' *almost lowest common ancestors* (``fairsharing/least_common_ancestor.go``, ``target.go``). The

@@ -1,6 +1,6 @@
 """Kueue's classical preemption: hand-computed scenarios on the engine and its reference twin, and the rule.
 
-docs/engine-semantics.md, "Kueue preemption"; the rule is gpureplay.queues.kueue_preemption (Kueue's
+docs/engine/queues/kueue.md, "Kueue preemption"; the rule is gpureplay.queues.kueue_preemption (Kueue's
 ``pkg/scheduler/preemption``). Two 8-GPU nodes, 100 s jobs, grace period 30 s unless said otherwise.
 """
 

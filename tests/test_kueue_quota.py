@@ -1,7 +1,7 @@
 """Kueue quota admission (``scheduler.queues: kueue``): hand-computed scenarios on both simulators.
 
-Reference §4.2 (kubernetes-sigs/kueue ``resource_node.go``, ``scheduler.go``, ``fair_sharing.go``);
-docs/engine-semantics.md, "Kueue quotas". Every scenario runs on the engine and on its reference twin.
+docs/systems.md, "Kueue" (kubernetes-sigs/kueue ``resource_node.go``, ``scheduler.go``, ``fair_sharing.go``);
+docs/engine/queues/kueue.md, "Kueue quotas". Every scenario runs on the engine and on its reference twin.
 """
 
 from __future__ import annotations
@@ -152,7 +152,8 @@ def job(job_id: int, t: float, queue: str, pods: int, gpus_per_pod: int, duratio
 
 
 def test_a_borrowing_queue_has_the_references_dominant_resource_share(tmp_path: Path) -> None:
-    """Reference §4.2's example: two ClusterQueues of nominal 8 GPUs in one cohort, one using 12.
+    """Kueue's own example (docs/systems.md, "Kueue"): two ClusterQueues of nominal 8 GPUs in one cohort, one
+    using 12.
 
     At 0 team-b's 4-GPU job goes first (not borrowing), then team-a's 12-GPU job borrows 4 of team-b's
     idle GPUs: team-a's DRS = 4 x 1000 / 16 lendable = 250, team-b's 0; team-b lends the 4 GPUs.

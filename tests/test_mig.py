@@ -245,7 +245,8 @@ def test_fits_slots_agrees_with_the_naive_rule_on_every_reachable_state() -> Non
 #     (a half-filled pair takes one more 1g): 1 + 1 + 2 x 2 = 6.
 #   * Right half (slices 4-7): 3g@4 | pair {4,5} as 2g@4 or 1g@4+1g@5, with 1g@6; slice 7 is then left
 #     empty because only 3g@4 and 7g cover it: 1 + 2 = 3.
-#   * Total: 6 x 3 + 1 = 19 (scheduler-semantics.md 1.3 finds 19, NVIDIA's count of A100 combinations).
+#   * Total: 6 x 3 + 1 = 19 (docs/systems.md, "NVIDIA MIG and mig-parted" finds 19, NVIDIA's count of A100
+# combinations).
 LEFT = ["4g@0", "3g@0", "2g@0 2g@2", "2g@0 1g@2 1g@3", "1g@0 1g@1 2g@2", "1g@0 1g@1 1g@2 1g@3"]
 RIGHT = ["3g@4", "2g@4 1g@6", "1g@4 1g@5 1g@6"]
 # With 1g.10gb (two memory slices, starts 0/2/4/6) as well, each pair can also hold one 1g.10gb and
@@ -296,7 +297,8 @@ def maximal_multisets(profiles: list[str]) -> set[tuple[tuple[str, int], ...]]:
 
 
 def test_maximal_multisets_match_the_reference() -> None:
-    # scheduler-semantics.md 1.3: 12 maximal multisets of the 5 base profiles, 28 with profile 15 (1g.10gb).
+    # docs/systems.md, "NVIDIA MIG and mig-parted": 12 maximal multisets of the 5 base profiles, 28 with
+    # profile 15 (1g.10gb).
     base = ["1g.5gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb"]
     multisets = maximal_multisets(base)
     assert len(multisets) == 12

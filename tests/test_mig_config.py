@@ -1,6 +1,6 @@
 """MIG inputs and settings the engine refuses, and its static MIG figures.
 
-docs/engine-semantics.md, "MIG instances".
+docs/engine/devices.md, "MIG instances".
 
 The error messages are the product's, so these run on the engine only; the scenarios on both simulators are in
 tests/test_mig_instances.py.

@@ -1,6 +1,6 @@
 """Hand-computed scenarios for slice-mask MIG (HAMi dynamic MIG; the mixed strategy), engine and reference.
 
-docs/engine-semantics.md, "Slice-mask MIG": a node whose mig_layout is all-enabled has MIG on and no instance;
+docs/engine/devices.md, "Slice-mask MIG": a node whose mig_layout is all-enabled has MIG on and no instance;
 each fractional pod placed there gets an instance of its mig_profile (or of the smallest profile that fits
 its demand) at a free allowed start of the lowest-index GPU that has one; ``hami`` puts 1g.* and 3g.*
 instances at the highest free start and the others at the lowest, ``lowest_start`` always at the lowest.

@@ -1,7 +1,7 @@
 """Hand-computed scenarios for FGD over MIG slices (``mig_placement: fgd``, the ``fgd`` node scorer), engine
 and reference.
 
-docs/engine-semantics.md, "Slice-mask MIG", bullets "FGD over MIG slices" and "Node scorer fgd with
+docs/engine/devices.md, "Slice-mask MIG", bullets "FGD over MIG slices" and "Node scorer fgd with
 dynamic MIG". The wanted shapes of a product are those of ``mig_stranded_slices`` (the instance each
 fractional pod gets there; all 8 slices at start 0 for a whole-GPU pod), each weighted by how many of the
 replay's pods ask it. A dynamic GPU holding slices h has F(h) = sum_i w_i x (free slices no free allowed

@@ -1,6 +1,6 @@
 """Hand-computed scenarios for MIG instances (device plugin single strategy), on the engine and the reference.
 
-docs/engine-semantics.md, "MIG instances": a node's mig_layout makes each GPU I instances of one profile
+docs/engine/devices.md, "MIG instances": a node's mig_layout makes each GPU I instances of one profile
 (devices), products ``<model>-MIG-<profile>`` select nodes, and a pod on an instance of c of the GPU's
 S = 7 compute slices runs at min(1, (c / S) / d). A100-40GB throughout: 40960 MiB, 8 memory slices, so
 1g.5gb has 5120 MiB, 2g.10gb 10240, 3g.20gb 20480 (and 4g.20gb: 4 compute, 4 memory slices). Every

@@ -1,6 +1,6 @@
 """Hand-computed scenarios for re-partitioning idle MIG GPUs (``mig_reconfigure: idle``): engine, reference.
 
-docs/engine-semantics.md, "Re-partitioning idle GPUs" (and step 1b of "Time and events"). Under
+docs/engine/devices.md, "Re-partitioning idle GPUs" (and step 1b of "Time and events"). Under
 ``mig_strategy: mixed`` each GPU of a MIG node holds its own mig-parted config (initially the node's
 ``mig_layout``), product ``<model>-MIG``. Right after every scheduling cycle the controller computes, per MIG
 model, R[P] = pods of pending jobs that get profile P there and S[P] = free instances of P outside downtime

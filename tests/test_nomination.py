@@ -1,6 +1,6 @@
 """Nominated nodes: while a preemptor's victims terminate, lower-priority pods cannot take its room.
 
-Rules: docs/engine-semantics.md "Nominated nodes" (kube-scheduler's nominatedNodeName and
+Rules: docs/engine/preemption.md "Nominated nodes" (kube-scheduler's nominatedNodeName and
 ``RunFilterPluginsWithNominatedPods``). Hand-computed scenarios, checked on the engine and its
 reference twin, and the case that never ended before the rule was modelled.
 """

@@ -1,7 +1,8 @@
 """Kueue's admission by quota alone and ``waitForPodsReady``: hand-computed scenarios on both simulators.
 
-Reference §3.2 (``setup_wait_for_pods_ready.md``, KEP-1282 "Pods Ready Requeue Strategy"); docs/engine-
-semantics.md, "Kueue waitForPodsReady". Every scenario runs on the engine and on its reference twin.
+docs/systems.md, "Kueue" (``setup_wait_for_pods_ready.md``, KEP-1282 "Pods Ready Requeue Strategy");
+docs/engine/queues/kueue.md, "Kueue waitForPodsReady". Every scenario runs on the engine and on its reference
+twin.
 
 The scenario of the first tests: two nodes of 4 GPUs, one ClusterQueue of 16 GPUs (more than the nodes
 hold, as in Kueue's own example of the deadlock). A (0 s, 1 x 2 GPUs), B (1 s, 2 x 3 GPUs) and C (2 s,

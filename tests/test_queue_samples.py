@@ -1,6 +1,6 @@
 """Per-queue samples (``queues.parquet``): each queue's requested GPUs, pending and running jobs over time.
 
-docs/engine-semantics.md, "Queue row (sampled)". A hand-computed case with an
+docs/engine/loop.md, "Queue row". A hand-computed case with an
 eviction, checked on the engine and its reference twin; the generated cases of
 tests/test_differential.py compare the two on every row and check that the
 queues' usage sums to the timeline's allocated milli-GPU.

@@ -1,7 +1,8 @@
 """Idle-resource reclaim (``preemption: reclaim_idle``): hand-computed cases on the engine and its reference.
 
-scheduler-plugins' ReclaimIdleResource (scheduler-semantics.md §7; docs/engine-semantics.md "Idle-resource
-reclaim"). One node of 1 GPU unless said; the grace period is 30 s, so a preemptor that evicts at t starts at
+scheduler-plugins' ReclaimIdleResource (docs/systems.md, "scheduler-plugins"; docs/engine/preemption.md
+"Idle-resource reclaim"). One node of 1 GPU unless said; the grace period is 30 s, so a preemptor that evicts
+at t starts at
 t + 30. Jobs "nb" (a notebook) hold the GPU first; "train" jobs arrive later and wait for it.
 """
 

@@ -2,7 +2,7 @@
 
 The reference is the oracle of the differential tests, so it is itself pinned
 down here on cases small enough to work out on paper. Each expected number is
-derived in the test's comments from the engine v2 spec (docs/engine-semantics.md).
+derived in the test's comments from the engine v2 spec (docs/engine/index.md).
 """
 
 from __future__ import annotations

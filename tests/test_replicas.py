@@ -1,6 +1,6 @@
 """Hand-computed scenarios for GPU sharing by replicas, run on the engine and on the reference simulator.
 
-docs/engine-semantics.md, "GPU sharing by replicas (policy.gpu_sharing: time_slicing | mps)": each GPU
+docs/engine/devices.md, "GPU sharing by replicas": each GPU
 is R replica devices, a GPU pod asks whole devices, and the active pods on one physical GPU slow each
 other down (time-slicing: water-filling of the GPU's capacity; MPS: a fixed SM cap per client). Every
 expected number is derived in the comments. Default restart overheads only apply to restarts, so the

@@ -2,7 +2,7 @@
 
 Each scenario places pods one by one in arrival order (packing mode: nothing departs, a pod that
 fits nowhere fails at once), so every placement follows from the ones before it; the node each
-pod got is the result. scheduler-semantics.md §2.1 (HAMi), §2.2 (KAI), §2.4 (gpushare); the
+pod got is the result. docs/systems.md, "HAMi", "KAI Scheduler", "gpushare-scheduler-extender"; the
 engine's scorers are in ``gpureplay.engine.fit.scoring``, their twins in ``tests/reference/scoring.py``.
 """
 

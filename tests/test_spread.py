@@ -1,7 +1,7 @@
 """Hand-computed scenarios for what spreading costs (``spread_rate_nvlink``, ``_rack``, ``_spine``): engine
 and reference.
 
-docs/engine-semantics.md, "What spreading costs". When an attempt starts, its pods' nodes span d_L distinct
+docs/engine/placement.md, "What spreading costs". When an attempt starts, its pods' nodes span d_L distinct
 ids of the nodes table's ``nvlink_domain``, ``rack`` and ``spine``; the job runs that whole attempt at
 f = product over the levels with d_L > 1 of ``spread_rate_L``: finish = start + overhead + work left / f, an
 eviction books work done = f x progress time. Jobs table: ``nvlink_domains_spanned``, ``racks_spanned``,

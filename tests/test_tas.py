@@ -1,6 +1,6 @@
 """Kueue Topology-Aware Scheduling (``topology_aware: kueue``, ``tas_profile``): engine and reference.
 
-docs/engine-semantics.md, "Topology-aware scheduling". The domain tree has the levels spine, rack,
+docs/engine/placement.md, "Kueue TAS". The domain tree has the levels spine, rack,
 nvlink_domain and node; a domain is its path from the top. Each node's state is the pods of the job it
 holds now (not capped at the job's pods), summed up the tree. A ``required`` L request takes one domain of
 L or waits; ``preferred`` L climbs to the first level with a domain that holds the job, and at the top

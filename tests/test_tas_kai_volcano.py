@@ -1,6 +1,6 @@
 """KAI's and Volcano's topology-aware gangs (``topology_aware: kai | volcano``): engine and reference.
 
-docs/engine-semantics.md, "Topology-aware scheduling (KAI)" and "(Volcano)"; the tree, the counts (each
+docs/engine/placement.md, "KAI topology" and "Volcano HyperNodes"; the tree, the counts (each
 node's pods of the job, at most 2**40, summed up the tree) and the refusals are Kueue's (tests/test_tas.py).
 
 KAI: a ``required`` L request may use one domain of L; ``preferred`` L tries L, every level above, then the

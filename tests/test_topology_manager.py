@@ -1,7 +1,7 @@
 """The kubelet Topology Manager (``topology_manager``, ``cpu_manager``, ``numa_aware_scheduler``,
 ``backoff_limit``): engine and reference.
 
-docs/engine-semantics.md, "Kubelet Topology Manager". A node's NUMA nodes are 0..U-1 with U = 1 + the
+docs/engine/placement.md, "Kubelet Topology Manager". A node's NUMA nodes are 0..U-1 with U = 1 + the
 largest ``numa_of_gpu``; its whole CPUs are split evenly over them. Per pod, the device provider (its k whole
 GPUs) and, under ``cpu_manager: static``, the CPU provider (its x exclusive CPUs when cpu_milli is a positive
 multiple of 1000) give a hint (M, preferred) for every NUMA mask M whose free part holds the request,

@@ -1,9 +1,9 @@
 """Volcano's preempt action (``scheduler.actions: enqueue, allocate, preempt, backfill``): hand-computed
 sessions on the engine and its reference.
 
-Reference §4.1 (volcano-sh/volcano ``actions/preempt/preempt.go`` ``normalPreempt``,
+docs/systems.md, "Volcano" (volcano-sh/volcano ``actions/preempt/preempt.go`` ``normalPreempt``,
 ``framework/session_plugins.go`` ``Preemptable``, the priority, gang and drf plugins' ``PreemptableFn``,
-``plugins/proportion`` ``Allocatable``); docs/engine-semantics.md, "Volcano preempt". Jobs run 100 s; the
+``plugins/proportion`` ``Allocatable``); docs/engine/queues/volcano.md, "Volcano preempt". Jobs run 100 s; the
 termination grace period is 30 s; nodes have 8 GPUs. ``HELM`` is the Helm chart's plugin configuration
 (``enablePreemptable: false`` on gang and drf); the default is Volcano's built-in one (every plugin on).
 """

@@ -1,8 +1,8 @@
 """Volcano's queues (``scheduler.queues: volcano``): hand-computed sessions on the engine and its reference.
 
-Reference §3.1 and §4.1 (volcano-sh/volcano ``plugins/proportion/proportion.go``,
+docs/systems.md, "Volcano" (volcano-sh/volcano ``plugins/proportion/proportion.go``,
 ``plugins/overcommit/overcommit.go``, ``actions/enqueue/enqueue.go``, ``actions/allocate/allocate.go``);
-docs/engine-semantics.md, "Volcano queues". Jobs run 100 s; nodes have 8 GPUs.
+docs/engine/queues/volcano.md, "Volcano queues". Jobs run 100 s; nodes have 8 GPUs.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """Volcano's reclaim action (``scheduler.actions: enqueue, allocate, reclaim, backfill``): hand-computed
 sessions on the engine and its reference.
 
-Reference §4.1 (volcano-sh/volcano ``actions/reclaim/reclaim.go``, ``plugins/proportion/proportion.go``
+docs/systems.md, "Volcano" (volcano-sh/volcano ``actions/reclaim/reclaim.go``,
+``plugins/proportion/proportion.go``
 ``ReclaimableFn`` / ``Preemptive``, ``framework/session_plugins.go`` ``BuildVictimsPriorityQueue``);
-docs/engine-semantics.md, "Volcano reclaim". Jobs run 100 s; the termination grace period is 30 s and a
+docs/engine/queues/volcano.md, "Volcano reclaim". Jobs run 100 s; the termination grace period is 30 s and a
 restart costs the default overhead; nodes have 8 GPUs; the overcommit factor is 2 so that later jobs enter
 Inqueue on a full cluster.
 """

@@ -3,7 +3,7 @@
 Kernels are compiled (or loaded from numba's cache) in ``setup()`` by a tiny replay,
 so the timings are of the replay alone. ``track_seconds_per_job`` makes the cost per
 job of a 1M-job replay directly comparable with a 10k-job one: it should stay flat
-if no per-event cost grows with the queue (DESIGN.md, "Engine").
+if no per-event cost grows with the queue (docs/engine/index.md).
 """
 
 from __future__ import annotations

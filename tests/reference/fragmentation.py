@@ -1,6 +1,6 @@
 """The reference twin of ``gpureplay.engine.fit.fragmentation`` and ``gpureplay.workload.typical_pods``.
 
-FGD's fragmentation measure (Weng et al., ATC'23; scheduler-semantics.md §2.5),
+FGD's fragmentation measure (Weng et al., ATC'23; docs/systems.md, "FGD"),
 written from the public simulator's rules (hkust-adsl/kubernetes-scheduler-simulator,
 ``pkg/utils/frag.go``) the most obvious way, with plain lists and loops:
 

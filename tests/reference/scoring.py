@@ -3,7 +3,7 @@
 The engine names its scorers in ``gpureplay.engine.fit.scoring.SCORERS``; the
 policy refers to them by name (``node_placement``, ``gpu_placement``). Each
 scorer here chooses one candidate, from the candidates that fit, written the
-most obvious way; the spec's rules (``docs/engine-semantics.md``, Resources):
+most obvious way; the spec's rules (``docs/engine/fit.md``, Resources):
 
 - ``first_fit``: the lowest index that fits;
 - ``best_fit``: the smallest free GPU milli left on the node (GPU) after placing, ties lowest index;

@@ -1,6 +1,6 @@
 """A slow, obviously-correct replay simulator: the oracle the numba engine is tested against.
 
-Every rule of the engine v2 spec (``docs/engine-semantics.md``) is written here
+Every rule of the engine v2 spec (``docs/engine/index.md``) is written here
 in the plainest way Python allows: the cluster is a list of :class:`Node`
 objects, the queue is re-sorted whenever it is looked at, every node is
 scanned for every pod, a gang placement or a preemption search is tried on a

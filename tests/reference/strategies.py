@@ -59,7 +59,7 @@ from gpureplay.workload.utilization import ReclaimIdlePolicy, policy_columns
 CLUSTER_MODELS: tuple[str, ...] = ("V100", "T4", "A100-40GB", "A100-80GB", "A10")
 #: Models jobs may ask for: the cluster's plus some no node of a random cluster has.
 REQUESTABLE_MODELS: tuple[str, ...] = (*CLUSTER_MODELS, "H100-80GB", "P100")
-#: The optional job columns the workload adds (docs/engine-semantics.md, Inputs).
+#: The optional job columns the workload adds (docs/engine/state.md, Inputs).
 OPTIONAL_JOB_COLUMNS: tuple[str, ...] = ("checkpoint_interval", "restart_overhead", "preemption_policy")
 
 # --------------------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ A node's ``mig_layout`` names one of mig-parted's configs for its GPU model
 (:func:`gpureplay.mig.parted.standard_configs`: ``all-1g.5gb``, ``all-3g.20gb``,
 ``all-disabled``, ...), applied to every GPU of the node as the GPU Operator
 applies the ``nvidia.com/mig.config`` label. Under NVIDIA k8s-device-plugin's
-``single`` strategy (scheduler-semantics.md §1.6) every GPU of a MIG node must
+``single`` strategy (docs/systems.md, "NVIDIA k8s-device-plugin") every GPU of a MIG node must
 hold instances of one identical profile; each instance is one
 ``nvidia.com/gpu`` and GPU feature discovery labels the node's product
 ``<model>-MIG-<profile>``. The engine and the reference simulator both read

@@ -131,7 +131,7 @@ def fits_slots(
     Creation of new GPU instance will fail if there is overlap with the already
     occupied memory slices." Only one ``+me`` instance per GPU (tables 6-8,
     "Number of Instances Available" 1). The compute check never binds on the
-    A100/H100/H200 tables (scheduler-semantics.md 1.3: each profile has
+    A100/H100/H200 tables (docs/systems.md, "NVIDIA MIG and mig-parted": each profile has
     compute <= memory slices) but keeps the rule independent of the table.
     """
     if start < 0 or start + width > memory_slices or not (start_mask >> start) & 1:
@@ -198,7 +198,7 @@ class MigGeometry:
         -----
         mig-parted ``pkg/mig/builder/balanced.go`` (``isBaseProfile``, and per
         G value the profile with the highest max count, i.e. the smallest
-        memory footprint); scheduler-semantics.md 1.3 counts maximal layouts
+        memory footprint); docs/systems.md, "NVIDIA MIG and mig-parted" counts maximal layouts
         over these five A100 profiles.
         """
         best: dict[int, MigProfile] = {}

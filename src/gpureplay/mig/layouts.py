@@ -67,7 +67,7 @@ def maximal_layouts(geometry: MigGeometry, profiles: Sequence[str] | None = None
     6-8 and ``nvidia-smi mig -lgipp``). Every instance is identified by its
     start slot, so deciding for each slot "an instance of profile p starts
     here" or "none starts here" reaches each set of instances exactly once.
-    scheduler-semantics.md 1.3 counts 19 maximal layouts of the five A100
+    docs/systems.md, "NVIDIA MIG and mig-parted" counts 19 maximal layouts of the five A100
     base profiles and ties it to NVIDIA's 19 supported A100 combinations
     (18 before driver R510 allowed 4g + 3g).
     """

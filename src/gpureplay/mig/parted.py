@@ -352,7 +352,7 @@ def find_placement(geometry: MigGeometry, counts: Mapping[str, int]) -> tuple[In
     -----
     mig-parted (``pkg/mig/config/config.go``) creates the instances with the
     driver's slot choice and retries other creation orders until one works, so
-    a config is valid iff some placement exists (scheduler-semantics.md 1.4).
+    a config is valid iff some placement exists (docs/systems.md, "NVIDIA MIG and mig-parted").
     """
     wanted = [geometry.profile(name) for name, count in counts.items() for _ in range(count)]
     # Cheap necessary conditions first: they also bound the search depth for absurd counts.

@@ -3,5 +3,5 @@
 :mod:`~gpureplay.queues.tree` holds the queue objects and their validation,
 :mod:`~gpureplay.queues.manifests` reads Kubernetes YAML into a tree, and
 :mod:`~gpureplay.queues.fair_share` is each system's fairness arithmetic over
-plain numbers (the rules and sources are in the scheduler-semantics reference, §4).
+plain numbers (the rules: docs/engine/queues/; the sources: docs/systems.md).
 """

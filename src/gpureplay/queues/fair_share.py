@@ -133,7 +133,7 @@ def volcano_proportion(
     Notes
     -----
     volcano-sh/volcano ``pkg/scheduler/plugins/proportion/proportion.go`` (``OnSessionOpen``,
-    commit 8a56f48), reference §4.1. ``request ≤ deserved`` is ``Resource.LessEqual`` with
+    commit 8a56f48), docs/systems.md, "Volcano". ``request ≤ deserved`` is ``Resource.LessEqual`` with
     Volcano's tolerance ``minResource`` (``resource_info.go``).
     Rounds repeat until ``remaining`` is empty or unchanged, or every queue is met. In
     each round every unmet queue ``q`` (all against the same ``remaining`` and total
@@ -369,7 +369,7 @@ def kueue_drs(
     -----
     kubernetes-sigs/kueue ``pkg/cache/scheduler/fair_sharing.go`` (commit 02c5bf4)
     ``dominantResourceShare``, ``calculateLendable`` and ``roundedWeightedShare``
-    (reference §4.2)::
+    (docs/systems.md, "Kueue")::
 
         b_fr  = max(0, usage[fr] + workload[fr] − subtreeQuota[fr])   for fr in the node's subtree quota
         B_r   = Σ_f b_(f,r)
@@ -552,7 +552,7 @@ def kai_fair_share(
     -----
     NVIDIA/KAI-Scheduler ``pkg/scheduler/plugins/proportion/resource_division/resource_division.go``
     (``setResourceShare``; as released in v0.13.0, unchanged since the usage term came in v0.9.0, #494),
-    reference §4.3:
+    docs/systems.md, "KAI Scheduler":
 
     1. ``setDeservedResource``: ``fair_q = min(deserved_q (−1 → total), requestable_q)``;
        ``remaining = total − Σ fair``. If nothing remains, stop.

@@ -1,7 +1,8 @@
 """KAI's session actions as the replay runs them (``scheduler.actions`` under ``queues: kai``).
 
 KAI's scheduler configuration lists its actions (``actions: "allocate, consolidation, reclaim, preempt,
-stalegangeviction"``, its default, in that order: reference §4.3). The replay models ``allocate``, then
+stalegangeviction"``, its default, in that order: docs/systems.md, "KAI Scheduler"). The replay models
+``allocate``, then
 ``reclaim`` (between queues) and ``preempt`` (within a queue), each optional, in KAI's order
 (:mod:`gpureplay.engine.queues.kai.evict`). ``stalegangeviction`` is accepted and has nothing to do: the
 engine places and evicts gangs whole, so no gang ever runs below its minMember. ``consolidation`` (moving

@@ -1,4 +1,4 @@
-"""KAI's queue order and capacity policy, stated plainly (reference §4.3).
+"""KAI's queue order and capacity policy, stated plainly (docs/systems.md, "KAI Scheduler").
 
 The plain statement of :mod:`gpureplay.engine.queues.kai.session`'s ``queue_before`` and ``within_capacity``,
 used by the reference simulator: one :class:`KaiQueueState` per queue with its resources as ``(gpu, cpu,

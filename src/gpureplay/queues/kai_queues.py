@@ -1,6 +1,7 @@
 """KAI's queues as the replay runs them (``scheduler.queues: kai``).
 
-One :class:`KaiQueues` holds a KAI queue tree (``scheduling.run.ai/v2`` ``Queue``, reference §4.3) in KAI's
+One :class:`KaiQueues` holds a KAI queue tree (``scheduling.run.ai/v2`` ``Queue``, docs/systems.md, "KAI
+Scheduler") in KAI's
 own units, so that the proportion plugin's division floors whole GPUs as KAI does: GPUs in devices, CPU in
 millicores, memory in MB (10^6 bytes). Only leaf queues hold jobs; they are the replay's tenants (name
 order), listed first, then the parent queues, each after all of its children. The queues come from KAI
@@ -43,7 +44,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 #: Jobs whose PriorityClass value is at least this are non-preemptible (``docs/priority``: ``build`` = 100,
-#: ``inference`` = 125; reference §4.3 "Preemptibility").
+#: ``inference`` = 125; docs/systems.md, "KAI Scheduler").
 KAI_NON_PREEMPTIBLE = 100
 
 
@@ -311,7 +312,8 @@ def kai_total(nodes: pl.DataFrame) -> Float64Array:
 
 
 def kai_preemptibility(jobs: pl.DataFrame) -> pl.DataFrame:
-    """``jobs`` with ``preemptible`` set by KAI's rule: a priority below 100 (reference §4.3).
+    """``jobs`` with ``preemptible`` set by KAI's rule: a priority below 100 (docs/systems.md, "KAI
+    Scheduler").
 
     KAI reads preemptibility from the PriorityClass value alone, so a ``preemptible`` column that says
     otherwise is replaced, and the replacement is logged with its count.

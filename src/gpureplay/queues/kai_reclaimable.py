@@ -1,4 +1,4 @@
-"""KAI's reclaim rules between queues, stated plainly (reference §4.3).
+"""KAI's reclaim rules between queues, stated plainly (docs/systems.md, "KAI Scheduler").
 
 The plain statement of :mod:`gpureplay.engine.queues.kai.evict`'s ``_may_reclaim``, ``_may_preempt`` and
 ``_reclaimable``, used by the reference simulator, over :class:`~gpureplay.queues.kai_order.KaiQueueState`

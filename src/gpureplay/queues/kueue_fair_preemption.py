@@ -2,7 +2,8 @@
 
 Plain Python, the rule as Kueue states it (kubernetes-sigs/kueue ``pkg/scheduler/preemption``:
 ``preemption.go`` ``fairPreemptions``, ``fair_strategy.go``, ``fairsharing/ordering.go``,
-``fairsharing/target.go``, ``fairsharing/strategy.go``; KEP-1714 rules S2-a and S2-b; reference §4.2), as
+``fairsharing/target.go``, ``fairsharing/strategy.go``; KEP-1714 rules S2-a and S2-b; docs/systems.md,
+"Kueue"), as
 released in v0.17.0 to v0.19.2 at their feature-gate defaults: ``FairSharingPreemptWithinNominal`` on (beta
 since v0.17.0; a ``FairSharingReevaluatePreemptionCandidates`` gate is in no release). The engine's kernel
 (:mod:`gpureplay.engine.queues.kueue.preempt`) states it again on arrays; the differential tests compare the

@@ -3,7 +3,7 @@
 Plain Python, the rule as Kueue states it (kubernetes-sigs/kueue
 ``pkg/scheduler/flavorassigner/flavorassigner.go``: ``findFlavorForPodSets``, ``fitsResourceQuota``,
 ``isPreferred``, ``shouldTryNextFlavor``; ``pkg/scheduler/preemption/preemption_oracle.go``
-``SimulatePreemption``; reference §4.2). The reference simulator calls it; the engine's kernel
+``SimulatePreemption``; docs/systems.md, "Kueue"). The reference simulator calls it; the engine's kernel
 (:mod:`gpureplay.engine.queues.kueue.flavor_modes`) states it again on arrays.
 
 :func:`gpureplay.queues.kueue_quota.assign_flavors` is the same search when only ``Fit`` can end it: it is

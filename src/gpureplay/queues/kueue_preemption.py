@@ -3,7 +3,7 @@
 Plain Python, the rule as Kueue states it (kubernetes-sigs/kueue ``pkg/scheduler/preemption``:
 ``preemption.go``, ``classical/candidate_generator.go``, ``classical/hierarchical_preemption.go``,
 ``common/ordering.go``, ``common/preemption_policy.go``; ``flavorassigner.go`` ``fitsResourceQuota``;
-scheduler-semantics.md §4.2). The reference simulator calls it; the engine's kernel
+docs/systems.md, "Kueue"). The reference simulator calls it; the engine's kernel
 (:mod:`gpureplay.engine.queues.kueue.preempt`) states it again on arrays and the differential tests compare
 the two. Both are modelled in any cohort tree (nested cohorts, cohorts with quotas of their own); fair
 sharing's is :mod:`gpureplay.queues.kueue_fair_preemption`.

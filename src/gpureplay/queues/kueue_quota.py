@@ -6,7 +6,8 @@ the order of the jobs' ``queue`` values) followed by the cohorts, children befor
 ``nominalQuota``, ``borrowingLimit`` and ``lendingLimit`` per resource. Resources are the three the jobs
 request, in the engine's units: ``nvidia.com/gpu`` in milli-GPU, ``cpu`` in milli-CPU, ``memory`` in MiB.
 
-:func:`available` and :func:`fits` are the plain-Python statement of Kueue's rule (reference §4.2, from
+:func:`available` and :func:`fits` are the plain-Python statement of Kueue's rule (docs/systems.md, "Kueue":
+from
 kubernetes-sigs/kueue ``pkg/cache/scheduler/resource_node.go``); the engine's kernels
 (:mod:`gpureplay.engine.queues.kueue.cycle`) compute the same and the reference simulator uses these to check
 them.
@@ -372,7 +373,8 @@ def assign_flavors(
     Notes
     -----
     kubernetes-sigs/kueue ``pkg/scheduler/flavorassigner/flavorassigner.go`` ``findFlavorForPodSets``
-    (reference §4.2): each resource group's flavors are tried in order; a flavor's mode is the worst over
+    (docs/systems.md, "Kueue"): each resource group's flavors are tried in order; a flavor's mode is the worst
+    over
     the group's requested resources, ``Fit`` at a borrowing level (:func:`borrow_height`) when the request
     is at most ``available``. The search stops at the first flavor that fits without borrowing, or that
     fits at all under ``whenCanBorrow: MayStopSearch`` (``Borrow``, the default); under ``TryNextFlavor``

@@ -6,7 +6,7 @@ One :class:`QueueTree` holds the objects of one model: Kueue ``ResourceFlavor`` 
 keeps the :class:`Origin` (file and document) it was read from, so that
 :func:`validate_tree` names the file, the document and the field of each problem.
 
-The fields and their defaults follow the real APIs (scheduler-semantics reference §4):
+The fields and their defaults follow the real APIs (docs/systems.md, "Kueue"):
 
 - Kueue ``kueue.x-k8s.io/v1beta1`` and ``v1beta2`` (``apis/kueue/v1beta1/clusterqueue_types.go``,
   ``cohort_types.go``, ``localqueue_types.go``, ``resourceflavor_types.go``, and the same files under
@@ -274,7 +274,7 @@ class VolcanoQueue:
     """Volcano ``Queue`` (``v1beta1/types.go``).
 
     Resource maps hold only the dimensions the manifest sets: an unset ``capability``
-    dimension is unbounded, an unset ``guarantee`` dimension is 0 (reference §4.1).
+    dimension is unbounded, an unset ``guarantee`` dimension is 0 (docs/systems.md, "Volcano").
     ``reclaimable`` defaults to true (nil pointer), ``weight`` to 1.
     """
 
@@ -335,7 +335,7 @@ class KaiQueue:
 
 @dataclass(frozen=True)
 class PriorityClass:
-    """``scheduling.k8s.io/v1`` ``PriorityClass`` (reference §6.1)."""
+    """``scheduling.k8s.io/v1`` ``PriorityClass`` (docs/systems.md, "kube-scheduler")."""
 
     name: str
     value: int

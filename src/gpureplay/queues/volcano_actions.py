@@ -2,8 +2,9 @@
 
 ``scheduler.actions`` is the action string of Volcano's scheduler configuration (``volcano-scheduler.conf``
 ``actions:``); ``scheduler.preemptable_plugins`` names the plugins whose ``enablePreemptable`` is on, in
-the tiers the replay models (tier 1 ``priority, gang, conformance``; tier 2 ``drf``: reference §4.1,
-docs/engine-semantics.md "Volcano preempt"). Volcano's built-in configuration (``pkg/scheduler/util.go``)
+the tiers the replay models (tier 1 ``priority, gang, conformance``; tier 2 ``drf``: docs/systems.md,
+"Volcano",
+docs/engine/queues/volcano.md "Volcano preempt"). Volcano's built-in configuration (``pkg/scheduler/util.go``)
 leaves every flag on; its Helm chart (``installer/helm/chart/volcano/config/volcano-scheduler.conf``)
 turns ``enablePreemptable`` off for ``gang`` and ``drf``, so there the priority plugin picks the victims.
 """

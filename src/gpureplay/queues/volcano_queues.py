@@ -1,7 +1,8 @@
 """Volcano's queues as the replay runs them (``scheduler.queues: volcano``).
 
 One :class:`VolcanoQueues` holds every queue's ``weight``, ``capability``, ``guarantee`` and ``priority``
-(``scheduling.volcano.sh/v1beta1`` Queue, reference §4.1) in Volcano's own units, so that the proportion
+(``scheduling.volcano.sh/v1beta1`` Queue, docs/systems.md, "Volcano") in Volcano's own units, so that the
+proportion
 plugin's arithmetic and its tolerance (``minResource`` 0.1) are Volcano's: ``nvidia.com/gpu`` in milli-GPU,
 ``cpu`` in milli-CPU, ``memory`` in bytes. The queues come from Volcano manifests or from a quota derived
 from the trace (:mod:`gpureplay.queues.quotas`), which becomes each queue's weight.

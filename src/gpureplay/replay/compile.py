@@ -492,7 +492,7 @@ def _sharing_problems(
     mig: MigStrategy,
     easy: bool,
 ) -> list[tuple[str, str]]:
-    """What is wrong with the sharing settings (docs/engine-semantics.md, "GPU sharing by replicas")."""
+    """What is wrong with the sharing settings (docs/engine/devices.md, "GPU sharing by replicas")."""
     problems: list[tuple[str, str]] = []
     overhead = policy.switch_overhead
     if sharing is GpuSharing.none:
@@ -587,7 +587,7 @@ def _mig_problems(
     mig_demand: MigDemand,
     easy: bool,
 ) -> list[tuple[str, str]]:
-    """What is wrong with the MIG settings (docs/engine-semantics.md, "MIG")."""
+    """What is wrong with the MIG settings (docs/engine/devices.md, "MIG instances")."""
     if mig is MigStrategy.none:
         if mig_demand is not MigDemand.any:
             found = mig_demand.name
@@ -627,7 +627,7 @@ def _mig_problems(
                 f"scorer: use first_fit (found {policy.gpu_placement})",
             )
         )
-    # fgd scores MIG slices under dynamic MIG (docs/engine-semantics.md, "FGD over MIG slices").
+    # fgd scores MIG slices under dynamic MIG (docs/engine/devices.md, "Slice-mask MIG").
     slices_fgd = mig is MigStrategy.dynamic and policy.node_placement == "fgd"
     other = policy.node_placement not in REPLICA_NODE_SCORERS and policy.node_placement in SCORERS
     if other and not slices_fgd:
@@ -644,7 +644,7 @@ def _mig_problems(
 
 
 #: Seconds a re-partitioned MIG GPU serves no pod when ``mig_reconfigure_s`` is not set: within the 30-90 s
-#: scheduler-semantics.md §1.5 gives for mig-manager (a secondary source's estimate).
+#: docs/systems.md, "NVIDIA MIG and mig-parted" gives for mig-manager (a secondary source's estimate).
 DEFAULT_RECONFIGURE_S = 60.0
 
 
@@ -653,7 +653,7 @@ SPREAD_KEYS: tuple[str, ...] = ("spread_rate_nvlink", "spread_rate_rack", "sprea
 
 
 def _spread_problems(policy: Policy, sharing: GpuSharing, mig: MigStrategy) -> list[tuple[str, str]]:
-    """What is wrong with the spreading-cost factors (docs/engine-semantics.md, "What spreading costs")."""
+    """What is wrong with the spreading-cost factors (docs/engine/placement.md, "What spreading costs")."""
     problems: list[tuple[str, str]] = []
     for key in SPREAD_KEYS:
         value = float(getattr(policy, key))
@@ -676,8 +676,8 @@ def _spread_problems(policy: Policy, sharing: GpuSharing, mig: MigStrategy) -> l
 def _repartition_problems(
     policy: Policy, mig: MigStrategy, reconfigure: MigReconfigure
 ) -> list[tuple[str, str]]:
-    """What is wrong with the MIG re-partitioning settings (docs/engine-semantics.md, "Re-partitioning
-    idle GPUs")."""
+    """What is wrong with the MIG re-partitioning settings (docs/engine/devices.md, "Re-partitioning idle
+    GPUs")."""
     problems: list[tuple[str, str]] = []
     downtime = policy.mig_reconfigure_s
     if reconfigure is MigReconfigure.none:
@@ -1036,7 +1036,7 @@ def replicate_devices(node_int: Int64Array, replicas: int, allocation: int, *, m
     reports G x replicas ``nvidia.com/gpu`` and kube-scheduler sees nothing
     else. Device ``p * replicas + i`` is replica ``i`` of GPU ``p``. Under MPS
     each client's pinned device memory is the GPU's memory / replicas
-    (scheduler-semantics.md §2.3).
+    (docs/systems.md, "NVIDIA k8s-device-plugin").
     """
     node_int[L.N_GPUS] *= replicas
     node_int[L.N_GPU0] = _exclusive_cumsum(node_int[L.N_GPUS])

@@ -1,7 +1,7 @@
 """MIG in the compile step: the devices of MIG nodes and which of them each job may take.
 
 Under NVIDIA k8s-device-plugin's ``single`` strategy (``scheduler.mig_strategy:
-single``; scheduler-semantics.md §1.6) a node with a ``mig_layout`` advertises
+single``; docs/systems.md, "NVIDIA k8s-device-plugin") a node with a ``mig_layout`` advertises
 its MIG instances as ``nvidia.com/gpu`` and carries the product label
 ``<model>-MIG-<profile>`` (:mod:`gpureplay.mig.devices`). The engine then sees
 devices, as with time-slicing replicas: device ``p * I + i`` is instance ``i``
@@ -10,8 +10,8 @@ its share of the SMs (``N_MIG_COMPUTE / N_MIG_SLICES``, the rate rule of
 :func:`gpureplay.engine.devices.sharing.mig_rate`). Products play the part of GPU
 models for node selection: a job's ``gpu_models`` names base models, its
 ``mig_profile`` (or, with ``mig_demand: smallest_fit``, the profile its demand
-maps to) selects the MIG products of that profile. docs/engine-semantics.md,
-"MIG".
+maps to) selects the MIG products of that profile. docs/engine/devices.md,
+"MIG instances".
 
 Under ``mig_strategy: dynamic`` (HAMi's dynamic MIG) a node whose layout is
 ``all-enabled`` (MIG on, no instance) is a *dynamic* node, product
@@ -256,7 +256,7 @@ def selector_masks(jobs: pl.DataFrame, mig: MigNodes, models: tuple[str, ...], r
 
 @dataclass(frozen=True)
 class MigFigures:
-    """The static MIG figures of a replay (docs/engine-semantics.md, "MIG instances", Results).
+    """The static MIG figures of a replay (docs/engine/devices.md, "MIG instances", Results).
 
     Parameters
     ----------

@@ -6,7 +6,7 @@ engine gives idle MIG GPUs new mig-parted configs while it replays
 byte ``s`` is the instance that begins at memory slice ``s`` (its memory
 slices | compute slices << 4; 0 where none begins), at the starts
 :func:`~gpureplay.mig.parted.find_placement` gives (as the mixed strategy
-places a node's config). docs/engine-semantics.md, "Re-partitioning idle GPUs".
+places a node's config). docs/engine/devices.md, "Re-partitioning idle GPUs".
 """
 
 from __future__ import annotations

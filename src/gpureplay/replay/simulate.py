@@ -7,7 +7,7 @@ within a fraction of a second), grows its result buffers when it asks for
 room, and turns its
 arrays back into polars tables with explicit schemas: one row per job, one per
 run attempt, and the sampled timeline. The event order is written down once,
-in :mod:`gpureplay.engine.loop`; the semantics in ``docs/engine-semantics.md``.
+in :mod:`gpureplay.engine.loop`; the semantics in ``docs/engine/index.md``.
 """
 
 from __future__ import annotations
@@ -214,11 +214,11 @@ class Replay:
         ``end_time``, ``kernel_seconds`` (wall time of the compiled loop),
         ``devices`` (``nvidia.com/gpu`` devices: GPUs, replicas or MIG
         instances), ``mig_instances`` and ``mig_stranded_pct`` (NaN without
-        MIG; docs/engine-semantics.md, "MIG instances"; under dynamic MIG the
+        MIG; docs/engine/devices.md, "MIG instances"; under dynamic MIG the
         mean over the timeline of ``mig_stranded_slices`` as a share of the
         dynamic GPUs' memory slices), ``mig_reconfigurations`` and
         ``mig_reconfigure_gpu_h`` (re-partitionings started, and GPU-hours in
-        their downtime up to the end; docs/engine-semantics.md,
+        their downtime up to the end; docs/engine/devices.md,
         "Re-partitioning idle GPUs").
     """
 
@@ -737,7 +737,7 @@ def _raise_livelock(compiled: Compiled, state: State) -> NoReturn:
     message = (
         f"preemption livelock: {evictions:,} evictions for {num_jobs:,} jobs by t={now:,.0f} s "
         f"(most evicted: {most}); the same jobs evict one another without end, so the replay stops "
-        "(docs/engine-semantics.md, 'Nominated nodes'). Change the preemption settings or the jobs' "
+        "(docs/engine/preemption.md, 'Nominated nodes'). Change the preemption settings or the jobs' "
         "priorities."
     )
     raise InputError.config(message, "scheduler.preemption")

@@ -178,7 +178,7 @@ SHARING_METRICS: tuple[Metric, ...] = (
     ),
 )
 
-#: Where multi-node jobs ran and what spreading cost them (docs/engine-semantics.md, "What spreading costs").
+#: Where multi-node jobs ran and what spreading cost them (docs/engine/placement.md, "What spreading costs").
 TOPOLOGY_METRICS: tuple[Metric, ...] = (
     Metric("multi_node_jobs", "multi-node jobs", "multi-node jobs", None, count=True),
     Metric(
@@ -203,7 +203,7 @@ TOPOLOGY_METRICS: tuple[Metric, ...] = (
     ),
 )
 
-#: NUMA alignment at kubelet admission (docs/engine-semantics.md, "Kubelet Topology Manager").
+#: NUMA alignment at kubelet admission (docs/engine/placement.md, "Kubelet Topology Manager").
 NUMA_METRICS: tuple[Metric, ...] = (
     Metric("admission_failures", "kubelet rejections", "rejections", "lower", count=True, min_change=1.0),
     Metric(

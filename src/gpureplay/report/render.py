@@ -552,7 +552,7 @@ _SHARING_NOTE = (
     "use (static layouts), or the timeline's mean share of MIG memory slices no instance the workload asks "
     "could take (instances made per pod, mixed layouts; a GPU being re-partitioned counts whole); "
     "re-partitionings = idle MIG GPUs given a new config, each serving no pod for the downtime (whole run, "
-    "mean over seeds; docs/engine-semantics.md, GPU sharing by replicas, MIG instances, Slice-mask MIG, "
+    "mean over seeds; docs/engine/devices.md, GPU sharing by replicas, MIG instances, Slice-mask MIG, "
     "Re-partitioning idle GPUs)."
 )
 
@@ -561,7 +561,7 @@ _TOPOLOGY_NOTE = (
     "pods stayed within one NVLink domain, rack or spine, and the GPU-hours spreading added to runs: a job "
     "spanning several domains of a level runs at that level's scheduler.spread_rate factor (1: no cost) for "
     "the attempt, and the mean wait of the jobs of more than one pod, the ones a topology-aware scheduler "
-    "keeps together (whole run, censored, mean over seeds; docs/engine-semantics.md, What spreading costs, "
+    "keeps together (whole run, censored, mean over seeds; docs/engine/placement.md, What spreading costs, "
     "Topology-aware scheduling)."
 )
 
@@ -572,7 +572,7 @@ _NUMA_NOTE = (
     "fails the job past scheduler.backoff_limit. A NUMA-aware scheduler (NodeResourceTopologyMatch) filters "
     "nodes instead and rejects at arrival the jobs no NUMA node can hold. Waits and JCTs leave failed and "
     "rejected jobs out: a policy that fails the big jobs lightens the load for the rest, so read its "
-    "shorter waits beside the jobs it lost (whole run, mean over seeds; docs/engine-semantics.md, Kubelet "
+    "shorter waits beside the jobs it lost (whole run, mean over seeds; docs/engine/placement.md, Kubelet "
     "Topology Manager)."
 )
 

@@ -13,7 +13,8 @@ changing ``D``; the replay takes its mean over that interval, ``D_j``, so
 
 (``tau`` = 10 s, the bounded slowdown's floor, so that a job of a few seconds cannot decide the
 maximum). ``rho <= 1``: the job fared at least as well as on its fair share; Themis minimises the
-largest ``rho``, and the reference (scheduler-semantics.md §8) reports the maximum and the share of jobs
+largest ``rho``, and the reference (docs/systems.md, "Research simulators") reports the maximum and the share
+of jobs
 with ``rho > 1``. A job is *active* from its submission until it finishes (or the run ends), pending,
 running or requeued. Jobs that ask for no device have no share to compare with: their ``rho`` is null.
 """

@@ -1,4 +1,4 @@
-"""Per-job and headline metrics of one run (scheduler-semantics.md §8).
+"""Per-job and headline metrics of one run (docs/systems.md, "Research simulators").
 
 Every figure here is defined over one **run span**, written once (:class:`RunSpan`):
 
@@ -66,8 +66,8 @@ Preemption
   ``preemptions_per_job``: evictions per admitted job;
 - ``lost_gpu_hours``: what the evictions cost, summed over jobs: GPUs x (work
   rolled back to the last checkpoint + restart overheads + grace periods
-  held), as Lucid and Tiresias count preemption overhead (§6.5, §8);
-- ``goodput`` = useful GPU-time / allocated GPU-time (§8, cluster level):
+  held), as Lucid and Tiresias count preemption overhead (docs/systems.md, "Research simulators");
+- ``goodput`` = useful GPU-time / allocated GPU-time (cluster level, docs/systems.md, "Research simulators"):
   useful is the work attempts kept (progress minus what was rolled back) times
   their GPUs; allocated is the integral of allocation over the run, so time
   lost to restarts, checkpoints rolled back, grace periods and pods held by a
@@ -82,7 +82,7 @@ Under time-slicing or MPS every GPU is ``replicas_per_gpu`` devices and the
 allocation figures (``gpu_allocation_rate``, the timeline's
 ``allocated_fraction``) count devices, as the cluster reports
 ``nvidia.com/gpu``. What sharing costs is a stretch of run times
-(docs/engine-semantics.md, "GPU sharing by replicas"):
+(docs/engine/devices.md, "GPU sharing by replicas"):
 
 - ``sharing_slowdown_mean``, ``sharing_slowdown_p95``: over admitted jobs that
   made progress, ``(work + delay) / work`` (1 when never slowed);
@@ -97,13 +97,13 @@ and a job on an instance smaller than its demand is slowed (the sharing
 figures above). ``mig_instances`` counts the instances; ``mig_stranded_pct``
 is the share of the MIG GPUs' compute slices that no GPU pod of the workload
 can ever use: slices outside every instance, and instances no job may take
-(docs/engine-semantics.md, "MIG instances"; constant under static layouts).
+(docs/engine/devices.md, "MIG instances"; constant under static layouts).
 Under dynamic MIG (instances made per pod) ``mig_instances`` is 0 and
 ``mig_stranded_pct`` the mean share of the dynamic GPUs' memory slices the
-timeline's ``mig_stranded_slices`` counts (docs/engine-semantics.md,
+timeline's ``mig_stranded_slices`` counts (docs/engine/devices.md,
 "Slice-mask MIG"). With ``mig_reconfigure: idle``, ``mig_reconfigurations``
 counts the idle GPUs given a new config and ``mig_reconfigure_gpu_h`` the
-GPU-hours they served no pod meanwhile (docs/engine-semantics.md,
+GPU-hours they served no pod meanwhile (docs/engine/devices.md,
 "Re-partitioning idle GPUs"); both 0 otherwise.
 
 Topology
@@ -113,7 +113,7 @@ node (when their last attempt started); ``one_nvlink_pct``, ``one_rack_pct``
 and ``one_spine_pct`` the share of them whose pods stayed within one NVLink
 domain, rack or spine (null when there are none); ``spread_gpu_hours`` the
 GPU-hours spreading added to runs: the sum over jobs of GPUs x
-``spread_delay`` (docs/engine-semantics.md, "What spreading costs"; 0 unless a
+``spread_delay`` (docs/engine/placement.md, "What spreading costs"; 0 unless a
 ``scheduler.spread_rate_*`` factor is below 1); ``multi_pod_wait_mean`` the
 mean censored wait of the admitted jobs of more than one pod (null when there
 are none; by pods asked, not by placement, so every configuration counts the
@@ -126,7 +126,7 @@ Kubelet admission
 ran, and like rejected jobs they are left out of the wait, JCT and slowdown
 figures. ``admission_failures`` sums the kubelet rejections over all jobs and
 ``admission_failed_jobs`` counts the jobs rejected at least once
-(docs/engine-semantics.md, "Kubelet Topology Manager"); all 0 without a
+(docs/engine/placement.md, "Kubelet Topology Manager"); all 0 without a
 ``scheduler.topology_manager`` policy.
 
 Queues

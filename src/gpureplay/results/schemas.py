@@ -1,4 +1,4 @@
-"""Explicit schemas of the result files (DESIGN.md, "Results").
+"""Explicit schemas of the result files (docs/results.md).
 
 Writing through these schemas keeps every run's files identical in column
 order and width, so ``scan_parquet`` over a whole sweep never meets mixed
@@ -45,7 +45,7 @@ JOBS_RESULT_SCHEMA: dict[str, pl.DataType] = {
     "sharing_slowdown": pl.Float64(),  # (work + sharing_delay) / work; 1: never slowed; null: no work done
     "nodes_spanned": pl.Int32(),
     # what spreading costs: NVLink domains, racks and spines its pods spanned (as nodes_spanned), and the
-    # seconds its runs were stretched by spreading (docs/engine-semantics.md, "What spreading costs")
+    # seconds its runs were stretched by spreading (docs/engine/placement.md, "What spreading costs")
     "nvlink_domains_spanned": pl.Int32(),
     "racks_spanned": pl.Int32(),
     "spines_spanned": pl.Int32(),

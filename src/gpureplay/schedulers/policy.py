@@ -57,9 +57,9 @@ class Preemption(Enum):
 
     ``none``: nothing. ``priority``: kube-scheduler's DefaultPreemption: evict
     lower-priority, preemptible jobs (whole) so that it fits, choosing victims
-    and node by kube's rules (scheduler-semantics.md §6.2); in gang mode only
+    and node by kube's rules (docs/systems.md, "kube-scheduler"); in gang mode only
     when the whole gang then fits. ``reclaim_idle``: scheduler-plugins'
-    ReclaimIdleResource in DefaultPreemption's place (§7): the same search
+    ReclaimIdleResource in DefaultPreemption's place (docs/systems.md, "scheduler-plugins"): the same search
     over victims of priority at most the preemptor's, less those their
     PriorityClass's annotations exempt (recently scheduled, or busy over the
     idle windows of the workload's usage model).
@@ -112,7 +112,7 @@ class SharedGpuMemory(Enum):
     gpushare's memory request) alongside its cores. ``full``: the whole GPU's
     memory, HAMi's own default for a pod that sets neither ``gpumem`` nor a
     percentage (``pkg/device/nvidia/device.go``), which makes such pods
-    exclusive. scheduler-semantics.md §2.1, §2.4.
+    exclusive. docs/systems.md, "HAMi", "gpushare-scheduler-extender".
     """
 
     none = 0
@@ -121,15 +121,14 @@ class SharedGpuMemory(Enum):
 
 
 class GpuSharing(Enum):
-    """How the NVIDIA device plugin shares each GPU among pods (scheduler-semantics.md §2.3).
+    """How the NVIDIA device plugin shares each GPU among pods (docs/systems.md, "NVIDIA k8s-device-plugin").
 
     ``none``: a GPU is one ``nvidia.com/gpu`` (or is shared by the fractional
     systems' own rules: HAMi, KAI, gpushare). ``time_slicing``: each GPU is
     advertised as ``replicas`` devices and CUDA time-slices the pods on it (no
     isolation: active sharers slow each other). ``mps``: ``replicas`` devices,
     each an MPS client capped at ``100 // replicas`` percent of the SMs and
-    ``1 / replicas`` of the memory. docs/engine-semantics.md, "GPU sharing by
-    replicas".
+    ``1 / replicas`` of the memory. docs/engine/devices.md, "GPU sharing by replicas".
     """
 
     none = 0
@@ -162,7 +161,8 @@ class SharingDemand(Enum):
 
 
 class MigStrategy(Enum):
-    """How NVIDIA k8s-device-plugin exposes MIG instances (``--mig-strategy``; scheduler-semantics.md §1.6).
+    """How NVIDIA k8s-device-plugin exposes MIG instances (``--mig-strategy``; docs/systems.md, "NVIDIA
+    k8s-device-plugin").
 
     ``none``: MIG is not modelled; a node with a MIG layout is refused.
     ``single``: every GPU of a node with a ``mig_layout`` holds instances of
@@ -176,7 +176,7 @@ class MigStrategy(Enum):
     ``all-enabled`` has MIG on and no instance; each GPU pod placed there gets
     an instance made for it on a GPU's free slices (the smallest profile that
     fits its demand, or its ``mig_profile``), destroyed when it leaves.
-    docs/engine-semantics.md, "MIG".
+    docs/engine/devices.md, "MIG instances".
     """
 
     none = 0
@@ -186,13 +186,13 @@ class MigStrategy(Enum):
 
 
 class MigPlacement(Enum):
-    """Where a dynamic MIG instance goes on its GPU (scheduler-semantics.md §1.4).
+    """Where a dynamic MIG instance goes on its GPU (docs/systems.md, "NVIDIA MIG and mig-parted").
 
     ``hami``: HAMi's ``orderedMigPlacements``: profiles named ``1g.*`` or
     ``3g.*`` take the highest free allowed start slot, the others the lowest.
     ``lowest_start``: always the lowest free allowed start. ``fgd``: FGD
     over slices, the free placement that grows the GPU's fragmentation least
-    (docs/engine-semantics.md, "FGD over MIG slices"; beyond Weng et al.,
+    (docs/engine/devices.md, "Slice-mask MIG"; beyond Weng et al.,
     ATC'23, whose measure counts milli-GPU).
     """
 
@@ -202,7 +202,7 @@ class MigPlacement(Enum):
 
 
 class QueueModel(Enum):
-    """The multi-tenant queue model jobs are admitted through (issue 11; docs/engine-semantics.md, "Queues").
+    """The multi-tenant queue model jobs are admitted through (issue 11; docs/engine/queues/).
 
     ``none``: no quotas; one queue order across tenants. ``kueue``: Kueue's ClusterQueues with nominal
     quotas, cohorts, borrowing and lending limits, admitted by its classical cycle (one head per
@@ -221,7 +221,8 @@ class QueueModel(Enum):
 
 
 class KueueAdmission(Enum):
-    """What a Kueue admission takes (``queues: kueue``; docs/engine-semantics.md, "Kueue waitForPodsReady").
+    """What a Kueue admission takes (``queues: kueue``; docs/engine/queues/kueue.md, "Kueue
+    waitForPodsReady").
 
     ``placement``: quota and placement at one instant, the job's pods placed as a gang (as under Kueue's
     topology-aware scheduling). ``quota``: Kueue's own default, quota alone: kube-scheduler then places the
@@ -320,7 +321,7 @@ class MissingQuota(Enum):
 
 
 class MigReconfigure(Enum):
-    """Whether MIG GPUs are re-partitioned while the replay runs (docs/engine-semantics.md, "Re-partitioning
+    """Whether MIG GPUs are re-partitioned while the replay runs (docs/engine/devices.md, "Re-partitioning
     idle GPUs").
 
     ``none``: static layouts. ``idle``: under ``mig_strategy: mixed`` a GPU
@@ -328,7 +329,7 @@ class MigReconfigure(Enum):
     when pending pods ask profiles the free instances cannot serve (the
     config serving most of them, nos' ``UpdateGeometryFor``), after a
     downtime of ``mig_reconfigure_s`` (mig-parted clears and re-makes every
-    instance of the GPU; scheduler-semantics.md §1.4, §1.5).
+    instance of the GPU; docs/systems.md, "NVIDIA MIG and mig-parted").
     """
 
     none = 0
@@ -353,22 +354,22 @@ class MigDemand(Enum):
 
 
 class TopologyAware(Enum):
-    """Topology-aware gang placement (docs/engine-semantics.md, "Topology-aware scheduling").
+    """Topology-aware gang placement (docs/engine/placement.md, "Kueue TAS").
 
     ``none``: topology-blind, the node scorer places each pod (jobs' topology
     requests are not read). ``kueue``: Kueue's Topology Aware Scheduling
     (KEP-2724): every gang gets a topology assignment at admission, its
     ``required`` / ``preferred`` / ``unconstrained`` request honoured by
     Kueue's own search (a job with no request gets Kueue's implied
-    unconstrained one); scheduler-semantics.md §5.2. ``kai``: KAI Scheduler's
+    unconstrained one); docs/systems.md, "Kueue". ``kai``: KAI Scheduler's
     topology plugin: a ``required`` or ``preferred`` level, domains bin-packed
     by the job's share of their free resources, nodes inside ordered by their
     preferred-level domain, more free first; jobs without a request (or
-    ``unconstrained``) are placed by the node scorer; §5.3. ``volcano``:
+    ``unconstrained``) are placed by the node scorer; docs/systems.md, "KAI Scheduler". ``volcano``:
     Volcano's network-topology-aware scheduling in hard mode: a ``required``
     level is ``highestTierAllowed`` (tiers: NVLink domain 1, rack 2, spine
     3), HyperNodes tried tier by tier, the best binpack score first; jobs
-    without a request are placed by the node scorer; §5.4.
+    without a request are placed by the node scorer; docs/systems.md, "Volcano".
     """
 
     none = 0
@@ -378,7 +379,7 @@ class TopologyAware(Enum):
 
 
 class TasProfile(Enum):
-    """How Kueue's TAS sorts domains (its ``TASProfile*`` feature gates; scheduler-semantics.md §5.2).
+    """How Kueue's TAS sorts domains (its ``TASProfile*`` feature gates; docs/systems.md, "Kueue").
 
     ``mixed`` (Kueue's default since v0.15): BestFit for required and
     preferred requests, LeastFreeCapacity for unconstrained ones.
@@ -395,7 +396,8 @@ class TasProfile(Enum):
 
 
 class TopologyManager(Enum):
-    """The kubelet Topology Manager policy of every node (docs/engine-semantics.md: Kubelet Topology Manager).
+    """The kubelet Topology Manager policy of every node (docs/engine/placement.md, "Kubelet Topology
+    Manager").
 
     ``none``: no NUMA alignment (the kubelet's default). ``best_effort``:
     the kubelet aligns what it can and admits every pod. ``restricted``: it
@@ -403,7 +405,7 @@ class TopologyManager(Enum):
     nodes that could ever hold it are not free). ``single_numa_node``: it
     rejects a pod unless its devices (and exclusive CPUs) fit on one NUMA
     node. A rejected pod fails with TopologyAffinityError after the
-    scheduler placed it; scheduler-semantics.md §5.5.
+    scheduler placed it; docs/systems.md, "Kubelet Topology Manager".
     """
 
     none = 0
@@ -516,14 +518,14 @@ class Policy:
         See :class:`MigReconfigure`.
     mig_reconfigure_s
         ``mig_reconfigure: idle`` only: seconds a re-partitioned GPU serves no
-        pod (``None``: 60, within the 30-90 s of scheduler-semantics.md §1.5).
+        pod (``None``: 60, within the 30-90 s of docs/systems.md, "NVIDIA MIG and mig-parted").
     mig_reconfigure_layouts
         ``mig_reconfigure: idle`` only: the mig-parted configs a GPU may be
         given, in order of preference on ties (``None``: every standard config
         of the model with instances and no media-extension profile).
     spread_rate_nvlink, spread_rate_rack, spread_rate_spine
-        What spreading costs (docs/engine-semantics.md, "What spreading
-        costs"): a job whose pods span more than one NVLink domain, rack or
+        What spreading costs (docs/engine/placement.md, "What spreading costs"): a job whose pods span more
+        than one NVLink domain, rack or
         spine when an attempt starts runs at the product of those levels'
         factors, each in (0, 1] (1: no cost, the default). Blox
         (``jobs/model.py``, ``placement_penalty`` 0.6-0.9 by model, median

@@ -5,7 +5,7 @@ nothing downstream checks again. Each table carries a ``source_row`` column,
 the 1-based data row of the raw file the record came from (the header is not
 counted), so an error can point at the line a person would open.
 
-The tables are the ones of DESIGN.md ("Canonical tables"):
+The tables are the ones of docs/inputs.md:
 
 - ``jobs``: one row per job, a job being a gang of ``num_pods`` identical pods
   each asking for ``gpu_milli`` thousandths of a GPU (above 1000 only whole
@@ -95,13 +95,13 @@ NULLABLE_JOB_COLUMNS: frozenset[str] = frozenset(
 
 #: Restart overhead of Lucid's simulator (``simulation/policy/policy.py``): checkpoint
 #: and cold start, 40 s for jobs of at most 8 GPUs, 60 s for larger ones
-#: (scheduler-semantics.md §6.5), used when the jobs table gives no
+#: (docs/systems.md, "Research simulators"), used when the jobs table gives no
 #: ``restart_overhead`` column.
 LUCID_SMALL_OVERHEAD = 40.0
 LUCID_LARGE_OVERHEAD = 60.0
 LUCID_SMALL_GPUS = 8
 
-#: PriorityClass ``preemptionPolicy`` values (scheduler-semantics.md §6.1).
+#: PriorityClass ``preemptionPolicy`` values (docs/systems.md, "kube-scheduler").
 PREEMPTION_POLICIES: tuple[str, ...] = ("PreemptLowerPriority", "Never")
 
 

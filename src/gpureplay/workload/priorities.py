@@ -31,7 +31,7 @@ class PriorityClass:
     name
         Class name (kept in results as ``priority_class``).
     value
-        The priority (int32; user classes up to 1,000,000,000, scheduler-semantics.md §6.1).
+        The priority (int32; user classes up to 1,000,000,000, docs/systems.md, "kube-scheduler").
     share
         Fraction of jobs in this class; the shares of a mix sum to 1.
     preemptible

@@ -1,6 +1,7 @@
 """Per-job resource usage and the ReclaimIdleResource annotations of PriorityClasses.
 
-Idle-GPU reclaim (``scheduler.preemption: reclaim_idle``, scheduler-semantics.md §7) evicts a running
+Idle-GPU reclaim (``scheduler.preemption: reclaim_idle``, docs/systems.md, "scheduler-plugins") evicts a
+running
 job whose GPUs and CPUs sat idle over a window. What a job uses comes from the trace where it has it (a
 ``gpu_util`` column: mean ``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` of its GPUs while it works, 0..1; a
 ``cpu_util`` column: CPU cores per pod), else from a seeded model in ``workload.utilization``: every job
