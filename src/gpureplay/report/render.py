@@ -562,7 +562,7 @@ _TOPOLOGY_NOTE = (
     "spanning several domains of a level runs at that level's scheduler.spread_rate factor (1: no cost) for "
     "the attempt, and the mean wait of the jobs of more than one pod, the ones a topology-aware scheduler "
     "keeps together (whole run, censored, mean over seeds; docs/engine/placement.md, What spreading costs, "
-    "Topology-aware scheduling)."
+    "Kueue TAS, KAI topology, Volcano HyperNodes)."
 )
 
 _NUMA_NOTE = (
