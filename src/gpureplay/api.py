@@ -191,21 +191,20 @@ class Results:
         gpureplay.runfolder.FolderBusyError
             When another run holds the folder.
         """
-        from gpureplay.experiment import RunTables, write_results
         from gpureplay.results.timing import TIMING_FILE
-        from gpureplay.results.writer import PACKING_FILES, RESULT_FILES
+        from gpureplay.results.writer import PACKING_FILES, RESULT_FILES, write_results
         from gpureplay.runfolder import hold_folder, start_run
         from gpureplay.sweep import write_status
 
         target = Path(folder)
         timing = self.timing or RunTiming(0.0, 0.0, 0.0)
-        result = RunTables(
-            dict(self.tables), dict(self.metadata), timing.compile_seconds, timing.replay_seconds, ""
-        )
         with hold_folder(target):
             start_run(target, (*RESULT_FILES, *PACKING_FILES, TIMING_FILE))
             # total_seconds: the run's own, and the time writing it takes, as the command line counts it.
-            write_results(target, result, time.perf_counter() - timing.total_seconds)
+            started = time.perf_counter() - timing.total_seconds
+            write_results(
+                target, self.tables, self.metadata, timing.compile_seconds, timing.replay_seconds, started
+            )
             write_status(target, "done")
 
 

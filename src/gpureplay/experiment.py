@@ -44,8 +44,8 @@ from gpureplay.results.metrics import (
 )
 from gpureplay.results.packing import packing_summary
 from gpureplay.results.queue_summary import queue_summary
-from gpureplay.results.timing import TIMING_FILE, RunTiming, write_timing
-from gpureplay.results.writer import PACKING_FILES, RESULT_FILES, clear_run, mark_done, write_parquet_atomic
+from gpureplay.results.timing import TIMING_FILE
+from gpureplay.results.writer import PACKING_FILES, RESULT_FILES, clear_run, write_results
 from gpureplay.schedulers.policy import Policy
 from gpureplay.traces.adapted import AdaptedTrace
 from gpureplay.traces.registry import load_trace
@@ -242,7 +242,9 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> RunOutcome:
     out_dir.mkdir(parents=True, exist_ok=True)
     clear_run(out_dir, (*RESULT_FILES, *PACKING_FILES, TIMING_FILE))
     result = replay_tables(cfg)
-    write_results(out_dir, result, run_started)
+    write_results(
+        out_dir, result.tables, result.metadata, result.compile_seconds, result.replay_seconds, run_started
+    )
     log.info("%s -> %s", result.outcome, out_dir)
     return RunOutcome(out_dir, result.summary_row)
 
@@ -459,18 +461,6 @@ def _run_packing(
     return RunTables(tables, metadata, compile_seconds, replay_seconds, outcome)
 
 
-def write_results(out_dir: Path, result: RunTables, run_started: float) -> None:
-    """Write the tables in order (summary last), ``timing.json``, then the ``DONE`` marker listing them.
-
-    ``run_started`` is the ``time.perf_counter()`` the run's ``total_seconds`` count from.
-    """
-    for name, table in result.tables.items():
-        write_parquet_atomic(table, out_dir / name, result.metadata)
-    total_seconds = time.perf_counter() - run_started
-    write_timing(out_dir, RunTiming(result.compile_seconds, result.replay_seconds, total_seconds))
-    mark_done(out_dir, {**{name: table.height for name, table in result.tables.items()}, TIMING_FILE: 1})
-
-
 def load_summary(out_dir: Path) -> dict[str, Any]:
     """The headline row of a complete run folder's ``summary.parquet``."""
     return pl.read_parquet(Path(out_dir) / "summary.parquet").row(0, named=True)
@@ -613,5 +603,4 @@ __all__ = [
     "prepare_inputs",
     "replay_tables",
     "run_experiment",
-    "write_results",
 ]

@@ -16,9 +16,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from gpureplay.results.timing import TIMING_FILE, RunTiming, write_timing
 
 if TYPE_CHECKING:
     import polars as pl
@@ -124,6 +127,34 @@ def read_metadata(path: Path) -> dict[str, str]:
 
     raw = pl.read_parquet_metadata(path)
     return {k[len(META_PREFIX) :]: v for k, v in raw.items() if k.startswith(META_PREFIX)}
+
+
+def write_results(
+    folder: Path,
+    tables: Mapping[str, pl.DataFrame],
+    metadata: Mapping[str, str],
+    compile_seconds: float,
+    replay_seconds: float,
+    run_started: float,
+) -> None:
+    """Write a run's tables into ``folder`` in order (summary last), ``timing.json``, then ``DONE``.
+
+    Parameters
+    ----------
+    folder
+        The run folder, cleared of an earlier run's results (:func:`clear_run`).
+    tables
+        File name -> table (:data:`RESULT_FILES` or :data:`PACKING_FILES`), each written with ``metadata``.
+    compile_seconds, replay_seconds
+        The run's wall-clock timings (:class:`gpureplay.results.timing.RunTiming`).
+    run_started
+        The ``time.perf_counter()`` the run's ``total_seconds`` count from (writing included).
+    """
+    for name, table in tables.items():
+        write_parquet_atomic(table, Path(folder) / name, metadata)
+    total_seconds = time.perf_counter() - run_started
+    write_timing(folder, RunTiming(compile_seconds, replay_seconds, total_seconds))
+    mark_done(folder, {**{name: table.height for name, table in tables.items()}, TIMING_FILE: 1})
 
 
 def mark_done(folder: Path, files: Mapping[str, int]) -> None:
