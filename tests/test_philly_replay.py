@@ -52,8 +52,8 @@ SAME_MECHANICS = (
 )
 #: Presets that need a workload of their own: reclaim-idle's notebooks (its full replay, as sweep
 #: philly-reclaim-idle runs it, is in tests/test_sweep_examples.py) and kai-reclaim, whose full replay takes
-#: minutes (its reclaim churns on Philly: README): a tenth of it runs below (31 evictions in 1.6 s; a fifth:
-#: 838 in 50 s on 2 cores).
+#: minutes (its reclaim churns on Philly: docs/families/kai.md): a tenth of it runs below (31 evictions in
+#: 1.6 s; a fifth: 838 in 50 s on 2 cores).
 OWN_WORKLOAD = ("reclaim-idle", "kai-reclaim")
 PHILLY_PRESETS = [
     name

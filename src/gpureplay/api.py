@@ -116,7 +116,7 @@ class ConfigError(ValueError):
 class Results:
     """One run's results: a polars frame per result file, the resolved config, and where it came from.
 
-    Each frame has the columns and types of the Parquet file of that name (DESIGN.md, "Results";
+    Each frame has the columns and types of the Parquet file of that name (docs/results.md;
     :mod:`gpureplay.results.schemas`). A timed replay has ``attempts``, ``queues`` and
     ``queue_summary`` and no ``events``; a packing run (``mode=packing``) the other way round
     (:data:`gpureplay.results.writer.PACKING_FILES`).

@@ -330,7 +330,7 @@ def _check_full(
 
     Notes
     -----
-    The invariants of DESIGN.md ("Engine"): no GPU beyond 1000 milli or its
+    The engine's invariants (docs/engine/loop.md): no GPU beyond 1000 milli or its
     memory, no node beyond its CPU or memory, every job in exactly one state
     (and in the pending set iff queued), running jobs each with one live
     completion, and the allocation of every GPU and node equal to the sum of

@@ -17,13 +17,13 @@ Eviction and checkpoints
 ------------------------
 An evicted job stops making progress at once and keeps its resources for the
 termination grace period (kube-scheduler: the preemptor waits for the
-victims' graceful termination before binding; scheduler-semantics.md §6.2),
+victims' graceful termination before binding; docs/systems.md, "kube-scheduler"),
 then releases them and re-enters its queue. Of the progress its attempt made
 it keeps what was checkpointed: checkpoints are taken every ``JF_CKPT``
 seconds of progress (``inf``: never, everything is lost; 0: continuously,
 nothing is). Lost GPU-seconds add up, per eviction, the GPUs held times (the
 progress rolled back + the restart overhead that attempt spent + the grace
-period): Lucid / Tiresias' preemption cost (scheduler-semantics.md §6.5, §8).
+period): Lucid / Tiresias' preemption cost (docs/systems.md, "Research simulators").
 """
 
 from __future__ import annotations

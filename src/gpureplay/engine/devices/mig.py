@@ -1,7 +1,7 @@
 """Dynamic MIG: instances created per pod on a GPU's memory-slice mask, and destroyed when it leaves.
 
 Under ``scheduler.mig_strategy: dynamic`` (HAMi's dynamic MIG, device plugin
-mode ``mig``; scheduler-semantics.md §1.3, §1.4) a node's GPUs have MIG on and
+mode ``mig``; docs/systems.md, "NVIDIA MIG and mig-parted") a node's GPUs have MIG on and
 no instance until a pod needs one. Each GPU keeps the memory slices its
 instances hold as an 8-bit mask (``G_MIG``); an instance of a profile is
 placed at one of the profile's allowed start slots whose slices are all free

@@ -12,8 +12,8 @@ allowed geometry providing the most required profiles). As mig-parted does
 instance with a live CUDA context cannot be destroyed), only a GPU none of
 whose slices is held changes, and as a whole; it then serves no pod for
 ``mig_reconfigure_s`` (mig-manager pauses the device plugin while it applies
-the config: about 30-90 s, scheduler-semantics.md §1.5). The rule in full:
-docs/engine-semantics.md, "Re-partitioning idle GPUs". The plain-Python twin
+the config: about 30-90 s, docs/systems.md, "NVIDIA MIG and mig-parted"). The rule in full:
+docs/engine/devices.md, "Re-partitioning idle GPUs". The plain-Python twin
 is the ``[MIG re-partitioning]`` code of ``tests/reference/simulator.py``.
 """
 

@@ -6,8 +6,8 @@ counts them. What sharing costs shows up at run time: under time-slicing CUDA
 gives the active contexts on a GPU turns, so co-located jobs slow each other;
 under MPS each client is capped at ``100 // replicas`` percent of the SMs.
 A job's rate (:func:`set_rate`) follows from the active
-jobs on its GPUs and changes whenever they do (docs/engine-semantics.md, "GPU
-sharing by replicas"; scheduler-semantics.md §2.3).
+jobs on its GPUs and changes whenever they do (docs/engine/devices.md, "GPU
+sharing by replicas"; docs/systems.md, "NVIDIA k8s-device-plugin").
 
 A *process* is one pod of an active (running) job on one physical GPU, with
 weight ``w`` = its replicas there and demand ``D = w * d`` (``d``: the share
@@ -258,7 +258,7 @@ def mig_rate(jobs: Jobs, js: JobState, cl: Cluster, j: int, d: float) -> float:
     ``c`` of the GPU's ``S`` compute slices gives ``c / S`` of the GPU, and a
     pod that would use ``d`` of a GPU alone runs at ``min(1, (c / S) / d)``
     (throughput taken as proportional to SMs); on a whole GPU at 1. The job
-    runs at its slowest pod's rate (docs/engine-semantics.md, "MIG"). Static
+    runs at its slowest pod's rate (docs/engine/devices.md, "MIG instances"). Static
     instances take ``c`` from the node (one profile per node); dynamic ones
     from the pod's slot (:func:`gpureplay.engine.devices.mig.instance_slot`).
     """

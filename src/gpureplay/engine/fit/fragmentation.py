@@ -5,7 +5,7 @@ Fragmentation Gradient Descent" (USENIX ATC'23, §3.2): for a task class ``m``
 (a typical pod, :mod:`gpureplay.workload.typical_pods`) the fragment
 ``F_n(m)`` of node ``n`` is the idle GPU milli that ``m`` cannot use there; the
 node's fragmentation is its expectation over the workload, ``F_n = Σ_m p_m
-F_n(m)``, and the cluster's is ``Σ_n F_n`` (scheduler-semantics.md §2.5). The
+F_n(m)``, and the cluster's is ``Σ_n F_n`` (docs/systems.md, "FGD"). The
 rules follow the public simulator (hkust-adsl/kubernetes-scheduler-simulator,
 ``pkg/utils/frag.go``): :func:`frag_quadrant` is ``GetNodePodFrag``,
 :func:`pod_frag` the per-class amount of ``NodeGpuShareFragAmount`` and

@@ -101,7 +101,7 @@ def share_gmem(cl: Cluster, n: int, m: int, q: int) -> int:
     is booked), ``m / 1000`` of the GPU's memory floored (HAMi's
     ``nvidia.com/gpumem-percentage``: ``memreq = Totalmem * pct / 100`` in
     integer arithmetic) or the whole GPU's memory (HAMi's own default when a
-    pod sets neither ``gpumem`` nor a percentage; scheduler-semantics.md §2.1).
+    pod sets neither ``gpumem`` nor a percentage; docs/systems.md, "HAMi").
     """
     if q > 0:
         return q
@@ -120,7 +120,7 @@ def gpu_fits(cl: Cluster, g: int, m: int, gmem: int) -> bool:
     Notes
     -----
     HAMi's per-device ``Fit``: a free vGPU slot (``Used < Count``), the
-    cores and the memory (scheduler-semantics.md §2.1); gpushare's filter is
+    cores and the memory (docs/systems.md, "HAMi"); gpushare's filter is
     the memory test alone.
     """
     return bool(
@@ -175,7 +175,7 @@ def capacity_on(
     free_mem_g // q', free_slots_g)`` for shared ones, ``q'`` the memory
     :func:`share_gmem` gives the pod (the per-GPU fit of HAMi's
     ``NvidiaGPUDevices.Fit`` and Alibaba gpushare-scheduler-extender's filter;
-    scheduler-semantics.md §2.1, §2.4). Each term drops by exactly one per pod
+    docs/systems.md, "HAMi" and "gpushare-scheduler-extender"). Each term drops by exactly one per pod
     placed, so shared pods stay additive. Whole GPUs are handed out only when
     wholly free (NVIDIA k8s-device-plugin: a GPU is one ``nvidia.com/gpu``).
     A pod on a dynamic-MIG GPU counts the shape's free placements
@@ -448,7 +448,7 @@ def pick_replica(cl: Cluster, n: int, slots: Int64Array, slot0: int, picked: int
     (``pickedFrom``); then, where Go's heap over a map leaves the order open,
     the lowest GPU index. Within the GPU the lowest free replica (replicas of
     one GPU are alike). Replicas of GPU ``p`` are the node's devices
-    ``p * R .. p * R + R - 1`` (docs/engine-semantics.md, "GPU sharing by
+    ``p * R .. p * R + R - 1`` (docs/engine/devices.md, "GPU sharing by
     replicas").
     """
     reps = cl.node_int[N_REPLICAS, n]

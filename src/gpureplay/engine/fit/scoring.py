@@ -506,7 +506,7 @@ def hami_node(cl: Cluster, n: int) -> float:
     ``10 (sum Used / sum Count + sum Usedcores / sum Totalcore + sum Usedmem / sum Totalmem)``
     over the node's GPUs (``NodeScore.ComputeDefaultScore``, HAMi
     ``pkg/scheduler/policy/node_policy.go``, ``Weight = 10``;
-    scheduler-semantics.md §2.1): ``Used`` pods (vGPU slots), cores as
+    docs/systems.md, "HAMi"): ``Used`` pods (vGPU slots), cores as
     milli-GPU in use, memory in use. ``scoreNode`` computes it *before*
     adding the candidate pod, unlike the design doc's ``(request + used) /
     allocatable``. A whole-GPU pod books its GPUs' cores and memory in full
@@ -542,7 +542,7 @@ def hami_gpu(cl: Cluster, n: int, g: int, m: int, q: int, gmem: int) -> float:
     -----
     ``10 ((1 + Used) / Count + (cores + Usedcores) / Totalcore + (mem + Usedmem) / Totalmem)``
     (``DeviceListsScore.ComputeScore``, HAMi ``pkg/scheduler/policy/gpu_policy.go``;
-    scheduler-semantics.md §2.1), the request included. ``mem`` is what the
+    docs/systems.md, "HAMi"), the request included. ``mem`` is what the
     pod names (``q``); a memory *percentage* is scored as ``Totalmem *
     (pct / 100.0)`` in int32 arithmetic there, i.e. ``Totalmem * (pct / 100)``
     with integer division: 0 below 100 %, so the pods of the ``proportional``
@@ -568,7 +568,7 @@ def kai_node(cl: Cluster, cs: Classes, c: int, n: int) -> float:
 
     Notes
     -----
-    KAI sums its node-order plugins (scheduler-semantics.md §2.2;
+    KAI sums its node-order plugins (docs/systems.md, "KAI Scheduler";
     ``pkg/scheduler/plugins/``): ``gpusharingorder`` adds ``GpuSharing``
     (:data:`KAI_GPU_SHARING`) once when a fractional pod fits a GPU that
     already holds fractions (``IsTaskFitOnGpuGroup``); ``nodeplacement``
@@ -616,7 +616,7 @@ def kube_cpu_mem(cl: Cluster, cs: Classes, c: int, n: int) -> float:
     (:func:`balance`). A GPU requested as an extended resource (gpushare's
     ``aliyun.com/gpu-mem``) is not among the default scored resources, so a
     gpushare cluster's node choice comes from these alone
-    (scheduler-semantics.md §2.4). A resource of unknown capacity is left
+    (docs/systems.md, "gpushare-scheduler-extender"). A resource of unknown capacity is left
     out; a node with neither known scores 0. kube counts a pod that requests
     no CPU or memory as 100 millicores / 200 MiB when scoring; here it counts
     what it asks.
@@ -730,7 +730,7 @@ def node_score(params: Params, cl: Cluster, cs: Classes, c: int, n: int) -> floa
     ``best_fit`` / ``worst_fit`` score the node's free GPU milli after placing
     (negated for best fit): Volcano ``binpack`` / KAI ``gpupack`` and
     kube-scheduler ``LeastAllocated`` / KAI ``gpuspread`` reduced to the GPU
-    resource (scheduler-semantics.md §2.2). ``balanced_allocation`` scores
+    resource (docs/systems.md, "KAI Scheduler"). ``balanced_allocation`` scores
     the GPU, CPU and memory in use after placing (:func:`balance`). ``fgd``
     under dynamic MIG scores slices (:func:`gpureplay.engine.devices.mig.mig_fgd_score`).
     """

@@ -18,8 +18,8 @@ gang with a ``required`` and/or ``preferred`` level like this:
    first: ``calculateNodeScores``, 10 000 per tenth of the rank, above every
    other plugin), then by the node scorer.
 
-The rules in full: docs/engine-semantics.md, "Topology-aware scheduling
-(KAI)"; the plain-Python twin is the ``[KAI topology]`` code of
+The rules in full: docs/engine/placement.md, "KAI topology"; the plain-Python
+twin is the ``[KAI topology]`` code of
 ``tests/reference/simulator.py``.
 """
 

@@ -18,8 +18,8 @@ Domains are sorted by capacity, most first (ties: path order), or least
 first under ``LeastFreeCapacity``. BestFit (the default for required and
 preferred requests) then swaps the domain that completes the count for the
 tightest one that still holds the rest: free 3, 3, 2, 1 and 7 pods take 3, 3
-and 1. The rules in full: docs/engine-semantics.md, "Topology-aware
-scheduling"; the plain-Python twin is the ``[Topology-aware scheduling]`` code
+and 1. The rules in full: docs/engine/placement.md, "Kueue
+TAS"; the plain-Python twin is the ``[Topology-aware scheduling]`` code
 of ``tests/reference/simulator.py``.
 """
 

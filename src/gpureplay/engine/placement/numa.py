@@ -10,11 +10,11 @@ which retries after a back-off. scheduler-plugins' NodeResourceTopologyMatch
 filter (``numa_aware_scheduler``) lets the scheduler skip nodes whose NUMA
 nodes cannot hold a pod under ``single-numa-node``.
 
-Sources: scheduler-semantics.md §5.5; Kubernetes
+Sources: docs/systems.md, "Kubelet Topology Manager"; Kubernetes
 ``pkg/kubelet/cm/topologymanager/policy.go`` (``mergePermutation``,
 ``HintMerger.compare``), ``policy_single_numa_node.go``,
 ``devicemanager/topology_hints.go``, ``cpumanager/policy_static.go``;
-docs/engine-semantics.md, "Kubelet Topology Manager".
+docs/engine/placement.md, "Kubelet Topology Manager".
 """
 
 from __future__ import annotations

@@ -3,12 +3,12 @@
 Research simulators model a job placed across servers as a throughput
 penalty: Blox (``msr-fiddle/blox``, ``jobs/model.py``, ``placement_penalty``
 0.6-0.9 by model) runs a job not consolidated on one server at that share of
-its speed (scheduler-semantics.md §5.1). Here each topology level of the
+its speed (docs/engine/placement.md, "What spreading costs"). Here each topology level of the
 nodes table (``nvlink_domain``, ``rack``, ``spine``) has a factor in (0, 1];
 when an attempt starts, the job runs at the product of the factors of the
 levels whose domains its pods span more than one of, for that whole attempt
 (its placement does not change while it runs). The rule in full:
-docs/engine-semantics.md, "What spreading costs"; the plain-Python twin is
+docs/engine/placement.md, "What spreading costs"; the plain-Python twin is
 the ``[Spreading cost]`` code of ``tests/reference/simulator.py``.
 """
 

@@ -18,8 +18,8 @@ spine (3). A job with ``networkTopology: {mode: hard, highestTierAllowed: T}``
 3. the pods go to its nodes by the node scorer. No candidate up to T: the job
    waits (no escalation, no partial placement).
 
-The rules in full: docs/engine-semantics.md, "Topology-aware scheduling
-(Volcano)"; the plain-Python twin is the ``[Volcano HyperNode]`` code of
+The rules in full: docs/engine/placement.md, "Volcano HyperNodes"; the plain-Python
+twin is the ``[Volcano HyperNode]`` code of
 ``tests/reference/simulator.py``.
 """
 

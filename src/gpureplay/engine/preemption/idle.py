@@ -2,10 +2,10 @@
 
 ``scheduler.preemption: reclaim_idle`` replaces kube-scheduler's DefaultPreemption with the
 ReclaimIdleResource PostFilter plugin (HPE; kubernetes-sigs/scheduler-plugins PR #619, code in
-``lalitlouis/scheduler-plugins`` ``pkg/reclaimidleresource``; scheduler-semantics.md §7). Its victim search is
-DefaultPreemption's (:mod:`gpureplay.engine.preemption.priority`) with two changes: candidates have a priority
-*at most* the preemptor's (not strictly lower), and a candidate is left out when ``ExemptedFromPreemption``
-says so, from the annotations of its PriorityClass and its measured usage:
+``lalitlouis/scheduler-plugins`` ``pkg/reclaimidleresource``; docs/systems.md, "scheduler-plugins").
+Its victim search is DefaultPreemption's (:mod:`gpureplay.engine.preemption.priority`) with two changes:
+candidates have a priority *at most* the preemptor's (not strictly lower), and a candidate is left out
+when ``ExemptedFromPreemption`` says so, from the annotations of its PriorityClass and its measured usage:
 
 1. no PriorityClass: not exempt;
 2. (a preemptor whose ``preemptionPolicy`` is ``Never`` does not search at all);

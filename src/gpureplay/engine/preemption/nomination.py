@@ -4,7 +4,7 @@ After DefaultPreemption evicts victims for a pod, kube-scheduler sets the
 pod's ``status.nominatedNodeName``; until the pod is bound, every later pod of
 lower priority is filtered on that node as if the nominated pod already ran
 there (``RunFilterPluginsWithNominatedPods`` / ``addNominatedPods`` in
-``pkg/scheduler/framework/runtime/framework.go``; scheduler-semantics.md
+``pkg/scheduler/framework/runtime/framework.go``; docs/systems.md, "kube-scheduler"
 §6.2). Without it, a lower-priority pod takes the room the preemptor counted
 on during the victims' grace period, the preemptor evicts again when they are
 gone, and the cycle can repeat for ever.

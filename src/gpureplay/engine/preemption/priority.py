@@ -3,7 +3,7 @@
 When a pending job cannot be placed, and it may preempt (its PriorityClass's
 ``preemptionPolicy`` is not ``Never``) and it is not already waiting for
 victims it evicted, the engine looks for running (or pod-holding) jobs of
-lower priority to evict (scheduler-semantics.md §6.2,
+lower priority to evict (docs/systems.md, "kube-scheduler",
 ``pkg/scheduler/framework/preemption/preemption.go``):
 
 1. the job's unplaced pods are placed one by one on a *trial* state; a pod

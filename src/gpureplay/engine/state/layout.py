@@ -82,7 +82,7 @@ JOB_FLOAT_FIELDS = 6
 
 # --- jobs.idle: ReclaimIdleResource's per-job inputs (preemption: reclaim_idle; one column otherwise) ---
 # A job's usage while it works (the workload's utilisation model), then 0 from I_AFTER seconds into each
-# attempt; and its PriorityClass's annotations (scheduler-semantics.md section 7).
+# attempt; and its PriorityClass's annotations (docs/systems.md, "scheduler-plugins").
 I_GPU = 0  # DCGM_FI_PROF_GR_ENGINE_ACTIVE of its GPUs while it works (ratio 0..1; 0 for GPU-less pods)
 I_CPU = 1  # CPU cores per pod while it works
 I_AFTER = 2  # seconds after each start when its usage drops to 0 (inf: never)
