@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.cache/numba
 export HYDRA_FULL_ERROR ?= 0
 
-.PHONY: run test lint docs bench soak clean chromium
+.PHONY: run test suite lint docs bench soak clean chromium
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -42,7 +42,12 @@ chromium:
 # slowest steps, to keep .ci/run within its 15 minutes. tests/conftest.py sets NUMBA_OPT=1 (LLVM -O1:
 # half the compile time, which is most of the suite's); that code is cached apart from `make bench`'s.
 TEST_WORKERS ?= auto
-test: $(STAMP) lint chromium
+# Lint and types run beside the suite (make -j2): mypy alone would hold one core for about a minute on a
+# clean checkout while the other idles; make still fails when either fails.
+test: $(STAMP) chromium
+	@$(MAKE) --no-print-directory -j2 lint suite
+
+suite: $(STAMP)
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --durations=15 src tests
 
 # The differential and property tests with fresh random draws (CI replays fixed ones), SOAK_SCALE times
