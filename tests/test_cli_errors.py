@@ -6,33 +6,19 @@ none compiles anything.
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
 import pytest
 from click.testing import CliRunner
+from tests.cli import gpureplay
 
 from gpureplay.cli import main
 from gpureplay.errors import InputError
 from gpureplay.traces.registry import trace_selection
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def gpureplay(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(REPO / ".cache" / "numba")}
-    env.pop("HYDRA_FULL_ERROR", None)
-    return subprocess.run(
-        [sys.executable, "-m", "gpureplay", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        check=False,
-    )
 
 
 def assert_usage_error(proc: subprocess.CompletedProcess[str], *fragments: str) -> None:

@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Mapping
 from fractions import Fraction
 from pathlib import Path
@@ -20,6 +17,7 @@ from typing import Any, cast
 import polars as pl
 import pytest
 from omegaconf import OmegaConf
+from tests.cli import gpureplay
 
 from gpureplay.cluster.kubectl import kubectl_nodes, parse_quantity
 from gpureplay.cluster.registry import build_cluster
@@ -759,19 +757,6 @@ def test_the_bundled_example(tmp_path: Path) -> None:
 
 
 # --- through the command line ---------------------------------------------------------------------
-
-
-def gpureplay(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(REPO / ".cache" / "numba")}
-    env.pop("HYDRA_FULL_ERROR", None)
-    return subprocess.run(
-        [sys.executable, "-m", "gpureplay", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO,
-        check=False,
-    )
 
 
 def test_run_on_a_kubectl_cluster(tiny_jobs_csv: Path, tmp_path: Path) -> None:

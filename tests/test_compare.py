@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pytest
 from click.testing import CliRunner
+from tests.cli import gpureplay
 from tests.test_report import HEADLINES, run_config, typed, write_run
 
 from gpureplay.cli import main
@@ -76,18 +74,6 @@ def test_compare_of_nothing_readable_exits_2(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "no complete run" in result.stderr
     result = CliRunner().invoke(main, ["compare", str(tmp_path / "missing")])
     assert result.exit_code == 2 and "no such file or folder" in result.stderr
-
-
-def gpureplay(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(REPO / ".cache" / "numba")}
-    return subprocess.run(
-        [sys.executable, "-m", "gpureplay", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO,
-        check=False,
-    )
 
 
 def csv_run(trace: Path, out: Path, *extra: str) -> None:

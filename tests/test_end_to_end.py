@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
 import pytest
+from tests.cli import gpureplay
 
 from gpureplay.report.build import build_report
 from gpureplay.results.writer import DONE_MARKER, read_metadata
@@ -28,18 +27,6 @@ CONTRACT = [
     "preemptions",
     "state",
 ]
-
-
-def gpureplay(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(REPO / ".cache" / "numba")}
-    return subprocess.run(
-        [sys.executable, "-m", "gpureplay", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO,
-        check=False,
-    )
 
 
 def csv_run(trace: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
