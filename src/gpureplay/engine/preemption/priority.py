@@ -41,7 +41,7 @@ from gpureplay.engine.fit.resources import node_capacity, release_pod, take_pod
 from gpureplay.engine.fit.scoring import choose_node, refresh_index
 from gpureplay.engine.jit.config import inline_kernel, kernel
 from gpureplay.engine.jobs import attempt_of, count_in_queue, evict_job, place_pod, touch_node, unlink_pod
-from gpureplay.engine.preemption.idle import idle_exempt
+from gpureplay.engine.preemption.idle import idle_exempt, may_have_victim
 from gpureplay.engine.preemption.nomination import end_nomination, nominate
 from gpureplay.engine.state.bundles import (
     Classes,
@@ -344,7 +344,16 @@ def select_node(
 
 @kernel
 def victims_could_suffice(
-    params: Params, jobs: Jobs, cl: Cluster, js: JobState, sc: Scratch, j: int, pods: int
+    params: Params,
+    jobs: Jobs,
+    cl: Cluster,
+    js: JobState,
+    tm: Timers,
+    sc: Scratch,
+    run: Run,
+    j: int,
+    pods: int,
+    t: float,
 ) -> bool:
     """A necessary condition for a search to succeed: some victim, and GPU enough with all of them gone.
 
@@ -366,7 +375,10 @@ def victims_could_suffice(
     if victims == 0:
         return False
     free = cl.gpu_free.shape[1] * 1000 - cl.totals[TOT_ALLOC]
-    return bool(free + milli >= pods * jobs.ints[J_MILLI, j])
+    if free + milli < pods * jobs.ints[J_MILLI, j]:
+        return False
+    # Under reclaim_idle most holders are exempt: a search with no eligible candidate is skipped.
+    return params.codes[P_PREEMPT] != PREEMPT_IDLE or may_have_victim(jobs, js, tm, sc, run, j, t)
 
 
 @kernel
@@ -404,7 +416,7 @@ def preempt_for(
     c = jobs.ints[J_CLASS, j]
     first = js.dyn[D_PLACED, j]
     target = jobs.ints[J_PODS, j]
-    if not victims_could_suffice(params, jobs, cl, js, sc, j, (target - first) if whole else 1):
+    if not victims_could_suffice(params, jobs, cl, js, tm, sc, run, j, (target - first) if whole else 1, t):
         return 0
     pre.now[0] = t
     run.counters[K_PREEMPT_TRIES] += 1
