@@ -18,7 +18,8 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from tests.test_end_to_end import REPO, csv_run, gpureplay
+from tests.cli import REPO, gpureplay
+from tests.test_end_to_end import csv_overrides, csv_run
 
 import gpureplay as gr
 from gpureplay.errors import InputError
@@ -28,21 +29,6 @@ from gpureplay.sweep import write_status
 
 #: The overrides of the run every test compares with: a 4-job trace on one 8-GPU node, fifo.
 EXTRA = ("scheduler=fifo", "seed=3", "horizon=1000")
-
-
-def overrides(trace: Path, out: Path, *extra: str) -> list[str]:
-    """What :func:`tests.test_end_to_end.csv_run` passes to ``gpureplay run``."""
-    return [
-        "trace=csv",
-        f"trace.path={trace}",
-        "cluster=homogeneous",
-        "cluster.nodes=1",
-        "cluster.gpus_per_node=8",
-        "cluster.gpu_model=A100-80GB",
-        f"hydra.run.dir={out}",
-        "debug=true",
-        *extra,
-    ]
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +60,7 @@ def cli_run(trace: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 def cli_sweep(trace: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A sweep folder written by ``gpureplay run -m``: two seeds."""
     out = tmp_path_factory.mktemp("sweep") / "sweep"
-    args = overrides(trace, out, "scheduler=fifo", "horizon=1000", "seed=0,1")
+    args = csv_overrides(trace, out, "scheduler=fifo", "horizon=1000", "seed=0,1")
     args = [a.replace("hydra.run.dir", "hydra.sweep.dir") for a in args]
     proc = gpureplay("run", "-m", *args, "hydra.launcher.n_jobs=1")
     assert proc.returncode == 0, proc.stderr
@@ -84,7 +70,7 @@ def cli_sweep(trace: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def in_memory(trace: Path, tmp_path_factory: pytest.TempPathFactory) -> gr.Results:
     """``api.run`` of the overrides the CLI run got (its ``hydra.run.dir`` included: not read)."""
-    return gr.run(overrides(trace, tmp_path_factory.mktemp("unused") / "never", *EXTRA))
+    return gr.run(csv_overrides(trace, tmp_path_factory.mktemp("unused") / "never", *EXTRA))
 
 
 def test_run_returns_every_table_the_command_writes(in_memory: gr.Results, cli_run: Path) -> None:
@@ -120,7 +106,7 @@ def test_run_writes_nothing(trace: Path, tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setenv("TMPDIR", str(tmp))
     monkeypatch.setattr(tempfile, "tempdir", str(tmp))
     before = sorted(trace.parent.iterdir())
-    res = gr.run(overrides(trace, out, *EXTRA))
+    res = gr.run(csv_overrides(trace, out, *EXTRA))
     assert res.jobs.height == 4
     assert list(cwd.iterdir()) == [] and list(tmp.iterdir()) == [] and not out.exists()
     assert sorted(trace.parent.iterdir()) == before
@@ -139,7 +125,7 @@ def test_run_writes_nothing(trace: Path, tmp_path: Path, monkeypatch: pytest.Mon
 def test_bad_overrides_fail_with_the_commands_message(
     trace: Path, tmp_path: Path, extra: list[str], error: type[Exception]
 ) -> None:
-    args = overrides(trace, tmp_path / "out", *extra)
+    args = csv_overrides(trace, tmp_path / "out", *extra)
     proc = gpureplay("run", *args)
     assert proc.returncode == 2, proc.stderr
     said = proc.stderr.split("gpureplay: error:\n", 1)[1].strip()
@@ -154,7 +140,7 @@ def test_bad_overrides_fail_with_the_commands_message(
 def test_a_bad_trace_row_names_file_row_and_column(tmp_path: Path) -> None:
     bad = tmp_path / "bad.csv"
     bad.write_text("job_id,submit_time,duration,num_pods,gpu_milli\n1,0,-5,1,1000\n")
-    args = overrides(bad, tmp_path / "out")
+    args = csv_overrides(bad, tmp_path / "out")
     proc = gpureplay("run", *args)
     assert proc.returncode == 2
     with pytest.raises(InputError) as caught:

@@ -29,9 +29,9 @@ CONTRACT = [
 ]
 
 
-def csv_run(trace: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return gpureplay(
-        "run",
+def csv_overrides(trace: Path, out: Path, *extra: str) -> list[str]:
+    """The overrides of a run of CSV ``trace`` into ``out`` on one 8-GPU A100 node, with the debug checks."""
+    return [
         "trace=csv",
         f"trace.path={trace}",
         "cluster=homogeneous",
@@ -41,7 +41,11 @@ def csv_run(trace: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[
         f"hydra.run.dir={out}",
         "debug=true",
         *extra,
-    )
+    ]
+
+
+def csv_run(trace: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return gpureplay("run", *csv_overrides(trace, out, *extra))
 
 
 def test_csv_contract_run_writes_all_results(tiny_jobs_csv: Path, tmp_path: Path) -> None:
