@@ -17,7 +17,7 @@ from gpureplay.cluster.philly import philly_nodes
 from gpureplay.schedulers.policy import Policy, QuotaSource
 from gpureplay.schedulers.presets import preset, preset_names
 from gpureplay.traces.philly import load_philly
-from gpureplay.workload.synthetic import synthetic_jobs
+from gpureplay.workload.synthetic import default_mix, poisson_jobs
 
 #: Seed of every synthetic trace and of every replay.
 SEED = 20_240_601
@@ -71,8 +71,12 @@ def cluster_for_load(jobs: pl.DataFrame) -> pl.DataFrame:
 
 
 def synthetic_inputs(n_jobs: int) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """``n_jobs`` synthetic Philly-like jobs (seed ``SEED``) and a cluster sized for them."""
-    jobs = synthetic_jobs(n_jobs, SEED)
+    """``n_jobs`` synthetic Philly-like jobs (seed ``SEED``) and a cluster sized for them.
+
+    The jobs arrive at Philly's own rate (``poisson_jobs`` at the mix's rate: the same jobs as before
+    ``trace.load`` became offered load on the run's cluster), so this benchmark's history stays comparable.
+    """
+    jobs = poisson_jobs(n_jobs, SEED, default_mix().rate)
     return jobs, cluster_for_load(jobs)
 
 
@@ -83,7 +87,7 @@ def warm_engine() -> None:
     """
     from gpureplay.replay.simulate import simulate, warm_up
 
-    jobs = synthetic_jobs(20, SEED)
+    jobs = poisson_jobs(20, SEED, default_mix().rate)
     nodes = homogeneous_nodes(4, SYNTHETIC_GPUS_PER_NODE, SYNTHETIC_GPU_MODEL).nodes
     for policy in PRESETS.values():
         if policy.preemption.name == "reclaim_idle":

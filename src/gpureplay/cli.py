@@ -228,7 +228,7 @@ def trace() -> None:
 
 
 def _load_named_or_path(name_or_path: str, overrides: Sequence[str]) -> Any:
-    from gpureplay.traces.registry import load_trace, trace_selection
+    from gpureplay.traces.registry import load_trace, needs_cluster, trace_selection
 
     selection = trace_selection(name_or_path, _options("trace"))
     if selection is not None:
@@ -239,7 +239,12 @@ def _load_named_or_path(name_or_path: str, overrides: Sequence[str]) -> Any:
         cfg = compose_config([*selection, *overrides])
         resolved = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
         assert isinstance(resolved, dict)
-        return load_trace(resolved["trace"], int(cfg.seed))
+        gpus = None
+        if needs_cluster(resolved["trace"]):  # a synthetic trace's load is offered on the config's cluster
+            from gpureplay.experiment import cluster_gpus
+
+            gpus = cluster_gpus(cfg)
+        return load_trace(resolved["trace"], int(cfg.seed), cluster_gpus=gpus)
     path = Path(name_or_path)
     if not path.exists():
         raise click.BadParameter(

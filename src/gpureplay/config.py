@@ -158,7 +158,9 @@ class SyntheticTraceConf(TraceConf):
     name: str = "synthetic"
     kind: str = "synthetic"
     n_jobs: int = 10_000
-    load: float = 1.0
+    #: Offered load on the cluster the trace runs on: arrival rate x mean GPU-seconds per job / its GPUs
+    #: (docs/inputs.md, "Synthetic traces"). 0.8 keeps it busy with queues forming; above 1, saturated.
+    load: float = 0.8
 
 
 # --- cluster group -----------------------------------------------------------------------------

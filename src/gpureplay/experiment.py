@@ -48,7 +48,7 @@ from gpureplay.results.timing import TIMING_FILE
 from gpureplay.results.writer import PACKING_FILES, RESULT_FILES, clear_run, write_results
 from gpureplay.schedulers.policy import Policy
 from gpureplay.traces.adapted import AdaptedTrace
-from gpureplay.traces.registry import load_trace
+from gpureplay.traces.registry import load_trace, needs_cluster
 from gpureplay.traces.schema import max_time_limit
 from gpureplay.workload.priorities import (
     Checkpointing,
@@ -95,10 +95,33 @@ class ReplayInputs:
 
 
 def load_trace_of(cfg: DictConfig) -> AdaptedTrace:
-    """The adapted trace ``cfg.trace`` names (before the workload's transforms)."""
+    """The adapted trace ``cfg.trace`` names (before the workload's transforms).
+
+    A trace generated for its cluster (``trace=synthetic``, whose ``load`` is offered load on the cluster)
+    is given the GPU count of ``cfg.cluster`` (:func:`cluster_gpus`); no other trace reads the cluster.
+    """
     resolved = cast(dict[str, Any], OmegaConf.to_container(cfg.trace, resolve=True, enum_to_str=True))
+    gpus = cluster_gpus(cfg) if needs_cluster(resolved) else None
     with max_time_limit(float(cfg.max_time)):
-        return load_trace(resolved, int(cfg.seed))
+        return load_trace(resolved, int(cfg.seed), cluster_gpus=gpus)
+
+
+def cluster_gpus(cfg: DictConfig) -> int:
+    """GPUs of ``cfg.cluster`` (its nodes' ``num_gpus`` summed), before the trace is loaded.
+
+    A generated cluster's count comes from its config alone; a node list is built for it (and built
+    again by the run: the trace comes first, and reading a node list is cheap beside a replay).
+
+    Raises
+    ------
+    gpureplay.errors.InputError
+        On a bad cluster config or node list.
+    """
+    resolved = cast(dict[str, Any], OmegaConf.to_container(cfg.cluster, resolve=True, enum_to_str=True))
+    planned = planned_cluster(resolved)
+    if planned is not None:
+        return planned.gpus
+    return int(build_cluster(resolved).nodes["num_gpus"].cast(pl.Int64).sum())
 
 
 def prepare_inputs(cfg: DictConfig, trace: AdaptedTrace | None = None) -> ReplayInputs:
@@ -599,6 +622,7 @@ __all__ = [
     "ReplayInputs",
     "RunOutcome",
     "RunTables",
+    "cluster_gpus",
     "load_summary",
     "prepare_inputs",
     "replay_tables",

@@ -1,7 +1,9 @@
 """Trace config (the ``trace`` group) → adapter call → :class:`AdaptedTrace`.
 
 One dispatch table keyed by the config's ``kind``; adapters are imported on
-use so ``gpureplay --help`` stays fast.
+use so ``gpureplay --help`` stays fast. A generated trace whose arrival rate is
+set by the cluster it runs on (``synthetic``: its ``load`` is offered load) is
+built by a loader that also takes the cluster's GPU count (:data:`SIZED_LOADERS`).
 """
 
 from __future__ import annotations
@@ -73,12 +75,12 @@ def _csv(cfg: Mapping[str, Any], seed: int) -> AdaptedTrace:
     )
 
 
-def _synthetic(cfg: Mapping[str, Any], seed: int) -> AdaptedTrace:
+def _synthetic(cfg: Mapping[str, Any], seed: int, cluster_gpus: int) -> AdaptedTrace:
     from gpureplay.workload.synthetic import synthetic_jobs
 
     if cfg["n_jobs"] <= 0:
         raise InputError.single("must be > 0", "config", key="trace.n_jobs")
-    jobs = synthetic_jobs(cfg["n_jobs"], seed, load=cfg["load"])
+    jobs = synthetic_jobs(cfg["n_jobs"], seed, load=cfg["load"], gpus=cluster_gpus)
     return AdaptedTrace(
         jobs, source=f"synthetic(n_jobs={cfg['n_jobs']}, seed={seed})", sha256="", changes=Counter()
     )
@@ -92,8 +94,24 @@ LOADERS: dict[str, Callable[[Mapping[str, Any], int], AdaptedTrace]] = {
     "pai2020": _pai2020,
     "helios": _helios,
     "csv": _csv,
+}
+
+#: Generated traces whose arrival rate is set for the cluster they run on: their loader also takes the
+#: cluster's GPU count (``synthetic``: ``trace.load`` is offered load on it).
+SIZED_LOADERS: dict[str, Callable[[Mapping[str, Any], int, int], AdaptedTrace]] = {
     "synthetic": _synthetic,
 }
+
+
+def needs_cluster(cfg: Mapping[str, Any]) -> bool:
+    """Whether the trace a ``trace`` config describes is generated for its cluster (pass ``cluster_gpus``).
+
+    Examples
+    --------
+    >>> needs_cluster({"kind": "synthetic"}), needs_cluster({"kind": "philly"})
+    (True, False)
+    """
+    return str(cfg.get("kind")) in SIZED_LOADERS
 
 
 #: Trace kinds whose files are not bundled but fetched (names of traces/manifest.toml entries).
@@ -166,20 +184,36 @@ def _enum_name(value: Any) -> Any:
     return getattr(value, "name", value)
 
 
-def load_trace(cfg: Mapping[str, Any], seed: int = 0) -> AdaptedTrace:
+def load_trace(cfg: Mapping[str, Any], seed: int = 0, *, cluster_gpus: int | None = None) -> AdaptedTrace:
     """Load the trace a ``trace`` config describes.
+
+    Parameters
+    ----------
+    cfg
+        The resolved ``trace`` config.
+    seed
+        The run's seed (generated traces draw from it).
+    cluster_gpus
+        GPUs of the cluster the trace is replayed on, needed by the traces generated for it
+        (:func:`needs_cluster`) and not read by any other.
 
     Raises
     ------
     InputError
         For an unknown ``trace.kind`` or any problem in the trace files.
+    ValueError
+        When a trace generated for its cluster is loaded without ``cluster_gpus``.
     """
     kind = cfg.get("kind")
+    sized = SIZED_LOADERS.get(str(kind))
+    if sized is not None:
+        if cluster_gpus is None:
+            raise ValueError(f"a {kind} trace is generated for its cluster: pass cluster_gpus")
+        return sized(cfg, seed, cluster_gpus)
     loader = LOADERS.get(str(kind))
     if loader is None:
-        raise InputError.single(
-            f"unknown trace kind {kind!r}; known: {', '.join(sorted(LOADERS))}", "config", key="trace.kind"
-        )
+        known = ", ".join(sorted({*LOADERS, *SIZED_LOADERS}))
+        raise InputError.single(f"unknown trace kind {kind!r}; known: {known}", "config", key="trace.kind")
     try:
         return loader(cfg, seed)
     except FileNotFoundError as err:
