@@ -134,9 +134,10 @@ def assign_priority_classes(
     -------
     polars.DataFrame
         ``jobs`` with ``priority``, ``preemptible``, ``preemption_policy`` and
-        ``priority_class`` set (``priority_class`` null when the trace's own
-        priorities are kept); with a mix also each class's ReclaimIdleResource
-        annotations (:func:`gpureplay.workload.utilization.policy_columns`).
+        ``priority_class`` set (when the trace's own priorities are kept: its
+        ``source_priority_class`` where it names classes, else null); with a mix
+        also each class's ReclaimIdleResource annotations
+        (:func:`gpureplay.workload.utilization.policy_columns`).
 
     Raises
     ------
@@ -144,8 +145,12 @@ def assign_priority_classes(
         When the trace has its own priorities and ``override`` is off, or the mix is invalid.
     """
     if not classes:
+        # A trace that names its jobs' classes (kubectl exports: source_priority_class) keeps the names.
+        named = "source_priority_class" in jobs.columns
         return jobs.with_columns(
-            priority_class=pl.lit(None, pl.String),
+            priority_class=pl.col("source_priority_class").cast(pl.String)
+            if named
+            else pl.lit(None, pl.String),
             preemption_policy=pl.lit(PREEMPTION_POLICIES[0]),
         )
     check_classes(classes)
