@@ -49,6 +49,13 @@ class OpenbPending(Enum):
     keep = 1
 
 
+class KubectlRunning(Enum):
+    """Jobs still running at export: ``keep`` (censored, run until the export) or ``drop``."""
+
+    keep = 0
+    drop = 1
+
+
 class TimeUnit(Enum):
     """Unit of ``submit_time`` and ``duration`` in a generic trace."""
 
@@ -149,6 +156,23 @@ class CsvTraceConf(TraceConf):
     time_unit: TimeUnit = TimeUnit.s
     datetime_format: str | None = None
     model_separator: str = "|"
+
+
+@dataclass
+class KubectlTraceConf(TraceConf):
+    """Your own jobs: ``kubectl get jobs,pytorchjobs,workloads,... -A -o json`` (gpureplay.traces.kubectl)."""
+
+    name: str = "kubectl"
+    kind: str = "kubectl"
+    path: str = MISSING
+    #: Jobs still running at export: keep (replayed until observed_at, a lower bound) or drop.
+    running: KubectlRunning = KubectlRunning.keep
+    #: When the export was taken (RFC 3339); null: the latest time the file records.
+    observed_at: str | None = None
+    #: A DCGM exporter scrape (Prometheus query_range JSON or CSV): each job's mean GPU utilisation.
+    dcgm: str | None = None
+    #: Largest file read, MiB (JSON is read whole, about ten times its size in memory).
+    max_file_mib: float = 256.0
 
 
 @dataclass
@@ -514,6 +538,7 @@ TRACE_SCHEMAS: dict[str, type[TraceConf]] = {
     "pai2020": Pai2020TraceConf,
     "helios": HeliosTraceConf,
     "csv": CsvTraceConf,
+    "kubectl": KubectlTraceConf,
     "synthetic": SyntheticTraceConf,
 }
 

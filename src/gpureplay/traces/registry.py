@@ -75,6 +75,18 @@ def _csv(cfg: Mapping[str, Any], seed: int) -> AdaptedTrace:
     )
 
 
+def _kubectl(cfg: Mapping[str, Any], seed: int) -> AdaptedTrace:
+    from gpureplay.traces.kubectl import load_kubectl
+
+    return load_kubectl(
+        cfg["path"],
+        running=_enum_name(cfg["running"]),
+        observed_at=cfg["observed_at"],
+        dcgm=cfg["dcgm"],
+        max_file_mib=cfg["max_file_mib"],
+    )
+
+
 def _synthetic(cfg: Mapping[str, Any], seed: int, cluster_gpus: int) -> AdaptedTrace:
     from gpureplay.workload.synthetic import synthetic_jobs
 
@@ -94,6 +106,7 @@ LOADERS: dict[str, Callable[[Mapping[str, Any], int], AdaptedTrace]] = {
     "pai2020": _pai2020,
     "helios": _helios,
     "csv": _csv,
+    "kubectl": _kubectl,
 }
 
 #: Generated traces whose arrival rate is set for the cluster they run on: their loader also takes the
