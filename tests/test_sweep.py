@@ -1,5 +1,5 @@
 """Sweeps: resumable after SIGKILL, failures (and points the system kills) recorded without stopping the
-others, one sweep per folder, bad values refused up front, Ray equals joblib."""
+others, one sweep per folder, bad values refused up front, Ray and Slurm equal joblib."""
 
 from __future__ import annotations
 
@@ -11,11 +11,21 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
 import pytest
+from tests.cli import gpureplay
+from tests.slurm_cluster import (
+    PARTITION,
+    SlurmCluster,
+    SlurmUnavailable,
+    processes_of,
+    start_one_node_cluster,
+)
 
+from gpureplay.replay.progress import COMPILE_NOTICE
 from gpureplay.results.writer import DONE_MARKER, is_done
 from gpureplay.runfolder import SWEEP_LOCK_FILE, hold_folder
 from gpureplay.sweep import ERROR_FILE, read_status
@@ -34,6 +44,11 @@ BASE = (
     "cluster.gpus_per_node=8",
     "sample_interval=86400",
 )
+#: The launchers as docs/sweeps-reports.md shows them, each after the cluster its test starts.
+RAY_LAUNCHER = ("hydra/launcher=ray_cluster", "hydra.launcher.ray.init.address=127.0.0.1:6379")
+#: The shipped conf/hydra/launcher/slurm.yaml on the test cluster's partition, asking 1 GB a point (a point
+#: of this sweep peaks at about 0.3 GB) where the config asks 8 GB, more than a small CI runner may declare.
+SLURM_LAUNCHER = ("hydra/launcher=slurm", f"hydra.launcher.partition={PARTITION}", "hydra.launcher.mem_gb=1")
 
 
 def sweep_cmd(sweep_dir: Path, *extra: str) -> list[str]:
@@ -150,9 +165,7 @@ def test_ray_launcher_matches_joblib(reference_sweep: Path, tmp_path: Path) -> N
     # A short folder: Ray's unix-socket paths must stay under ~107 characters.
     ray_tmp = Path(tempfile.mkdtemp(prefix="gr-ray-", dir="/tmp"))
     sweep_dir = tmp_path / "sweep"
-    sweep = shlex.join(
-        sweep_cmd(sweep_dir, "hydra/launcher=ray_cluster", "hydra.launcher.ray.init.address=127.0.0.1:6379")
-    )
+    sweep = shlex.join(sweep_cmd(sweep_dir, *RAY_LAUNCHER))
     script = f"""
 set -u
 ip link set lo up
@@ -182,6 +195,111 @@ exit $rc
     assert ours.keys() == reference.keys()
     for name, jobs in ours.items():
         assert jobs.equals(reference[name]), name
+
+
+@pytest.fixture
+def slurm_cluster() -> Iterator[SlurmCluster]:
+    """A one-node Slurm cluster (tests/slurm_cluster.py) for one test, stopped after it whatever happens.
+
+    Skips, with the reason, when the submitit launcher or Slurm is not installed, or when this machine
+    cannot run the daemons (their last log lines are in the reason).
+    """
+    pytest.importorskip(
+        "hydra_plugins.hydra_submitit_launcher",
+        reason="hydra-submitit-launcher is not installed (pip install 'gpureplay[slurm]', as make test does)",
+    )
+    try:
+        cluster = start_one_node_cluster()
+    except SlurmUnavailable as err:
+        pytest.skip(f"no one-node Slurm cluster here: {err}")
+    yield cluster
+    ended = cluster.stop()
+    assert not ended, f"processes of the test's Slurm cluster outlived its daemons and were killed: {ended}"
+
+
+def test_the_slurm_cluster_stops_with_a_job_running(slurm_cluster: SlurmCluster) -> None:
+    # The sweep test's teardown after a failure mid-sweep: jobs still running under slurmstepd, which is
+    # in a session of its own, must not outlive the cluster.
+    env = slurm_cluster.env
+    submit = subprocess.run(
+        ["sbatch", "--parsable", "--output=/dev/null", "--wrap", "sleep 300"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert submit.returncode == 0, submit.stderr
+    job = submit.stdout.strip()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        state = subprocess.run(
+            ["squeue", "--noheader", "--jobs", job, "--format", "%T"], env=env, capture_output=True, text=True
+        ).stdout.strip()
+        if state == "RUNNING":
+            break
+        time.sleep(0.2)
+    assert state == "RUNNING"
+    processes = processes_of(slurm_cluster.conf)
+    assert any("sleep 300" in cmd for cmd in processes.values()), processes
+
+    assert slurm_cluster.stop() == []  # nothing had to be killed
+    assert processes_of(slurm_cluster.conf) == {}
+    assert not slurm_cluster.folder.exists()
+
+
+def _submitit_logs(sweep_dir: Path, lines: int = 20) -> str:
+    """The last lines of every Slurm job's stdout and stderr (submitit's files), for a failure's message."""
+    logs = sorted((sweep_dir / ".submitit").glob("*/*_log.*"))
+    return "\n".join(f"--- {p.name}:\n" + "\n".join(p.read_text().splitlines()[-lines:]) for p in logs)
+
+
+@pytest.mark.slow
+def test_slurm_launcher_matches_joblib(
+    reference_sweep: Path, slurm_cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    sweep_dir = tmp_path / "sweep"
+    # sbatch passes the submitting process's environment to the job (Slurm's default --export=ALL; submitit
+    # sets none): SLURM_CONF finds the test cluster, NUMBA_CACHE_DIR and NUMBA_OPT the kernels the reference
+    # sweep compiled. With no slurmdbd, submitit's sacct calls fail (it warns) and it waits on result files.
+    env = {**ENV, "SLURM_CONF": str(slurm_cluster.conf)}
+    try:
+        proc = subprocess.run(
+            sweep_cmd(sweep_dir, *SLURM_LAUNCHER),
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=REPO,
+            check=False,
+            timeout=600,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"the Slurm sweep ran past 600 s\n{_submitit_logs(sweep_dir)}\n{slurm_cluster.logs()}")
+    assert proc.returncode == 0, f"{proc.stderr[-4000:]}\n{_submitit_logs(sweep_dir)}"
+    assert "4 points: 4 done, 0 skipped, 0 failed" in proc.stderr
+    # Each point ran as a task of one Slurm job array: submitit keeps each task's pickled result.
+    assert len(list((sweep_dir / ".submitit").glob("*_*/*_result.pkl"))) == 4
+    ours, reference = results_of(sweep_dir), results_of(reference_sweep)
+    assert ours.keys() == reference.keys()
+    for name, jobs in ours.items():
+        assert jobs.equals(reference[name]), name
+        # The job found the kernels in the shared cache: a point that compiled would say so in its log.
+        assert COMPILE_NOTICE not in (sweep_dir / name / "app.log").read_text(), name
+
+    report = gpureplay("report", str(sweep_dir), "-o", str(tmp_path / "report"))
+    assert report.returncode == 0, report.stderr
+    assert "left out" not in report.stderr
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "4 run(s) in 2 configuration(s), differing in scheduler.name" in text
+
+
+def test_the_sweeps_page_shows_the_launcher_commands_these_tests_run() -> None:
+    page = (REPO / "docs" / "sweeps-reports.md").read_text()
+    # The page wraps long commands with a backslash at the end of a line: read it as one line.
+    flat = " ".join(page.replace("\\\n", " ").split())
+    sweep = " ".join((*BASE, *POINTS))
+    for launcher in (RAY_LAUNCHER, SLURM_LAUNCHER):
+        assert f"{sweep} hydra.sweep.dir=" in flat
+        assert " ".join(launcher) in flat, launcher
 
 
 KILLER = '''
