@@ -413,7 +413,7 @@ class _ObjectReader:
             for key, value in self.container(f"{where}.spec.initContainers[{i}]", container).items():
                 total[key] = max(total.get(key, Fraction(0)), value)
         models = self.models(f"{where}.spec", spec)
-        demand = self.demand(f"{where}.spec.containers", total, models)
+        demand = self.demand(f"{where}.spec.containers[*].resources", total, models)
         priority_class = spec.get("priorityClassName")
         if priority_class is not None and not isinstance(priority_class, str):
             self.problem(f"{where}.spec.priorityClassName", f"must be a string (found {priority_class!r})")
@@ -490,10 +490,10 @@ class _ObjectReader:
         return tuple(models)
 
     def demand(
-        self, where: str, total: Mapping[str, Fraction], models: tuple[str, ...] | None
+        self, at: str, total: Mapping[str, Fraction], models: tuple[str, ...] | None
     ) -> _Demand | None:
-        """The jobs table's view of one pod's summed requests (see :func:`load_kubectl`, Notes)."""
-        at = f"{where}[*].resources"
+        """The jobs table's view of one pod's summed requests (see :func:`load_kubectl`); ``at`` names
+        where the requests are (``spec.template.spec.containers[*].resources``) in messages."""
         cpu = total.get("cpu", Fraction(0))
         memory = total.get("memory", Fraction(0))
         gpus = total.get(GPU_RESOURCE, Fraction(0))
