@@ -171,7 +171,7 @@ class KubectlTraceConf(TraceConf):
     observed_at: str | None = None
     #: A DCGM exporter scrape (Prometheus query_range JSON or CSV): each job's mean GPU utilisation.
     dcgm: str | None = None
-    #: Largest file read, MiB (JSON is read whole, about ten times its size in memory).
+    #: Largest file read, MiB (JSON is read whole, about four times its size in memory).
     max_file_mib: float = 256.0
 
 
