@@ -7,6 +7,7 @@ workers import it and hit numba's on-disk cache instead of recompiling.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import time
@@ -362,6 +363,8 @@ def _replay(cfg: DictConfig, inputs: ReplayInputs) -> RunTables:
     replay_seconds = time.perf_counter() - started
 
     job_table = job_results(jobs, replay.jobs)
+    # The engine's job rows are in job_table now: not held beside it while the summary is computed.
+    replay = dataclasses.replace(replay, jobs=replay.jobs.clear())
     attempts = attempt_results(replay.attempts)
     # Shared by replicas or split into MIG instances, the cluster counts devices (nvidia.com/gpu).
     replicas = policy.devices_per_gpu()

@@ -147,6 +147,9 @@ TIMELINE_SCHEMA: dict[str, pl.DataType] = {
     "mig_stranded_slices": pl.Int32(),
 }
 
+#: ``state`` of ``Replay.jobs`` by the code :func:`_job_results` gives it.
+_JOB_STATES = {0: "unfinished", 1: "finished", 2: "rejected", 3: "failed", 4: "deadlocked"}
+
 _REJECT_REASONS = {
     L.R_NO_MODEL: "no_model",
     L.R_POD_TOO_LARGE: "pod_too_large",
@@ -378,7 +381,22 @@ def simulate(
         what = _VIOLATIONS.get(int(run.err[0]), "invariant {i} violated").format(i=int(run.err[1]))
         raise AssertionError(f"engine invariant violated at t={clock[L.X_ERROR_T]!r}: {what}")
     end_time = float(clock[L.X_NOW])
+    downtime_gpu_h = _downtime_gpu_h(compiled, state, end_time)
+    # The result tables read only the jobs' state, the run's buffers and the jobs' ints and rejections: the
+    # fit index, heaps, timers, scratch and the jobs' other static arrays go before the tables are built,
+    # so that a large replay's peak memory does not hold both.
+    del state
+    static = compiled.jobs
+    compiled = dataclasses.replace(
+        compiled,
+        jobs=static._replace(
+            **{f: _released(getattr(static, f)) for f in static._fields if f not in ("ints", "reject")}
+        ),
+    )
+    del static
     attempts = _attempts(compiled, js, run, end_time)
+    # Read into `attempts`: the attempt buffers (sized for twice the jobs) are not held beside the job table.
+    run = run._replace(att_i=_released(run.att_i), att_f=_released(run.att_f))
     gpu_milli_seconds = float(clock[L.X_INTEGRAL])
     if debug:
         accounted = float(attempts["gpu_seconds"].sum()) * 1000.0
@@ -416,9 +434,17 @@ def simulate(
             "mig_instances": float(compiled.mig.instances),
             "mig_stranded_pct": _stranded_pct(compiled, run, samples),
             "mig_reconfigurations": float(run.counters[L.K_MIG_RECONFIG]),
-            "mig_reconfigure_gpu_h": _downtime_gpu_h(compiled, state, end_time),
+            "mig_reconfigure_gpu_h": downtime_gpu_h,
         },
     )
+
+
+def _released(array: np.ndarray) -> np.ndarray:
+    """An empty array of ``array``'s dtype and rank, to stand in for it once it is no longer read.
+
+    A new array, not an empty slice: a slice is a view that would keep the whole buffer alive.
+    """
+    return np.empty_like(array, shape=(0,) * array.ndim)
 
 
 def _downtime_gpu_h(compiled: Compiled, state: State, end_time: float) -> float:
@@ -760,8 +786,8 @@ def _progress(run: Run, total: int, last_submit: float, started: float, finished
     )
 
 
-def _open_attempts(compiled: Compiled, js: JobState, end_time: float) -> pl.DataFrame:
-    """Attempts still holding resources at the end (running, or pod-holding without running)."""
+def _open_attempts(compiled: Compiled, js: JobState, end_time: float) -> dict[str, np.ndarray]:
+    """Attempts still holding resources at the end (running, or pod-holding without running), by column."""
     ints = compiled.jobs.ints
     status = js.dyn[L.D_STATUS]
     placed = js.dyn[L.D_PLACED]
@@ -789,27 +815,24 @@ def _open_attempts(compiled: Compiled, js: JobState, end_time: float) -> pl.Data
     progress0 = js.time[L.T_PROGRESS0][idx]
     since = np.maximum(js.time[L.T_RATE_T][idx], progress0)
     done = js.time[L.T_DONE][idx] + np.maximum(0.0, end_time - since) * js.time[L.T_RATE][idx]
-    return pl.DataFrame(
-        {
-            "job": idx,
-            "attempt": js.dyn[L.D_ATTEMPTS][idx] - 1,
-            "hold_start": js.time[L.T_HOLD0][idx],
-            "start": start,
-            "evicted": np.full(idx.shape[0], np.nan),
-            "end": np.full(idx.shape[0], end_time),
-            "pods": placed[idx],
-            "nodes": np.where(running, js.dyn[L.D_SPANNED][idx], 0),
-            "end_reason": np.where(running, "unfinished", "deadlocked"),
-            "evictor": np.full(idx.shape[0], -1, dtype=np.int64),
-            "progress": np.where(running, done, 0.0),
-            "work_lost": np.zeros(idx.shape[0]),
-            "restart_overhead": np.where(
-                running, np.maximum(0.0, np.minimum(end_time, progress0 - creation) - start), 0.0
-            ),
-            "gpu_seconds": gpu_seconds,
-        },
-        nan_to_null=True,
-    )
+    return {
+        "job": idx,
+        "attempt": js.dyn[L.D_ATTEMPTS][idx] - 1,
+        "hold_start": js.time[L.T_HOLD0][idx],
+        "start": start,
+        "evicted": np.full(idx.shape[0], np.nan),
+        "end": np.full(idx.shape[0], end_time),
+        "pods": placed[idx],
+        "nodes": np.where(running, js.dyn[L.D_SPANNED][idx], 0),
+        "end_reason": np.where(running, "unfinished", "deadlocked"),
+        "evictor": np.full(idx.shape[0], -1, dtype=np.int64),
+        "progress": np.where(running, done, 0.0),
+        "work_lost": np.zeros(idx.shape[0]),
+        "restart_overhead": np.where(
+            running, np.maximum(0.0, np.minimum(end_time, progress0 - creation) - start), 0.0
+        ),
+        "gpu_seconds": gpu_seconds,
+    }
 
 
 def _starts(counts: np.ndarray) -> np.ndarray:
@@ -820,54 +843,67 @@ def _starts(counts: np.ndarray) -> np.ndarray:
 
 
 def _attempts(compiled: Compiled, js: JobState, run: Run, end_time: float) -> pl.DataFrame:
-    """Every attempt: the engine's records (clamped at the end of the run) and the open ones."""
+    """Every attempt, by job and attempt: the engine's records (clamped at the end of the run), the open ones.
+
+    Built column by column from the engine's buffers, each sorted once and handed to polars as it is made:
+    a million-attempt table is never held twice (as numpy columns and a frame, or a frame and its sorted
+    copy).
+    """
     n = int(run.counters[L.K_ATTEMPTS])
     ai = run.att_i[:, :n]
     af = run.att_f[:, :n]
     end = af[L.AF_END]
     overrun = np.maximum(0.0, end - end_time)  # an eviction whose grace period outlasts the run
-    milli = compiled.jobs.ints[L.J_MILLI][ai[L.A_JOB]].astype(np.float64)
-    recorded = pl.DataFrame(
-        {
-            "job": ai[L.A_JOB],
-            "attempt": ai[L.A_NUMBER],
-            "hold_start": af[L.AF_HOLD0],
-            "start": af[L.AF_START],
-            "evicted": af[L.AF_EVICTED],
-            "end": np.minimum(end, end_time),
-            "pods": ai[L.A_PODS],
-            "nodes": ai[L.A_NODES],
-            "end_reason": np.select(
-                [ai[L.A_REASON] == L.END_FINISHED, ai[L.A_REASON] == L.END_PODS_READY],
-                ["finished", "pods_ready_timeout"],
-                "preempted",
-            ),
-            "evictor": ai[L.A_EVICTOR],
-            "progress": af[L.AF_PROGRESS],
-            "work_lost": af[L.AF_LOST],
-            "restart_overhead": af[L.AF_OVERHEAD],
-            "gpu_seconds": af[L.AF_GPU_S] - overrun * ai[L.A_PODS] * milli / 1000.0,
-        },
-        nan_to_null=True,
-    )
-    table = pl.concat([recorded, _open_attempts(compiled, js, end_time)], how="vertical_relaxed")
     ints = compiled.jobs.ints
-    return (
-        table.with_columns(
-            job_id=pl.Series(ints[L.J_ID])[table["job"]] if table.height else pl.lit(None, pl.Int64),
-            # The evicting job's id (the engine's index -1 means none).
-            evicted_by=pl.when(pl.col("evictor") >= 0).then(
-                pl.Series(ints[L.J_ID])[table["evictor"].clip(0)] if table.height else pl.lit(None, pl.Int64)
-            ),
-            gpus=pl.col("pods").cast(pl.Float64)
-            * pl.Series(ints[L.J_MILLI].astype(np.float64))[table["job"]]
-            / 1000.0
-            if table.height
-            else pl.lit(None, pl.Float64),
-        )
-        .sort("job", "attempt")
-        .select(pl.col(name).cast(dtype) for name, dtype in ATTEMPT_SCHEMA.items())
-    )
+    milli = ints[L.J_MILLI][ai[L.A_JOB]].astype(np.float64)
+    recorded: dict[str, Callable[[], np.ndarray]] = {
+        "job": lambda: ai[L.A_JOB],
+        "attempt": lambda: ai[L.A_NUMBER],
+        "hold_start": lambda: af[L.AF_HOLD0],
+        "start": lambda: af[L.AF_START],
+        "evicted": lambda: af[L.AF_EVICTED],
+        "end": lambda: np.minimum(end, end_time),
+        "pods": lambda: ai[L.A_PODS],
+        "nodes": lambda: ai[L.A_NODES],
+        "end_reason": lambda: np.select(
+            [ai[L.A_REASON] == L.END_FINISHED, ai[L.A_REASON] == L.END_PODS_READY],
+            ["finished", "pods_ready_timeout"],
+            "preempted",
+        ),
+        "evictor": lambda: ai[L.A_EVICTOR],
+        "progress": lambda: af[L.AF_PROGRESS],
+        "work_lost": lambda: af[L.AF_LOST],
+        "restart_overhead": lambda: af[L.AF_OVERHEAD],
+        "gpu_seconds": lambda: af[L.AF_GPU_S] - overrun * ai[L.A_PODS] * milli / 1000.0,
+    }
+    still_open = _open_attempts(compiled, js, end_time)
+
+    def column(name: str) -> np.ndarray:
+        return np.concatenate((recorded[name](), still_open[name]))
+
+    job = column("job")
+    # By job, then attempt number (each pair once, so the order is the one sort("job", "attempt") gives).
+    order = np.lexsort((column("attempt"), job))
+    job = job[order]
+    ids, job_milli = ints[L.J_ID], ints[L.J_MILLI].astype(np.float64)
+    evictor = column("evictor")[order]
+    pods = column("pods")[order]
+    series: list[pl.Series] = []
+    for name, dtype in ATTEMPT_SCHEMA.items():
+        if name == "job_id":
+            values = ids[job]
+        elif name == "evicted_by":  # the evicting job's id (the engine's index -1 means none)
+            values = np.where(evictor >= 0, ids[np.maximum(evictor, 0)], 0)
+            series.append(pl.Series(name, values, dtype=dtype).set(pl.Series(evictor < 0), None))
+            continue
+        elif name == "gpus":
+            values = pods.astype(np.float64) * job_milli[job] / 1000.0
+        elif name == "pods":
+            values = pods
+        else:
+            values = column(name)[order]
+        series.append(pl.Series(name, values, nan_to_null=True).cast(dtype, strict=True))
+    return pl.DataFrame(series)
 
 
 def _held_milli(compiled: Compiled, j: int, n: int) -> int:
@@ -924,11 +960,12 @@ def _job_results(compiled: Compiled, js: JobState, end_time: float) -> pl.DataFr
             for i, row in enumerate(levels):
                 domains[i][j] = np.unique(node_int[row, nodes]).shape[0]
             held[j] = sum(_held_milli(compiled, int(j), int(n)) for n in nodes)
-    state = np.full(status.shape[0], "unfinished", dtype=object)
-    state[status == L.S_FINISHED] = "finished"
-    state[status == L.S_REJECTED] = "rejected"
-    state[status == L.S_FAILED] = "failed"
-    state[deadlocked] = "deadlocked"
+    # A code per job, named by polars (a Python string per job would cost a list as long as the trace).
+    state = np.zeros(status.shape[0], dtype=np.int8)
+    state[status == L.S_FINISHED] = 1
+    state[status == L.S_REJECTED] = 2
+    state[status == L.S_FAILED] = 3
+    state[deadlocked] = 4
     rejected_now = np.where(status == L.S_REJECTED, compiled.jobs.reject, L.R_NONE)
     reason = pl.Series("reject_reason", rejected_now, dtype=pl.Int64).replace_strict(
         _REJECT_REASONS, default=None, return_dtype=pl.String
@@ -961,31 +998,38 @@ def _job_results(compiled: Compiled, js: JobState, end_time: float) -> pl.DataFr
         delay = np.zeros_like(delay)
     with np.errstate(divide="ignore", invalid="ignore"):
         slowdown = np.where(work > 0.0, (work + delay) / work, np.nan)
-    return pl.DataFrame(
-        {
-            "job_id": ints[L.J_ID],
-            "start_time": np.where(ran, js.time[L.T_FIRST_START], np.nan),
-            "finish_time": np.where(status == L.S_FINISHED, js.time[L.T_END], np.nan),
-            "state": pl.Series(state.tolist(), dtype=pl.String),
-            "reject_reason": reason,
-            "nodes_spanned": spanned,
-            "held_milli": held,
-            "preemptions": js.dyn[L.D_PREEMPTIONS],
-            "attempts": js.dyn[L.D_ATTEMPTS],
-            "admission_failures": js.dyn[L.D_ADMIT_FAILS],
-            "pods_ready_timeouts": js.dyn[L.D_READY_TIMEOUTS],
-            "pending_time": np.where((status == L.S_REJECTED) | (status == L.S_FAILED), np.nan, pending),
-            "lost_gpu_seconds": lost,
-            "sharing_delay": delay,
-            "sharing_slowdown": slowdown,
-            "nvlink_domains_spanned": domains[0],
-            "racks_spanned": domains[1],
-            "spines_spanned": domains[2],
-            "spread_delay": spread_delay,
-        },
-        schema=JOB_RESULT_SCHEMA,
-        nan_to_null=True,
-    )
+    columns: dict[str, np.ndarray | pl.Series] = {
+        "job_id": ints[L.J_ID],
+        "start_time": np.where(ran, js.time[L.T_FIRST_START], np.nan),
+        "finish_time": np.where(status == L.S_FINISHED, js.time[L.T_END], np.nan),
+        "state": pl.Series(state).replace_strict(_JOB_STATES, return_dtype=pl.String),
+        "reject_reason": reason,
+        "nodes_spanned": spanned,
+        "held_milli": held,
+        "preemptions": js.dyn[L.D_PREEMPTIONS],
+        "attempts": js.dyn[L.D_ATTEMPTS],
+        "admission_failures": js.dyn[L.D_ADMIT_FAILS],
+        "pods_ready_timeouts": js.dyn[L.D_READY_TIMEOUTS],
+        "pending_time": np.where((status == L.S_REJECTED) | (status == L.S_FAILED), np.nan, pending),
+        "lost_gpu_seconds": lost,
+        "sharing_delay": delay,
+        "sharing_slowdown": slowdown,
+        "nvlink_domains_spanned": domains[0],
+        "racks_spanned": domains[1],
+        "spines_spanned": domains[2],
+        "spread_delay": spread_delay,
+    }
+    del state, reason, pending, lost, delay, work, slowdown, spread_delay, domains, spanned, held
+    # Column by column, each numpy column dropped once polars holds it: never the whole table twice.
+    series = []
+    for name, dtype in JOB_RESULT_SCHEMA.items():
+        values = columns.pop(name)
+        if isinstance(values, pl.Series):
+            series.append(values.alias(name).cast(dtype, strict=True))
+        else:
+            series.append(pl.Series(name, values, nan_to_null=True).cast(dtype, strict=True))
+        del values
+    return pl.DataFrame(series)
 
 
 def _queues(
