@@ -6,7 +6,9 @@ none compiles anything.
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import polars as pl
@@ -359,3 +361,35 @@ def test_a_cluster_too_large_for_the_memory_exits_2_and_the_run_failed(
         proc, "config key 'cluster.nodes': the replay would need about", "memory available now"
     )
     assert '"status": "failed"' in (tmp_path / "out" / "STATUS").read_text()
+
+
+def _imported(*args: str, cwd: Path = REPO) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    """Run ``gpureplay ARGS`` with ``-X importtime``: the process and the modules it imported."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(REPO / ".cache" / "numba")}
+    env.pop("HYDRA_FULL_ERROR", None)
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "gpureplay", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        check=False,
+    )
+    modules = {
+        line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")
+    }
+    return proc, modules
+
+
+def test_a_run_refused_on_its_trace_never_imports_the_engine(tmp_path: Path) -> None:
+    """numba and the engine are imported when the kernels are needed, not by a run that stops on its inputs
+    (nor by ``--help``, which reads no installed metadata either)."""
+    proc, modules = _imported(
+        "run", "trace=csv", f"trace.path={tmp_path / 'missing.csv'}", f"hydra.run.dir={tmp_path / 'out'}"
+    )
+    assert proc.returncode == 2 and "missing.csv" in proc.stderr, proc.stderr
+    assert "gpureplay.experiment" in modules and "polars" in modules  # it got as far as reading the trace
+    assert not {"numba", "gpureplay.engine.loop", "gpureplay.replay.simulate"} & modules
+    proc, modules = _imported("--help")
+    assert proc.returncode == 0 and "Usage:" in proc.stdout
+    assert not {"importlib.metadata", "polars", "hydra", "numba"} & modules

@@ -13,7 +13,6 @@ from typing import Any
 
 import click
 
-from gpureplay import __version__
 from gpureplay.errors import InputError
 from gpureplay.errors import exit_with as _fail
 from gpureplay.manifests_cli import manifests
@@ -54,8 +53,25 @@ Ctrl-C, 143 on SIGTERM (the folder is left without DONE); 1 a sweep with failed
 points, or an unexpected error. Hydra's own options: gpureplay run --hydra-help."""
 
 
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """``--version``: click's own message, the version read only when asked (see gpureplay.__version__)."""
+    if not value or ctx.resilient_parsing:
+        return
+    from gpureplay import __version__
+
+    click.echo(f"gpureplay, version {__version__}")
+    ctx.exit()
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="gpureplay")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and exit.",
+)
 def main() -> None:
     """gpureplay: replay real GPU-cluster job traces through scheduler models.
 
@@ -333,6 +349,8 @@ def trace_convert(name_or_path: str, overrides: Sequence[str], output: Path) -> 
             f"cannot tell which format to write from {output.name!r}: name it *.parquet or *.csv",
             param_hint="-o/--output",
         )
+    from gpureplay import __version__
+
     adapted = _load_or_fail(name_or_path, overrides)
     output.parent.mkdir(parents=True, exist_ok=True)
     written = write_table_atomic(

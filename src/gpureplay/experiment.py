@@ -43,7 +43,6 @@ from gpureplay.results.metrics import (
     summary_metrics,
     timeline_results,
 )
-from gpureplay.results.packing import packing_summary
 from gpureplay.results.queue_summary import queue_summary
 from gpureplay.results.timing import TIMING_FILE
 from gpureplay.results.writer import PACKING_FILES, RESULT_FILES, clear_run, write_results
@@ -437,6 +436,7 @@ def _run_packing(
 ) -> RunTables:
     """The FGD experiment on the loaded workload: tune, pack, the ``PACKING_FILES`` tables (replay_tables)."""
     from gpureplay.replay.packing import pack_pods, warm_up_packing
+    from gpureplay.results.packing import packing_summary
 
     seed = int(cfg.seed)
     policy = _policy(cfg)

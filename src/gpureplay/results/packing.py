@@ -10,9 +10,12 @@ fragmentation measure at the same points.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import polars as pl
 
-from gpureplay.replay.packing import Packing
+if TYPE_CHECKING:  # a type only: the packing kernels (numba) load when a packing run needs them
+    from gpureplay.replay.packing import Packing
 
 __all__ = ["PACKING_SUMMARY_SCHEMA", "packing_summary"]
 
