@@ -4,6 +4,10 @@ Kernels are compiled (or loaded from numba's cache) in ``setup()`` by a tiny rep
 so the timings are of the replay alone. ``track_seconds_per_job`` makes the cost per
 job of a 1M-job replay directly comparable with a 10k-job one: it should stay flat
 if no per-event cost grows with the queue (docs/engine/index.md).
+
+Issue 46's targets: ``ScaleReplay`` (10M jobs on 100,000 GPUs at >= 80% offered load with queues
+forming: <= 60 s, <= 4 GB) and ``PhillyNodeShape`` (the same 20,000 Philly jobs on one node of 6,496 GPUs and
+on 812 x 8: the same cost per job); a one-job whole process is ``bench_startup.WarmStart``.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from gpureplay.replay.simulate import simulate
 from gpureplay.workload.transforms import scale_load
 
 from .common import (
+    NODE_SHAPE_JOBS,
+    NODE_SHAPES,
     PHILLY_FLAVOR_EXAMPLES,
     PHILLY_IDLE_PRESETS,
     PHILLY_PREEMPT_PRESETS,
@@ -25,15 +31,21 @@ from .common import (
     PHILLY_QUEUE_LOAD,
     PHILLY_QUEUE_PRESETS,
     PRESETS,
+    SCALE_PRESETS,
+    SCALE_SIZES,
     SEED,
     SYNTHETIC_PRESET,
     SYNTHETIC_SIZES,
     kueue_manifest_policy,
+    node_shape_cluster,
+    offered_load_inputs,
     philly_cluster,
+    philly_first_jobs,
     philly_jobs,
     philly_jobs_with_priorities,
     philly_jobs_with_topology_requests,
     philly_with_idle_notebooks,
+    skip_unless_memory_for,
     superpod_cluster,
     synthetic_inputs,
     warm_engine,
@@ -288,5 +300,74 @@ class SyntheticReplay:
         start = time.perf_counter()
         simulate(self.jobs, self.nodes, self.policy, seed=SEED)
         return (time.perf_counter() - start) / n_jobs
+
+    track_seconds_per_job.unit = "seconds"  # type: ignore[attr-defined]
+
+
+class ScaleReplay:
+    """Synthetic Philly-mix jobs offering all of 12,500 x 8 GPUs (100,000): at 10M queues form (issue 46: 10M
+    jobs in <= 60 s and <= 4 GB under ``fifo`` and ``gang-binpack``); 1M beside it for the cost per job
+    (``common.SCALE_LOAD`` says why 1.0, not 0.8).
+
+    ``peakmem_replay`` is the benchmark process's peak (the jobs table made in ``setup`` included). A size
+    this machine has not the memory for (the run's own estimate, :mod:`gpureplay.replay.memory`) is skipped.
+    """
+
+    params: ClassVar[list[list[int] | list[str]]] = [SCALE_SIZES, SCALE_PRESETS]
+    param_names: ClassVar[list[str]] = ["n_jobs", "preset"]
+    timeout = 3600
+    number = 1
+    repeat = (1, 1, 60.0)
+    rounds = 1
+    warmup_time = 0.0
+
+    def setup(self, n_jobs: int, preset: str) -> None:
+        self.policy = PRESETS[preset]
+        self.jobs, self.nodes = offered_load_inputs(n_jobs)
+        skip_unless_memory_for(self.jobs, self.nodes, self.policy)
+        warm_engine()
+
+    def time_replay(self, n_jobs: int, preset: str) -> None:
+        simulate(self.jobs, self.nodes, self.policy, seed=SEED)
+
+    def peakmem_replay(self, n_jobs: int, preset: str) -> None:
+        simulate(self.jobs, self.nodes, self.policy, seed=SEED)
+
+    def track_seconds_per_job(self, n_jobs: int, preset: str) -> float:
+        start = time.perf_counter()
+        simulate(self.jobs, self.nodes, self.policy, seed=SEED)
+        return (time.perf_counter() - start) / n_jobs
+
+    track_seconds_per_job.unit = "seconds"  # type: ignore[attr-defined]
+
+
+class PhillyNodeShape:
+    """The first 20,000 Philly jobs under ``fifo`` on the PAI simulator's default cluster (one node of 6,496
+    GPUs) and on the same GPUs as 812 8-GPU servers (issue 46: the cost per job independent of the GPUs per
+    node and the node count)."""
+
+    params: ClassVar[list[list[str]]] = [list(NODE_SHAPES)]
+    param_names: ClassVar[list[str]] = ["shape"]
+    timeout = 900
+    number = 1
+    repeat = (1, 5, 60.0)
+    warmup_time = 0.0
+
+    def setup(self, shape: str) -> None:
+        self.jobs = philly_first_jobs()
+        self.nodes = node_shape_cluster(shape)
+        self.policy = PRESETS["fifo"]
+        warm_engine()
+
+    def time_replay(self, shape: str) -> None:
+        simulate(self.jobs, self.nodes, self.policy, seed=SEED)
+
+    def peakmem_replay(self, shape: str) -> None:
+        simulate(self.jobs, self.nodes, self.policy, seed=SEED)
+
+    def track_seconds_per_job(self, shape: str) -> float:
+        start = time.perf_counter()
+        simulate(self.jobs, self.nodes, self.policy, seed=SEED)
+        return (time.perf_counter() - start) / NODE_SHAPE_JOBS
 
     track_seconds_per_job.unit = "seconds"  # type: ignore[attr-defined]

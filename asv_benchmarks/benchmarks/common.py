@@ -174,3 +174,64 @@ def kueue_manifest_policy(folder: str) -> Policy:
     """The ``kueue`` preset reading its queue tree from ``examples/manifests/<folder>``."""
     path = Path(__file__).resolve().parents[2] / "examples" / "manifests" / folder
     return dataclasses.replace(PRESETS["kueue"], quotas=QuotaSource.manifests, manifests=str(path))
+
+
+#: Issue 46's scale shape: 12,500 servers of 8 GPUs (100,000 GPUs) offered all of their capacity by
+#: synthetic Philly-mix jobs (``trace.load`` is offered load on the cluster). At 0.8 (the issue's floor) no
+#: job of 10M waits on so many GPUs (an M/G/c queue with c = 100,000 is far from heavy traffic at 0.8); at
+#: 1.0 43% of 10M jobs wait (44,730 pending at most). 1M jobs span 6 days, too short for Philly's long jobs
+#: to fill the GPUs: none waits, and the 1M point is the cost-per-job reference (docs/inputs.md).
+SCALE_NODES = 12_500
+SCALE_LOAD = 1.0
+
+#: Job counts of the scale replay: the issue's 10M target, and 1M beside it for the cost per job.
+SCALE_SIZES = [1_000_000, 10_000_000]
+
+#: Presets of the scale replay: head-of-line FIFO and the default gang binpack.
+SCALE_PRESETS = ["fifo", "gang-binpack"]
+
+
+def offered_load_inputs(n_jobs: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``n_jobs`` synthetic jobs (seed ``SEED``) offering ``SCALE_LOAD`` on ``SCALE_NODES`` 8-GPU servers, and
+    those servers: ``gpureplay run trace=synthetic trace.n_jobs=N trace.load=1.0 cluster=homogeneous
+    cluster.nodes=12500 cluster.gpus_per_node=8`` as the run builds them (with ``seed=20240601``)."""
+    from gpureplay.workload.synthetic import synthetic_jobs
+
+    gpus = SCALE_NODES * SYNTHETIC_GPUS_PER_NODE
+    jobs = synthetic_jobs(n_jobs, SEED, load=SCALE_LOAD, gpus=gpus)
+    return jobs, homogeneous_nodes(SCALE_NODES, SYNTHETIC_GPUS_PER_NODE, SYNTHETIC_GPU_MODEL).nodes
+
+
+def skip_unless_memory_for(jobs: pl.DataFrame, nodes: pl.DataFrame, policy: Policy) -> None:
+    """Skip the benchmark (``NotImplementedError``, asv's "n/a") when this machine has not the memory the
+    replay's estimate asks (:mod:`gpureplay.replay.memory`, as ``gpureplay run`` checks it), rather than
+    swap or be killed."""
+    from gpureplay.errors import InputError
+    from gpureplay.replay.memory import check_memory, cluster_size, estimate_memory, run_sizes
+
+    size = cluster_size(nodes)
+    estimate = estimate_memory(run_sizes(jobs, size, policy, 3600.0, 100_000), policy, size.keys)
+    try:
+        check_memory(estimate, None)
+    except InputError as err:
+        raise NotImplementedError(f"not enough memory here: {err}") from err
+
+
+#: The PAI simulator's default cluster (one node of 6,496 GPUs) and the same GPUs as 8-GPU servers.
+NODE_SHAPES = {"1x6496": (1, 6_496), "812x8": (812, 8)}
+
+#: Real Philly jobs replayed on each node shape: the first 20,000 by submit time (``workload.max_jobs``).
+NODE_SHAPE_JOBS = 20_000
+
+
+def philly_first_jobs(n_jobs: int = NODE_SHAPE_JOBS) -> pl.DataFrame:
+    """The first ``n_jobs`` Philly jobs by submit time, as ``workload.max_jobs=N`` keeps them."""
+    from gpureplay.workload.transforms import first_jobs
+
+    return first_jobs(philly_jobs(), n_jobs)
+
+
+def node_shape_cluster(shape: str) -> pl.DataFrame:
+    """``NODE_SHAPES[shape]``: that many nodes of that many Philly large-server GPUs."""
+    nodes, per_node = NODE_SHAPES[shape]
+    return homogeneous_nodes(nodes, per_node, SYNTHETIC_GPU_MODEL).nodes
