@@ -16,9 +16,11 @@ utilisation of queueing theory: ``rho = lambda * E[S] / c`` for arrival rate
 (here GPUs) (Kleinrock, *Queueing Systems* Vol. 1, 1975; Harchol-Balter,
 *Performance Modeling and Design of Computer Systems*, 2013). So the same
 ``load`` keeps a cluster of any size equally busy: below 1 the cluster can
-serve what arrives (allocation averages ``load``, less what fragmentation and
+serve what arrives (allocation tends to ``load``, less what fragmentation and
 gang waits lose), above 1 work arrives faster than it can be served and the
-queue grows for as long as arrivals last.
+queue grows for as long as arrivals last. The cluster starts empty, so the
+allocation reaches ``load`` only once the trace spans the jobs' durations:
+Philly's long jobs take weeks (docs/inputs.md, "Synthetic traces").
 """
 
 from __future__ import annotations
