@@ -311,6 +311,8 @@ class ScaleReplay:
 
     ``peakmem_replay`` is the benchmark process's peak (the jobs table made in ``setup`` included). A size
     this machine has not the memory for (the run's own estimate, :mod:`gpureplay.replay.memory`) is skipped.
+    No ``track_seconds_per_job``: ``time_replay`` / ``n_jobs`` is that figure, and a third 10M replay per
+    preset would add minutes to ``make bench``.
     """
 
     params: ClassVar[list[list[int] | list[str]]] = [SCALE_SIZES, SCALE_PRESETS]
@@ -332,13 +334,6 @@ class ScaleReplay:
 
     def peakmem_replay(self, n_jobs: int, preset: str) -> None:
         simulate(self.jobs, self.nodes, self.policy, seed=SEED)
-
-    def track_seconds_per_job(self, n_jobs: int, preset: str) -> float:
-        start = time.perf_counter()
-        simulate(self.jobs, self.nodes, self.policy, seed=SEED)
-        return (time.perf_counter() - start) / n_jobs
-
-    track_seconds_per_job.unit = "seconds"  # type: ignore[attr-defined]
 
 
 class PhillyNodeShape:
