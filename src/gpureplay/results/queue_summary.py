@@ -32,6 +32,7 @@ otherwise decide the index (a squared term; weighting by jobs does not help).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import polars as pl
@@ -57,6 +58,12 @@ def jain_index(values: pl.Series) -> float | None:
     if x.len() == 0 or squares == 0.0:
         return None
     return float(x.sum()) ** 2 / (x.len() * squares)
+
+
+def _sum(values: pl.Series) -> float:
+    """The correctly rounded sum of a group_by's column: its rows come in no fixed order, and a float sum in
+    another order can differ in the last bit, which would make a re-run's ``gpu_time_share`` differ."""
+    return math.fsum(values.drop_nulls().to_list())
 
 
 def queue_summary(
@@ -131,7 +138,7 @@ def queue_summary(
     quota = None if samples is None else samples.filter(pl.col("nominal_gpu").is_not_null())
     if quota is not None and quota.height:
         nominal = quota.group_by("queue").agg(pl.col("nominal_gpu").mean())
-        quota_total = nominal["nominal_gpu"].sum()
+        quota_total = _sum(nominal["nominal_gpu"])
         nominal = nominal.with_columns(
             (pl.col("nominal_gpu") / quota_total if quota_total else pl.lit(None, pl.Float64)).alias(
                 "quota_share"
@@ -142,7 +149,7 @@ def queue_summary(
         table = table.with_columns(
             pl.lit(None, pl.Float64).alias("nominal_gpu"), pl.lit(None, pl.Float64).alias("quota_share")
         )
-    total = table["gpu_hours"].sum()
+    total = _sum(table["gpu_hours"])
     share = pl.col("gpu_hours") / total if total else pl.lit(None, pl.Float64)
     table = table.with_columns(share.alias("gpu_time_share")).with_columns(
         pl.col(c).fill_null(0)
