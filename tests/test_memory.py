@@ -120,7 +120,7 @@ def test_the_estimate_is_within_a_factor_of_two_of_a_runs_peak_memory_growth(tmp
     sizes = run_sizes(inputs.jobs, cluster_size(inputs.cluster.nodes), inputs.policy, 200.0, 100_000)
     estimate = estimate_memory(sizes, inputs.policy, "cluster.nodes").total
     growth = (large - small) * 1024
-    assert growth > 200 * 2**20
+    assert growth > 150 * 2**20  # far above the allocator's noise of a few MiB
     assert 0.5 <= estimate / growth <= 2.0, (estimate, growth, sizes)
 
 

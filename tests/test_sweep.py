@@ -239,7 +239,12 @@ def test_the_slurm_cluster_stops_with_a_job_running(slurm_cluster: SlurmCluster)
             break
         time.sleep(0.2)
     assert state == "RUNNING"
-    processes = processes_of(slurm_cluster.conf)
+    # RUNNING is reported once slurmstepd starts, a moment before it forks the job's own process.
+    while time.monotonic() < deadline:
+        processes = processes_of(slurm_cluster.conf)
+        if any("sleep 300" in cmd for cmd in processes.values()):
+            break
+        time.sleep(0.2)
     assert any("sleep 300" in cmd for cmd in processes.values()), processes
 
     assert slurm_cluster.stop() == []  # nothing had to be killed
