@@ -140,6 +140,40 @@ def test_idle_reclaim_without_its_workload_is_refused_before_compiling(csv_args:
     assert "compil" not in proc.stderr.lower()
 
 
+def test_scheduler_settings_the_engine_refuses_are_reported_before_the_trace_is_read(tmp_path: Path) -> None:
+    # The trace file does not exist: the refusal of the settings comes first, from the config alone.
+    missing = tmp_path / "nowhere.csv"
+    proc, modules = _imported(
+        "run",
+        "trace=csv",
+        f"trace.path={missing}",
+        "scheduler=easy-backfill",
+        "scheduler.preemption=priority",
+        "scheduler.queue_order=priority",
+        "scheduler.backfill_depth=-1",
+        f"hydra.run.dir={tmp_path / 'out'}",
+    )
+    assert_usage_error(
+        proc,
+        "config key 'scheduler.preemption': EASY backfill with preemption is not modelled",
+        "config key 'scheduler.backfill_depth': must be >= 0 (found -1)",
+    )
+    assert "nowhere.csv" not in proc.stderr and not (tmp_path / "out" / "DONE").exists()
+    assert (
+        not {"numba", "gpureplay.engine.loop", "gpureplay.experiment"} & modules
+    )  # nothing read, nothing compiled
+
+
+def test_compose_refuses_the_scheduler_settings_without_reading_any_input(tmp_path: Path) -> None:
+    from gpureplay import api
+
+    with pytest.raises(InputError) as err:
+        api.compose(
+            ["trace=csv", f"trace.path={tmp_path / 'nowhere.csv'}", "scheduler=mps", "scheduler.replicas=0"]
+        )
+    assert [p.key for p in err.value.problems] == ["scheduler.replicas"]
+
+
 @pytest.mark.parametrize(
     ("overrides", "fragments"),
     [

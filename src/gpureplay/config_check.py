@@ -85,7 +85,8 @@ def _unknown_keys(node: DictConfig, prefix: str) -> Iterator[tuple[str, Any]]:
 
 
 def check_config(cfg: DictConfig) -> None:
-    """Refuse what composition lets through: added keys, missing required values, values out of range.
+    """Refuse what composition lets through: added keys, missing required values, values out of range, and
+    scheduler settings the engine refuses (alone or together).
 
     Parameters
     ----------
@@ -123,8 +124,27 @@ def check_config(cfg: DictConfig) -> None:
         )
     problems.extend(_time_problems(cfg))
     problems.extend(_packing_problems(cfg))
+    problems.extend(_policy_problems(cfg))
     if problems:
         raise InputError(problems)
+
+
+def _policy_problems(cfg: DictConfig) -> list[Problem]:
+    """The scheduler's own problems (:func:`gpureplay.replay.policy_checks.policy_problems`).
+
+    Found from the config before any input is read or numba is imported: a setting out of range or a
+    combination the engine refuses is reported in a second, not after a large trace has loaded.
+    """
+    scheduler = cfg.get("scheduler")
+    if scheduler is None:
+        return []
+    from gpureplay.replay.policy_checks import policy_problems
+    from gpureplay.schedulers.policy import Policy
+
+    policy = OmegaConf.to_object(scheduler)
+    if not isinstance(policy, Policy):  # a config built without the schema: the replay checks it later
+        return []
+    return policy_problems(policy)
 
 
 #: Config keys that hold a time of the replay, in seconds.
