@@ -48,25 +48,18 @@ from gpureplay.replay.mig import (
     split_mig_devices,
     wanted_shapes,
 )
-from gpureplay.replay.policy_checks import policy_problems
+from gpureplay.replay.policy_checks import policy_axes, policy_problems
 from gpureplay.replay.repartition import repartition_plan
 from gpureplay.schedulers.policy import (
-    Backfill,
-    GangMode,
     GpuSharing,
     KueueAdmission,
-    MigDemand,
     MigPlacement,
     MigReconfigure,
     MigStrategy,
     NodeTies,
     Policy,
-    Preemption,
     QueueOrder,
-    ReplicaAllocation,
     Requeue,
-    SharedGpuMemory,
-    SharingDemand,
     TasProfile,
     TopologyAware,
     TopologyManager,
@@ -139,22 +132,24 @@ def policy_params(
     problems = policy_problems(policy)
     if problems:
         raise InputError(problems)
-    order = QueueOrder[str(getattr(policy.queue_order, "name", policy.queue_order))]
-    gang = GangMode[str(getattr(policy.gang, "name", policy.gang))]
-    backfill = Backfill[str(getattr(policy.backfill, "name", policy.backfill))]
-    preemption = Preemption[str(getattr(policy.preemption, "name", policy.preemption))]
-    sharing = GpuSharing[str(getattr(policy.gpu_sharing, "name", policy.gpu_sharing))]
-    allocation = ReplicaAllocation[str(getattr(policy.replica_allocation, "name", policy.replica_allocation))]
-    demand = SharingDemand[str(getattr(policy.sharing_demand, "name", policy.sharing_demand))]
-    share_mem = SharedGpuMemory[str(getattr(policy.shared_gpu_memory, "name", policy.shared_gpu_memory))]
-    mig = MigStrategy[str(getattr(policy.mig_strategy, "name", policy.mig_strategy))]
-    mig_demand = MigDemand[str(getattr(policy.mig_demand, "name", policy.mig_demand))]
-    mig_placement = MigPlacement[str(getattr(policy.mig_placement, "name", policy.mig_placement))]
-    reconfigure = MigReconfigure[str(getattr(policy.mig_reconfigure, "name", policy.mig_reconfigure))]
-    topology = TopologyAware[str(getattr(policy.topology_aware, "name", policy.topology_aware))]
-    profile = TasProfile[str(getattr(policy.tas_profile, "name", policy.tas_profile))]
-    manager = TopologyManager[str(getattr(policy.topology_manager, "name", policy.topology_manager))]
-    cpu_static = str(getattr(policy.cpu_manager, "name", policy.cpu_manager)) == "static"
+    (
+        order,
+        gang,
+        backfill,
+        preemption,
+        sharing,
+        allocation,
+        demand,
+        share_mem,
+        mig,
+        mig_demand,
+        mig_placement,
+        reconfigure,
+        topology,
+        profile,
+        manager,
+        cpu_static,
+    ) = policy_axes(policy)
     codes = np.zeros(L.POLICY_FIELDS, dtype=np.int64)
     codes[L.P_ORDER] = order.value
     codes[L.P_GANG] = gang.value

@@ -10,6 +10,8 @@ the cluster's MIG layouts, the jobs) is checked where those are read.
 from __future__ import annotations
 
 import math
+from enum import Enum
+from typing import NamedTuple, TypeVar
 
 from gpureplay.engine.fit.scorers import GPU_SCORERS, REPLICA_NODE_SCORERS, SCORERS
 from gpureplay.errors import Problem
@@ -47,6 +49,57 @@ MPS_MAX_CLIENTS = 48
 SPREAD_KEYS: tuple[str, ...] = ("spread_rate_nvlink", "spread_rate_rack", "spread_rate_spine")
 
 
+class PolicyAxes(NamedTuple):
+    """A policy's enum-valued settings, parsed once (a :class:`Policy` holds enum members, or their names
+    when built from a mapping)."""
+
+    order: QueueOrder
+    gang: GangMode
+    backfill: Backfill
+    preemption: Preemption
+    sharing: GpuSharing
+    allocation: ReplicaAllocation
+    demand: SharingDemand
+    share_mem: SharedGpuMemory
+    mig: MigStrategy
+    mig_demand: MigDemand
+    mig_placement: MigPlacement
+    reconfigure: MigReconfigure
+    topology: TopologyAware
+    profile: TasProfile
+    manager: TopologyManager
+    cpu_static: bool
+
+
+E = TypeVar("E", bound=Enum)
+
+
+def _member(kind: type[E], value: object) -> E:
+    return kind[str(getattr(value, "name", value))]
+
+
+def policy_axes(policy: Policy) -> PolicyAxes:
+    """The enum members of ``policy``'s settings (:class:`PolicyAxes`)."""
+    return PolicyAxes(
+        order=_member(QueueOrder, policy.queue_order),
+        gang=_member(GangMode, policy.gang),
+        backfill=_member(Backfill, policy.backfill),
+        preemption=_member(Preemption, policy.preemption),
+        sharing=_member(GpuSharing, policy.gpu_sharing),
+        allocation=_member(ReplicaAllocation, policy.replica_allocation),
+        demand=_member(SharingDemand, policy.sharing_demand),
+        share_mem=_member(SharedGpuMemory, policy.shared_gpu_memory),
+        mig=_member(MigStrategy, policy.mig_strategy),
+        mig_demand=_member(MigDemand, policy.mig_demand),
+        mig_placement=_member(MigPlacement, policy.mig_placement),
+        reconfigure=_member(MigReconfigure, policy.mig_reconfigure),
+        topology=_member(TopologyAware, policy.topology_aware),
+        profile=_member(TasProfile, policy.tas_profile),
+        manager=_member(TopologyManager, policy.topology_manager),
+        cpu_static=str(getattr(policy.cpu_manager, "name", policy.cpu_manager)) == "static",
+    )
+
+
 def policy_problems(policy: Policy) -> list[Problem]:
     """Every problem of ``policy`` on its own: values out of range and settings the engine does not combine.
 
@@ -59,6 +112,24 @@ def policy_problems(policy: Policy) -> list[Problem]:
     list of Problem
         Each naming its ``scheduler.*`` config key; empty when the policy can be replayed.
     """
+    (
+        order,
+        gang,
+        backfill,
+        preemption,
+        sharing,
+        allocation,
+        demand,
+        share_mem,
+        mig,
+        mig_demand,
+        mig_placement,
+        reconfigure,
+        topology,
+        profile,
+        manager,
+        cpu_static,
+    ) = policy_axes(policy)
     problems: list[tuple[str, str]] = []
     if policy.backfill_depth < 0:
         problems.append(("scheduler.backfill_depth", f"must be >= 0 (found {policy.backfill_depth})"))
@@ -99,8 +170,6 @@ def policy_problems(policy: Policy) -> list[Problem]:
             problems.append((key, f"{name!r} scores nodes only; the GPU scorers are: {', '.join(known)}"))
         elif name not in known:
             problems.append((key, f"unknown scorer {name!r}; known: {', '.join(known)}"))
-    preemption = Preemption[str(getattr(policy.preemption, "name", policy.preemption))]
-    backfill = Backfill[str(getattr(policy.backfill, "name", policy.backfill))]
     if preemption is not Preemption.none and backfill is Backfill.easy:
         problems.append(
             (
@@ -108,8 +177,6 @@ def policy_problems(policy: Policy) -> list[Problem]:
                 "EASY backfill with preemption is not modelled: use backfill: skip or none",
             )
         )
-    order = QueueOrder[str(getattr(policy.queue_order, "name", policy.queue_order))]
-    gang = GangMode[str(getattr(policy.gang, "name", policy.gang))]
     if gang is GangMode.pod_by_pod:
         # kube-scheduler's pod queue is PrioritySort and a pod that does not fit never blocks the
         # next one: pod-by-pod placement has no other order or backfill rule to honour.
@@ -140,25 +207,13 @@ def policy_problems(policy: Policy) -> list[Problem]:
                 f"preemption needs queue_order: priority (kube-scheduler's PrioritySort); found {order.name}",
             )
         )
-    sharing = GpuSharing[str(getattr(policy.gpu_sharing, "name", policy.gpu_sharing))]
-    allocation = ReplicaAllocation[str(getattr(policy.replica_allocation, "name", policy.replica_allocation))]
-    demand = SharingDemand[str(getattr(policy.sharing_demand, "name", policy.sharing_demand))]
-    share_mem = SharedGpuMemory[str(getattr(policy.shared_gpu_memory, "name", policy.shared_gpu_memory))]
-    mig = MigStrategy[str(getattr(policy.mig_strategy, "name", policy.mig_strategy))]
-    mig_demand = MigDemand[str(getattr(policy.mig_demand, "name", policy.mig_demand))]
-    mig_placement = MigPlacement[str(getattr(policy.mig_placement, "name", policy.mig_placement))]
-    reconfigure = MigReconfigure[str(getattr(policy.mig_reconfigure, "name", policy.mig_reconfigure))]
     easy = backfill is Backfill.easy
     problems += _sharing_problems(policy, sharing, allocation, demand, share_mem, mig, easy)
     problems += _mig_problems(policy, sharing, share_mem, mig, mig_demand, easy)
     problems += _dynamic_mig_problems(policy, mig, mig_demand, mig_placement, preemption)
     problems += _repartition_problems(policy, mig, reconfigure)
     problems += _spread_problems(policy, sharing, mig)
-    topology = TopologyAware[str(getattr(policy.topology_aware, "name", policy.topology_aware))]
-    profile = TasProfile[str(getattr(policy.tas_profile, "name", policy.tas_profile))]
     problems += _topology_problems(topology, gang, backfill, preemption)
-    manager = TopologyManager[str(getattr(policy.topology_manager, "name", policy.topology_manager))]
-    cpu_static = str(getattr(policy.cpu_manager, "name", policy.cpu_manager)) == "static"
     problems += _numa_problems(policy, manager, cpu_static, gang, backfill, preemption)
     if manager is not TopologyManager.none and (
         sharing is not GpuSharing.none or mig is not MigStrategy.none
