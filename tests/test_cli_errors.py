@@ -220,6 +220,23 @@ def test_csv_trace_without_path_says_trace_path_is_required(tmp_path: Path) -> N
     assert "???" not in proc.stderr
 
 
+@pytest.mark.parametrize(
+    ("override", "key", "file"),
+    [
+        ("trace=kubectl", "trace.path", "`kubectl get <kind> -A -o json` export of the jobs"),
+        ("cluster=kubectl", "cluster.path", "`kubectl get nodes -o json` export of the nodes"),
+        ("trace=csv", "trace.path", "CSV or Parquet file"),
+    ],
+)
+def test_a_missing_path_says_what_file_its_option_reads(override: str, key: str, file: str) -> None:
+    from gpureplay import api
+
+    with pytest.raises(InputError) as err:
+        api.compose([override, *(["trace=csv", "trace.path=x.csv"] if key == "cluster.path" else [])])
+    (problem,) = err.value.problems
+    assert problem.key == key and file in str(problem) and f"add {key}=FILE" in str(problem), str(problem)
+
+
 def test_config_key_problems_say_config_key_not_column(csv_args: list[str]) -> None:
     proc = gpureplay(*csv_args, "cluster.nodes=0")
     assert_usage_error(proc, "config key 'cluster.nodes': must be a whole number >= 1")

@@ -34,9 +34,24 @@ __all__ = ["check_config", "describe_config_error", "unknown_key_message"]
 
 #: What a required key holds, for the message when it is missing.
 _REQUIRED_HINTS = {
-    "trace.path": "the CSV or Parquet file to replay: add trace.path=FILE",
+    "trace.path": "the trace file to replay: add trace.path=FILE",
     "cluster.path": "the node list to read: add cluster.path=FILE",
 }
+#: What the file of a required path is, by the group option that asks for it (``trace=kubectl``).
+_REQUIRED_FILES = {
+    ("trace.path", "csv"): "the CSV or Parquet file to replay",
+    ("trace.path", "kubectl"): "the `kubectl get <kind> -A -o json` export of the jobs to replay",
+    ("cluster.path", "kubectl"): "the `kubectl get nodes -o json` export of the nodes",
+}
+
+
+def _required_hint(cfg: DictConfig, key: str) -> str:
+    group = key.split(".", 1)[0]
+    option = OmegaConf.select(cfg, f"{group}.name", default=None)
+    what = _REQUIRED_FILES.get((key, str(option)))
+    if what is not None:
+        return f"{what}: add {key}=FILE"
+    return _REQUIRED_HINTS.get(key, f"give it on the command line: {key}=...")
 
 
 def _fields(schema: Any) -> list[str]:
@@ -102,7 +117,7 @@ def check_config(cfg: DictConfig) -> None:
     for key, schema in _unknown_keys(cfg, ""):
         problems.append(Problem(unknown_key_message(key, schema), CONFIG, key=key))
     for key in sorted(OmegaConf.missing_keys(cfg)):
-        hint = _REQUIRED_HINTS.get(key, f"give it on the command line: {key}=...")
+        hint = _required_hint(cfg, key)
         problems.append(Problem(f"is required and has no default; {hint}", CONFIG, key=key))
     if problems:  # the range checks below read values that may be the ones missing
         raise InputError(problems)
