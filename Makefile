@@ -4,8 +4,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# numba's on-disk cache lives outside the source tree (never commit it; CI starts empty).
-export NUMBA_CACHE_DIR ?= $(CURDIR)/.cache/numba
+# numba's compiled kernels: in $NUMBA_CACHE_DIR when it is set, else in the per-user folder gpureplay picks
+# (~/.cache/gpureplay/numba), the one `.venv/bin/gpureplay` uses too: the README's commands after `make run`
+# load what it compiled. The suite keeps its own in .cache/numba (tests/conftest.py; .ci/run starts it empty).
 export HYDRA_FULL_ERROR ?= 0
 
 .PHONY: run test suite lint docs bench soak clean chromium slurm
