@@ -52,7 +52,8 @@ def test_a_declared_sweep_readies_each_distinct_policy_of_its_points() -> None:
 def test_the_command_line_replaces_a_sweeps_own_values_key_by_key_as_hydra_does() -> None:
     policies = sweep_policies(["sweep=philly-queues", "scheduler=kai"])
     assert [policy for policy, _ in policies] == [preset("kai")]
-    swept = sweep_policies(["scheduler=fifo", "scheduler.preemption=priority,none"])
+    # kube-default: fifo's queue order refuses preemption (the config check says so before anything compiles).
+    swept = sweep_policies(["scheduler=kube-default", "scheduler.preemption=priority,none"])
     assert [str(p.preemption.name) for p, _ in swept] == ["priority", "none"]
 
 
