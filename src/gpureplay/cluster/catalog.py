@@ -8,6 +8,7 @@ which knows the aliases each trace uses (``V100M32``, ``A100-SXM4-80GB``, ...).
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import dataclass, replace
 from functools import cache
@@ -53,6 +54,12 @@ class GpuModel:
     mig_names: tuple[tuple[str, str], ...] = ()
     #: PCI device ids, e.g. ``0x20B010DE`` (matched against a mig-parted ``device-filter``).
     pci_ids: tuple[int, ...] = ()
+    #: Board power of one GPU, watts: idle (no work, clocks down) and peak (the datasheet's TDP / max
+    #: board power); None for a model whose part is not published (``power_note`` says why).
+    idle_w: float | None = None
+    tdp_w: float | None = None
+    #: Where the two power figures come from and how sure they are.
+    power_note: str = ""
 
 
 @dataclass(frozen=True)
@@ -95,6 +102,45 @@ def _geometry(name: str, spec: dict[str, Any]) -> _Geometry:
     return _Geometry(memory, compute, shapes)
 
 
+def power_fields(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """A model's ``idle_w``, ``tdp_w`` and ``power_note`` from its catalog table, checked.
+
+    Both figures or neither (a model whose part is unpublished has none); when given, finite, with
+    ``0 <= idle_w < tdp_w``, and a ``power_note`` naming their source.
+
+    Raises
+    ------
+    RuntimeError
+        Naming the model and the field: the catalog is package data, so a bad value is a bug.
+
+    Examples
+    --------
+    >>> power_fields("X", {"idle_w": 50, "tdp_w": 400, "power_note": "datasheet"})
+    {'idle_w': 50.0, 'tdp_w': 400.0, 'power_note': 'datasheet'}
+    """
+    where = f"gpu_models.toml: [models.{name}]"
+    given = [key for key in ("idle_w", "tdp_w") if key in spec]
+    note = str(spec.get("power_note", ""))
+    if not given:
+        return {"idle_w": None, "tdp_w": None, "power_note": note}
+    if len(given) == 1:
+        raise RuntimeError(f"{where}: gives {given[0]} without {({'idle_w', 'tdp_w'} - set(given)).pop()}")
+    values: dict[str, float] = {}
+    for key in ("idle_w", "tdp_w"):
+        value = spec[key]
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise RuntimeError(f"{where}: {key} must be a finite number of watts, found {value!r}")
+        values[key] = float(value)
+    if not 0.0 <= values["idle_w"] < values["tdp_w"]:
+        raise RuntimeError(
+            f"{where}: needs 0 <= idle_w < tdp_w, "
+            f"found idle_w {values['idle_w']:g}, tdp_w {values['tdp_w']:g}"
+        )
+    if not note:
+        raise RuntimeError(f"{where}: idle_w and tdp_w need a power_note naming their source")
+    return {**values, "power_note": note}
+
+
 @cache
 def _load() -> tuple[dict[str, GpuModel], dict[str, _Geometry]]:
     raw = tomllib.loads(files("gpureplay.cluster").joinpath("gpu_models.toml").read_text())
@@ -109,6 +155,7 @@ def _load() -> tuple[dict[str, GpuModel], dict[str, _Geometry]]:
             note=str(spec.get("note", "")),
             mig_names=tuple((str(k), str(v)) for k, v in spec.get("mig_profiles", {}).items()),
             pci_ids=tuple(int(str(i), 16) for i in spec.get("pci_ids", ())),
+            **power_fields(name, spec),
         )
         for name, spec in raw["models"].items()
     }
