@@ -201,6 +201,10 @@ class ClusterConf:
     topology: str | None = None
     #: How the file's rows find nodes: by node_name, or in node order.
     topology_match: str = "name"
+    #: Price of one node-hour by node type (``gpu_model`` or ``<gpu_model>x<num_gpus>``, the latter winning;
+    #: ``cpu-only`` for nodes without GPUs), in any one currency: the run's ``cost`` summary columns
+    #: (gpureplay.results.gpu_usage.node_prices). Empty: no prices, and the cost columns are null.
+    prices: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -300,7 +304,8 @@ class PriorityClassConf:
 class UtilizationConf:
     """The jobs' usage model (:class:`gpureplay.workload.utilization.Utilization`).
 
-    Read under ``scheduler.preemption: reclaim_idle`` only (inert otherwise; a warning names them when set).
+    Read by every timed replay: the results' busy GPU-hours, energy and idle alerts
+    (:mod:`gpureplay.results.gpu_usage`), and the victims of ``scheduler.preemption: reclaim_idle``.
 
     Parameters
     ----------
@@ -394,8 +399,9 @@ class WorkloadConf:
         (``scheduler.topology_aware``); a trace's own ``topology_mode`` /
         ``topology_level`` win. Empty: none.
     utilization
-        The jobs' GPU / CPU usage over time, for idle-resource reclaim
-        (``scheduler.preemption: reclaim_idle``).
+        The jobs' GPU / CPU usage over time: read by idle-resource reclaim
+        (``scheduler.preemption: reclaim_idle``) and by the results' GPU usage, energy and idle
+        alerts (gpureplay.results.gpu_usage).
     """
 
     name: str = "none"
@@ -430,6 +436,22 @@ class MeasureConf:
 
     start: float | None = None
     end: float | None = None
+
+
+@dataclass
+class IdleAlertConf:
+    """The idle-GPU alert rule counted in the summary (:class:`gpureplay.results.gpu_usage.IdleAlertRule`).
+
+    Parameters
+    ----------
+    threshold
+        A GPU allocation is idle while its usage is under this share of busy (0.2: 20%).
+    window
+        Seconds it must stay idle before the alert fires (a Prometheus rule's ``for:``; 1800: 30 min).
+    """
+
+    threshold: float = 0.2
+    window: float = 1800.0
 
 
 # --- packing mode -------------------------------------------------------------------------------
@@ -505,6 +527,8 @@ class Config:
         (``MemAvailable`` of ``/proc/meminfo``).
     measure
         The measurement window (:class:`MeasureConf`).
+    idle_alert
+        The "under 20% busy for 30 minutes" alert rule the summary counts (:class:`IdleAlertConf`).
     debug
         Check the engine's invariants every cycle (slower; always on in tests).
     mode
@@ -525,6 +549,7 @@ class Config:
     max_manifest_mib: float = 8.0
     memory_budget_gib: float | None = None
     measure: MeasureConf = field(default_factory=MeasureConf)
+    idle_alert: IdleAlertConf = field(default_factory=IdleAlertConf)
     debug: bool = False
     mode: RunMode = RunMode.replay
     packing: PackingConf = field(default_factory=PackingConf)

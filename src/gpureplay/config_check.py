@@ -138,6 +138,7 @@ def check_config(cfg: DictConfig) -> None:
             )
         )
     problems.extend(_time_problems(cfg))
+    problems.extend(_usage_problems(cfg))
     problems.extend(_packing_problems(cfg))
     problems.extend(_policy_problems(cfg))
     if problems:
@@ -187,6 +188,17 @@ def _time_problems(cfg: DictConfig) -> list[Problem]:
     return problems
 
 
+def _usage_problems(cfg: DictConfig) -> list[Problem]:
+    """The idle alert's threshold and window out of range (:func:`gpureplay.results.gpu_usage.
+    alert_rule_problems`); prices are checked against the cluster's node types once it is built."""
+    alert = cfg.get("idle_alert")
+    if alert is None:
+        return []
+    from gpureplay.results.gpu_usage import IdleAlertRule, alert_rule_problems
+
+    return alert_rule_problems(IdleAlertRule(float(alert.threshold), float(alert.window)))
+
+
 def _packing_problems(cfg: DictConfig) -> list[Problem]:
     """Packing settings out of range, or given to a timed replay (which would ignore them)."""
     packing = cfg.get("packing")
@@ -224,7 +236,16 @@ def _packing_problems(cfg: DictConfig) -> list[Problem]:
 _PACKING_SCHEDULER_KEYS = frozenset(
     {"name", "node_placement", "gpu_placement", "node_ties", "device_split_count", "shared_gpu_memory"}
 )
-_REPLAY_ONLY_KEYS = ("sample_interval", "max_samples", "horizon", "measure.start", "measure.end")
+_REPLAY_ONLY_KEYS = (
+    "sample_interval",
+    "max_samples",
+    "horizon",
+    "measure.start",
+    "measure.end",
+    "idle_alert.threshold",
+    "idle_alert.window",
+    "cluster.prices",
+)
 # workload.load compresses submit times, which packing replaces by the tuned arrival order.
 _REPLAY_ONLY_WORKLOAD_KEYS = (
     "load",
@@ -237,7 +258,7 @@ _REPLAY_ONLY_WORKLOAD_KEYS = (
 
 def _unused_in_packing(cfg: DictConfig) -> list[Problem]:
     """Keys a packing run would ignore (queueing, preemption, timeline sampling...) set away from default."""
-    from gpureplay.config import Config, MeasureConf, WorkloadConf
+    from gpureplay.config import Config, IdleAlertConf, MeasureConf, WorkloadConf
     from gpureplay.schedulers.policy import Policy
 
     found: list[str] = []
@@ -247,12 +268,15 @@ def _unused_in_packing(cfg: DictConfig) -> list[Problem]:
             continue
         if _text(cfg.scheduler.get(f.name)) != _text(getattr(policy, f.name)):
             found.append(f"scheduler.{f.name}")
-    defaults = {
+    defaults: dict[str, Any] = {
         "sample_interval": Config.sample_interval,
         "max_samples": Config.max_samples,
         "horizon": Config.horizon,
         "measure.start": MeasureConf.start,
         "measure.end": MeasureConf.end,
+        "idle_alert.threshold": IdleAlertConf.threshold,
+        "idle_alert.window": IdleAlertConf.window,
+        "cluster.prices": {},
     }
     for key in _REPLAY_ONLY_KEYS:
         if _text(OmegaConf.select(cfg, key)) != _text(defaults[key]):
@@ -265,7 +289,8 @@ def _unused_in_packing(cfg: DictConfig) -> list[Problem]:
     return [
         Problem(
             "is not used by a packing run (pods are placed once in arrival order: no queue, gang, "
-            "backfill, preemption or timeline sampling); leave it at its default, or use mode=replay",
+            "backfill, preemption, timeline sampling, GPU usage or cost); leave it at its default, or use "
+            "mode=replay",
             CONFIG,
             key=key,
         )

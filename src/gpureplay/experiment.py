@@ -33,6 +33,7 @@ from gpureplay.replay.memory import (
     planned_cluster,
     run_sizes,
 )
+from gpureplay.results.gpu_usage import IdleAlertRule, node_prices, run_usage
 from gpureplay.results.metrics import (
     admitted_jobs,
     attempt_results,
@@ -65,6 +66,7 @@ from gpureplay.workload.utilization import (
     Utilization,
     assign_utilization,
     check_usage,
+    check_usage_values,
     check_utilization,
 )
 from gpureplay.yaml_input import yaml_size_limit
@@ -188,6 +190,8 @@ def _prepare(cfg: DictConfig, resolved: dict[str, Any], trace: AdaptedTrace, see
         log.info("  cluster: %s nodes: %s", f"{count:,}", reason)
     if planned is None:
         _check_memory(cfg, jobs, cluster_size(cluster.nodes), policy)
+    # Prices against the node types the cluster has: a bad or unread price fails before the replay.
+    node_prices(cluster.nodes, resolved["cluster"].get("prices") or {})
     jobs = _usage(jobs, resolved["workload"], policy, seed)
     _note_topology_requests(jobs, policy)
     _note_topology_manager(policy)
@@ -369,8 +373,20 @@ def _replay(cfg: DictConfig, inputs: ReplayInputs) -> RunTables:
     replicas = policy.devices_per_gpu()
     devices = int(replay.stats["devices"])
     stranded = replay.stats["mig_stranded_pct"]
-    timeline = timeline_results(replay.timeline, devices)
     span = run_span(jobs, replay.stats["end_time"])
+    # What the GPUs did (busy, idle alerts, energy, cost) from the jobs' usage and the attempts.
+    usage = run_usage(
+        jobs,
+        attempts,
+        cluster.nodes,
+        times=replay.timeline["time"].to_numpy(),
+        total_gpus=total_gpus,
+        devices=devices,
+        span_seconds=span.seconds,
+        rule=IdleAlertRule(float(cfg.idle_alert.threshold), float(cfg.idle_alert.window)),
+        prices=dict(cfg.cluster.get("prices") or {}),
+    )
+    timeline = timeline_results(replay.timeline, devices, usage.timeline)
     per_queue = queue_summary(job_table, admitted_jobs(job_table, span), attempts, replay.queues, devices)
     metrics = summary_metrics(
         job_table,
@@ -389,6 +405,7 @@ def _replay(cfg: DictConfig, inputs: ReplayInputs) -> RunTables:
         mig_reconfigurations=int(replay.stats["mig_reconfigurations"]),
         mig_reconfigure_gpu_h=float(replay.stats["mig_reconfigure_gpu_h"]),
         per_queue=per_queue,
+        usage=usage.figures,
     )
     summary = config_frame(cfg).hstack(metrics)
 
@@ -580,14 +597,19 @@ def _priorities_and_checkpoints(jobs: pl.DataFrame, workload: Mapping[str, Any],
 
 
 def _usage(jobs: pl.DataFrame, workload: Mapping[str, Any], policy: Policy, seed: int) -> pl.DataFrame:
-    """Every job's usage model under idle-resource reclaim; under any other preemption its keys are inert
-    (as the annotations are on a cluster without the plugin) and a warning names them."""
+    """Every job's usage (``workload.utilization``, a trace's own ``gpu_util`` winning): read by the results'
+    GPU usage, energy and idle alerts under any scheduler, and by idle-resource reclaim's victim search.
+
+    The PriorityClasses' reclaim_idle annotations are read by that plugin only: under any other preemption
+    they are inert (as on a cluster without the plugin) and a warning names them.
+    """
     given = workload["utilization"]
     model = Utilization(**{**given, "idle_classes": tuple(given["idle_classes"])})
+    check_utilization(model, [str(c["name"]) for c in workload["priority_classes"]])
+    jobs = assign_utilization(jobs, model, seed)
     reclaiming = str(getattr(policy.preemption, "name", policy.preemption)) == "reclaim_idle"
     if not reclaiming:
-        keys = [] if model == Utilization() else ["workload.utilization"]
-        keys += [
+        keys = [
             f"workload.priority_classes[{i}].reclaim_idle"
             for i, c in enumerate(workload["priority_classes"])
             if ReclaimIdlePolicy(**c["reclaim_idle"]) != ReclaimIdlePolicy()
@@ -600,17 +622,18 @@ def _usage(jobs: pl.DataFrame, workload: Mapping[str, Any], policy: Policy, seed
                 str(getattr(policy.preemption, "name", policy.preemption)),
                 ", ".join(keys),
             )
-        return jobs
-    check_utilization(model, [str(c["name"]) for c in workload["priority_classes"]])
-    jobs = assign_utilization(jobs, model, seed)
-    check_usage(jobs)  # now, before the kernels compile
+        check_usage_values(jobs)  # now, before the kernels compile
+    else:
+        check_usage(jobs)
     idle = jobs.filter(pl.col("idle_after").is_finite()).height
-    log.info(
-        "idle-resource reclaim: %s of %s jobs go idle %g s into each attempt",
-        f"{idle:,}",
-        f"{jobs.height:,}",
-        model.idle_after,
-    )
+    if idle:
+        log.info(
+            "usage: %s of %s jobs go idle %g s into each attempt%s",
+            f"{idle:,}",
+            f"{jobs.height:,}",
+            model.idle_after,
+            " (idle-resource reclaim)" if reclaiming else "",
+        )
     return jobs
 
 

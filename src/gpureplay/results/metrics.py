@@ -138,6 +138,13 @@ figures, ``queue_summary.parquet``). ``ftf_max`` and ``ftf_unfair_share``: the
 jobs' finish-time fairness (Themis; the largest ``rho`` and the share of jobs
 with ``rho > 1``, :mod:`gpureplay.results.finish_time_fairness`), over the
 cluster's devices.
+
+What the GPUs did
+-----------------
+``busy_gpu_hours``, ``gpu_busy_rate``, ``idle_allocated_gpu_hours``, ``idle_alerts``,
+``idle_alert_gpu_hours``, ``energy_kwh``, ``power_mean_w``, ``energy_estimated_share``, ``cost`` and
+``cost_per_useful_gpu_hour``: from the jobs' usage and the attempts, defined in
+:mod:`gpureplay.results.gpu_usage` (passed in as ``usage``; null without it).
 """
 
 from __future__ import annotations
@@ -153,6 +160,7 @@ from omegaconf.nodes import AnyNode, BooleanNode, FloatNode, IntegerNode
 
 from gpureplay.errors import InputError
 from gpureplay.results.finish_time_fairness import fairness_figures, finish_time_fairness
+from gpureplay.results.gpu_usage import empty_figures
 from gpureplay.results.queue_summary import queue_fairness, queue_summary
 from gpureplay.results.schemas import (
     ATTEMPTS_RESULT_SCHEMA,
@@ -309,10 +317,27 @@ def attempt_results(attempts: pl.DataFrame) -> pl.DataFrame:
     return conform(attempts, ATTEMPTS_RESULT_SCHEMA)
 
 
-def timeline_results(timeline: pl.DataFrame, total_gpus: int) -> pl.DataFrame:
-    """Add the allocated fraction of GPU capacity (``total_gpus`` devices) and fix the schema."""
+#: Timeline columns of what the GPUs did (:mod:`gpureplay.results.gpu_usage`), null when not given.
+USAGE_TIMELINE_COLUMNS: tuple[str, ...] = ("busy_gpus", "busy_fraction", "power_w")
+
+
+def timeline_results(
+    timeline: pl.DataFrame, total_gpus: int, usage: dict[str, Any] | None = None
+) -> pl.DataFrame:
+    """Add the allocated fraction of GPU capacity (``total_gpus`` devices) and fix the schema.
+
+    ``usage`` holds the columns of :data:`USAGE_TIMELINE_COLUMNS`, one value per sample
+    (:func:`gpureplay.results.gpu_usage.busy_at`); columns it lacks are null.
+    """
     fraction = pl.col("allocated_milli") / (1000.0 * total_gpus) if total_gpus else pl.lit(None, pl.Float64)
-    return conform(timeline.with_columns(allocated_fraction=fraction), TIMELINE_SCHEMA)
+    given = usage or {}
+    columns = [
+        pl.Series(name, given[name], dtype=pl.Float64)
+        if name in given
+        else pl.lit(None, pl.Float64).alias(name)
+        for name in USAGE_TIMELINE_COLUMNS
+    ]
+    return conform(timeline.with_columns(columns).with_columns(allocated_fraction=fraction), TIMELINE_SCHEMA)
 
 
 def admitted_jobs(jobs: pl.DataFrame, span: RunSpan) -> pl.DataFrame:
@@ -381,6 +406,7 @@ def summary_metrics(
     mig_reconfigurations: int = 0,
     mig_reconfigure_gpu_h: float = 0.0,
     per_queue: pl.DataFrame | None = None,
+    usage: dict[str, Any] | None = None,
 ) -> pl.DataFrame:
     """The one-row table of headline metrics (``SUMMARY_METRICS_SCHEMA``; definitions: module docstring).
 
@@ -417,6 +443,9 @@ def summary_metrics(
     per_queue
         :func:`gpureplay.results.queue_summary.queue_summary` of the run, for the fairness
         across queues; computed here when not given.
+    usage
+        :func:`gpureplay.results.gpu_usage.usage_figures` of the run (what the GPUs did: busy
+        GPU-hours, idle alerts, energy, cost); null columns when not given.
     """
     if devices is None:
         devices = total_gpus * replicas_per_gpu
@@ -469,6 +498,7 @@ def summary_metrics(
         **queue_fairness(
             queue_summary(jobs, admitted, attempts, devices=devices) if per_queue is None else per_queue
         ),
+        **(empty_figures() if usage is None else usage),
     }
     return pl.DataFrame([row], schema=SUMMARY_METRICS_SCHEMA)
 

@@ -73,6 +73,13 @@ TIMELINE_SCHEMA: dict[str, pl.DataType] = {
     "terminating_jobs": pl.Int32(),
     "lost_gpu_seconds": pl.Float64(),  # so far
     "mig_stranded_slices": pl.Int32(),  # dynamic MIG: free slices no instance the workload asks for fits
+    # What the GPUs did at the sample time (gpureplay.results.gpu_usage; exact values of the jobs' usage
+    # model, not a DCGM scrape): busy GPU-equivalents (usage x GPUs, physical GPUs), their share of the
+    # cluster's GPUs (beside allocated_fraction) and the cluster's GPU power by the catalog's idle / TDP
+    # figures (null: a model without them).
+    "busy_gpus": pl.Float64(),
+    "busy_fraction": pl.Float64(),
+    "power_w": pl.Float64(),
 }
 
 #: ``queues.parquet``: each queue (the trace's ``queue`` column: Philly VCs, ITP clusters, ...) at each
@@ -267,4 +274,21 @@ SUMMARY_METRICS_SCHEMA: dict[str, pl.DataType] = {
     "ftf_max": pl.Float64(),
     "ftf_unfair_share": pl.Float64(),
     "queue_ftf_max": pl.Float64(),
+    # What the GPUs did, not only what was allocated (gpureplay.results.gpu_usage), over the run span:
+    # busy GPU-hours (usage x GPUs x time) and their share of the cluster's GPU-time (beside
+    # gpu_allocation_rate); GPU-hours allocated but idle; the idle alerts ("under idle_alert.threshold busy
+    # for idle_alert.window": allocations that raised one) and the GPU-hours allocated while one fired;
+    # energy of the cluster's GPUs (kWh) and their mean power (W) by the catalog's idle / TDP figures (null: a
+    # model without them), with the share of busy time whose GPU model was a mean over the models a job
+    # allowed; cost of the run from cluster.prices (null: no prices given) and per useful GPU-hour.
+    "busy_gpu_hours": pl.Float64(),
+    "gpu_busy_rate": pl.Float64(),
+    "idle_allocated_gpu_hours": pl.Float64(),
+    "idle_alerts": pl.Int64(),
+    "idle_alert_gpu_hours": pl.Float64(),
+    "energy_kwh": pl.Float64(),
+    "power_mean_w": pl.Float64(),
+    "energy_estimated_share": pl.Float64(),
+    "cost": pl.Float64(),
+    "cost_per_useful_gpu_hour": pl.Float64(),
 }

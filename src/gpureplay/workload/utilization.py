@@ -1,13 +1,13 @@
 """Per-job resource usage and the ReclaimIdleResource annotations of PriorityClasses.
 
 Idle-GPU reclaim (``scheduler.preemption: reclaim_idle``, docs/systems.md, "scheduler-plugins") evicts a
-running
-job whose GPUs and CPUs sat idle over a window. What a job uses comes from the trace where it has it (a
-``gpu_util`` column: mean ``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` of its GPUs while it works, 0..1; a
-``cpu_util`` column: CPU cores per pod), else from a seeded model in ``workload.utilization``: every job
-works at ``gpu_active`` / ``cpu_active``, and a seeded ``idle_share`` of the jobs (of ``idle_classes``
-only, when given: e.g. notebooks) drops to 0 ``idle_after`` seconds into each attempt and stays idle until
-it ends, as an interactive session left open does.
+running job whose GPUs and CPUs sat idle over a window, and every replay's results say what the GPUs did
+from the same usage (:mod:`gpureplay.results.gpu_usage`: busy GPU-hours, idle alerts, energy). What a job
+uses comes from the trace where it has it (a ``gpu_util`` column: mean ``DCGM_FI_PROF_GR_ENGINE_ACTIVE``
+of its GPUs while it works, 0..1; a ``cpu_util`` column: CPU cores per pod), else from a seeded model in
+``workload.utilization``: every job works at ``gpu_active`` / ``cpu_active``, and a seeded ``idle_share``
+of the jobs (of ``idle_classes`` only, when given: e.g. notebooks) drops to 0 ``idle_after`` seconds into
+each attempt and stays idle until it ends, as an interactive session left open does.
 
 Which jobs a reclaim may take, and when, is set per PriorityClass by the plugin's annotations
 (``reclaim-idle-resource.scheduling.x-k8s.io/*``, :class:`ReclaimIdlePolicy`).
@@ -235,6 +235,20 @@ def check_usage(jobs: pl.DataFrame) -> None:
             "PriorityClass mix (workload.priority_classes, each with its reclaim_idle annotations)",
             "workload.priority_classes",
         )
+    check_usage_values(jobs)
+
+
+def check_usage_values(jobs: pl.DataFrame) -> None:
+    """Refuse a usage out of range: ``gpu_util`` outside [0, 1], ``cpu_util`` below 0 (naming its row).
+
+    Every timed replay reads the usage (the results' busy GPU-hours and energy, :mod:`gpureplay.results.
+    gpu_usage`), so a trace's own values are checked under any scheduler.
+
+    Raises
+    ------
+    InputError
+        Naming the first bad row and the column, with the count of bad rows.
+    """
     for column, top in (("gpu_util", 1.0), ("cpu_util", math.inf)):
         bad = jobs.with_row_index("i").filter(~((pl.col(column) >= 0) & (pl.col(column) <= top)))
         if bad.height:
@@ -285,6 +299,7 @@ __all__ = [
     "assign_utilization",
     "check_policy",
     "check_usage",
+    "check_usage_values",
     "check_utilization",
     "idle_rows",
     "policy_columns",
