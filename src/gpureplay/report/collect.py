@@ -133,7 +133,15 @@ QUEUE_SUMMARY_COLUMNS: dict[str, pl.DataType] = {
 }
 TIMELINE_COLUMNS: dict[str, pl.DataType] = {
     c: TIMELINE_SCHEMA[c]
-    for c in ("time", "allocated_fraction", "fragmented_gpus", "preemptions", "lost_gpu_seconds")
+    for c in (
+        "time",
+        "allocated_fraction",
+        "fragmented_gpus",
+        "preemptions",
+        "lost_gpu_seconds",
+        "busy_fraction",
+        "power_w",
+    )
 }
 
 #: Columns added to every collected table.

@@ -89,6 +89,7 @@ FIGURE_FILES: tuple[str, ...] = (
     "queue_usage.png",
     "quota_usage.png",
     "preemption.png",
+    "gpu_busy.png",
 )
 
 LineStyle = Literal["-", "--", "-.", ":"]
@@ -555,6 +556,102 @@ def timeline_figure(collection: Collection, lay: Layout) -> Drawn | str:
     )
 
 
+def busy_figure(collection: Collection, lay: Layout) -> Drawn | None:
+    """GPUs allocated against GPUs busy, and the GPUs' power, over time: one panel per setting.
+
+    Busy is the timeline's ``busy_fraction`` (usage x GPUs over the cluster's GPUs,
+    :mod:`gpureplay.results.gpu_usage`), drawn in each configuration's style; its allocation
+    (``allocated_fraction``) is the faint line of the same colour. None when no run has the column (older
+    versions) or every run has a single sample.
+    """
+    timeline = collection.timeline.with_columns(pl.col(CONFIG_COLUMN).cast(pl.String))
+    per_run = (
+        timeline.filter(pl.col("busy_fraction").is_not_null())
+        .group_by(CONFIG_COLUMN, RUN_COLUMN)
+        .agg(pl.col("time").max().alias("span"), pl.len().alias("samples"))
+        .filter(pl.col("samples") > 1)
+        .collect()
+    )
+    if per_run.height == 0:
+        return None
+    configs = collection.configs.get_column(CONFIG_COLUMN).to_list()
+    drawn_configs = set(per_run.get_column(CONFIG_COLUMN).to_list())
+    powered = False
+    fig, rows, cols = _figure_for(lay, 2.4, blocks=2)
+    grid = fig.subplots(2 * rows, cols, squeeze=False)
+    for p, panel in enumerate(lay.panels):
+        top, bottom = grid[2 * (p // cols), p % cols], grid[2 * (p // cols) + 1, p % cols]
+        _panel_title(top, panel)
+        shown = [c for c in lay.configs_in(panel, configs) if c in drawn_configs]
+        if not shown:
+            _say(top, "no usage samples")
+            bottom.set_axis_off()
+            continue
+        sizes = per_run.filter(pl.col(CONFIG_COLUMN).is_in(shown))
+        span = float(sizes.get_column("span").max())  # type: ignore[arg-type]
+        spacing = float((sizes.get_column("span") / (sizes.get_column("samples") - 1)).min())  # type: ignore[arg-type]
+        width = max(span / TIMELINE_BINS, spacing, 1.0)
+        unit, unit_seconds = ("days", 86400.0) if span > 3 * 86400.0 else ("hours", 3600.0)
+        binned = (
+            timeline.filter(pl.col(CONFIG_COLUMN).is_in(shown))
+            .with_columns(((pl.col("time") // width) * width).alias("_bin"))
+            # Per run first, then across seeds, as the allocation figure does.
+            .group_by(CONFIG_COLUMN, RUN_COLUMN, "_bin")
+            .agg(
+                pl.col("allocated_fraction").mean(), pl.col("busy_fraction").mean(), pl.col("power_w").mean()
+            )
+            .group_by(CONFIG_COLUMN, "_bin")
+            .agg(
+                pl.col("allocated_fraction").mean(), pl.col("busy_fraction").mean(), pl.col("power_w").mean()
+            )
+            .sort(CONFIG_COLUMN, "_bin")
+            .collect()
+        )
+        parts = binned.partition_by(CONFIG_COLUMN, as_dict=True, include_key=False)
+        for config in shown:
+            part = parts.get((config,))
+            if part is None:
+                continue
+            style = lay.style_of[lay.name_of[config]]
+            t = part.get_column("_bin").to_numpy() / unit_seconds
+            kwargs = _thin_line(style, len(t))
+            top.plot(
+                t,
+                part.get_column("allocated_fraction").to_numpy() * 100.0,
+                color=style.colour,
+                lw=0.8,
+                alpha=0.35,
+            )
+            top.plot(t, part.get_column("busy_fraction").to_numpy() * 100.0, **kwargs)
+            watts = part.get_column("power_w")
+            if watts.is_not_null().any():
+                powered = True
+                bottom.plot(t, watts.to_numpy() / 1000.0, **kwargs)
+        top.set_ylim(0.0, 105.0)
+        top.set_ylabel("GPUs busy (%)", fontsize=9)
+        bottom.set_ylim(bottom=0.0)
+        bottom.set_ylabel("GPU power (kW)", fontsize=9)
+        bottom.set_xlabel(f"simulated time ({unit})", fontsize=9)
+        for ax in (top, bottom):
+            ax.set_xlim(0.0, max(span / unit_seconds, 1e-9))
+            ax.grid(True, alpha=0.3)
+        if not powered:
+            _say(bottom, "no power figures for a GPU model of the cluster")
+        top.tick_params(labelbottom=False)
+    for p in range(len(lay.panels), rows * cols):
+        grid[2 * (p // cols), p % cols].set_axis_off()
+        grid[2 * (p // cols) + 1, p % cols].set_axis_off()
+    fig.suptitle("What the GPUs did: busy against allocated, and power", fontsize=11)
+    _legend(fig, lay)
+    return Drawn(
+        fig,
+        "gpu_busy.png",
+        "What the GPUs did: busy against allocated, and power",
+        "Share of the cluster's GPUs busy (usage x GPUs; faint line: allocated) and the GPUs' power by the "
+        "catalog's idle and TDP figures, one panel per setting, mean of seeds per time bin.",
+    )
+
+
 def preemption_figure(collection: Collection, lay: Layout) -> Drawn | None:
     """Evictions and the GPU-hours they cost, accumulated over time: one panel per setting.
 
@@ -940,6 +1037,7 @@ def draw_figures(collection: Collection) -> list[Drawn | str]:
         cdf_figure(collection, lay, "wait_time", pl.lit(True), "Wait time", "wait_cdf.png"),
         cdf_figure(collection, lay, "jct", finished, "Job completion time", "jct_cdf.png"),
         timeline_figure(collection, lay),
+        busy_figure(collection, lay),
         preemption_figure(collection, lay),
         queue_figure(collection, lay),
         queue_usage_figure(collection),
@@ -979,6 +1077,7 @@ __all__ = [
     "FigureFile",
     "Layout",
     "Style",
+    "busy_figure",
     "cdf_figure",
     "draw_figures",
     "layout",

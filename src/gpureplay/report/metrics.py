@@ -260,6 +260,38 @@ CENSORED_METRICS: tuple[Metric, ...] = tuple(
 )
 
 #: Every metric a report summarises across seeds, each once.
+#: What the GPUs did, not only what was allocated (gpureplay.results.gpu_usage), over the whole run: busy
+#: GPU-time, allocations left idle and the idle alerts they raise, energy and cost.
+USAGE_METRICS: tuple[Metric, ...] = (
+    Metric("gpu_allocation_rate", "GPU allocation (%)", "GPU allocation", "higher", 0.01, min_change=0.001),
+    Metric("gpu_busy_rate", "GPUs busy (%)", "GPU busy share", "higher", 0.01, min_change=0.001),
+    Metric(
+        "idle_allocated_gpu_hours",
+        "allocated but idle (GPU-h)",
+        "GPU-hours allocated but idle",
+        "lower",
+        min_change=0.1,
+    ),
+    Metric("idle_alerts", "idle alerts", "idle-GPU alerts", "lower", count=True, min_change=1.0),
+    Metric(
+        "idle_alert_gpu_hours",
+        "GPU-h under a firing alert",
+        "GPU-hours allocated while an idle alert fired",
+        "lower",
+        min_change=0.1,
+    ),
+    Metric("energy_kwh", "GPU energy (kWh)", "GPU energy", "lower", min_change=0.01),
+    Metric("power_mean_w", "mean GPU power (kW)", "mean GPU power", "lower", 1000.0, min_change=1.0),
+    Metric("cost", "cost", "cost of the run", "lower", min_change=0.01),
+    Metric(
+        "cost_per_useful_gpu_hour",
+        "cost per useful GPU-h",
+        "cost per useful GPU-hour",
+        "lower",
+        min_change=0.001,
+    ),
+)
+
 ALL_METRICS: tuple[Metric, ...] = tuple(
     {
         m.column: m
@@ -273,6 +305,7 @@ ALL_METRICS: tuple[Metric, ...] = tuple(
             *TOPOLOGY_METRICS,
             *NUMA_METRICS,
             *QUEUE_METRICS,
+            *USAGE_METRICS,
         )
     }.values()
 )
@@ -346,6 +379,16 @@ def runs_multi_node(runs: pl.DataFrame) -> bool:
     )
 
 
+def runs_with_usage(runs: pl.DataFrame) -> bool:
+    """True when a run in ``runs`` has the GPU usage columns (a version that wrote them)."""
+    return "busy_gpu_hours" in runs.columns and bool(runs.get_column("busy_gpu_hours").is_not_null().any())
+
+
+def runs_priced(runs: pl.DataFrame) -> bool:
+    """True when a run in ``runs`` was given node prices (``cluster.prices``: its cost is not null)."""
+    return "cost" in runs.columns and bool(runs.get_column("cost").is_not_null().any())
+
+
 def runs_evicted(runs: pl.DataFrame) -> bool:
     """True when some run in ``runs`` (one row per run, the summary's columns) evicted a job."""
     return "preemptions" in runs.columns and bool((runs.get_column("preemptions").fill_null(0) > 0).any())
@@ -392,6 +435,7 @@ __all__ = [
     "RUN_METRICS",
     "SHARING_METRICS",
     "TOPOLOGY_METRICS",
+    "USAGE_METRICS",
     "WINDOW_METRICS",
     "WINDOW_PREFIX",
     "Metric",
@@ -401,6 +445,8 @@ __all__ = [
     "runs_multi_node",
     "runs_multi_queue",
     "runs_numa",
+    "runs_priced",
     "runs_shared",
     "runs_with_mig",
+    "runs_with_usage",
 ]

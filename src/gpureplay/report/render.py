@@ -27,6 +27,7 @@ from gpureplay.report.metrics import (
     RUN_METRICS,
     SHARING_METRICS,
     TOPOLOGY_METRICS,
+    USAGE_METRICS,
     WINDOW_METRICS,
     Metric,
     Scope,
@@ -35,8 +36,10 @@ from gpureplay.report.metrics import (
     runs_multi_node,
     runs_multi_queue,
     runs_numa,
+    runs_priced,
     runs_shared,
     runs_with_mig,
+    runs_with_usage,
 )
 from gpureplay.report.published_queueing import comparable_runs, philly_queueing
 from gpureplay.report.queue_waits import longest_waits, why
@@ -287,6 +290,26 @@ def has_topology(data: ReportData) -> bool:
 def has_numa(data: ReportData) -> bool:
     """True when some run ran a kubelet Topology Manager policy (the NUMA table is shown then)."""
     return runs_numa(data.collection.runs)
+
+
+def has_usage(data: ReportData) -> bool:
+    """True when some run has the GPU usage columns (the "What the GPUs did" table is shown then)."""
+    return runs_with_usage(data.collection.runs)
+
+
+def usage_table(data: ReportData) -> Table:
+    """Allocated against busy, idle GPU-hours and alerts, energy and cost per configuration."""
+    return _metrics_table(data, USAGE_METRICS)
+
+
+def usage_note(data: ReportData) -> str:
+    """The usage table's note: its definitions, and "no prices given" when no run had prices."""
+    prices = (
+        "cost = node-hours x cluster.prices"
+        if runs_priced(data.collection.runs)
+        else "cost: no prices given (cluster.prices is empty), so the cost columns are n/a"
+    )
+    return _USAGE_NOTE + " " + prices + "."
 
 
 def has_queues(data: ReportData) -> bool:
@@ -556,6 +579,16 @@ _SHARING_NOTE = (
     "Re-partitioning idle GPUs)."
 )
 
+_USAGE_NOTE = (
+    "What the GPUs did, not only what was allocated (whole run, mean over seeds; docs/results.md, What the "
+    "GPUs did): GPUs busy = usage x GPUs x time over the cluster's GPU-time, each job's usage being "
+    "its trace's gpu_util or workload.utilization (the model idle-resource reclaim reads); allocated but "
+    "idle = GPU-hours held less busy GPU-hours; idle alerts = allocations under idle_alert.threshold busy "
+    "for longer than idle_alert.window (the DCGM 'under 20% busy for 30 minutes' rule), and the GPU-hours "
+    "held while one fired; GPU energy and mean power from each model's catalog idle and TDP power, linear "
+    "in usage (n/a: a model without figures);"
+)
+
 _TOPOLOGY_NOTE = (
     "Jobs whose pods ran on more than one node (when their last attempt started), the share of them whose "
     "pods stayed within one NVLink domain, rack or spine, and the GPU-hours spreading added to runs: a job "
@@ -684,6 +717,9 @@ def render_markdown(data: ReportData) -> str:
     if has_sharing(data):
         out += ["", "## GPU sharing: replicas and MIG instances", "", _SHARING_NOTE, ""]
         out += _md_table(sharing_table(data))
+    if has_usage(data):
+        out += ["", "## What the GPUs did: busy, idle, energy and cost", "", usage_note(data), ""]
+        out += _md_table(usage_table(data))
     if has_topology(data):
         out += ["", "## Topology: where multi-node jobs ran", "", _TOPOLOGY_NOTE, ""]
         out += _md_table(topology_table(data))
@@ -829,6 +865,12 @@ def render_html(data: ReportData) -> str:
             "<h2>GPU sharing: replicas and MIG instances</h2>",
             f'<p class="note">{_e(_SHARING_NOTE)}</p>',
             _html_table(sharing_table(data)),
+        ]
+    if has_usage(data):
+        parts += [
+            "<h2>What the GPUs did: busy, idle, energy and cost</h2>",
+            f'<p class="note">{_e(usage_note(data))}</p>',
+            _html_table(usage_table(data)),
         ]
     if has_topology(data):
         parts += [
