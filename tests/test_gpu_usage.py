@@ -336,3 +336,21 @@ def test_cli_bad_price_and_threshold_are_usage_errors(one_node_jobs: Path, tmp_p
         proc = gpureplay(*common, *extra, f"hydra.run.dir={tmp_path / 'bad'}")
         assert proc.returncode == 2, proc.stderr
         assert key in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_packing_runs_refuse_the_usage_keys(one_node_jobs: Path, tmp_path: Path) -> None:
+    """A packing run writes no usage: an alert rule or prices given to one would be read by nothing."""
+    proc = gpureplay(
+        "run",
+        "mode=packing",
+        "trace=csv",
+        f"trace.path={one_node_jobs}",
+        "cluster=homogeneous",
+        "scheduler=fgd",
+        "idle_alert.window=60",
+        "+cluster.prices.A100-80GB=1.0",
+        f"hydra.run.dir={tmp_path / 'pack'}",
+    )
+    assert proc.returncode == 2, proc.stderr
+    for key in ("config key 'idle_alert.window'", "config key 'cluster.prices'"):
+        assert key in proc.stderr and "is not used by a packing run" in proc.stderr, proc.stderr
