@@ -46,6 +46,7 @@ from .common import (
     philly_jobs_with_topology_requests,
     philly_with_idle_notebooks,
     skip_unless_memory_for,
+    skip_unless_opted_in,
     superpod_cluster,
     synthetic_inputs,
     warm_engine,
@@ -310,7 +311,8 @@ class ScaleReplay:
     (``common.SCALE_LOAD`` says why 1.0, not 0.8).
 
     ``peakmem_replay`` is the benchmark process's peak (the jobs table made in ``setup`` included). A size
-    this machine has not the memory for (the run's own estimate, :mod:`gpureplay.replay.memory`) is skipped.
+    this machine has not the memory for (the run's own estimate, :mod:`gpureplay.replay.memory`) is skipped,
+    and so is 10M unless ``GPUREPLAY_BENCH_SCALE=1`` (``make bench-scale``): it takes minutes per preset.
     No ``track_seconds_per_job``: ``time_replay`` / ``n_jobs`` is that figure, and a third 10M replay per
     preset would add minutes to ``make bench``.
     """
@@ -324,6 +326,7 @@ class ScaleReplay:
     warmup_time = 0.0
 
     def setup(self, n_jobs: int, preset: str) -> None:
+        skip_unless_opted_in(n_jobs)
         self.policy = PRESETS[preset]
         self.jobs, self.nodes = offered_load_inputs(n_jobs)
         skip_unless_memory_for(self.jobs, self.nodes, self.policy)

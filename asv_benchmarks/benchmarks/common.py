@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from pathlib import Path
 
 import polars as pl
@@ -189,6 +190,25 @@ SCALE_SIZES = [1_000_000, 10_000_000]
 
 #: Presets of the scale replay: head-of-line FIFO and the default gang binpack.
 SCALE_PRESETS = ["fifo", "gang-binpack"]
+
+#: Environment variable that opts ``make bench`` in to the 10M-job sizes (``make bench-scale`` sets it): each
+#: takes minutes and about 13 GB, so a plain ``make bench`` reports them as n/a and stays within minutes.
+SCALE_ENV = "GPUREPLAY_BENCH_SCALE"
+
+#: Job counts from which a scale benchmark runs only when :data:`SCALE_ENV` is ``1``.
+OPT_IN_JOBS = 10_000_000
+
+
+def skip_unless_opted_in(n_jobs: int) -> None:
+    """Skip (``NotImplementedError``: asv's "n/a") a size of at least :data:`OPT_IN_JOBS` jobs unless
+    ``$GPUREPLAY_BENCH_SCALE`` is ``1``; checked before the jobs are generated, which alone takes a minute.
+
+    Examples
+    --------
+    >>> skip_unless_opted_in(1_000_000)
+    """
+    if n_jobs >= OPT_IN_JOBS and os.environ.get(SCALE_ENV) != "1":
+        raise NotImplementedError(f"{n_jobs:,} jobs run only with {SCALE_ENV}=1 (make bench-scale)")
 
 
 def offered_load_inputs(n_jobs: int) -> tuple[pl.DataFrame, pl.DataFrame]:
