@@ -66,6 +66,7 @@ from gpureplay.engine.state.layout import (
     E_NODE_MILLI,
     E_NODE_PODS,
     E_NODE_WHOLE,
+    E_NODE_WHOLE_LO,
     E_OK,
     E_QUEUE,
     E_QUEUE_COUNTS,
@@ -75,6 +76,7 @@ from gpureplay.engine.state.layout import (
     F_MEM,
     F_MILLI,
     F_WHOLE,
+    F_WHOLE_LO,
     G_MEM,
     G_MIG,
     G_MILLI,
@@ -221,6 +223,8 @@ def check_node(
         fm = cl.gpu_free[G_MILLI, g]
         if fm < 0 or fm > WHOLE:
             return _fail(err, E_GPU_MILLI_RANGE, g)
+        if fm == WHOLE and g < cl.node_free[F_WHOLE_LO, n]:
+            return _fail(err, E_NODE_WHOLE_LO, n)
         if cl.gpu_free[G_MEM, g] < 0 or cl.gpu_free[G_MEM, g] > cap_mem:
             return _fail(err, E_GPU_MEM_RANGE, g)
         if fm != WHOLE - used[0, i]:
@@ -272,9 +276,16 @@ def check_aggregates(
     for model in range(cl.model_hist.shape[0]):
         if milli[model] != cl.model_milli[model]:
             return _fail(err, E_HISTOGRAM, model)
+        low = cl.model_hist.shape[1]
+        high = -1
         for w in range(cl.model_hist.shape[1]):
             if hist[model, w] != cl.model_hist[model, w]:
                 return _fail(err, E_HISTOGRAM, model)
+            if hist[model, w] > 0:
+                low = min(low, w)
+                high = w
+        if cl.model_span[0, model] != low or cl.model_span[1, model] != high:
+            return _fail(err, E_HISTOGRAM, model)
     pending = 0
     for a in range(run.counters[K_NACTIVE]):
         c = pend.active[a]

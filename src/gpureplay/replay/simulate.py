@@ -172,7 +172,7 @@ _VIOLATIONS = {
     L.E_NODE_WHOLE: "node {i}'s wholly-free GPU count is out of step with its GPUs",
     L.E_NODE_MILLI: "node {i}'s free-milli sum is out of step with its GPUs",
     L.E_TOTALS: "cluster totals (free GPUs, allocated milli) are out of step with the nodes",
-    L.E_HISTOGRAM: "per-model aggregates of model {i} are out of step with the nodes",
+    L.E_HISTOGRAM: "model {i}'s free milli, histogram or histogram span is out of step with the nodes",
     L.E_STATUS: "job {i} has an impossible state / pod count",
     L.E_COUNTS: "running/pending/terminating counts or the completion heap disagree with job states ({i})",
     L.E_QUEUE: "the pending set disagrees with job states (class/job {i})",
@@ -182,6 +182,7 @@ _VIOLATIONS = {
     L.E_GPU_SLOTS: "GPU {i} has fewer than 0 free pod slots, or not its split count minus the pods on it",
     L.E_GPU_MIG: "GPU {i}'s MIG slice mask is not the union of its instances, or two instances overlap",
     L.E_QUEUE_COUNTS: "queue {i}'s requested GPUs or pending / running jobs disagree with its jobs' states",
+    L.E_NODE_WHOLE_LO: "node {i} has a wholly free GPU below the index its search for whole GPUs starts at",
 }
 
 

@@ -49,6 +49,7 @@ from gpureplay.engine.state.layout import (
     F_MEM,
     F_MILLI,
     F_WHOLE,
+    F_WHOLE_LO,
     G_MEM,
     G_MIG,
     G_MILLI,
@@ -322,7 +323,7 @@ def capacity_bound(cl: Cluster, cs: Classes, c: int, limit: int) -> int:
         if ((mask >> np.uint64(model)) & np.uint64(1)) == np.uint64(0):
             continue
         if kind == KIND_WHOLE:
-            for w in range(k, cl.model_hist.shape[1]):
+            for w in range(max(k, cl.model_span[0, model]), cl.model_span[1, model] + 1):
                 total += cl.model_hist[model, w] * (w // k)
         else:
             # A pod on a MIG instance books its slices, which may be less than its own milli.
@@ -401,8 +402,20 @@ def set_gpu(cl: Cluster, g: int, n: int, milli: int, mem: int) -> None:
         d = 1 if is_whole else -1
         cl.model_hist[model, w] -= 1
         cl.model_hist[model, w + d] += 1
+        # The node moved to the next bucket, which is now occupied: the span stays tight in O(1).
+        if w + d < cl.model_span[0, model]:
+            cl.model_span[0, model] = w + d
+        if w + d > cl.model_span[1, model]:
+            cl.model_span[1, model] = w + d
+        if cl.model_hist[model, w] == 0:
+            if w == cl.model_span[0, model]:
+                cl.model_span[0, model] = w + 1
+            if w == cl.model_span[1, model]:
+                cl.model_span[1, model] = w - 1
         cl.node_free[F_WHOLE, n] = w + d
         cl.totals[TOT_FREE_WHOLE] += d
+        if is_whole and g < cl.node_free[F_WHOLE_LO, n]:
+            cl.node_free[F_WHOLE_LO, n] = g
 
 
 @kernel
@@ -421,15 +434,17 @@ def take_whole(cl: Cluster, n: int, k: int, slots: Int64Array, slot0: int) -> No
             cl.gpu_free[G_SLOTS, g] -= 1
             slots[slot0 + i] = g
         return
-    g0 = cl.node_int[N_GPU0, n]
+    # No wholly free GPU lies below F_WHOLE_LO (set_gpu lowers it when one frees), and every GPU the scan
+    # passes is busy or taken: the next search starts after the last one taken.
     taken = 0
-    for g in range(g0, g0 + cl.node_int[N_GPUS, n]):
+    for g in range(cl.node_free[F_WHOLE_LO, n], cl.node_int[N_GPU0, n] + cl.node_int[N_GPUS, n]):
         if cl.gpu_free[G_MILLI, g] == WHOLE:
             set_gpu(cl, g, n, 0, 0)
             cl.gpu_free[G_SLOTS, g] -= 1
             slots[slot0 + taken] = g
             taken += 1
             if taken == k:
+                cl.node_free[F_WHOLE_LO, n] = g + 1
                 return
 
 
@@ -638,6 +653,8 @@ def copy_cluster(src: Cluster, dst: Cluster) -> None:
             dst.gpu_free[f, g] = src.gpu_free[f, g]
     for model in range(src.model_hist.shape[0]):
         dst.model_milli[model] = src.model_milli[model]
+        dst.model_span[0, model] = src.model_span[0, model]
+        dst.model_span[1, model] = src.model_span[1, model]
         for w in range(src.model_hist.shape[1]):
             dst.model_hist[model, w] = src.model_hist[model, w]
     for i in range(src.totals.shape[0]):

@@ -138,6 +138,10 @@ class Cluster(NamedTuple):
     gpu_ready
         Per GPU: when its MIG re-partitioning downtime ends (``inf``: not
         in downtime; :mod:`gpureplay.engine.devices.repartition`).
+    model_span
+        ``[0, model]`` / ``[1, model]``: the lowest and highest ``w`` with nodes in ``model_hist[model, w]``
+        (the histogram's width and -1 for a model no node has). The capacity bound sums only between them,
+        so one node of thousands of GPUs costs one bucket of the histogram, not thousands (issue 46).
     """
 
     node_int: Int64Array
@@ -149,6 +153,7 @@ class Cluster(NamedTuple):
     pod_kinds: Int64Array
     nominees: Int64Array
     gpu_ready: Float64Array
+    model_span: Int64Array
 
 
 class FitIndex(NamedTuple):
@@ -1256,6 +1261,7 @@ def empty_cluster(node_int: Int64Array, num_models: int, hist_width: int, max_no
     node_free[L.F_MEM] = node_int[L.N_MEM]
     node_free[L.F_WHOLE] = gpus
     node_free[L.F_MILLI] = gpus * L.WHOLE
+    node_free[L.F_WHOLE_LO] = node_int[L.N_GPU0]
     gpu_free = np.zeros((L.GPU_FREE_FIELDS, num_gpus), dtype=np.int64)
     gpu_free[L.G_MILLI] = L.WHOLE
     gpu_free[L.G_MEM] = np.repeat(node_int[L.N_GPU_MEM], gpus)
@@ -1274,8 +1280,34 @@ def empty_cluster(node_int: Int64Array, num_models: int, hist_width: int, max_no
     nominees = np.zeros((L.NOM_FIELDS, max_nominees + 1), dtype=np.int64)
     gpu_ready = np.full(num_gpus, np.inf)
     return Cluster(
-        node_int, node_free, gpu_free, model_hist, model_milli, totals, pod_kinds, nominees, gpu_ready
+        node_int,
+        node_free,
+        gpu_free,
+        model_hist,
+        model_milli,
+        totals,
+        pod_kinds,
+        nominees,
+        gpu_ready,
+        histogram_span(model_hist),
     )
+
+
+def histogram_span(model_hist: Int64Array) -> Int64Array:
+    """``Cluster.model_span`` of a histogram: per model, the lowest and highest occupied ``w``.
+
+    Examples
+    --------
+    >>> histogram_span(np.array([[0, 2, 0, 1], [0, 0, 0, 0]])).tolist()
+    [[1, 4], [3, -1]]
+    """
+    models, width = model_hist.shape
+    span = np.empty((2, models), dtype=np.int64)
+    occupied = model_hist > 0
+    any_node = occupied.any(axis=1)
+    span[0] = np.where(any_node, occupied.argmax(axis=1), width)
+    span[1] = np.where(any_node, width - 1 - occupied[:, ::-1].argmax(axis=1), -1)
+    return span
 
 
 class State(NamedTuple):
@@ -1414,6 +1446,7 @@ def initial_state(
             np.zeros_like(cluster.pod_kinds),
             cluster.nominees,
             cluster.gpu_ready,
+            np.zeros_like(cluster.model_span),
         )
         easy = EasyScratch(
             proj=proj,

@@ -263,7 +263,10 @@ F_CPU = 0
 F_MEM = 1
 F_WHOLE = 2  # GPUs with free_milli == 1000
 F_MILLI = 3  # sum of free_milli over the node's GPUs
-NODE_FREE_FIELDS = 4
+# No wholly free GPU of the node has a global index below this one: where a search for whole GPUs starts, so
+# that a node of thousands of GPUs is not scanned from its first GPU for every pod (issue 46).
+F_WHOLE_LO = 4
+NODE_FREE_FIELDS = 5
 
 # --- cl.gpu_free ------------------------------------------------------------------------------------
 G_MILLI = 0
@@ -592,3 +595,4 @@ E_NODE_PODS = 18
 E_GPU_SLOTS = 19
 E_GPU_MIG = 20
 E_QUEUE_COUNTS = 21
+E_NODE_WHOLE_LO = 22
