@@ -58,6 +58,7 @@ from gpureplay.schedulers.policy import (
     MigStrategy,
     NodeTies,
     Policy,
+    QueueModel,
     QueueOrder,
     Requeue,
     TasProfile,
@@ -74,6 +75,15 @@ from gpureplay.workload.topology_requests import (
 )
 from gpureplay.workload.typical_pods import TypicalPods
 from gpureplay.workload.utilization import idle_rows
+
+#: ``P_QUEUES`` per queue model: how the engine keys its job classes (1: per tenant, as every queue model
+#: admits per queue; 2: KAI, per tenant and preemptibility, as its quota counts the two apart).
+QUEUE_CLASS_KEYS: dict[QueueModel, int] = {
+    QueueModel.none: 0,
+    QueueModel.kueue: 1,
+    QueueModel.volcano: 1,
+    QueueModel.kai: 2,
+}
 
 
 @dataclass(frozen=True)
@@ -132,60 +142,42 @@ def policy_params(
     problems = policy_problems(policy)
     if problems:
         raise InputError(problems)
-    (
-        order,
-        gang,
-        backfill,
-        preemption,
-        sharing,
-        allocation,
-        demand,
-        share_mem,
-        mig,
-        mig_demand,
-        mig_placement,
-        reconfigure,
-        topology,
-        profile,
-        manager,
-        cpu_static,
-    ) = policy_axes(policy)
+    axes = policy_axes(policy)
     codes = np.zeros(L.POLICY_FIELDS, dtype=np.int64)
-    codes[L.P_ORDER] = order.value
-    codes[L.P_GANG] = gang.value
+    codes[L.P_ORDER] = axes.order.value
+    codes[L.P_GANG] = axes.gang.value
     codes[L.P_NODE] = scorer_code(policy.node_placement)
     codes[L.P_GPU] = scorer_code(policy.gpu_placement)
-    codes[L.P_BACKFILL] = backfill.value
+    codes[L.P_BACKFILL] = axes.backfill.value
     codes[L.P_DEPTH] = policy.backfill_depth
-    codes[L.P_PREEMPT] = preemption.value
+    codes[L.P_PREEMPT] = axes.preemption.value
     codes[L.P_REQUEUE] = Requeue[str(getattr(policy.requeue, "name", policy.requeue))].value
     codes[L.P_MIN_CANDIDATES] = policy.min_candidate_nodes
     codes[L.P_CANDIDATE_PCT] = policy.candidate_nodes_percent
     codes[L.P_SELECTOR] = L.SELECT_GLOBAL
-    model = str(getattr(policy.queues, "name", policy.queues))
-    codes[L.P_QUEUES] = {"none": 0, "kai": 2}.get(model, 1)
+    codes[L.P_QUEUES] = QUEUE_CLASS_KEYS[QueueModel[str(getattr(policy.queues, "name", policy.queues))]]
     codes[L.P_DEBUG] = 1 if debug else 0
     codes[L.P_MAX_SAMPLES] = max_samples
     codes[L.P_SEED] = seed % (1 << 63)
     codes[L.P_TIES] = NodeTies[str(getattr(policy.node_ties, "name", policy.node_ties))].value
     codes[L.P_SPLIT] = policy.device_split_count
-    codes[L.P_SHARE_MEM] = share_mem.value
+    codes[L.P_SHARE_MEM] = axes.share_mem.value
     codes[L.P_SHARING] = {
         MigStrategy.single: L.SHARING_MIG,
         MigStrategy.dynamic: L.SHARING_MIG_DYNAMIC,
         MigStrategy.mixed: L.SHARING_MIG_MIXED,
-    }.get(mig, sharing.value)
-    codes[L.P_MIG_DEMAND] = mig_demand.value
+    }.get(axes.mig, axes.sharing.value)
+    codes[L.P_MIG_DEMAND] = axes.mig_demand.value
     codes[L.P_MIG_PLACEMENT] = {
         MigPlacement.hami: L.MIG_HAMI,
         MigPlacement.lowest_start: L.MIG_LOWEST_START,
         MigPlacement.fgd: L.MIG_FGD_PLACEMENT,
-    }[mig_placement]
-    codes[L.P_REPLICA_ALLOC] = allocation.value
+    }[axes.mig_placement]
+    codes[L.P_REPLICA_ALLOC] = axes.allocation.value
     codes[L.P_REPLICAS] = policy.replicas
     fail_multi = policy.fail_requests_greater_than_one
-    codes[L.P_FAIL_MULTI] = int(sharing is GpuSharing.mps if fail_multi is None else bool(fail_multi))
-    codes[L.P_DEMAND] = demand.value
+    codes[L.P_FAIL_MULTI] = int(axes.sharing is GpuSharing.mps if fail_multi is None else bool(fail_multi))
+    codes[L.P_DEMAND] = axes.demand.value
     flt = np.zeros(L.PARAM_FLOAT_FIELDS)
     flt[L.PF_SESSION] = float(policy.session_interval)
     flt[L.PF_SAMPLE] = float(sample_interval)
@@ -195,9 +187,9 @@ def policy_params(
     flt[L.PF_WINDOW1] = float(window[1])
     flt[L.PF_SWITCH] = float(policy.switch_overhead)
     # The MPS control daemon's set_default_active_thread_percentage: 100 / replicas, integer division.
-    flt[L.PF_MPS_CAP] = (100 // policy.replicas) / 100.0 if sharing is GpuSharing.mps else 1.0
+    flt[L.PF_MPS_CAP] = (100 // policy.replicas) / 100.0 if axes.sharing is GpuSharing.mps else 1.0
     flt[L.PF_MIG_CREATE] = float(policy.mig_create_s)
-    codes[L.P_MIG_RECONFIG] = int(reconfigure is MigReconfigure.idle)
+    codes[L.P_MIG_RECONFIG] = int(axes.reconfigure is MigReconfigure.idle)
     downtime = policy.mig_reconfigure_s
     flt[L.PF_MIG_RECONFIG] = DEFAULT_RECONFIGURE_S if downtime is None else float(downtime)
     flt[L.PF_SPREAD_NVLINK] = float(policy.spread_rate_nvlink)
@@ -208,14 +200,14 @@ def policy_params(
         TopologyAware.kueue: L.TAS_KUEUE,
         TopologyAware.kai: L.TAS_KAI,
         TopologyAware.volcano: L.TAS_VOLCANO,
-    }[topology]
+    }[axes.topology]
     codes[L.P_TOPO_MGR] = {
         TopologyManager.none: L.TOPO_MGR_NONE,
         TopologyManager.best_effort: L.TOPO_MGR_BEST_EFFORT,
         TopologyManager.restricted: L.TOPO_MGR_RESTRICTED,
         TopologyManager.single_numa_node: L.TOPO_MGR_SINGLE_NUMA,
-    }[manager]
-    codes[L.P_CPU_MGR] = int(cpu_static)
+    }[axes.manager]
+    codes[L.P_CPU_MGR] = int(axes.cpu_static)
     codes[L.P_NUMA_AWARE] = int(bool(policy.numa_aware_scheduler))
     codes[L.P_BACKOFF_LIMIT] = policy.backoff_limit
     # Kueue's admission by quota and waitForPodsReady (checked by the queue model's keys).
@@ -233,7 +225,7 @@ def policy_params(
         TasProfile.best_fit: L.PROFILE_BEST_FIT,
         TasProfile.least_free_capacity: L.PROFILE_LEAST_FREE,
         TasProfile.most_free_capacity: L.PROFILE_MOST_FREE,
-    }[profile]
+    }[axes.profile]
     return Params(codes, flt)
 
 

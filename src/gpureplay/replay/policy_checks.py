@@ -112,24 +112,7 @@ def policy_problems(policy: Policy) -> list[Problem]:
     list of Problem
         Each naming its ``scheduler.*`` config key; empty when the policy can be replayed.
     """
-    (
-        order,
-        gang,
-        backfill,
-        preemption,
-        sharing,
-        allocation,
-        demand,
-        share_mem,
-        mig,
-        mig_demand,
-        mig_placement,
-        reconfigure,
-        topology,
-        profile,
-        manager,
-        cpu_static,
-    ) = policy_axes(policy)
+    axes = policy_axes(policy)
     problems: list[tuple[str, str]] = []
     if policy.backfill_depth < 0:
         problems.append(("scheduler.backfill_depth", f"must be >= 0 (found {policy.backfill_depth})"))
@@ -170,53 +153,58 @@ def policy_problems(policy: Policy) -> list[Problem]:
             problems.append((key, f"{name!r} scores nodes only; the GPU scorers are: {', '.join(known)}"))
         elif name not in known:
             problems.append((key, f"unknown scorer {name!r}; known: {', '.join(known)}"))
-    if preemption is not Preemption.none and backfill is Backfill.easy:
+    if axes.preemption is not Preemption.none and axes.backfill is Backfill.easy:
         problems.append(
             (
                 "scheduler.preemption",
                 "EASY backfill with preemption is not modelled: use backfill: skip or none",
             )
         )
-    if gang is GangMode.pod_by_pod:
+    if axes.gang is GangMode.pod_by_pod:
         # kube-scheduler's pod queue is PrioritySort and a pod that does not fit never blocks the
         # next one: pod-by-pod placement has no other order or backfill rule to honour.
-        if order is not QueueOrder.priority:
+        if axes.order is not QueueOrder.priority:
             problems.append(
                 (
                     "scheduler.queue_order",
                     f"gang: pod_by_pod places pods in PrioritySort order (kube-scheduler's pod queue), "
-                    f"not {order.name}: use queue_order: priority, or gang: gang",
+                    f"not {axes.order.name}: use queue_order: priority, or gang: gang",
                 )
             )
-        if backfill is not Backfill.skip or policy.backfill_depth != 0:
+        if axes.backfill is not Backfill.skip or policy.backfill_depth != 0:
             problems.append(
                 (
                     "scheduler.backfill",
                     "gang: pod_by_pod always goes on to the next pod when one does not fit (kube-scheduler): "
-                    f"use backfill: skip with backfill_depth: 0 (found {backfill.name}, depth "
+                    f"use backfill: skip with backfill_depth: 0 (found {axes.backfill.name}, depth "
                     f"{policy.backfill_depth}), or gang: gang",
                 )
             )
-    if preemption is not Preemption.none and order is not QueueOrder.priority:
+    if axes.preemption is not Preemption.none and axes.order is not QueueOrder.priority:
         # kube-scheduler pairs DefaultPreemption with PrioritySort (and a nominated node): under
         # another order a lower-priority job ahead of the preemptor retakes the victims' resources
         # at every release and is evicted again, without end.
         problems.append(
             (
                 "scheduler.queue_order",
-                f"preemption needs queue_order: priority (kube-scheduler's PrioritySort); found {order.name}",
+                "preemption needs queue_order: priority (kube-scheduler's PrioritySort); "
+                f"found {axes.order.name}",
             )
         )
-    easy = backfill is Backfill.easy
-    problems += _sharing_problems(policy, sharing, allocation, demand, share_mem, mig, easy)
-    problems += _mig_problems(policy, sharing, share_mem, mig, mig_demand, easy)
-    problems += _dynamic_mig_problems(policy, mig, mig_demand, mig_placement, preemption)
-    problems += _repartition_problems(policy, mig, reconfigure)
-    problems += _spread_problems(policy, sharing, mig)
-    problems += _topology_problems(topology, gang, backfill, preemption)
-    problems += _numa_problems(policy, manager, cpu_static, gang, backfill, preemption)
-    if manager is not TopologyManager.none and (
-        sharing is not GpuSharing.none or mig is not MigStrategy.none
+    easy = axes.backfill is Backfill.easy
+    problems += _sharing_problems(
+        policy, axes.sharing, axes.allocation, axes.demand, axes.share_mem, axes.mig, easy
+    )
+    problems += _mig_problems(policy, axes.sharing, axes.share_mem, axes.mig, axes.mig_demand, easy)
+    problems += _dynamic_mig_problems(policy, axes.mig, axes.mig_demand, axes.mig_placement, axes.preemption)
+    problems += _repartition_problems(policy, axes.mig, axes.reconfigure)
+    problems += _spread_problems(policy, axes.sharing, axes.mig)
+    problems += _topology_problems(axes.topology, axes.gang, axes.backfill, axes.preemption)
+    problems += _numa_problems(
+        policy, axes.manager, axes.cpu_static, axes.gang, axes.backfill, axes.preemption
+    )
+    if axes.manager is not TopologyManager.none and (
+        axes.sharing is not GpuSharing.none or axes.mig is not MigStrategy.none
     ):
         problems.append(
             (
@@ -225,26 +213,32 @@ def policy_problems(policy: Policy) -> list[Problem]:
                 "use gpu_sharing: none and mig_strategy: none",
             )
         )
-    if policy.numa_aware_scheduler and topology is not TopologyAware.none:
+    if policy.numa_aware_scheduler and axes.topology is not TopologyAware.none:
         problems.append(
             (
                 "scheduler.numa_aware_scheduler",
-                f"NUMA-aware node filtering inside topology_aware: {topology.name}'s domains is not modelled",
+                f"NUMA-aware node filtering inside topology_aware: {axes.topology.name}'s domains is not "
+                "modelled",
             )
         )
-    if topology in (TopologyAware.kai, TopologyAware.volcano) and policy.node_placement == "random":
+    if axes.topology in (TopologyAware.kai, TopologyAware.volcano) and policy.node_placement == "random":
         # Inside a domain nodes are ranked by score (KAI's and Volcano's plugins), ties in domain order.
         problems.append(
-            ("scheduler.node_placement", f"topology_aware: {topology.name} ranks nodes by score: not random")
+            (
+                "scheduler.node_placement",
+                f"topology_aware: {axes.topology.name} ranks nodes by score: not random",
+            )
         )
-    if topology is not TopologyAware.kueue and profile is not TasProfile.mixed:
+    if axes.topology is not TopologyAware.kueue and axes.profile is not TasProfile.mixed:
         problems.append(
             (
                 "scheduler.tas_profile",
-                f"is read by topology_aware: kueue only (found {topology.name}): leave it mixed",
+                f"is read by topology_aware: kueue only (found {axes.topology.name}): leave it mixed",
             )
         )
-    problems += queue_model_problems(policy, order, gang, backfill, preemption, sharing, mig)
+    problems += queue_model_problems(
+        policy, axes.order, axes.gang, axes.backfill, axes.preemption, axes.sharing, axes.mig
+    )
     return [Problem(message, "config", key=key) for key, message in problems]
 
 
