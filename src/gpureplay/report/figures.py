@@ -451,6 +451,36 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.3g}-second"
 
 
+def _bin_width(sizes: pl.DataFrame) -> tuple[float, float]:
+    """A panel's time span and bin width from its runs' ``span`` and ``samples``: :data:`TIMELINE_BINS` bins,
+    never finer than the sampling itself (a bin holds at least one sample of each run)."""
+    span = float(sizes.get_column("span").max())  # type: ignore[arg-type]
+    spacing = float((sizes.get_column("span") / (sizes.get_column("samples") - 1)).min())  # type: ignore[arg-type]
+    return span, max(span / TIMELINE_BINS, spacing, 1.0)
+
+
+def _binned_means(
+    timeline: pl.LazyFrame, shown: Sequence[str], width: float, columns: Sequence[str]
+) -> dict[str, pl.DataFrame]:
+    """Each shown configuration's ``columns`` averaged over time bins of ``width`` seconds (column ``_bin``).
+
+    Per run first, then across seeds, so that a seed with more samples in a bin does not weigh more.
+    A configuration without a sample is left out; the rest keep the order of ``shown``.
+    """
+    binned = (
+        timeline.filter(pl.col(CONFIG_COLUMN).is_in(shown))
+        .with_columns(((pl.col("time") // width) * width).alias("_bin"))
+        .group_by(CONFIG_COLUMN, RUN_COLUMN, "_bin")
+        .agg([pl.col(c).cast(pl.Float64).mean() for c in columns])
+        .group_by(CONFIG_COLUMN, "_bin")
+        .agg([pl.col(c).mean() for c in columns])
+        .sort(CONFIG_COLUMN, "_bin")
+        .collect()
+    )
+    parts = binned.partition_by(CONFIG_COLUMN, as_dict=True, include_key=False)
+    return {config: parts[(config,)] for config in shown if (config,) in parts}
+
+
 def timeline_figure(collection: Collection, lay: Layout) -> Drawn | str:
     configs = collection.configs.get_column(CONFIG_COLUMN).to_list()
     per_run = (
@@ -485,31 +515,13 @@ def timeline_figure(collection: Collection, lay: Layout) -> Drawn | str:
             _say(top, f"one sample per run ({value:.1f}% allocated)" if value is not None else "no sample")
             bottom.set_axis_off()
             continue
-        sizes = drawable.filter(pl.col(CONFIG_COLUMN).is_in(shown))
-        span = float(sizes.get_column("span").max())  # type: ignore[arg-type]
-        spacing = float((sizes.get_column("span") / (sizes.get_column("samples") - 1)).min())  # type: ignore[arg-type]
-        # Never finer than the sampling itself: a bin holds at least one sample of each run.
-        width = max(span / TIMELINE_BINS, spacing, 1.0)
+        span, width = _bin_width(drawable.filter(pl.col(CONFIG_COLUMN).is_in(shown)))
         widths.append(width)
         days = span > 3 * 86400.0
         unit, unit_seconds = ("days", 86400.0) if days else ("hours", 3600.0)
-        binned = (
-            collection.timeline.with_columns(pl.col(CONFIG_COLUMN).cast(pl.String))
-            .filter(pl.col(CONFIG_COLUMN).is_in(shown))
-            .with_columns(((pl.col("time") // width) * width).alias("_bin"))
-            # Per run first, then across seeds, so a seed with more samples in a bin does not weigh more.
-            .group_by(CONFIG_COLUMN, RUN_COLUMN, "_bin")
-            .agg(pl.col("allocated_fraction").mean(), pl.col("fragmented_gpus").cast(pl.Float64).mean())
-            .group_by(CONFIG_COLUMN, "_bin")
-            .agg(pl.col("allocated_fraction").mean(), pl.col("fragmented_gpus").mean())
-            .sort(CONFIG_COLUMN, "_bin")
-            .collect()
-        )
-        parts = binned.partition_by(CONFIG_COLUMN, as_dict=True, include_key=False)
-        for config in shown:
-            part = parts.get((config,))
-            if part is None:
-                continue
+        timeline = collection.timeline.with_columns(pl.col(CONFIG_COLUMN).cast(pl.String))
+        parts = _binned_means(timeline, shown, width, ["allocated_fraction", "fragmented_gpus"])
+        for config, part in parts.items():
             style = lay.style_of[lay.name_of[config]]
             t = part.get_column("_bin").to_numpy() / unit_seconds
             kwargs = _thin_line(style, len(t))
@@ -587,31 +599,10 @@ def busy_figure(collection: Collection, lay: Layout) -> Drawn | None:
             _say(top, "no usage samples")
             bottom.set_axis_off()
             continue
-        sizes = per_run.filter(pl.col(CONFIG_COLUMN).is_in(shown))
-        span = float(sizes.get_column("span").max())  # type: ignore[arg-type]
-        spacing = float((sizes.get_column("span") / (sizes.get_column("samples") - 1)).min())  # type: ignore[arg-type]
-        width = max(span / TIMELINE_BINS, spacing, 1.0)
+        span, width = _bin_width(per_run.filter(pl.col(CONFIG_COLUMN).is_in(shown)))
         unit, unit_seconds = ("days", 86400.0) if span > 3 * 86400.0 else ("hours", 3600.0)
-        binned = (
-            timeline.filter(pl.col(CONFIG_COLUMN).is_in(shown))
-            .with_columns(((pl.col("time") // width) * width).alias("_bin"))
-            # Per run first, then across seeds, as the allocation figure does.
-            .group_by(CONFIG_COLUMN, RUN_COLUMN, "_bin")
-            .agg(
-                pl.col("allocated_fraction").mean(), pl.col("busy_fraction").mean(), pl.col("power_w").mean()
-            )
-            .group_by(CONFIG_COLUMN, "_bin")
-            .agg(
-                pl.col("allocated_fraction").mean(), pl.col("busy_fraction").mean(), pl.col("power_w").mean()
-            )
-            .sort(CONFIG_COLUMN, "_bin")
-            .collect()
-        )
-        parts = binned.partition_by(CONFIG_COLUMN, as_dict=True, include_key=False)
-        for config in shown:
-            part = parts.get((config,))
-            if part is None:
-                continue
+        parts = _binned_means(timeline, shown, width, ["allocated_fraction", "busy_fraction", "power_w"])
+        for config, part in parts.items():
             style = lay.style_of[lay.name_of[config]]
             t = part.get_column("_bin").to_numpy() / unit_seconds
             kwargs = _thin_line(style, len(t))
