@@ -51,13 +51,14 @@ from gpureplay.queues.kueue_preemption import (
     PRIORITY,
     SAME_QUEUE,
     Admitted,
+    TopologyFit,
     ancestors,
     candidate_rank,
     candidates_of,
+    fits_with,
     lowest_common_ancestor,
     minimised,
     needs_preemption,
-    workload_fits,
 )
 from gpureplay.queues.kueue_quota import KueueQuotas, node_usage, share
 from gpureplay.schedulers.policy import FairSharingStrategies
@@ -89,8 +90,16 @@ def compare_shares(a: Share, b: Share) -> int:
 class _Search:
     """One preemptor's search: the simulated usage (``W`` added to ``q``) and the targets so far."""
 
-    def __init__(self, quotas: KueueQuotas, usage: Sequence[Sequence[int]], q: int, request: Sequence[int]):
+    def __init__(
+        self,
+        quotas: KueueQuotas,
+        usage: Sequence[Sequence[int]],
+        q: int,
+        request: Sequence[int],
+        topology: TopologyFit | None = None,
+    ):
         self.quotas = quotas
+        self.topology = topology
         self.q = q
         self.request = request
         self.left = [list(row) for row in usage]
@@ -126,7 +135,7 @@ class _Search:
         self.targets.append(c)
         for r in range(self.quotas.rows):
             self.left[r][self.q] -= self.request[r]
-        fits = workload_fits(self.quotas, self.left, self.q, self.request, True)
+        fits = fits_with(self.quotas, self.left, self.q, self.request, True, self.targets, self.topology)
         for r in range(self.quotas.rows):
             self.left[r][self.q] += self.request[r]
         return fits
@@ -217,13 +226,16 @@ def fair_preemption_targets(
     timestamp: float,
     admitted: Sequence[Admitted],
     strategies: FairSharingStrategies = FairSharingStrategies.both,
+    topology: TopologyFit | None = None,
 ) -> list[Admitted]:
     """The workloads a pending workload of ClusterQueue ``q`` evicts under fair sharing (empty: none will do).
 
     Parameters as :func:`gpureplay.queues.kueue_preemption.preemption_targets`; ``strategies``: Kueue's
-    ``fairSharing.preemptionStrategies``. The rule is this module's docstring.
+    ``fairSharing.preemptionStrategies``; ``topology``: under Kueue TAS, whether the topology assignment is
+    found with the given targets removed (``workloadFitsForFairSharing`` calls ``workloadFits``, which checks
+    it). The rule is this module's docstring.
     """
-    need = needs_preemption(quotas, usage, q, request)
+    need = needs_preemption(quotas, usage, q, request, topology is not None)
     if not need:
         return []
     candidates = [
@@ -231,7 +243,7 @@ def fair_preemption_targets(
     ]
     if not candidates:
         return []
-    search = _Search(quotas, usage, q, request)
+    search = _Search(quotas, usage, q, request, topology)
     first = (
         FairSharingStrategies.less_than_initial_share
         if strategies is FairSharingStrategies.less_than_initial_share
@@ -280,7 +292,7 @@ def fair_preemption_targets(
         return []
     for r in range(quotas.rows):
         search.left[r][q] -= request[r]
-    return minimised(quotas, search.left, q, request, True, search.targets)
+    return minimised(quotas, search.left, q, request, True, search.targets, topology)
 
 
 __all__ = ["compare_shares", "fair_preemption_targets"]

@@ -37,11 +37,18 @@ resources that need preemption, and, in a run that allows borrowing, when it may
 borrowing) until ``W`` fits: ``request <= available(q)`` on every covered resource and, in a run without
 borrowing, ``usage_r(q) + request_r <= nominal_r(q)``. Then the targets are minimised: from the next-to-last
 back to the first, a target whose return still lets ``W`` fit is dropped.
+
+Under Kueue's Topology Aware Scheduling (``topology_aware: kueue``; ``flavorassigner.go`` and
+``preemption.go`` since v0.11.0, "Support TAS preemptions within ClusterQueue", #4171) a workload whose
+quota fits but whose topology assignment does not is in Preempt mode too, and in Preempt mode every
+resource of the PodSet needs preemption; ``W`` fits only when its topology assignment is also found with
+the targets' pods removed (``workloadFits`` calls ``FindTopologyAssignmentsForWorkload``). The caller
+states that test as a function of the targets (``topology``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -178,8 +185,16 @@ def _reclaims_in_hierarchy(
     return False
 
 
+#: Whether the preemptor's topology assignment is found once the given targets are removed (Kueue TAS).
+TopologyFit = Callable[[Sequence["Admitted"]], bool]
+
+
 def needs_preemption(
-    quotas: KueueQuotas, usage: Sequence[Sequence[int]], q: int, request: Sequence[int]
+    quotas: KueueQuotas,
+    usage: Sequence[Sequence[int]],
+    q: int,
+    request: Sequence[int],
+    topology: bool = False,
 ) -> list[int]:
     """Resources on which ``request`` needs preemption in ClusterQueue ``q`` (empty: it may not preempt).
 
@@ -187,7 +202,8 @@ def needs_preemption(
     is at most ``potentialAvailable`` and at most the nominal quota, or a subtree below the root holds it
     (``FindHeightOfLowestSubtreeThatFits``), or the queue's ``borrowWithinCohort`` or ``withinClusterQueue``
     is set, or under fair sharing its ``reclaimWithinCohort`` (``canPreemptWhileBorrowing``); any other
-    resource above ``available`` makes the workload ``NoFit``.
+    resource above ``available`` makes the workload ``NoFit``. Under TAS (``topology``) a workload that is not
+    ``NoFit`` needs preemption on every covered resource it requests (``updateModeForTASRequests``).
     """
     table = preemption_table(quotas)
     subtree = quotas.subtree_quota()
@@ -208,6 +224,8 @@ def needs_preemption(
             need.append(r)
         else:
             return []
+    if topology:
+        return [r for r in range(quotas.rows) if quotas.covered[r, q] and request[r] > 0]
     return need
 
 
@@ -240,6 +258,22 @@ def workload_fits(
         if request[r] > available(quotas, usage, q, r):
             return False
     return True
+
+
+def fits_with(
+    quotas: KueueQuotas,
+    usage: list[list[int]],
+    q: int,
+    request: Sequence[int],
+    borrowing: bool,
+    targets: Sequence[Admitted],
+    topology: TopologyFit | None,
+) -> bool:
+    """``workloadFits`` with ``targets`` removed (``usage`` already without them): the quota, then under TAS
+    the topology assignment."""
+    if not workload_fits(quotas, usage, q, request, borrowing):
+        return False
+    return topology is None or topology(targets)
 
 
 #: Candidate groups in Kueue's order (``NewCandidateIterator``): hierarchical reclaim, other ClusterQueues'
@@ -359,6 +393,7 @@ def preemption_targets(
     priority: int,
     timestamp: float,
     admitted: Sequence[Admitted],
+    topology: TopologyFit | None = None,
 ) -> list[Admitted]:
     """The workloads a pending workload of ClusterQueue ``q`` evicts to fit (empty: none will do).
 
@@ -370,13 +405,15 @@ def preemption_targets(
         The pending workload's request (engine units), priority and queue-order timestamp.
     admitted
         Every workload holding quota.
+    topology
+        Under Kueue TAS: whether the workload's topology assignment is found with the given targets removed.
 
     Returns
     -------
     list of Admitted
         The targets, in the order chosen (after minimisation); some may already be evicted.
     """
-    need = needs_preemption(quotas, usage, q, request)
+    need = needs_preemption(quotas, usage, q, request, topology is not None)
     if not need:
         return []
     table = preemption_table(quotas)
@@ -404,8 +441,8 @@ def preemption_targets(
             for r in range(quotas.rows):
                 left[r][c.cluster_queue] -= c.request[r]
             targets.append(c)
-            if workload_fits(quotas, left, q, request, borrowing):
-                return minimised(quotas, left, q, request, borrowing, targets)
+            if fits_with(quotas, left, q, request, borrowing, targets, topology):
+                return minimised(quotas, left, q, request, borrowing, targets, topology)
     return []
 
 
@@ -416,6 +453,7 @@ def minimised(
     request: Sequence[int],
     borrowing: bool,
     targets: list[Admitted],
+    topology: TopologyFit | None = None,
 ) -> list[Admitted]:
     # preemption.go fillBackWorkloads: from the next-to-last back, return a target when W still fits.
     kept = list(targets)
@@ -423,7 +461,7 @@ def minimised(
         c = kept[i]
         for r in range(quotas.rows):
             left[r][c.cluster_queue] += c.request[r]
-        if workload_fits(quotas, left, q, request, borrowing):
+        if fits_with(quotas, left, q, request, borrowing, kept[:i] + kept[i + 1 :], topology):
             kept[i] = kept[-1]
             kept.pop()
         else:
@@ -437,6 +475,7 @@ __all__ = [
     "ancestors",
     "candidate_rank",
     "candidates_of",
+    "fits_with",
     "lowest_common_ancestor",
     "minimised",
     "needs_preemption",

@@ -18,7 +18,7 @@ from gpureplay.engine.pending import cursor_job, cursor_reset, cursor_step, key_
 from gpureplay.engine.placement.gang import try_gang
 from gpureplay.engine.queues.kueue.flavor_modes import AM_FIT, AM_NO_FIT, assign_by_modes
 from gpureplay.engine.queues.kueue.pods_ready import admit_by_quota, blocked, place_admitted
-from gpureplay.engine.queues.kueue.preempt import kueue_preempt, list_admitted
+from gpureplay.engine.queues.kueue.preempt import has_topology, kueue_preempt, list_admitted
 from gpureplay.engine.queues.kueue.tree import (
     assign_flavors,
     borrow_height,
@@ -356,7 +356,7 @@ def kueue_cycle(
             mode = AM_FIT
             if qt.flv_policy[q] & FP_MODES != 0 and jobs.ints[J_CAN_PREEMPT, j] != 0:
                 # A preempting ClusterQueue with several flavors in a group weighs their preemption modes.
-                mode = assign_by_modes(qt, jobs, js, run, j)
+                mode = assign_by_modes(qt, params, jobs, cs, cl, js, run, j)
                 fits = mode == AM_FIT
             else:
                 fits = assign_flavors(qt, jobs, js, run, j) and quota_fits(qt, jobs, js, run, j)
@@ -365,7 +365,7 @@ def kueue_cycle(
                 preempted = (
                     qt.pre_on[0] != 0
                     and mode != AM_NO_FIT
-                    and kueue_preempt(qt, params, jobs, cs, cl, js, pend, tm, sc, run, j, t)
+                    and kueue_preempt(qt, tas, params, jobs, cs, cl, js, pend, tm, sc, run, j, t)
                 )
                 _set_aside(pend, qt, run, q, jobs.ints[J_CLASS, j], preempted)
                 continue
@@ -417,7 +417,14 @@ def kueue_cycle(
                     js.time[T_ADMITTED, j] = t  # admitted as placed (preemption orders by it)
                     list_admitted(qt, jobs, j)
             elif js.dyn[D_STATUS, j] == S_QUEUED:
-                _set_aside(pend, qt, run, q, c, False)
+                # Under TAS the quota fits and the topology assignment does not: Kueue's Preempt mode
+                # (flavorassigner.go), so a preempting ClusterQueue looks for targets that make both fit.
+                preempted = (
+                    qt.pre_on[0] != 0
+                    and has_topology(tas)
+                    and kueue_preempt(qt, tas, params, jobs, cs, cl, js, pend, tm, sc, run, j, t)
+                )
+                _set_aside(pend, qt, run, q, c, preempted)
                 continue
             # Started, or placed and rejected by a kubelet (it left the queue): its class's next job.
             changes += 1

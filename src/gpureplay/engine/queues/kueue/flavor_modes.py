@@ -22,7 +22,7 @@ from gpureplay.engine.queues.kueue.tree import (
     node_usage,
     request_amount,
 )
-from gpureplay.engine.state.bundles import Jobs, JobState, KueueState, Run
+from gpureplay.engine.state.bundles import Classes, Cluster, Jobs, JobState, KueueState, Params, Run
 from gpureplay.engine.state.layout import (
     D_FLAVOR,
     FLAVOR_BITS,
@@ -79,7 +79,15 @@ def _tries_next(mode: int, borrow: int, policy: int) -> bool:
 
 @kernel
 def simulate_preemption(
-    qt: KueueState, jobs: Jobs, js: JobState, run: Run, j: int, row: int
+    qt: KueueState,
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    js: JobState,
+    run: Run,
+    j: int,
+    row: int,
 ) -> tuple[int, int]:
     """``SimulatePreemption`` of job ``j`` on quota row ``row`` alone: its preemption mode (``PM_*``) and
     the borrowing level once the targets' usage is removed (now, when there are none).
@@ -102,7 +110,8 @@ def simulate_preemption(
     for x in range(qt.need.shape[0]):
         qt.need[x] = 0
     qt.need[row] = 1
-    nt = search_targets(qt, jobs, js, run, j)
+    # SimulatePreemption (preemption_oracle.go) passes no TAS requests: quota alone.
+    nt = search_targets(qt, None, params, jobs, cs, cl, js, run, j)
     js.dyn[D_FLAVOR, j] = saved
     own = False
     for i in range(nt):
@@ -119,7 +128,9 @@ def simulate_preemption(
 
 
 @kernel
-def assign_by_modes(qt: KueueState, jobs: Jobs, js: JobState, run: Run, j: int) -> int:
+def assign_by_modes(
+    qt: KueueState, params: Params, jobs: Jobs, cs: Classes, cl: Cluster, js: JobState, run: Run, j: int
+) -> int:
     """Assign job ``j`` a flavor per resource group of its ClusterQueue weighing preemption modes
     (``D_FLAVOR``); the assignment's mode (``AM_*``; on ``AM_NO_FIT`` each group's first flavor).
 
@@ -162,7 +173,7 @@ def assign_by_modes(qt: KueueState, jobs: Jobs, js: JobState, run: Run, j: int) 
                     if need <= available(qt, row, q):
                         found = PM_FIT
                     elif may_preempt_row(qt, row, q, need):
-                        found, level = simulate_preemption(qt, jobs, js, run, j, row)
+                        found, level = simulate_preemption(qt, params, jobs, cs, cl, js, run, j, row)
                 if preferred(mode, borrow, found, level, over):
                     mode = found
                     borrow = level

@@ -27,13 +27,16 @@ from __future__ import annotations
 
 import math
 
-from gpureplay.engine.jit.config import inline_kernel, kernel
+from gpureplay.engine.fit.resources import release_pod, take_pod
+from gpureplay.engine.jit.config import inline_kernel, kernel, when_given
 from gpureplay.engine.jobs import evict_job
+from gpureplay.engine.placement.kueue_tas import kueue_assign
 from gpureplay.engine.queues.kueue.pods_ready import leave_admitted
 from gpureplay.engine.queues.kueue.tree import (
     RESOURCE_ROWS,
     available,
     fits_quota,
+    flavor_mask,
     flavor_of,
     local_quota,
     node_usage,
@@ -52,25 +55,34 @@ from gpureplay.engine.state.bundles import (
     Run,
     Scratch,
     Timers,
+    Topology,
 )
 from gpureplay.engine.state.layout import (
+    D_PLACED,
     D_STATUS,
     FLAVOR_NONE,
     J_CAN_PREEMPT,
+    J_CLASS,
     J_ID,
+    J_K,
+    J_POD0,
     J_PREEMPTIBLE,
     J_PRIO,
+    J_SLOT0,
     J_TENANT,
     K_PREEMPT_TRIES,
     KP_BORROW,
     KP_RECLAIM,
     KP_THRESHOLD,
     KP_WITHIN,
+    P_SHARING,
+    P_TAS_PROFILE,
     QUEUE_FIELDS,
     QUOTA_UNSET,
     S_ADMITTED,
     S_RUNNING,
     S_TERMINATING,
+    SHARING_NONE,
     T_ADMITTED,
     T_EVICTED,
     T_KEY2,
@@ -109,6 +121,100 @@ def move_usage(jobs: Jobs, js: JobState, run: Run, v: int, sign: int) -> None:
         run.queues[RESOURCE_ROWS[r], c] += amount
         if flavored:
             run.queues[QUEUE_FIELDS + 3 * f + r, c] += amount
+
+
+@kernel
+def _move_targets(
+    qt: KueueState, jobs: Jobs, cs: Classes, cl: Cluster, js: JobState, nt: int, skip: int, take: bool
+) -> None:
+    """Release (or take back, on their exact GPUs) the pods of ``qt.targets[:nt]`` but ``skip`` (-1: none) on
+    the live cluster: the simulated removal of :func:`_tas_fits`, undone before it returns."""
+    for i in range(nt):
+        if i == skip:
+            continue
+        v = qt.targets[i]
+        c = jobs.ints[J_CLASS, v]
+        k = jobs.ints[J_K, v]
+        pod0 = jobs.ints[J_POD0, v]
+        for p in range(js.dyn[D_PLACED, v]):
+            n = js.pod_node[pod0 + p]
+            slot0 = jobs.ints[J_SLOT0, v] + p * k
+            if take:
+                take_pod(cl, cs, c, n, -1, js.slot_gpu, slot0, True)
+            else:
+                release_pod(cl, cs, c, n, js.slot_gpu, slot0)
+
+
+@kernel
+def _tas_fits(
+    tas: Topology,
+    qt: KueueState,
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    js: JobState,
+    j: int,
+    nt: int,
+    skip: int,
+) -> bool:
+    """Whether job ``j`` gets a topology assignment once ``qt.targets[:nt]`` (but ``skip``) are gone.
+
+    Notes
+    -----
+    kubernetes-sigs/kueue ``pkg/scheduler/preemption/preemption.go`` ``workloadFits`` (since v0.11.0,
+    "Support TAS preemptions within ClusterQueue", #4171): a TAS workload fits when its quota fits **and**
+    ``FindTopologyAssignmentsForWorkload`` finds an assignment on the snapshot from which the targets'
+    usage was removed (``SimulateWorkloadUsageRemoval``: their TAS usage too, so their nodes' capacity
+    counts as free). The targets' pods are released on the cluster, the assignment searched on the nodes
+    of ``j``'s assigned flavors (as its admission would), and the pods taken back on their own GPUs, so
+    the state is left exactly as it was.
+    """
+    _move_targets(qt, jobs, cs, cl, js, nt, skip, False)
+    c = jobs.ints[J_CLASS, j]
+    allowed = cs.mask[c]
+    if qt.flv_on[0] != 0:
+        cs.mask[c] = allowed & flavor_mask(qt, jobs, js, j)
+    found = kueue_assign(tas, cl, cs, c, params.codes[P_TAS_PROFILE], params.codes[P_SHARING] == SHARING_NONE)
+    cs.mask[c] = allowed
+    _move_targets(qt, jobs, cs, cl, js, nt, skip, True)
+    return found > 0
+
+
+#: The topology part of Kueue's ``workloadFits`` (always True without ``topology_aware: kueue``).
+tas_fits = when_given(_tas_fits, True)
+
+
+@kernel
+def _gives(tas: Topology) -> bool:
+    return True
+
+
+#: Whether topology-aware placement is on (``tas`` given).
+has_topology = when_given(_gives, False)
+
+
+@kernel
+def _fits(
+    qt: KueueState,
+    tas: Topology | None,
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    js: JobState,
+    run: Run,
+    j: int,
+    borrowing: bool,
+    nt: int,
+    skip: int,
+) -> bool:
+    """Kueue's ``workloadFits`` with ``qt.targets[:nt]`` (but ``skip``) removed from the usage: the quota
+    (:func:`fits_quota`), then, under ``topology_aware: kueue``, the topology assignment
+    (:func:`tas_fits`)."""
+    if not fits_quota(qt, jobs, js, run, j, borrowing):
+        return False
+    return bool(tas_fits(tas, qt, params, jobs, cs, cl, js, j, nt, skip))
 
 
 @kernel
@@ -209,9 +315,11 @@ def may_preempt_row(qt: KueueState, r: int, q: int, need: int) -> bool:
 
 
 @kernel
-def _needs_preemption(qt: KueueState, jobs: Jobs, js: JobState, run: Run, j: int) -> bool:
+def _needs_preemption(qt: KueueState, jobs: Jobs, js: JobState, run: Run, j: int, topology: bool) -> bool:
     # Fill qt.need: flavorassigner.go fitsResourceQuota's Preempt mode per quota row (the flavors assigned
-    # to j); False on NoFit.
+    # to j); False on NoFit. Under TAS (topology) a workload that is not NoFit needs preemption on every
+    # row it requests: flavorassigner.go turns a quota Fit whose topology assignment fails, and any
+    # Preempt, into Preempt for all of the PodSet's flavors (updateMode / updateModeForTASRequests, v0.11+).
     q = jobs.ints[J_TENANT, j]
     found = False
     for r in range(qt.nominal.shape[0]):
@@ -220,6 +328,9 @@ def _needs_preemption(qt: KueueState, jobs: Jobs, js: JobState, run: Run, j: int
         need = row_amount(jobs, js, j, r)
         if need == 0 or qt.covered[r, q] == 0:
             continue
+        if topology:
+            qt.need[r] = 1
+            found = True
         node_usage(qt, run, r)
         if need <= available(qt, r, q):
             continue
@@ -449,7 +560,18 @@ def _nth(qt: KueueState, jobs: Jobs, js: JobState, q: int, k: int, i: int, taken
 
 @kernel
 def _targets(
-    qt: KueueState, jobs: Jobs, js: JobState, run: Run, j: int, k: int, borrowing: bool, taken: int
+    qt: KueueState,
+    tas: Topology | None,
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    js: JobState,
+    run: Run,
+    j: int,
+    k: int,
+    borrowing: bool,
+    taken: int,
 ) -> int:
     """One greedy run over the heap of candidates (``taken`` drawn from it before); the targets (minimised)
     in ``qt.targets``, their count (0 when the job never fits) and the candidates drawn by then, packed as
@@ -470,18 +592,30 @@ def _targets(
         move_usage(jobs, js, run, v, -1)
         qt.targets[nt] = v
         nt += 1
-        if fits_quota(qt, jobs, js, run, j, borrowing):
+        if _fits(qt, tas, params, jobs, cs, cl, js, run, j, borrowing, nt, -1):
             fit = True
             break
     if fit:
-        nt = _fill_back(qt, jobs, js, run, j, nt, borrowing)
+        nt = _fill_back(qt, tas, params, jobs, cs, cl, js, run, j, nt, borrowing)
     for i in range(nt):
         move_usage(jobs, js, run, qt.targets[i], 1)
     return (nt if fit else 0) * (k + 1) + taken
 
 
 @kernel
-def _fill_back(qt: KueueState, jobs: Jobs, js: JobState, run: Run, j: int, nt: int, borrowing: bool) -> int:
+def _fill_back(
+    qt: KueueState,
+    tas: Topology | None,
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    js: JobState,
+    run: Run,
+    j: int,
+    nt: int,
+    borrowing: bool,
+) -> int:
     """``fillBackWorkloads``: from the next-to-last target back, one whose return still lets ``j`` fit goes.
 
     The targets' usage is removed on entry and on return (the kept ones'); returns how many are kept.
@@ -489,7 +623,7 @@ def _fill_back(qt: KueueState, jobs: Jobs, js: JobState, run: Run, j: int, nt: i
     for i in range(nt - 2, -1, -1):
         v = qt.targets[i]
         move_usage(jobs, js, run, v, 1)
-        if fits_quota(qt, jobs, js, run, j, borrowing):
+        if _fits(qt, tas, params, jobs, cs, cl, js, run, j, borrowing, nt, i):
             qt.targets[i] = qt.targets[nt - 1]
             nt -= 1
         else:
@@ -686,14 +820,26 @@ def _next_queue(qt: KueueState, jobs: Jobs, run: Run, q: int, k: int, state: int
 
 
 @kernel
-def _take(qt: KueueState, jobs: Jobs, js: JobState, run: Run, j: int, i: int, nt: int) -> bool:
+def _take(
+    qt: KueueState,
+    tas: Topology | None,
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    js: JobState,
+    run: Run,
+    j: int,
+    i: int,
+    nt: int,
+) -> bool:
     """Candidate ``i`` becomes target ``nt``; whether ``j`` fits now (its own usage set aside to check)."""
     v = qt.cand[i]
     qt.cand_wb[i] = FS_TAKEN
     move_usage(jobs, js, run, v, -1)
     qt.targets[nt] = v
     move_usage(jobs, js, run, j, -1)
-    fits = fits_quota(qt, jobs, js, run, j, True)
+    fits = _fits(qt, tas, params, jobs, cs, cl, js, run, j, True, nt + 1, -1)
     move_usage(jobs, js, run, j, 1)
     return fits
 
@@ -707,7 +853,18 @@ def _reset_search(qt: KueueState) -> None:
 
 
 @kernel
-def _fair_targets(qt: KueueState, jobs: Jobs, js: JobState, run: Run, j: int, k: int) -> int:
+def _fair_targets(
+    qt: KueueState,
+    tas: Topology | None,
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    js: JobState,
+    run: Run,
+    j: int,
+    k: int,
+) -> int:
     """Fair sharing's targets for job ``j`` among the ``k`` sorted candidates (0: it never fits).
 
     Notes
@@ -735,7 +892,7 @@ def _fair_targets(qt: KueueState, jobs: Jobs, js: JobState, run: Run, j: int, k:
         if c < 0:
             break
         if c == q or within:
-            fits = _take(qt, jobs, js, run, j, qt.order[qt.fs_next[c]], nt)
+            fits = _take(qt, tas, params, jobs, cs, cl, js, run, j, qt.order[qt.fs_next[c]], nt)
             nt += 1
             continue
         lca = _lowest_common_ancestor(qt, q, c)
@@ -760,7 +917,7 @@ def _fair_targets(qt: KueueState, jobs: Jobs, js: JobState, run: Run, j: int, k:
                 move_usage(jobs, js, run, v, 1)
                 passed = _compare(pw, pu, nw, nu) <= 0
             if passed:
-                fits = _take(qt, jobs, js, run, j, i, nt)
+                fits = _take(qt, tas, params, jobs, cs, cl, js, run, j, i, nt)
                 nt += 1
                 break
             qt.cand_wb[i] = FS_RETRY
@@ -776,14 +933,14 @@ def _fair_targets(qt: KueueState, jobs: Jobs, js: JobState, run: Run, j: int, k:
             tw, tu = _node_share(qt, run, _almost_lca(qt, c, lca))
             i = qt.order[qt.fs_next[c]]
             if _compare(pw, pu, tw, tu) < 0:
-                fits = _take(qt, jobs, js, run, j, i, nt)
+                fits = _take(qt, tas, params, jobs, cs, cl, js, run, j, i, nt)
                 nt += 1
             else:
                 qt.cand_wb[i] = FS_USED
             qt.fs_drop[c] = 1
     move_usage(jobs, js, run, j, -1)
     if fits:
-        nt = _fill_back(qt, jobs, js, run, j, nt, True)
+        nt = _fill_back(qt, tas, params, jobs, cs, cl, js, run, j, nt, True)
     for i in range(nt):
         move_usage(jobs, js, run, qt.targets[i], 1)
     return nt if fits else 0
@@ -792,6 +949,7 @@ def _fair_targets(qt: KueueState, jobs: Jobs, js: JobState, run: Run, j: int, k:
 @kernel
 def kueue_preempt(
     qt: KueueState,
+    tas: Topology | None,
     params: Params,
     jobs: Jobs,
     cs: Classes,
@@ -813,29 +971,58 @@ def kueue_preempt(
     may be reclaimed only without borrowing) and ``scheduler.go`` (a preemption whose targets another
     workload evicted in this cycle, i.e. at ``t``, is skipped). Targets already terminating are not evicted
     again. A job whose PriorityClass ``preemptionPolicy`` is ``Never`` does not preempt.
+
+    Under ``topology_aware: kueue`` (``tas`` given) the job preempts when its quota needs preemption or
+    its quota fits and its topology assignment does not (``flavorassigner.go``: both are Preempt mode,
+    for every resource of the PodSet), and a set of targets makes it fit only when the topology
+    assignment is found with them removed too (:func:`tas_fits`). Kueue first rules out a workload that
+    would not fit the empty cluster (``WithSimulateEmpty``): no set of candidates makes it fit either, so
+    the search returning none is the same outcome.
     """
-    if jobs.ints[J_CAN_PREEMPT, j] == 0 or not _needs_preemption(qt, jobs, js, run, j):
+    if jobs.ints[J_CAN_PREEMPT, j] == 0 or not _needs_preemption(qt, jobs, js, run, j, has_topology(tas)):
         return False
     run.counters[K_PREEMPT_TRIES] += 1
-    nt = search_targets(qt, jobs, js, run, j)
+    nt = search_targets(qt, tas, params, jobs, cs, cl, js, run, j)
     return _evict_targets(params, jobs, cs, cl, js, pend, tm, sc, run, qt, j, nt, t)
 
 
 @kernel
-def search_targets(qt: KueueState, jobs: Jobs, js: JobState, run: Run, j: int) -> int:
+def search_targets(
+    qt: KueueState,
+    tas: Topology | None,
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    js: JobState,
+    run: Run,
+    j: int,
+) -> int:
     """Job ``j``'s preemption targets (``qt.need`` filled) in ``qt.targets``, how many (0: none make it fit):
-    fair sharing's strategies under fair sharing, else the classical search. The usage is left as it was."""
+    fair sharing's strategies under fair sharing, else the classical search. The usage is left as it was.
+    ``tas``: the topology whose assignment must fit too (None: quota alone, as Kueue's flavor-fungibility
+    oracle ``SimulatePreemption`` checks, with no TAS requests)."""
     if qt.fair[0] == 0:
-        return classical_targets(qt, jobs, js, run, j)
+        return classical_targets(qt, tas, params, jobs, cs, cl, js, run, j)
     k = _candidates(qt, jobs, js, run, j, True)
     if k == 0:
         return 0
     _sort_candidates(qt, jobs, js, jobs.ints[J_TENANT, j], k)
-    return _fair_targets(qt, jobs, js, run, j, k)
+    return _fair_targets(qt, tas, params, jobs, cs, cl, js, run, j, k)
 
 
 @kernel
-def classical_targets(qt: KueueState, jobs: Jobs, js: JobState, run: Run, j: int) -> int:
+def classical_targets(
+    qt: KueueState,
+    tas: Topology | None,
+    params: Params,
+    jobs: Jobs,
+    cs: Classes,
+    cl: Cluster,
+    js: JobState,
+    run: Run,
+    j: int,
+) -> int:
     """Job ``j``'s classical preemption targets (``qt.need`` filled: the quota rows that need preemption),
     in ``qt.targets``; how many (0: none make it fit). The usage is left as it was.
 
@@ -869,10 +1056,10 @@ def classical_targets(qt: KueueState, jobs: Jobs, js: JobState, run: Run, j: int
         else:
             second = 0
     _heap_candidates(qt, jobs, js, q, k)
-    packed = _targets(qt, jobs, js, run, j, k, first, 0)
+    packed = _targets(qt, tas, params, jobs, cs, cl, js, run, j, k, first, 0)
     nt = packed // (k + 1)
     if nt == 0 and second >= 0:
-        nt = _targets(qt, jobs, js, run, j, k, second == 1, packed % (k + 1)) // (k + 1)
+        nt = _targets(qt, tas, params, jobs, cs, cl, js, run, j, k, second == 1, packed % (k + 1)) // (k + 1)
     return nt
 
 
@@ -911,6 +1098,7 @@ def _evict_targets(
 
 __all__ = [
     "classical_targets",
+    "has_topology",
     "kueue_preempt",
     "list_admitted",
     "may_preempt_row",
