@@ -73,7 +73,7 @@ from gpureplay.queues.kueue_fungibility import (
     Simulate,
     assign_with_modes,
 )
-from gpureplay.queues.kueue_preemption import Admitted, preemption_targets, preempts
+from gpureplay.queues.kueue_preemption import Admitted, TopologyFit, preemption_targets, preempts
 from gpureplay.queues.kueue_quota import (
     KueueQuotas,
     assign_flavors,
@@ -3461,7 +3461,14 @@ class _Replay:
             else preemption_targets
         )
         targets = search(
-            quotas, self.kueue_usage(), q, self.kueue_request(job), job.priority, job.key2, admitted
+            quotas,
+            self.kueue_usage(),
+            q,
+            self.kueue_request(job),
+            job.priority,
+            job.key2,
+            admitted,
+            topology=self.kueue_topology_fit(job, holders),
         )
         if not targets or any(t.evicted and holders[t.job_id].evicted_at == self.now for t in targets):
             return False
@@ -3469,6 +3476,27 @@ class _Replay:
             if not target.evicted:
                 self.evict(holders[target.job_id], job)
         return True
+
+    def kueue_topology_fit(self, job: Job, holders: dict[int, Job]) -> TopologyFit | None:
+        """[Kueue TAS preemption] ``workloadFits``' topology part for ``job`` (None without
+        ``topology_aware: kueue``): whether its TAS assignment, on its flavors' nodes, is found once the given
+        targets' pods are released (on a copy of the cluster)."""
+        if not self.tas:
+            return None
+        pod = self.in_flavors(job)
+        assert job.topology is not None
+        request = job.topology
+
+        def fits(targets: Sequence[Admitted]) -> bool:
+            trial = clone(self.cluster)
+            for target in targets:
+                for placement in holders[target.job_id].placements:
+                    release(trial[placement.node], placement)
+            counts = [tas_count(node, pod) for node in trial]
+            found = kueue_assignment(self.tree, counts, request, job.num_pods, self.policy.tas_profile)
+            return found is not None
+
+        return fits
 
     def kueue_cycle(self, quotas: KueueQuotas) -> None:
         """[Kueue quotas] rounds of one head per ClusterQueue until each pending job is admitted or set aside.
@@ -3565,6 +3593,11 @@ class _Replay:
                         self.start(job)
                         job.admitted_at = self.now
                     heads[q] += 1
+                elif self.tas and self.kueue_preempt(quotas, q, job):
+                    # [Kueue TAS preemption] the quota fits, the topology assignment does not: Preempt mode;
+                    # the preemptor's queue waits for its victims.
+                    self.kueue_aside[self.kueue_class(job)] = now
+                    self.kueue_blocked[q] = now
                 else:
                     set_aside(q, job)
         if self.quota_only:
@@ -3944,6 +3977,12 @@ class _Replay:
             for job in queue:
                 if not job.can_preempt:
                     continue  # taskEligibleToPreempt: preemptionPolicy Never
+                if (
+                    self.policy.topology_aware is TopologyAware.volcano
+                    and job.topology is not None
+                    and job.topology.mode in ("required", "preferred")
+                ):
+                    continue  # [Volcano preempt] a job with a networkTopology never preempts (issue #4374)
                 pod = amount(job, 1)
                 statement.clear()
                 nodes: list[int] = []

@@ -36,6 +36,13 @@ Shortcuts that change nothing: a job whose turn failed with no commit since leav
 (same queue, pod and pod count) of the same priority out: they would fail the same way; a job for which no
 plugin can name a victim anywhere (no running job of its queue has a lower priority, and its drf share of
 one pod is above every such job's less a pod) is passed over without walking the nodes.
+
+Under ``topology_aware: volcano`` a job with a network-topology request (``required``: hard mode,
+``preferred``: soft mode) never preempts: ``preempt.go`` skips every job whose PodGroup (or a subgroup) has a
+``networkTopology`` (released in v1.14.0; issue #4374). Such a job may still be a victim, and the reclaim
+action (:mod:`gpureplay.engine.queues.volcano.reclaim`) does not skip it: ``reclaim.go`` (v1.14 to v1.15.1)
+never reads the job's network topology, it reclaims and pipelines pod by pod on single nodes, and allocate
+then places the job by its HyperNode rule once the victims are gone.
 """
 
 from __future__ import annotations
@@ -72,6 +79,7 @@ from gpureplay.engine.state.bundles import (
 )
 from gpureplay.engine.state.layout import (
     C_PODS,
+    C_TAS_MODE,
     D_PLACED,
     D_STATUS,
     D_WAITING,
@@ -82,7 +90,11 @@ from gpureplay.engine.state.layout import (
     J_PREEMPTIBLE,
     J_PRIO,
     J_TENANT,
+    P_TAS,
     S_RUNNING,
+    TAS_VOLCANO,
+    TM_PREFERRED,
+    TM_REQUIRED,
 )
 
 #: ``qt.v_act[0]`` bits: the actions a session runs after allocate.
@@ -315,6 +327,10 @@ def preempt_action(
             _pass(jobs, cs, js, pend, qt, q, c, j)
             if js.dyn[D_WAITING, j] > 0 or jobs.ints[J_CAN_PREEMPT, j] == 0:
                 continue  # pipelined on its victims' resources; or not eligible (preemptionPolicy Never)
+            if params.codes[P_TAS] == TAS_VOLCANO and cs.ints[C_TAS_MODE, c] in (TM_REQUIRED, TM_PREFERRED):
+                # preempt.go (v1.14.0+) skips a job with a networkTopology, hard or soft
+                # (JobInfo.ContainsNetworkTopology; volcano-sh/volcano issue #4374): it never preempts.
+                continue
             if qt.v_alloc[0, q] <= 0.0 and qt.v_alloc[1, q] <= 0.0 and qt.v_alloc[2, q] <= 0.0:
                 continue  # nothing of its queue runs: no preemptee anywhere
             if not _tier_one_may(qt, jobs, j, q) and (
