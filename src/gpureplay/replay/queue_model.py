@@ -199,14 +199,7 @@ def queue_model_problems(
             "reclaim, preempt': reclaim between queues, preempt within a queue)"
         )
         problems.append(("scheduler.preemption", how))
-    if _name(policy.topology_aware) != "none":
-        problems.append(
-            (
-                "scheduler.topology_aware",
-                f"{system} queues with topology-aware placement are not modelled together yet: use "
-                "topology_aware: none",
-            )
-        )
+    problems += _topology_problems(policy, model)
     if sharing is not GpuSharing.none or mig is not MigStrategy.none:
         problems.append(
             (
@@ -215,6 +208,84 @@ def queue_model_problems(
                 "none and mig_strategy: none",
             )
         )
+    return problems
+
+
+#: Where each system's topology-aware placement runs: the queue model that owns it, and why another
+#: queue model cannot drive it.
+_TAS_OWNER = {
+    "kueue": (
+        QueueModel.kueue,
+        "Kueue's TAS assigns a workload's topology inside Kueue's own admission (a ResourceFlavor's "
+        "topologyName; quota and topology assignment admitted together, KEP-2724)",
+    ),
+    "volcano": (
+        QueueModel.volcano,
+        "Volcano's HyperNode placement is a plugin (network-topology-aware) of the Volcano scheduler's "
+        "own sessions, which also run its queues",
+    ),
+    "kai": (
+        QueueModel.kai,
+        "KAI's topology plugin runs inside KAI's scheduler sessions (its SubsetNodesFn), which also run "
+        "its queues",
+    ),
+}
+
+
+def _topology_problems(policy: Policy, model: QueueModel) -> list[tuple[str, str]]:
+    """A queue model with topology-aware placement: the pairs and actions the real systems run together.
+
+    Notes
+    -----
+    Each system's topology-aware placement lives inside its own scheduler: Kueue's TAS in Kueue's admission
+    (kubernetes-sigs/kueue ``pkg/scheduler/flavorassigner/flavorassigner.go``, KEP-2724), Volcano's
+    HyperNode plugin in Volcano's session (``pkg/scheduler/plugins/network-topology-aware``), KAI's
+    topology plugin in KAI's session (``pkg/scheduler/plugins/topology``). So a system's topology pairs with
+    its own queues only. Kueue's TAS assigns the pods' nodes at admission, so ``kueue_admission: quota``
+    (kube-scheduler places the pods later) does not apply; KAI's reclaim and preempt simulate the
+    preemptor's allocation through its allocate with the topology plugin's ``SubsetNodesFn``
+    (``actions/common/action.go`` ``TryToVirtuallyAllocatePreemptorAndGetVictims`` →
+    ``actions/common/allocate.go``, v0.9.3+), which the engine's KAI solver (nodes' free pods counted one
+    by one) does not model.
+    """
+    topology = _name(policy.topology_aware)
+    if topology == "none":
+        return []
+    owner, why = _TAS_OWNER[topology]
+    if owner is not model:
+        return [
+            (
+                "scheduler.topology_aware",
+                f"topology_aware: {topology} does not run under queues: {model.name}: {why}; use "
+                f"topology_aware: {model.name} (or none) with queues: {model.name}",
+            )
+        ]
+    problems: list[tuple[str, str]] = []
+    if model is QueueModel.kueue and _name(policy.kueue_admission) == "quota":
+        problems.append(
+            (
+                "scheduler.kueue_admission",
+                "Kueue's TAS assigns the pods' nodes at admission (the TopologyAssignment), so admission "
+                "by quota alone with kube-scheduler placing the pods later does not apply: use "
+                "kueue_admission: placement with topology_aware: kueue",
+            )
+        )
+    if model is QueueModel.kai:
+        try:
+            reclaim, preempt = kai_actions(policy.actions)
+        except ValueError:
+            return problems  # said under scheduler.actions
+        if reclaim or preempt:
+            problems.append(
+                (
+                    "scheduler.actions",
+                    "KAI's reclaim and preempt with topology_aware: kai are not modelled: KAI's solvers "
+                    "simulate the preemptor's allocation through its allocate action with the topology "
+                    "plugin's SubsetNodesFn (actions/common/allocate.go), which the replay's KAI solver, "
+                    "counting free pods node by node, does not do (it would evict victims for a job that "
+                    "then fits no domain); use scheduler.actions: allocate with topology_aware: kai",
+                )
+            )
     return problems
 
 
