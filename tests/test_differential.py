@@ -50,6 +50,7 @@ from tests.reference.strategies import (
     CORNER_CASES,
     PREEMPT_VARIANTS,
     PRESETS,
+    QUEUE_TAS_VARIANTS,
     QUOTA_VARIANTS,
     SHARING_PRESETS,
     as_taken_by,
@@ -87,6 +88,8 @@ from gpureplay.schedulers.policy import (
     QueueOrder,
     QuotaSource,
     Requeue,
+    TasProfile,
+    TopologyAware,
 )
 from gpureplay.workload.utilization import ReclaimIdlePolicy, policy_columns
 
@@ -112,8 +115,8 @@ EXACT_FLOATS = {"start_time", "finish_time", "hold_start", "start", "evicted", "
 MAX_SHOWN_ROWS = 20
 
 
-#: Every shipped preset plus the preemption variants, by name.
-ALL_POLICIES: dict[str, Policy] = {**PRESETS, **PREEMPT_VARIANTS}
+#: Every shipped preset plus the preemption variants and the one queue-model-with-topology variant, by name.
+ALL_POLICIES: dict[str, Policy] = {**PRESETS, **PREEMPT_VARIANTS, **QUEUE_TAS_VARIANTS}
 
 
 def _table(df: pl.DataFrame) -> str:
@@ -1417,3 +1420,105 @@ def test_an_easy_reservation_is_recomputed_when_a_backfilled_job_outlives_its_es
     finishes = dict(replay.jobs.select("job_id", "finish_time").iter_rows())
     assert finishes[3] == 2.0 + 95.0 / 0.5
     assert starts == {1: 0.0, 2: finishes[3], 3: 2.0, 4: 101.0}  # H waits for B, not for its shadow time
+
+
+@st.composite
+def queue_tas_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy]:
+    """A queue model with its own system's topology-aware placement and, where modelled, its evictions.
+
+    Kueue quotas (over one or several flavors, half of them preempting by ``spec.preemption``, fair sharing
+    or classical) with Kueue TAS (a drawn profile); Volcano queues with HyperNode placement and its preempt
+    and reclaim actions (each drawn); KAI queues with KAI's topology plugin (allocate alone: KAI's reclaim and
+    preempt with topology are refused). Small topologies of known CPU and memory, early long jobs that
+    fragment the racks, later jobs of mixed priorities and sizes, each with that system's topology request
+    (tests/test_queues_tas.py holds the hand-computed cases).
+    """
+    from tests.test_tas import _REQUESTS, tas_nodes
+    from tests.test_tas_kai_volcano import _KAI_REQUESTS, _VOLCANO_REQUESTS
+
+    system = draw(st.sampled_from([QueueModel.kueue, QueueModel.volcano, QueueModel.kai]))
+    nodes = nodes_frame(draw(tas_nodes(known=True)))
+    requests = {
+        QueueModel.kueue: _REQUESTS,
+        QueueModel.volcano: _VOLCANO_REQUESTS,
+        QueueModel.kai: _KAI_REQUESTS,
+    }
+    rows = []
+    for job_id in range(draw(st.integers(2, 14))):
+        mode, level = draw(requests[system])
+        early = job_id < 3
+        rows.append(
+            {
+                "job_id": job_id,
+                "submit_time": float(draw(st.integers(0, 2) if early else st.integers(0, 12))),
+                "duration": float(draw(st.sampled_from([40, 80] if early else [5, 10, 20, 40]))),
+                "num_pods": draw(st.integers(1, 4)),
+                "gpu_milli": draw(st.sampled_from([1000, 1000, 1000, 2000, 0])),
+                "cpu_milli": draw(st.sampled_from([0, 0, 2000])),
+                "mem_mib": 0,
+                "priority": draw(st.sampled_from([0, 0] if early else [0, 1, 5, 10])),
+                "topology_mode": mode,
+                "topology_level": level,
+            }
+        )
+    jobs = _in_queues(draw, jobs_frame(rows))
+    queues = tuple(sorted(set(jobs["queue"].to_list())))
+    scorer = draw(st.sampled_from(["best_fit", "first_fit", "worst_fit"]))
+    if system is QueueModel.kueue:
+        models = tuple(sorted(set(nodes.filter(pl.col("num_gpus") > 0)["gpu_model"].drop_nulls().to_list())))
+        flavored = draw(st.booleans())
+        text = draw(
+            kueue_manifests(queues, preemption=draw(st.booleans()), models=models if flavored else None)
+        )
+        policy = _kueue_policy(
+            draw,
+            text,
+            name="kueue-tas",
+            topology_aware=TopologyAware.kueue,
+            tas_profile=draw(st.sampled_from(list(TasProfile))),
+            fair_sharing=draw(st.booleans()),
+            graceful_termination=draw(st.sampled_from([0.0, 2.5, 30.0])),
+        )
+    elif system is QueueModel.volcano:
+        actions = draw(
+            st.sampled_from(
+                [
+                    None,
+                    "enqueue, allocate, preempt, backfill",
+                    "enqueue, allocate, reclaim, backfill",
+                    "enqueue, allocate, preempt, reclaim, backfill",
+                ]
+            )
+        )
+        policy = _volcano_policy(draw, jobs, actions)
+        plugins = (
+            draw(st.sampled_from([None, "priority, conformance"]))
+            if actions and "preempt" in actions
+            else None
+        )
+        policy = replace(policy, topology_aware=TopologyAware.volcano, preemptable_plugins=plugins)
+    else:
+        policy = Policy(
+            name="kai",
+            queue_order=QueueOrder.priority,
+            backfill=Backfill.skip,
+            node_placement=scorer,
+            gpu_placement=draw(st.sampled_from(["best_fit", "first_fit"])),
+            session_interval=draw(st.sampled_from([0.0, 0.0, 2.0])),
+            queues=QueueModel.kai,
+            quotas=QuotaSource.manifests,
+            manifests=_manifest_file(draw(kai_manifests(queues))),
+            topology_aware=TopologyAware.kai,
+        )
+    # KAI's and Volcano's topology plugins rank nodes by score: not the random scorer.
+    return jobs, nodes, replace(policy, node_placement=scorer)
+
+
+# Each queue model with its own system's topology-aware placement (and its evictions where modelled).
+@draws(60)
+@given(case=queue_tas_cases(), sample_interval=sample_intervals, seed=seeds)
+def test_queue_models_with_topology_agree(
+    case: tuple[pl.DataFrame, pl.DataFrame, Policy], sample_interval: float, seed: int
+) -> None:
+    jobs, nodes, policy = case
+    assert_agree(jobs, nodes, policy, seed=seed, sample_interval=sample_interval)

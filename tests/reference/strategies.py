@@ -40,9 +40,12 @@ from gpureplay.schedulers.policy import (
     Policy,
     Preemption,
     QueueOrder,
+    ReclaimWithinCohort,
     ReplicaAllocation,
     Requeue,
     SharingDemand,
+    TopologyAware,
+    WithinClusterQueue,
 )
 from gpureplay.schedulers.presets import preset, preset_names
 from gpureplay.traces.schema import (
@@ -397,6 +400,25 @@ PREEMPT_VARIANTS: dict[str, Policy] = {
         ),
     )
 }
+
+
+#: Queue models with their own system's topology-aware placement in the suite's policies: ONE variant (each
+#: is a compile variant the suite's warm-up builds), the most representative pair: Kueue's derived quotas with
+#: Kueue TAS and its classical preemption (withinClusterQueue LowerPriority, reclaimWithinCohort Any).
+#: tests/test_differential.py ``queue_tas_cases`` draws every modelled pair with its evictions.
+QUEUE_TAS_VARIANTS: dict[str, Policy] = (
+    {
+        "kueue-queues-tas-preempt": replace(
+            PRESETS["kueue"],
+            name="kueue-queues-tas-preempt",
+            topology_aware=TopologyAware.kueue,
+            within_cluster_queue=WithinClusterQueue.lower_priority,
+            reclaim_within_cohort=ReclaimWithinCohort.any,
+        )
+    }
+    if "kueue" in PRESETS
+    else {}
+)
 
 
 #: The scorers :func:`policies` drew before the FGD paper's were added (drawn first, as then).
