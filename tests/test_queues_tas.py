@@ -105,7 +105,8 @@ def test_kueue_admits_only_when_quota_and_topology_fit(tmp_path: Path) -> None:
 
     Job 3 (2 pods) at 10: quota 6 + 2 <= 8 fits, but no rack holds 2 pods: Kueue's TAS does not admit it
     (the assignment fails, the ClusterQueue preempts nothing: ``withinClusterQueue: Never``). At 100 job 1
-    ends: rack 0 holds 4 and job 3 starts there. Topology-blind, the same quota admits it at 10 on B and D.
+    ends: rack 0 holds 4 and job 3 starts there. Topology-blind (jobs 1 and 2 packed by the node scorer), the
+    same quota admits it at 10.
     """
     policy = kueue_tas(tmp_path, cluster_queue("team-a", 8, cohort=None))
     replay = run(FRAGMENTED, policy)
@@ -114,7 +115,6 @@ def test_kueue_admits_only_when_quota_and_topology_fit(tmp_path: Path) -> None:
     assert replay.jobs.filter(pl.col("job_id") == 3)["racks_spanned"].to_list() == [1]
     blind = run(FRAGMENTED, replace(policy, topology_aware=TopologyAware.none))
     assert starts(blind)[3] == 10.0
-    assert blind.jobs.filter(pl.col("job_id") == 3)["racks_spanned"].to_list() == [2]
 
 
 @on_both
