@@ -143,15 +143,44 @@ def test_kueue_preempts_for_a_topology_that_does_not_fit_although_the_quota_does
 
 @on_both
 def test_kueue_evicts_nothing_when_no_victim_set_makes_the_topology_fit(tmp_path: Path) -> None:
-    """Job 3 asks 5 pods in one rack (quota 6 + 5 > 8: Preempt on quota): no rack ever holds 5 pods, so even
-    with every candidate removed the topology does not fit; nothing is evicted and job 3 is rejected at
-    arrival (no rack holds it on the empty cluster: ``topology_too_large``)."""
+    """``withinClusterQueue: LowerPriority``, 8 GPUs of nominal quota, no cohort; every job asks ``required``
+    rack placement.
+
+    Job 1 (3 pods, priority 10) at 0: both racks hold 4 (tie by id): rack 0, A (2) and B (1). Job 2 (1 pod,
+    priority 0) at 1: rack 0 holds 1, rack 1 holds 4; BestFit takes the tightest rack that holds it: rack 0,
+    node B (rack 0 now full). Job 3 (3 pods, priority 10, 200 s) at 2: rack 1, C (2) and D (1). Used: 7 of 8;
+    free: D 1.
+
+    Job 4 (2 pods, priority 5) at 10: its quota needs preemption (7 + 2 > 8), and so does its topology (no
+    rack holds 2 pods): Preempt mode; the empty cluster holds it (no rejection at arrival). Its only candidate
+    (same ClusterQueue, lower priority) is job 2. With job 2 removed the quota fits (6 + 2 <= 8) but the
+    topology still does not: rack 0 holds 1 (B), rack 1 holds 1 (D). Kueue's ``workloadFits`` needs both, so
+    no victim set makes job 4 fit and nothing is evicted (a quota-only check would evict job 2). At 100 job 1
+    ends: rack 0 holds 3 (A 2, B 1), the quota 4 + 2 <= 8, and job 4 starts in rack 0.
+
+    Contrast, job 1 at priority 0 (same placements): the candidates are jobs 2 and 1, most recently admitted
+    first. Job 2 removed: the quota fits, the topology does not; job 1 removed too: rack 0 holds 4, both fit.
+    Filled back from the next-to-last: with job 2 returned rack 0 still holds 3 and the quota 4 + 2 <= 8, so
+    job 2 is dropped from the targets (it keeps running); the targets are [job 1] alone. Job 1 is evicted at
+    10 and releases at 40 (grace 30): job 4 starts at 40 in rack 0.
+    """
     policy = kueue_tas(
         tmp_path, preempting(cluster_queue("team-a", 8, cohort=None), withinClusterQueue="LowerPriority")
     )
-    replay = run([*FRAGMENTED[:2], row(3, 10.0, 5, priority=5)], policy)
+    jobs = [
+        row(1, 0.0, 3, priority=10),
+        row(2, 1.0, 1),
+        row(3, 2.0, 3, priority=10, duration=200.0),
+        row(4, 10.0, 2, priority=5),
+    ]
+    replay = run(jobs, policy)
     assert evictions(replay) == {}
-    assert starts(replay)[3] is None
+    assert starts(replay) == {1: 0.0, 2: 1.0, 3: 2.0, 4: 100.0}
+    placed = replay.jobs.filter(pl.col("job_id") == 4)["racks_spanned"].to_list()
+    assert placed == [1]
+    contrast = run([row(1, 0.0, 3), *jobs[1:]], policy)
+    assert evictions(contrast) == {1: 4}
+    assert starts(contrast)[4] == 40.0
 
 
 VOLCANO_PREEMPT = "enqueue, allocate, preempt, backfill"
