@@ -48,11 +48,14 @@ from tests.reference.simulator import draw as reference_draw
 from tests.reference.simulator import simulate as reference_simulate
 from tests.reference.strategies import (
     CORNER_CASES,
+    KAI_TAS_REQUESTS,
     PREEMPT_VARIANTS,
     PRESETS,
     QUEUE_TAS_VARIANTS,
     QUOTA_VARIANTS,
     SHARING_PRESETS,
+    TAS_REQUESTS,
+    VOLCANO_TAS_REQUESTS,
     as_taken_by,
     big_cases,
     cases,
@@ -70,6 +73,7 @@ from tests.reference.strategies import (
     sample_intervals,
     seeds,
     sharing_policies,
+    tas_nodes,
     windows,
 )
 
@@ -1433,15 +1437,12 @@ def queue_tas_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame, Policy
     fragment the racks, later jobs of mixed priorities and sizes, each with that system's topology request
     (tests/test_queues_tas.py holds the hand-computed cases).
     """
-    from tests.test_tas import _REQUESTS, tas_nodes
-    from tests.test_tas_kai_volcano import _KAI_REQUESTS, _VOLCANO_REQUESTS
-
     system = draw(st.sampled_from([QueueModel.kueue, QueueModel.volcano, QueueModel.kai]))
     nodes = nodes_frame(draw(tas_nodes(known=True)))
     requests = {
-        QueueModel.kueue: _REQUESTS,
-        QueueModel.volcano: _VOLCANO_REQUESTS,
-        QueueModel.kai: _KAI_REQUESTS,
+        QueueModel.kueue: TAS_REQUESTS,
+        QueueModel.volcano: VOLCANO_TAS_REQUESTS,
+        QueueModel.kai: KAI_TAS_REQUESTS,
     }
     rows = []
     for job_id in range(draw(st.integers(2, 14))):

@@ -37,11 +37,13 @@ from hypothesis import strategies as st
 from tests.reference.draws import draws
 from tests.reference.strategies import (
     CLASSIC_SCORERS,
+    TAS_REQUESTS,
     job_rows,
     jobs_frame,
     nodes_frame,
     sample_intervals,
     seeds,
+    tas_nodes,
 )
 from tests.test_differential import assert_agree
 
@@ -64,7 +66,6 @@ from gpureplay.schedulers.policy import (
     TopologyAware,
 )
 from gpureplay.schedulers.presets import preset
-from gpureplay.traces.schema import UNKNOWN_CAPACITY
 from gpureplay.workload.topology_requests import TopologyRequest, assign_topology_requests
 
 #: Kueue TAS under the default profile (mixed): priority queue, gang, backfill skip.
@@ -1004,35 +1005,6 @@ def test_slices_keep_each_slice_in_its_domain_over_time() -> None:
 # Generated cases: the kernel against the reference's assignment, whole replays against each other
 # --------------------------------------------------------------------------------------------------
 
-_REQUESTS = st.sampled_from(
-    [(None, None), (None, None)]
-    + [(mode, level) for mode in reference.TAS_MODES for level in reference.TAS_LEVELS]
-)
-
-
-@st.composite
-def tas_nodes(draw: st.DrawFn, max_nodes: int = 8, known: bool = False) -> list[dict[str, Any]]:
-    """1-``max_nodes`` nodes with small, repeating spine / rack / NVLink ids (a rack id under two spines,
-    an NVLink id under two racks), V100 or T4, 0-8 GPUs; CPU and memory finite or (unless ``known``)
-    unknown (a node of unknown CPU or memory holds a GPU-less pod that asks it 2**40 times: "Counts (phase
-    1)")."""
-    cpus = [8000, 32000] if known else [UNKNOWN_CAPACITY, UNKNOWN_CAPACITY, 8000, 32000]
-    mems = [16384, 131072] if known else [UNKNOWN_CAPACITY, 16384]
-    rows = []
-    for _ in range(draw(st.integers(1, max_nodes))):
-        rows.append(
-            {
-                "gpu_model": draw(st.sampled_from(["V100", "V100", "T4"])),
-                "num_gpus": draw(st.sampled_from([0, 1, 1, 2, 2, 3, 4, 8])),
-                "spine": draw(st.integers(0, 1)),
-                "rack": draw(st.integers(0, 2)),
-                "nvlink_domain": draw(st.integers(0, 3)),
-                "cpu_milli": draw(st.sampled_from(cpus)),
-                "mem_mib": draw(st.sampled_from(mems)),
-            }
-        )
-    return rows
-
 
 def slices_for(
     draw: st.DrawFn, request: tuple[str | None, str | None], pods: int | None
@@ -1054,7 +1026,7 @@ def slices_for(
     pods=st.integers(1, 12),
     # A GPU-less pod asking nothing fits every node 2**40 times ("Counts (phase 1)").
     milli=st.sampled_from([0, 300, 500, 1000, 1000, 2000, 3000]),
-    request=_REQUESTS,
+    request=TAS_REQUESTS,
     profile=st.sampled_from(list(TasProfile)),
     data=st.data(),
 )
@@ -1079,7 +1051,7 @@ def tas_cases(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame]:
     nodes = draw(tas_nodes())
     rows = draw(job_rows(max_jobs=15))
     for row in rows:
-        request = draw(_REQUESTS)
+        request = draw(TAS_REQUESTS)
         row["topology_mode"], row["topology_level"] = request
         row.update(sliced(slices_for(draw, request, None)))
     return jobs_frame(rows), nodes_frame(nodes)

@@ -41,14 +41,17 @@ from hypothesis import strategies as st
 from tests.reference.draws import draws
 from tests.reference.strategies import (
     CLASSIC_SCORERS,
+    KAI_TAS_REQUESTS,
+    VOLCANO_TAS_REQUESTS,
     job_rows,
     jobs_frame,
     nodes_frame,
     sample_intervals,
     seeds,
+    tas_nodes,
 )
 from tests.test_differential import assert_agree
-from tests.test_tas import job, node, spans, tas_nodes
+from tests.test_tas import job, node, spans
 
 from gpureplay.errors import InputError
 from gpureplay.replay.simulate import Replay
@@ -619,14 +622,6 @@ def test_volcano_unknown_cpu_scores_zero_with_one_node() -> None:
 # Generated cases: whole replays on both
 # --------------------------------------------------------------------------------------------------
 
-_KAI_REQUESTS = st.sampled_from(
-    [(None, None), (None, None), ("unconstrained", "node")]
-    + [(mode, level) for mode in ("required", "preferred") for level in reference.TAS_LEVELS]
-)
-_VOLCANO_REQUESTS = st.sampled_from(
-    [(None, None), (None, None), ("unconstrained", "node"), ("preferred", "rack"), ("preferred", "node")]
-    + [("required", level) for level in ("spine", "rack", "nvlink_domain")]
-)
 #: KAI's requests in contended cases: preferred ones weighted up (they climb levels and rank nodes by the
 #: topology score).
 _KAI_CONTENDED_REQUESTS = st.sampled_from(
@@ -641,8 +636,8 @@ _NODE_SCORERS = [s for s in CLASSIC_SCORERS if s != "random"] + ["kai_binpack"]
 def tas_cases(
     draw: st.DrawFn, requests: st.SearchStrategy[tuple[str | None, str | None]], known: bool
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """A small topology (:func:`tests.test_tas.tas_nodes`; ``known``: finite CPU and memory on every node)
-    and up to 15 generated jobs (:func:`tests.reference.strategies.job_rows`) with requests."""
+    """A small topology (:func:`tests.reference.strategies.tas_nodes`; ``known``: finite CPU and memory on
+    every node) and up to 15 generated jobs (:func:`tests.reference.strategies.job_rows`) with requests."""
     nodes = draw(tas_nodes(known=known))
     rows = draw(job_rows(max_jobs=15))
     for row in rows:
@@ -711,8 +706,8 @@ def contended_cases(
 
 #: The generated cases by kind: (strategy, KAI's requests, Volcano's requests).
 _CASES = {
-    "varied": (tas_cases, _KAI_REQUESTS, _VOLCANO_REQUESTS),
-    "contended": (contended_cases, _KAI_CONTENDED_REQUESTS, _VOLCANO_REQUESTS),
+    "varied": (tas_cases, KAI_TAS_REQUESTS, VOLCANO_TAS_REQUESTS),
+    "contended": (contended_cases, _KAI_CONTENDED_REQUESTS, VOLCANO_TAS_REQUESTS),
 }
 
 

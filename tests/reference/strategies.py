@@ -26,6 +26,7 @@ from typing import Any
 import polars as pl
 from hypothesis import strategies as st
 from tests.reference.scoring import GPU_SCORERS, SCORERS
+from tests.reference.simulator import TAS_LEVELS, TAS_MODES
 
 from gpureplay.cluster.catalog import gpu_model
 from gpureplay.schedulers.policy import (
@@ -418,6 +419,49 @@ QUEUE_TAS_VARIANTS: dict[str, Policy] = (
     }
     if "kueue" in PRESETS
     else {}
+)
+
+
+#: Topology requests (mode, level) jobs draw under Kueue TAS: none (most often: the implied request) or any
+#: mode at any level. Shared by tests/test_tas.py and tests/test_differential.py (module level: a strategy
+#: module imported while a Hypothesis test draws would define tests inside it).
+TAS_REQUESTS = st.sampled_from(
+    [(None, None), (None, None)] + [(mode, level) for mode in TAS_MODES for level in TAS_LEVELS]
+)
+
+
+@st.composite
+def tas_nodes(draw: st.DrawFn, max_nodes: int = 8, known: bool = False) -> list[dict[str, Any]]:
+    """1-``max_nodes`` nodes with small, repeating spine / rack / NVLink ids (a rack id under two spines,
+    an NVLink id under two racks), V100 or T4, 0-8 GPUs; CPU and memory finite or (unless ``known``)
+    unknown (a node of unknown CPU or memory holds a GPU-less pod that asks it 2**40 times: "Counts (phase
+    1)")."""
+    cpus = [8000, 32000] if known else [UNKNOWN_CAPACITY, UNKNOWN_CAPACITY, 8000, 32000]
+    mems = [16384, 131072] if known else [UNKNOWN_CAPACITY, 16384]
+    rows = []
+    for _ in range(draw(st.integers(1, max_nodes))):
+        rows.append(
+            {
+                "gpu_model": draw(st.sampled_from(["V100", "V100", "T4"])),
+                "num_gpus": draw(st.sampled_from([0, 1, 1, 2, 2, 3, 4, 8])),
+                "spine": draw(st.integers(0, 1)),
+                "rack": draw(st.integers(0, 2)),
+                "nvlink_domain": draw(st.integers(0, 3)),
+                "cpu_milli": draw(st.sampled_from(cpus)),
+                "mem_mib": draw(st.sampled_from(mems)),
+            }
+        )
+    return rows
+
+
+#: Requests under KAI's topology plugin and Volcano's HyperNode placement (tests/test_tas_kai_volcano.py).
+KAI_TAS_REQUESTS = st.sampled_from(
+    [(None, None), (None, None), ("unconstrained", "node")]
+    + [(mode, level) for mode in ("required", "preferred") for level in TAS_LEVELS]
+)
+VOLCANO_TAS_REQUESTS = st.sampled_from(
+    [(None, None), (None, None), ("unconstrained", "node"), ("preferred", "rack"), ("preferred", "node")]
+    + [("required", level) for level in ("spine", "rack", "nvlink_domain")]
 )
 
 
