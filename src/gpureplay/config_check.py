@@ -71,7 +71,7 @@ def unknown_key_message(full_key: str, schema: Any) -> str:
     --------
     >>> from gpureplay.config import HomogeneousClusterConf
     >>> print(unknown_key_message("cluster.node", HomogeneousClusterConf))  # doctest: +ELLIPSIS
-    no such key (did you mean 'cluster.nodes'?); cluster has: name, kind, topology, topology_match, prices, nodes, ...
+    no such key (did you mean 'cluster.nodes'?); cluster has: name, kind, topology, topology_match, ...
     """
     parent, _, name = full_key.rpartition(".")
     fields = _fields(schema)
