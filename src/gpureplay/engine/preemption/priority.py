@@ -140,19 +140,21 @@ def victim_eligible(
 
 
 @kernel
-def move_pods_on_node(jobs: Jobs, cs: Classes, cl: Cluster, js: JobState, v: int, n: int, take: bool) -> None:
-    """Release (or take back) job ``v``'s pods on node ``n`` only: the per-node dry run."""
+def move_pods(jobs: Jobs, cs: Classes, cl: Cluster, js: JobState, v: int, n: int, take: bool) -> None:
+    """Release (or take back, on their exact GPUs) job ``v``'s pods on node ``n`` (-1: on every node): the
+    dry runs of a victim search (per node here; the whole job in Kueue's topology check)."""
     c = jobs.ints[J_CLASS, v]
     k = jobs.ints[J_K, v]
     pod0 = jobs.ints[J_POD0, v]
     for p in range(js.dyn[D_PLACED, v]):
-        if js.pod_node[pod0 + p] != n:
+        node = js.pod_node[pod0 + p]
+        if n >= 0 and node != n:
             continue
         slot0 = jobs.ints[J_SLOT0, v] + p * k
         if take:
-            take_pod(cl, cs, c, n, -1, js.slot_gpu, slot0, True)
+            take_pod(cl, cs, c, node, -1, js.slot_gpu, slot0, True)
         else:
-            release_pod(cl, cs, c, n, js.slot_gpu, slot0)
+            release_pod(cl, cs, c, node, js.slot_gpu, slot0)
 
 
 @kernel
@@ -240,10 +242,10 @@ def victims_on_node(
     if count == 0:
         return -1
     for i in range(count):
-        move_pods_on_node(jobs, cs, cl, js, pre.victims[i], n, False)
+        move_pods(jobs, cs, cl, js, pre.victims[i], n, False)
     if node_capacity(cl, cs, c, n, 1) < 1:
         for i in range(count):
-            move_pods_on_node(jobs, cs, cl, js, pre.victims[i], n, True)
+            move_pods(jobs, cs, cl, js, pre.victims[i], n, True)
         return -1
     # Most important first (insertion sort: a node holds a handful of jobs).
     for i in range(1, count):
@@ -256,14 +258,14 @@ def victims_on_node(
     kept = 0
     for i in range(count):
         v = pre.victims[i]
-        move_pods_on_node(jobs, cs, cl, js, v, n, True)
+        move_pods(jobs, cs, cl, js, v, n, True)
         if node_capacity(cl, cs, c, n, 1) >= 1:
             continue  # reprieved
-        move_pods_on_node(jobs, cs, cl, js, v, n, False)
+        move_pods(jobs, cs, cl, js, v, n, False)
         pre.victims[kept] = v
         kept += 1
     for i in range(kept):
-        move_pods_on_node(jobs, cs, cl, js, pre.victims[i], n, True)
+        move_pods(jobs, cs, cl, js, pre.victims[i], n, True)
     return kept
 
 

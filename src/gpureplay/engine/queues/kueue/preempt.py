@@ -27,10 +27,10 @@ from __future__ import annotations
 
 import math
 
-from gpureplay.engine.fit.resources import release_pod, take_pod
 from gpureplay.engine.jit.config import inline_kernel, kernel, when_given
 from gpureplay.engine.jobs import evict_job
 from gpureplay.engine.placement.kueue_tas import kueue_assign
+from gpureplay.engine.preemption.priority import move_pods
 from gpureplay.engine.queues.kueue.pods_ready import leave_admitted
 from gpureplay.engine.queues.kueue.tree import (
     RESOURCE_ROWS,
@@ -58,17 +58,13 @@ from gpureplay.engine.state.bundles import (
     Topology,
 )
 from gpureplay.engine.state.layout import (
-    D_PLACED,
     D_STATUS,
     FLAVOR_NONE,
     J_CAN_PREEMPT,
     J_CLASS,
     J_ID,
-    J_K,
-    J_POD0,
     J_PREEMPTIBLE,
     J_PRIO,
-    J_SLOT0,
     J_TENANT,
     K_PREEMPT_TRIES,
     KP_BORROW,
@@ -132,17 +128,7 @@ def _move_targets(
     for i in range(nt):
         if i == skip:
             continue
-        v = qt.targets[i]
-        c = jobs.ints[J_CLASS, v]
-        k = jobs.ints[J_K, v]
-        pod0 = jobs.ints[J_POD0, v]
-        for p in range(js.dyn[D_PLACED, v]):
-            n = js.pod_node[pod0 + p]
-            slot0 = jobs.ints[J_SLOT0, v] + p * k
-            if take:
-                take_pod(cl, cs, c, n, -1, js.slot_gpu, slot0, True)
-            else:
-                release_pod(cl, cs, c, n, js.slot_gpu, slot0)
+        move_pods(jobs, cs, cl, js, qt.targets[i], -1, take)
 
 
 @kernel
